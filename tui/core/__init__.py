@@ -1,0 +1,1 @@
+"""Pure domain: record format, budget, statistics, verdict. Standard library only."""

@@ -1,0 +1,628 @@
+"""The Monitor: ingests records one by one, answers snapshots.
+
+One Monitor serves the console (snapshots at 2-4 Hz), the headless report and the
+live runner. Everything it keeps is bounded: exact TTFT lists are capped (beyond the
+cap, cumulative percentiles come from a streaming sketch and say so), the rolling
+window, recent rows and series are bounded deques.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from tui.core import stats
+from tui.core.records import (
+    BudgetRecord,
+    GpuSample,
+    HostSample,
+    LineIssue,
+    QueueSample,
+    RequestRecord,
+    RunHeader,
+    StepRecord,
+)
+from tui.core.snapshot import (
+    BAD,
+    FAIL,
+    GOOD,
+    INSUFFICIENT_WINDOW,
+    NA,
+    PASS,
+    UNDECIDED,
+    WARN,
+    FractionStat,
+    GpuDevice,
+    GpuState,
+    LevelRow,
+    Percentile,
+    QueueState,
+    RequestRow,
+    Snapshot,
+    Verdict,
+    WindowStat,
+)
+from tui.core.verdict import MixtureTest, SequentialVerdict, safe_exp
+
+GIB = 2**30
+EXACT_CAP = 100_000  # exact TTFT values kept per level before the sketch takes over
+SERIES_LEN = 240
+MAX_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    slo_ttft_ms: float = 1000.0
+    target: float = 0.95
+    alpha: float = 0.05
+    min_window_s: float = 600.0
+    min_requests: int | None = None  # default: the fewest requests with which PASS is possible
+    rolling_s: float = 60.0
+    rolling_n: int | None = None  # when set, the rolling window is the last N requests instead
+    recent_rows: int = 500
+    bucket_s: float = 5.0  # sparkline bucket width (record time)
+    batch_s: float = 10.0  # batch width for the burstiness (VIF) estimate
+    max_batches: int = 1024
+
+    def __post_init__(self) -> None:
+        if not self.slo_ttft_ms > 0:
+            raise ValueError("slo_ttft_ms must be > 0")
+        if self.min_window_s < 0:
+            raise ValueError("min_window_s must be >= 0")
+
+
+def fraction_severity(frac: float | None, target: float) -> str:
+    """Green at/above target, yellow within 5 points below, red further below."""
+    if frac is None:
+        return NA
+    if frac >= target:
+        return GOOD
+    if frac >= target - 0.05:
+        return WARN
+    return BAD
+
+
+def _fmt_minutes(seconds: float) -> str:
+    m = seconds / 60.0
+    if m >= 1:
+        return f"{math.ceil(m - 1e-9)} min"
+    return f"{math.ceil(seconds)} s"
+
+
+class _Batches:
+    """(good, total) per time batch for the VIF estimate; merges pairs to stay bounded."""
+
+    __slots__ = ("width", "t0", "items", "max_items")
+
+    def __init__(self, width: float, max_items: int) -> None:
+        self.width = width
+        self.t0: float | None = None
+        self.items: list[list[int]] = []
+        self.max_items = max_items
+
+    def add(self, t: float, good: bool) -> bool:
+        """Returns True when a new batch was opened (a good moment to re-estimate)."""
+        if self.t0 is None:
+            self.t0 = t
+        idx = int((t - self.t0) // self.width) if t >= self.t0 else 0
+        opened = False
+        while idx >= len(self.items):
+            self.items.append([0, 0])
+            opened = True
+            if len(self.items) > self.max_items:
+                self._merge()
+                idx = int((t - self.t0) // self.width)
+        b = self.items[idx]
+        b[0] += good
+        b[1] += 1
+        return opened
+
+    def _merge(self) -> None:
+        it = self.items
+        self.items = [[it[i][0] + (it[i + 1][0] if i + 1 < len(it) else 0), it[i][1] + (it[i + 1][1] if i + 1 < len(it) else 0)] for i in range(0, len(it), 2)]
+        self.width *= 2
+
+    def vif(self) -> float | None:
+        # the last batch is still filling: leave it out
+        return stats.dispersion_vif([(g, n) for g, n in self.items[:-1]])
+
+
+class _LevelState:
+    __slots__ = (
+        "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
+        "ttft_exact", "ttft_sketch", "tpot_sketch", "out_tokens", "seq", "batches", "saturated",
+        "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
+    )
+
+    def __init__(self, level, rnd, test: MixtureTest, cfg: MonitorConfig) -> None:
+        self.level = level
+        self.round = rnd
+        self.mode: str | None = None
+        self.n = self.good = self.failed = self.slow = self.completed = 0
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        self.ttft_exact: list[float] = []
+        self.ttft_sketch = stats.LogHistogram()
+        self.tpot_sketch = stats.LogHistogram()
+        self.out_tokens = 0
+        self.seq = SequentialVerdict(test)
+        self.batches = _Batches(cfg.batch_s, cfg.max_batches)
+        self.saturated = False
+        self.lateness_p99_ms: float | None = None
+        self.max_waiting: float | None = None
+        self.peak_gpu_gib: float | None = None
+        self._sorted_cache: tuple[int, list[float]] | None = None
+
+    def sorted_ttfts(self) -> list[float]:
+        c = self._sorted_cache
+        if c is not None and c[0] == len(self.ttft_exact):
+            return c[1]
+        s = sorted(self.ttft_exact)
+        self._sorted_cache = (len(self.ttft_exact), s)
+        return s
+
+
+class Monitor:
+    """Ingests records (``add``) and produces ``Snapshot``s. Not thread-safe: wrap it
+    with ``tui.sources.base.MonitorSink`` when a source thread feeds it."""
+
+    def __init__(self, config: MonitorConfig | None = None, budget=None, source: str = "") -> None:
+        self.cfg = cfg = config or MonitorConfig()
+        self.budget = budget
+        self.source = source
+        self.test = MixtureTest(cfg.target, cfg.alpha)
+        self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
+        self.slo_s = cfg.slo_ttft_ms / 1000.0
+        self.header: dict = {}
+        self.seq_no = 0
+        self.requests_total = 0
+        self.warmup_total = 0
+        self.malformed = 0
+        self.truncated = 0
+        self.unknown_types = 0
+        self.examples: list[str] = []
+        self.errors_by_class: dict[str, int] = {}
+        self.levels: dict[tuple, _LevelState] = {}
+        self.current: _LevelState | None = None
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        self.ids_seen = 0
+        # rolling window of measured requests: (t_end, good, ttft_ms|None, failed, out_tokens, tpot_ms|None)
+        self._roll: deque = deque(maxlen=max(cfg.rolling_n or 0, 200_000))
+        self._roll_good = 0
+        self._recent: deque = deque(maxlen=cfg.recent_rows)
+        # sparkline buckets
+        self._bucket_idx: int | None = None
+        self._bucket_good = 0
+        self._bucket_n = 0
+        self._bucket_ttfts: list[float] = []
+        self._good_series: deque = deque(maxlen=SERIES_LEN)
+        self._p95_series: deque = deque(maxlen=SERIES_LEN)
+        # queue / gpu / host
+        self._queue_latest: QueueSample | None = None
+        self._queue_source: str | None = None
+        self._waiting_series: deque = deque(maxlen=SERIES_LEN)
+        self._running_series: deque = deque(maxlen=SERIES_LEN)
+        self._inflight_series: deque = deque(maxlen=SERIES_LEN)
+        self._max_waiting: float | None = None
+        self._client_in_flight: int | None = None
+        self._gpu: dict[int, dict] = {}
+        self._host: dict = {}
+        self._notes: list[str] = []
+        self.step_info: dict[tuple, dict] = {}
+
+    # ------------------------------------------------------------------ ingest
+    def add(self, item) -> None:
+        self.seq_no += 1
+        if isinstance(item, RequestRecord):
+            self._add_request(item)
+        elif isinstance(item, LineIssue):
+            self._add_issue(item)
+        elif isinstance(item, QueueSample):
+            self._add_queue(item)
+        elif isinstance(item, GpuSample):
+            self._add_gpu(item)
+        elif isinstance(item, RunHeader):
+            if not self.header:
+                self.header = item.data
+            else:
+                self._notes.append("more than one run header: the first is shown")
+        elif isinstance(item, StepRecord):
+            self._add_step(item)
+        elif isinstance(item, HostSample):
+            self._host = {
+                "cpu_percent": item.cpu_percent,
+                "memory_used": item.memory_used,
+                "memory_total": item.memory_total,
+                "client_cpu_percent": item.client_cpu_percent,
+            }
+        elif isinstance(item, BudgetRecord):
+            if self.budget is None:
+                self._notes.append("record file carries a budget record; pass --budget to use a saved budget")
+        # anything else: ignored on purpose (parse_lines already counted unknown types)
+
+    def _add_issue(self, issue: LineIssue) -> None:
+        if issue.kind == "unknown_type":
+            self.unknown_types += 1
+        elif issue.kind == "truncated":
+            self.truncated += 1
+        else:
+            self.malformed += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(str(issue))
+
+    def _state_for(self, level, rnd) -> _LevelState:
+        key = (level, rnd)
+        st = self.levels.get(key)
+        if st is None:
+            st = self.levels[key] = _LevelState(level, rnd, self.test, self.cfg)
+        return st
+
+    def _add_step(self, s: StepRecord) -> None:
+        st = self._state_for(s.level, s.round)
+        if s.mode:
+            st.mode = s.mode
+        if s.event == "start":
+            self.current = st
+        else:
+            info = s.info
+            if info.get("saturated"):
+                st.saturated = True
+            lp = info.get("lateness_p99_ms")
+            if isinstance(lp, (int, float)):
+                st.lateness_p99_ms = float(lp)
+            self.step_info[(s.level, s.round)] = dict(info)
+
+    def _add_request(self, r: RequestRecord) -> None:
+        self.requests_total += 1
+        t_end = r.t_end
+        if self.first_t is None or r.t_sent < self.first_t:
+            self.first_t = r.t_sent
+        if self.last_t is None or t_end > self.last_t:
+            self.last_t = t_end
+        if r.error is not None:
+            self.errors_by_class[r.error] = self.errors_by_class.get(r.error, 0) + 1
+        ttft = r.ttft
+        ttft_ms = None if ttft is None else ttft * 1000.0
+        outcome = r.outcome(self.slo_s)
+        self._recent.append(
+            RequestRow(r.id, r.level, r.round, r.phase, ttft_ms, r.output_tokens, outcome, r.error,
+                       (t_end - r.t_sent) * 1000.0, t_end)
+        )
+        if r.phase != "measure":
+            self.warmup_total += 1
+            return
+        st = self._state_for(r.level, r.round)
+        self.current = st
+        good = outcome == "good"
+        failed = outcome == "failed"
+        st.n += 1
+        if st.first_t is None or r.t_sent < st.first_t:
+            st.first_t = r.t_sent
+        if st.last_t is None or t_end > st.last_t:
+            st.last_t = t_end
+        tpot_ms = None
+        if good:
+            st.good += 1
+        if failed:
+            st.failed += 1
+        else:
+            st.completed += 1
+            if not good:
+                st.slow += 1
+            if len(st.ttft_exact) < EXACT_CAP:
+                st.ttft_exact.append(ttft_ms)  # type: ignore[arg-type]
+            st.ttft_sketch.add(ttft_ms)  # type: ignore[arg-type]
+            ot = r.output_tokens
+            if ot:
+                st.out_tokens += ot
+                if ot > 1:
+                    tpot_ms = (t_end - r.t_first_token) * 1000.0 / (ot - 1)  # type: ignore[operator]
+                    st.tpot_sketch.add(tpot_ms)
+        if st.batches.add(t_end, good):
+            v = st.batches.vif()
+            st.seq.vif = 1.0 if v is None else v
+        st.seq.update(st.good, st.n)
+        # rolling window
+        roll = self._roll
+        if len(roll) == roll.maxlen:
+            old = roll[0]
+            self._roll_good -= old[1]
+        roll.append((t_end, good, ttft_ms, failed, r.output_tokens or 0, tpot_ms))
+        self._roll_good += good
+        self._evict(t_end)
+        # sparkline buckets
+        bidx = int(t_end // self.cfg.bucket_s)
+        if self._bucket_idx is None:
+            self._bucket_idx = bidx
+        if bidx != self._bucket_idx:
+            self._close_bucket()
+            self._bucket_idx = bidx
+        self._bucket_n += 1
+        self._bucket_good += good
+        if ttft_ms is not None and len(self._bucket_ttfts) < 20_000:
+            self._bucket_ttfts.append(ttft_ms)
+
+    def _evict(self, now: float) -> None:
+        roll = self._roll
+        if self.cfg.rolling_n:
+            while len(roll) > self.cfg.rolling_n:
+                self._roll_good -= roll.popleft()[1]
+            return
+        horizon = now - self.cfg.rolling_s
+        while roll and roll[0][0] < horizon:
+            self._roll_good -= roll.popleft()[1]
+
+    def _close_bucket(self) -> None:
+        if self._bucket_n:
+            self._good_series.append(self._bucket_good / self._bucket_n)
+            v = stats.nearest_rank(sorted(self._bucket_ttfts), 0.95)
+            self._p95_series.append(v if v is not None else 0.0)
+        self._bucket_good = self._bucket_n = 0
+        self._bucket_ttfts = []
+
+    def _add_queue(self, q: QueueSample) -> None:
+        if q.client_in_flight is not None:
+            self._client_in_flight = q.client_in_flight
+            self._inflight_series.append(float(q.client_in_flight))
+        if q.source in ("none", "client"):
+            return
+        self._queue_latest = q
+        self._queue_source = q.source
+        if q.waiting is not None:
+            self._waiting_series.append(q.waiting)
+            self._max_waiting = q.waiting if self._max_waiting is None else max(self._max_waiting, q.waiting)
+            st = self.current
+            if st is not None:
+                st.max_waiting = q.waiting if st.max_waiting is None else max(st.max_waiting, q.waiting)
+        if q.running is not None:
+            self._running_series.append(q.running)
+
+    def _add_gpu(self, g: GpuSample) -> None:
+        d = self._gpu.setdefault(g.device, {"series": deque(maxlen=SERIES_LEN), "peak": None})
+        d["name"] = g.name
+        d["util"] = g.utilization
+        used = None if g.memory_used is None else g.memory_used / GIB
+        d["used"] = used
+        d["total"] = None if g.memory_total is None else g.memory_total / GIB
+        if used is not None:
+            d["series"].append(used)
+            d["peak"] = used if d["peak"] is None else max(d["peak"], used)
+            st = self.current
+            if st is not None:
+                st.peak_gpu_gib = used if st.peak_gpu_gib is None else max(st.peak_gpu_gib, used)
+
+    def set_client_in_flight(self, n: int) -> None:
+        self._client_in_flight = n
+
+    # ------------------------------------------------------------------ snapshot
+    def _window_from_state(self, st: _LevelState | None) -> WindowStat:
+        cfg = self.cfg
+        if st is None or st.n == 0:
+            return self._empty_window("cumulative")
+        approx = st.completed > len(st.ttft_exact)
+        if approx:
+            ttft = tuple(
+                Percentile(q=q, value_ms=st.ttft_sketch.quantile(q), n=st.completed,
+                           supported=st.completed >= stats.n_needed(q), n_needed=stats.n_needed(q), approximate=True)
+                for q in stats.QUANTILES
+            )
+            ttft_inf = ttft  # documented: beyond the exact cap only the completed-only reading is kept exactly
+        else:
+            srt = st.sorted_ttfts()
+            ttft = stats.percentiles(srt)
+            ttft_inf = stats.percentiles(srt, extra_inf=st.failed)
+        secs = max(0.0, (st.last_t or 0) - (st.first_t or 0))
+        lo, hi = stats.wilson(st.good, st.n)
+        frac = st.good / st.n
+        return WindowStat(
+            label="cumulative",
+            good=FractionStat(st.good, st.n, frac, lo, hi, fraction_severity(frac, cfg.target)),
+            ttft=ttft,
+            ttft_fail_inf=ttft_inf,
+            completed=st.completed,
+            failed=st.failed,
+            slow=st.slow,
+            req_per_s=st.n / secs if secs > 0 else None,
+            output_tok_per_s=st.out_tokens / secs if secs > 0 else None,
+            goodput_per_s=st.good / secs if secs > 0 else None,
+            tpot_ms_p50=st.tpot_sketch.quantile(0.5),
+            seconds=secs,
+        )
+
+    def _empty_window(self, label: str) -> WindowStat:
+        return WindowStat(
+            label=label,
+            good=FractionStat(0, 0, None, None, None, NA),
+            ttft=stats.percentiles([]),
+            ttft_fail_inf=stats.percentiles([]),
+            completed=0, failed=0, slow=0, req_per_s=None, output_tok_per_s=None,
+            goodput_per_s=None, tpot_ms_p50=None, seconds=0.0,
+        )
+
+    def _rolling(self) -> WindowStat:
+        cfg = self.cfg
+        label = f"last {cfg.rolling_n} requests" if cfg.rolling_n else f"last {cfg.rolling_s:g} s"
+        roll = self._roll
+        n = len(roll)
+        if n == 0:
+            return self._empty_window(label)
+        ttfts = sorted(x[2] for x in roll if not x[3])
+        failed = sum(1 for x in roll if x[3])
+        good = self._roll_good
+        tpots = sorted(x[5] for x in roll if x[5] is not None)
+        out_tok = sum(x[4] for x in roll if not x[3])
+        secs = cfg.rolling_s if not cfg.rolling_n else max(0.0, roll[-1][0] - roll[0][0])
+        span = max(0.0, roll[-1][0] - roll[0][0])
+        secs = min(secs, span) if span > 0 else 0.0
+        lo, hi = stats.wilson(good, n)
+        frac = good / n
+        return WindowStat(
+            label=label,
+            good=FractionStat(good, n, frac, lo, hi, fraction_severity(frac, cfg.target)),
+            ttft=stats.percentiles(ttfts),
+            ttft_fail_inf=stats.percentiles(ttfts, extra_inf=failed),
+            completed=n - failed,
+            failed=failed,
+            slow=n - failed - good,
+            req_per_s=n / secs if secs > 0 else None,
+            output_tok_per_s=out_tok / secs if secs > 0 else None,
+            goodput_per_s=good / secs if secs > 0 else None,
+            tpot_ms_p50=stats.nearest_rank(tpots, 0.5),
+            seconds=secs,
+        )
+
+    def verdict_for(self, st: _LevelState | None) -> Verdict:
+        cfg = self.cfg
+        thr = self.test.threshold
+        if st is None or st.n == 0:
+            return Verdict(
+                state=INSUFFICIENT_WINDOW, reason="no measured requests yet",
+                missing=f"need {self.min_requests} more requests, {_fmt_minutes(cfg.min_window_s)} more",
+                n=0, good=0, elapsed_s=0.0, need_requests=self.min_requests, need_seconds=cfg.min_window_s,
+                e_pass=1.0, e_fail=1.0, threshold=thr, vif=1.0, n_eff=0.0, bursty=False,
+                target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+            )
+        seq = st.seq
+        seq.update(st.good, st.n, force=True)
+        elapsed = max(0.0, (st.last_t or 0) - (st.first_t or 0))
+        need_n = max(0, self.min_requests - st.n)
+        need_s = max(0.0, cfg.min_window_s - elapsed)
+        bursty = seq.vif > 2.0
+        n_eff = st.n / seq.vif if bursty else float(st.n)
+        parts = []
+        if need_n:
+            parts.append(f"need {need_n} more requests")
+        if need_s > 0:
+            parts.append(f"{_fmt_minutes(need_s)} more" if parts else f"need {_fmt_minutes(need_s)} more")
+        missing = ", ".join(parts) or None
+        pct = 100.0 * st.good / st.n
+        burst_note = f" Outcomes are bursty (VIF {seq.vif:.1f} > 2): decided on effective n = {n_eff:.0f}." if bursty else ""
+        if seq.fail_at is not None:
+            state = FAIL
+            reason = (f"good fraction {pct:.1f}% ({st.good}/{st.n}): the evidence shows it is below the "
+                      f"{cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).{burst_note}")
+        elif missing:
+            state = INSUFFICIENT_WINDOW
+            lean = " Evidence so far favours PASS." if seq.pass_at is not None else ""
+            reason = (f"good fraction {pct:.1f}% on {st.n} requests over {_fmt_minutes(elapsed)}: too few to judge "
+                      f"the {cfg.target:.0%} target honestly.{lean}{burst_note}")
+        elif seq.pass_at is not None:
+            state = PASS
+            reason = (f"good fraction {pct:.1f}% ({st.good}/{st.n}): the evidence shows it is at or above the "
+                      f"{cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).{burst_note}")
+        else:
+            state = UNDECIDED
+            reason = (f"good fraction {pct:.1f}% ({st.good}/{st.n}): not yet enough evidence either way; "
+                      f"keep the load running.{burst_note}")
+        return Verdict(
+            state=state, reason=reason, missing=missing, n=st.n, good=st.good, elapsed_s=elapsed,
+            need_requests=need_n, need_seconds=need_s,
+            e_pass=safe_exp(seq.last_log_pass), e_fail=safe_exp(seq.last_log_fail), threshold=thr,
+            vif=seq.vif, n_eff=n_eff, bursty=bursty,
+            decided_at_n=seq.fail_at if state == FAIL else (seq.pass_at if state == PASS else None),
+            target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+        )
+
+    def level_rows(self) -> tuple[LevelRow, ...]:
+        rows = []
+        for st in self.levels.values():
+            if st.n == 0:
+                continue
+            rows.append(LevelRow(
+                level=st.level, round=st.round, mode=st.mode, window=self._window_from_state(st),
+                verdict=self.verdict_for(st), saturated=st.saturated, lateness_p99_ms=st.lateness_p99_ms,
+                max_waiting=st.max_waiting, peak_gpu_gib=st.peak_gpu_gib,
+            ))
+        return tuple(rows)
+
+    def _queue_state(self) -> QueueState:
+        q = self._queue_latest
+        return QueueState(
+            source=self._queue_source,
+            waiting=None if q is None else q.waiting,
+            running=None if q is None else q.running,
+            kv_cache_usage=None if q is None else q.kv_cache_usage,
+            client_in_flight=self._client_in_flight,
+            waiting_series=tuple(self._waiting_series),
+            running_series=tuple(self._running_series),
+            in_flight_series=tuple(self._inflight_series),
+            max_waiting=self._max_waiting,
+        )
+
+    def _gpu_state(self) -> GpuState:
+        b = self.budget
+        predicted = ceiling = gpu_gib = None
+        if b is not None:
+            gpu_gib = getattr(b.inputs, "gpu_gib", None)
+            ceiling = b.weights_gib + b.margin_gib + max(0.0, b.cache_budget_gib)
+            st = self.current
+            conc = None
+            if st is not None and st.level is not None and st.mode != "open":
+                conc = int(st.level)
+            elif self._client_in_flight is not None:
+                conc = self._client_in_flight
+            if conc is not None:
+                predicted = b.predicted_used_gib(conc)
+        devices = []
+        for dev in sorted(self._gpu):
+            d = self._gpu[dev]
+            used, total = d.get("used"), d.get("total")
+            sev = NA
+            if used is not None:
+                sev = GOOD
+                if predicted is not None and used > predicted:
+                    sev = WARN
+                if total and used >= 0.95 * total:
+                    sev = BAD
+            devices.append(GpuDevice(dev, d.get("name"), used, total, d.get("util"), d.get("peak"),
+                                     tuple(d["series"]), sev))
+        note = "" if devices else "no GPU telemetry"
+        return GpuState(bool(devices), tuple(devices), predicted, ceiling, gpu_gib, note)
+
+    def snapshot(self) -> Snapshot:
+        st = self.current
+        header = self.header
+        synthetic = bool(header.get("synthetic", False))
+        notes = list(self._notes)
+        if not header and self.requests_total:
+            notes.append("no run header: provenance unknown")
+        series_good = list(self._good_series)
+        series_p95 = list(self._p95_series)
+        if self._bucket_n:  # include the bucket still filling
+            series_good.append(self._bucket_good / self._bucket_n)
+            v = stats.nearest_rank(sorted(self._bucket_ttfts), 0.95)
+            series_p95.append(v if v is not None else 0.0)
+        elapsed = 0.0
+        if self.first_t is not None and self.last_t is not None:
+            elapsed = self.last_t - self.first_t
+        return Snapshot(
+            seq=self.seq_no,
+            source=self.source,
+            synthetic=synthetic,
+            header=header,
+            run_elapsed_s=elapsed,
+            current_level=None if st is None else st.level,
+            current_round=1 if st is None else st.round,
+            cumulative=self._window_from_state(st),
+            rolling=self._rolling(),
+            verdict=self.verdict_for(st),
+            levels=self.level_rows(),
+            recent=tuple(self._recent),
+            good_series=tuple(series_good),
+            p95_series=tuple(series_p95),
+            target=self.cfg.target,
+            slo_ttft_ms=self.cfg.slo_ttft_ms,
+            queue=self._queue_state(),
+            gpu=self._gpu_state(),
+            errors_by_class=dict(self.errors_by_class),
+            requests_total=self.requests_total,
+            warmup_total=self.warmup_total,
+            malformed=self.malformed,
+            malformed_examples=tuple(self.examples),
+            unknown_types=self.unknown_types,
+            truncated=self.truncated,
+            host=dict(self._host),
+            notes=tuple(notes),
+        )

@@ -1,0 +1,436 @@
+"""Record format v1: JSON Lines, one object per line, each with a ``"type"``.
+
+Pure parsing and validation; no I/O beyond what the caller hands in.
+See ``docs/record-format.md`` for the field-by-field description.
+
+Design rules
+- Readers ignore unknown fields, reject records missing required fields, and
+  count (never raise on) unknown record types.
+- TTFT is derived (``t_first_token - t_sent``), never trusted from a field.
+- A malformed line is reported with its file and line number and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+SCHEMA = "servewatch.record/1"
+SCHEMA_VERSION = 1
+
+PHASES = ("warmup", "measure")
+
+#: Error classes a load generator writes into ``request.error``.
+ERROR_CLASSES = (
+    "connect",
+    "connect_timeout",
+    "read_timeout",
+    "http_4xx",
+    "http_429",
+    "http_5xx",
+    "stream_reset",
+    "malformed_stream",
+    "stream_error",
+    "empty_response",
+    "cancelled",
+    "other",
+)
+
+KNOWN_TYPES = ("run", "request", "gpu", "queue", "budget", "step", "host")
+
+
+class RecordError(ValueError):
+    """A record that cannot be used: bad JSON, missing/ill-typed required field."""
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    id: str
+    t_sent: float
+    t_end: float
+    complete: bool
+    t_intended: float
+    t_first_token: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    http_status: int | None = None
+    error: str | None = None
+    error_detail: str | None = None
+    phase: str = "measure"
+    level: float | None = None
+    round: int = 1
+    token_offsets: list[float] | None = None
+    retried: int = 0
+
+    @property
+    def ttft(self) -> float | None:
+        """Client TTFT in seconds, derived from timestamps; None when no token arrived."""
+        if self.t_first_token is None:
+            return None
+        return self.t_first_token - self.t_sent
+
+    @property
+    def latency(self) -> float:
+        return self.t_end - self.t_sent
+
+    def is_good(self, slo_ttft_s: float) -> bool:
+        """Completed AND TTFT within the SLO. A fast failure is never good."""
+        ttft = self.ttft
+        return self.complete and self.error is None and ttft is not None and ttft <= slo_ttft_s
+
+    def outcome(self, slo_ttft_s: float) -> str:
+        """'good', 'slow' (completed, TTFT over the SLO) or 'failed' (not completed, an error, or no token)."""
+        if not self.complete or self.error is not None or self.t_first_token is None:
+            return "failed"
+        return "good" if self.is_good(slo_ttft_s) else "slow"
+
+
+@dataclass(slots=True)
+class GpuSample:
+    t: float
+    device: int
+    name: str | None
+    memory_used: int | None
+    memory_total: int | None
+    utilization: float | None = None
+
+
+@dataclass(slots=True)
+class QueueSample:
+    t: float
+    source: str
+    waiting: float | None = None
+    running: float | None = None
+    kv_cache_usage: float | None = None
+    client_in_flight: int | None = None
+
+
+@dataclass(slots=True)
+class HostSample:
+    t: float
+    cpu_percent: float | None = None
+    memory_used: int | None = None
+    memory_total: int | None = None
+    client_cpu_percent: float | None = None
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """Marks the start or end of one load step (level, round)."""
+
+    t: float
+    event: str  # "start" | "end"
+    level: float | None
+    round: int = 1
+    mode: str | None = None  # "closed" | "open"
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RunHeader:
+    data: dict
+
+    @property
+    def synthetic(self) -> bool:
+        return bool(self.data.get("synthetic", False))
+
+    @property
+    def started_at(self) -> float | None:
+        v = self.data.get("started_at")
+        return float(v) if _is_num(v) else None
+
+
+@dataclass(slots=True)
+class BudgetRecord:
+    data: dict
+
+
+@dataclass(slots=True)
+class UnknownRecord:
+    type: str
+    data: dict
+
+
+@dataclass(slots=True)
+class LineIssue:
+    """A line that could not be used, with where it came from."""
+
+    source: str
+    line: int
+    reason: str
+    kind: str = "malformed"  # "malformed" | "truncated" | "unknown_type"
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: {self.reason}"
+
+
+Record = RequestRecord | GpuSample | QueueSample | HostSample | StepRecord | RunHeader | BudgetRecord | UnknownRecord
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def _num(d: dict, key: str, required: bool = False) -> float | None:
+    v = d.get(key)
+    if v is None:
+        if required:
+            raise RecordError(f"missing required field {key!r}")
+        return None
+    if not _is_num(v):
+        raise RecordError(f"field {key!r} must be a finite number, got {v!r:.40}")
+    return float(v)
+
+
+def _int(d: dict, key: str) -> int | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if not _is_num(v):
+        raise RecordError(f"field {key!r} must be a number, got {v!r:.40}")
+    return int(v)
+
+
+def _str(d: dict, key: str) -> str | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+def parse_request(d: dict) -> RequestRecord:
+    rid = d.get("id")
+    if rid is None:
+        raise RecordError("missing required field 'id'")
+    t_sent = _num(d, "t_sent", True)
+    t_end = _num(d, "t_end", True)
+    complete = d.get("complete")
+    if not isinstance(complete, bool):
+        raise RecordError("missing required field 'complete'" if complete is None else "field 'complete' must be true or false")
+    t_first = _num(d, "t_first_token")
+    t_int = _num(d, "t_intended")
+    if t_end < t_sent:  # type: ignore[operator]
+        raise RecordError("t_end is before t_sent")
+    if t_first is not None and not (t_sent <= t_first <= t_end):  # type: ignore[operator]
+        raise RecordError("t_first_token is outside [t_sent, t_end]")
+    phase = d.get("phase", "measure")
+    if phase not in PHASES:
+        raise RecordError(f"field 'phase' must be one of {PHASES}, got {phase!r:.40}")
+    error = d.get("error")
+    if error is not None and not isinstance(error, str):
+        raise RecordError("field 'error' must be a string or null")
+    offsets = d.get("token_offsets")
+    if offsets is not None and not (isinstance(offsets, list) and all(_is_num(x) for x in offsets)):
+        raise RecordError("field 'token_offsets' must be a list of numbers")
+    rnd = _int(d, "round")
+    return RequestRecord(
+        id=str(rid),
+        t_sent=t_sent,  # type: ignore[arg-type]
+        t_end=t_end,  # type: ignore[arg-type]
+        complete=complete,
+        t_intended=t_sent if t_int is None else t_int,  # type: ignore[arg-type]
+        t_first_token=t_first,
+        input_tokens=_int(d, "input_tokens"),
+        output_tokens=_int(d, "output_tokens"),
+        finish_reason=_str(d, "finish_reason"),
+        http_status=_int(d, "http_status"),
+        error=error,
+        error_detail=_str(d, "error_detail"),
+        phase=phase,
+        level=_num(d, "level"),
+        round=1 if rnd is None else rnd,
+        token_offsets=offsets,
+        retried=_int(d, "retried") or 0,
+    )
+
+
+def parse_object(d: Any) -> Record:
+    """Turn one decoded JSON value into a record; raises RecordError."""
+    if not isinstance(d, dict):
+        raise RecordError("line is not a JSON object")
+    typ = d.get("type")
+    if typ == "request":
+        return parse_request(d)
+    if typ == "gpu":
+        dev = _int(d, "device")
+        return GpuSample(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            device=0 if dev is None else dev,
+            name=_str(d, "name"),
+            memory_used=_int(d, "memory_used"),
+            memory_total=_int(d, "memory_total"),
+            utilization=_num(d, "utilization"),
+        )
+    if typ == "queue":
+        return QueueSample(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            source=_str(d, "source") or "unknown",
+            waiting=_num(d, "waiting"),
+            running=_num(d, "running"),
+            kv_cache_usage=_num(d, "kv_cache_usage"),
+            client_in_flight=_int(d, "client_in_flight"),
+        )
+    if typ == "host":
+        return HostSample(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            cpu_percent=_num(d, "cpu_percent"),
+            memory_used=_int(d, "memory_used"),
+            memory_total=_int(d, "memory_total"),
+            client_cpu_percent=_num(d, "client_cpu_percent"),
+        )
+    if typ == "step":
+        ev = d.get("event")
+        if ev not in ("start", "end"):
+            raise RecordError("field 'event' of a step must be 'start' or 'end'")
+        info = {k: v for k, v in d.items() if k not in ("type", "t", "event", "level", "round", "mode")}
+        rnd = _int(d, "round")
+        return StepRecord(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            event=ev,
+            level=_num(d, "level"),
+            round=1 if rnd is None else rnd,
+            mode=_str(d, "mode"),
+            info=info,
+        )
+    if typ == "run":
+        sv = d.get("schema_version")
+        if sv is None:
+            raise RecordError("missing required field 'schema_version'")
+        if not _is_num(sv) or int(sv) > SCHEMA_VERSION:
+            raise RecordError(f"unsupported schema_version {sv!r:.20} (this reader knows {SCHEMA_VERSION})")
+        return RunHeader(d)
+    if typ == "budget":
+        return BudgetRecord(d)
+    if typ is None:
+        raise RecordError("missing required field 'type'")
+    return UnknownRecord(str(typ)[:40], d)
+
+
+def parse_line(text: str | bytes) -> Record:
+    """Parse one JSONL line (without its newline)."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise RecordError(f"invalid JSON: {str(exc)[:80]}") from None
+    return parse_object(obj)
+
+
+def iter_lines(chunks: Iterable[bytes], source: str) -> Iterator[tuple[int, bytes, bool]]:
+    """Split byte chunks into (line_number, line, terminated) triples.
+
+    The last line of the stream is yielded with ``terminated=False`` when it has
+    no newline (a file still being written, or cut short).
+    """
+    buf = b""
+    lineno = 0
+    for chunk in chunks:
+        buf += chunk
+        if b"\n" not in chunk:
+            continue
+        *whole, buf = buf.split(b"\n")
+        for line in whole:
+            lineno += 1
+            yield lineno, line, True
+    if buf:
+        lineno += 1
+        yield lineno, buf, False
+
+
+def parse_lines(
+    numbered: Iterable[tuple[int, bytes | str, bool]], source: str
+) -> Iterator[Record | LineIssue]:
+    """Parse numbered lines; yields records and LineIssue objects (never raises)."""
+    for lineno, line, terminated in numbered:
+        if not line.strip():
+            continue
+        try:
+            rec = parse_line(line)
+        except RecordError as exc:
+            if not terminated:
+                yield LineIssue(source, lineno, f"truncated final line ({exc})", "truncated")
+            else:
+                yield LineIssue(source, lineno, str(exc))
+            continue
+        if isinstance(rec, UnknownRecord):
+            yield LineIssue(source, lineno, f"unknown record type {rec.type!r} skipped", "unknown_type")
+            continue
+        yield rec
+
+
+def read_file(path: str, chunk_size: int = 1 << 20) -> Iterator[Record | LineIssue]:
+    """Read a whole record file once (no following). Never raises on content."""
+
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as fh:
+            while True:
+                b = fh.read(chunk_size)
+                if not b:
+                    return
+                yield b
+
+    yield from parse_lines(iter_lines(chunks(), path), path)
+
+
+# ---------------------------------------------------------------- writing
+
+def request_to_dict(r: RequestRecord) -> dict:
+    d = {
+        "type": "request",
+        "id": r.id,
+        "t_intended": r.t_intended,
+        "t_sent": r.t_sent,
+        "t_first_token": r.t_first_token,
+        "t_end": r.t_end,
+        "input_tokens": r.input_tokens,
+        "output_tokens": r.output_tokens,
+        "finish_reason": r.finish_reason,
+        "http_status": r.http_status,
+        "complete": r.complete,
+        "error": r.error,
+        "error_detail": r.error_detail,
+        "phase": r.phase,
+        "level": r.level,
+        "round": r.round,
+    }
+    if r.token_offsets is not None:
+        d["token_offsets"] = r.token_offsets
+    if r.retried:
+        d["retried"] = r.retried
+    return d
+
+
+def dumps(d: dict) -> str:
+    """One JSONL line (with trailing newline)."""
+    return json.dumps(d, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def run_header(
+    *,
+    target: dict | None = None,
+    load: dict | None = None,
+    environment: dict | None = None,
+    synthetic: bool,
+    started_at: float | None = None,
+    tool_version: str | None = None,
+    **extra: Any,
+) -> dict:
+    """Build a ``run`` header dict. ``synthetic`` is mandatory on purpose."""
+    from tui import __version__
+
+    d = {
+        "type": "run",
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "tool": "servewatch",
+        "tool_version": tool_version or __version__,
+        "started_at": started_at,
+        "target": target or {},
+        "load": load or {},
+        "environment": environment or {},
+        "synthetic": bool(synthetic),
+    }
+    d.update(extra)
+    return d

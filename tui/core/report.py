@@ -1,0 +1,248 @@
+"""Headless report: what a record file shows, next to the budget, with the three-part conclusion.
+
+Pure formatting of a ``Snapshot`` (and optional budget); no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Percentile, Snapshot, WindowStat
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INSUFFICIENT = 0, 1, 2, 3
+
+EXIT_CODES_DOC = "exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED, 2 bad usage or unreadable input"
+
+
+def exit_code(state: str) -> int:
+    return {PASS: EXIT_PASS, FAIL: EXIT_FAIL}.get(state, EXIT_INSUFFICIENT)
+
+
+def fmt_ms(v: float | None) -> str:
+    if v is None:
+        return "N/A"
+    if math.isinf(v):
+        return "inf"
+    return f"{v:.0f} ms"
+
+
+def fmt_pct(v: float | None, digits: int = 0) -> str:
+    return "N/A" if v is None else f"{100 * v:.{digits}f}%"
+
+
+def fmt_level(level: float | None) -> str:
+    if level is None:
+        return "-"
+    return f"{level:g}"
+
+
+def fmt_percentile(p: Percentile) -> str:
+    s = f"{p.label}={fmt_ms(p.value_ms)}"
+    if p.approximate:
+        s += " (approx. +-1%)"
+    if p.value_ms is not None and not p.supported:
+        s += f" (insufficient n: {p.n} < {p.n_needed})"
+    return s
+
+
+def select_row(snap: Snapshot, level: float | None = None) -> LevelRow | None:
+    """The level the measured verdict is about: ``level`` if given, else the highest load recorded
+    (the last round of it)."""
+    rows = [r for r in snap.levels if level is None or r.level == level]
+    if not rows:
+        return None
+    return max(rows, key=lambda r: (-math.inf if r.level is None else r.level, r.round))
+
+
+def window_dict(w: WindowStat) -> dict[str, Any]:
+    return {
+        "n": w.good.n,
+        "good": w.good.good,
+        "good_fraction": w.good.fraction,
+        "wilson_95_descriptive": [w.good.lo, w.good.hi],
+        "completed": w.completed,
+        "failed": w.failed,
+        "slow": w.slow,
+        "ttft_ms": {p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported, "n_needed": p.n_needed,
+                              "approximate": p.approximate} for p in w.ttft},
+        "ttft_ms_failures_as_inf": {p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported}
+                                    for p in w.ttft_fail_inf},
+        "req_per_s": w.req_per_s,
+        "output_tok_per_s": w.output_tok_per_s,
+        "goodput_per_s": w.goodput_per_s,
+        "tpot_ms_p50": w.tpot_ms_p50,
+        "seconds": w.seconds,
+    }
+
+
+def _jnum(v: float | None):
+    if v is not None and math.isinf(v):
+        return "inf"
+    return v
+
+
+def conclusion(budget_fits: bool | None, measured: str, quality: str | None) -> tuple[bool, list[str]]:
+    """The three-part conclusion. Returns (ready, one sentence per part that is missing or failed)."""
+    lines = []
+    if budget_fits is None:
+        lines.append("Budget: no budget given, so it is unknown whether the model fits.")
+    elif not budget_fits:
+        lines.append("Budget: the model and one sequence's cache do not fit in GPU memory.")
+    if measured == INSUFFICIENT_WINDOW:
+        lines.append("Measured: the observation window is too small to judge the target.")
+    elif measured == UNDECIDED:
+        lines.append("Measured: the evidence does not yet show the target is met or missed.")
+    elif measured == FAIL:
+        lines.append("Measured: the good fraction is below the target at this load.")
+    if quality is None:
+        lines.append("Quality: the regression set has not been run against this configuration.")
+    elif quality != PASS:
+        lines.append(f"Quality: {quality}.")
+    ready = budget_fits is True and measured == PASS and quality == PASS
+    return ready, lines
+
+
+def build_report(snap: Snapshot, budget=None, level: float | None = None, quality: str | None = None) -> dict[str, Any]:
+    row = select_row(snap, level)
+    v = row.verdict if row else snap.verdict
+    w = row.window if row else snap.cumulative
+    frac = w.good.fraction
+    ready, missing = conclusion(None if budget is None else bool(budget.fits), v.state, quality)
+    rep: dict[str, Any] = {
+        "schema": "servewatch.report/1",
+        "source": snap.source,
+        "synthetic": snap.synthetic,
+        "header": snap.header,
+        "slo": {"ttft_ms": snap.slo_ttft_ms, "target": snap.target, "alpha": v.alpha},
+        "budget": None,
+        "measured": {
+            "level": None if row is None else row.level,
+            "round": None if row is None else row.round,
+            "good_fraction": frac,
+            "latency_success_gate": None if frac is None else frac >= snap.target,
+            "window": window_dict(w),
+            "verdict": {
+                "state": v.state, "reason": v.reason, "missing": v.missing, "n": v.n, "minutes": v.elapsed_s / 60,
+                "need_requests": v.need_requests, "need_seconds": v.need_seconds,
+                "e_pass": _jnum(v.e_pass), "e_fail": _jnum(v.e_fail), "threshold": v.threshold,
+                "vif": v.vif, "n_eff": v.n_eff, "bursty": v.bursty, "decided_at_n": v.decided_at_n,
+            },
+        },
+        "levels": [
+            {"level": r.level, "round": r.round, "mode": r.mode, "verdict": r.verdict.state,
+             "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
+             "peak_gpu_gib": r.peak_gpu_gib, **window_dict(r.window)}
+            for r in snap.levels
+        ],
+        "requests_total": snap.requests_total,
+        "warmup_total": snap.warmup_total,
+        "errors_by_class": snap.errors_by_class,
+        "input_problems": {"malformed": snap.malformed, "truncated": snap.truncated,
+                           "unknown_types": snap.unknown_types, "examples": list(snap.malformed_examples)},
+        "quality": quality or "not run",
+        "conclusion": {"ready_for_traffic": ready, "missing_or_failed": missing,
+                       "budget": None if budget is None else ("feasible" if budget.fits else "does not fit"),
+                       "measured": v.state, "quality": quality or "not run"},
+        "notes": list(snap.notes),
+        "exit_code": exit_code(v.state),
+    }
+    if budget is not None:
+        rep["budget"] = {
+            "weights_gib": budget.weights_gib, "margin_gib": budget.margin_gib,
+            "kv_per_seq_gib": budget.kv_per_seq_gib, "cache_budget_gib": budget.cache_budget_gib,
+            "memory_only_candidate": budget.candidate, "fits": budget.fits,
+            "assumptions_not_measured": list(budget.assumptions),
+        }
+    return rep
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    out: list[str] = []
+    add = out.append
+    if rep["synthetic"]:
+        add("SYNTHETIC DATA: this record file is labelled synthetic; nothing below is a measurement of a real server.")
+    add(f"servewatch report: {rep['source']}")
+    hdr = rep.get("header") or {}
+    tgt = hdr.get("target") or {}
+    if tgt:
+        add(f"target: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
+    add("")
+    b = rep.get("budget")
+    add("Budget (memory only, formula output: NOT a measurement)")
+    if b:
+        add(f"  weights={b['weights_gib']:.2f} GiB  runtime_margin={b['margin_gib']:.2f} GiB  "
+            f"kv_per_sequence={b['kv_per_seq_gib']:.2f} GiB")
+        add(f"  cache_budget={b['cache_budget_gib']:.2f} GiB")
+        add(f"  memory_only_candidate={b['memory_only_candidate']} sequences (a number to test, not a concurrency limit)")
+        add("  assumptions (not measured):")
+        for a in b["assumptions_not_measured"]:
+            add(f"    - {a}")
+    else:
+        add("  no budget given")
+    add("")
+    m = rep["measured"]
+    w = m["window"]
+    slo = rep["slo"]
+    add(f"Measured (good = completed AND client TTFT <= {slo['ttft_ms']:g} ms, over ALL measured requests; "
+        f"target {slo['target']:.0%})")
+    add(f"  level={fmt_level(m['level'])} round={m['round'] or '-'}  measured requests={w['n']}  "
+        f"warmup excluded={rep['warmup_total']}")
+    gf = m["good_fraction"]
+    lo, hi = w["wilson_95_descriptive"]
+    add(f"  good_fraction={fmt_pct(gf)} ({w['good']}/{w['n']}; completed {w['completed']}, slow {w['slow']}, "
+        f"failed {w['failed']})  Wilson 95% {fmt_pct(lo)}-{fmt_pct(hi)} (descriptive)")
+    add(f"  latency_success_gate={m['latency_success_gate']} (point estimate >= target; NOT the verdict)")
+    for key, title in (("ttft_ms", "TTFT over completed requests"), ("ttft_ms_failures_as_inf", "TTFT, failures as +inf")):
+        parts = []
+        for label, p in w[key].items():
+            val = p["value"]
+            s = f"{label}=" + ("N/A" if val is None else ("inf" if val == "inf" else f"{val:.0f} ms"))
+            if val is not None and not p["supported"]:
+                s += " (insufficient n)"
+            if p.get("approximate"):
+                s += " (approx.)"
+            parts.append(s)
+        n = next(iter(w[key].values()))["n"]
+        add(f"  {title} (n={n}): " + "  ".join(parts))
+    vd = m["verdict"]
+    add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else ""))
+    add(f"    {vd['reason']}")
+    if len(rep["levels"]) > 1:
+        add("")
+        add("  level round      n   good%   P50      P95      P99      req/s  goodput/s verdict")
+        for r in rep["levels"]:
+            t = r["ttft_ms"]
+
+            def ms(lbl):
+                v = t[lbl]["value"]
+                return "N/A" if v is None else f"{v:.0f}" + ("" if t[lbl]["supported"] else "*")
+
+            add(f"  {fmt_level(r['level']):>5} {r['round']:>5} {r['n']:>6} {fmt_pct(r['good_fraction'], 1):>7} "
+                f"{ms('P50'):>8} {ms('P95'):>8} {ms('P99'):>8} {_f(r['req_per_s']):>6} {_f(r['goodput_per_s']):>9} "
+                f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else ""))
+        add("  (* = insufficient n for that percentile)")
+    if rep["errors_by_class"]:
+        add("  errors: " + ", ".join(f"{k}={v}" for k, v in sorted(rep["errors_by_class"].items())))
+    ip = rep["input_problems"]
+    if ip["malformed"] or ip["truncated"] or ip["unknown_types"]:
+        add(f"  input problems: {ip['malformed']} malformed, {ip['truncated']} truncated, "
+            f"{ip['unknown_types']} unknown-type lines")
+        for e in ip["examples"]:
+            add(f"    {e}")
+    for n in rep["notes"]:
+        add(f"  note: {n}")
+    add("")
+    add(f"Quality: {rep['quality']}")
+    add("")
+    c = rep["conclusion"]
+    add("Conclusion (three separate kinds of evidence; none replaces another)")
+    add(f"  budget: {c['budget'] or 'unknown'}   measured: {c['measured']}   quality: {c['quality']}")
+    add("  -> READY for real traffic" if c["ready_for_traffic"] else "  -> NOT ready for real traffic")
+    for line in c["missing_or_failed"]:
+        add(f"     {line}")
+    return "\n".join(out) + "\n"
+
+
+def _f(v: float | None) -> str:
+    return "N/A" if v is None else f"{v:.2f}"

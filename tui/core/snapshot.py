@@ -1,0 +1,186 @@
+"""Immutable snapshots of everything the console shows.
+
+The UI (``tui/app.py``, ``tui/widgets``) renders these and computes nothing:
+every number, label and colour *class* (good / warn / bad / na) comes from here.
+``None`` means "not available" and renders as ``N/A``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Verdict states
+INSUFFICIENT_WINDOW = "INSUFFICIENT_WINDOW"
+UNDECIDED = "UNDECIDED"
+PASS = "PASS"
+FAIL = "FAIL"
+
+# Severity classes the UI maps to theme variables ($sw-good, $sw-warn, $sw-bad, ...)
+GOOD, WARN, BAD, NA = "good", "warn", "bad", "na"
+
+
+@dataclass(frozen=True, slots=True)
+class Percentile:
+    q: float  # 0.50, 0.95, 0.99
+    value_ms: float | None  # raw order-statistic value (None when n == 0; inf allowed in the failures-as-inf reading)
+    n: int
+    supported: bool  # n large enough for a distribution-free 95% upper bound
+    n_needed: int  # smallest n that supports it
+    approximate: bool = False  # from the streaming sketch (relative error bound in docs)
+
+    @property
+    def label(self) -> str:
+        return f"P{round(self.q * 100)}"
+
+
+@dataclass(frozen=True, slots=True)
+class FractionStat:
+    good: int
+    n: int
+    fraction: float | None  # None when n == 0
+    lo: float | None  # descriptive Wilson interval (not a decision)
+    hi: float | None
+    severity: str = NA
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStat:
+    """Statistics over one window (rolling or cumulative) of measured requests."""
+
+    label: str  # "last 60 s", "last 500 requests", "cumulative"
+    good: FractionStat
+    ttft: tuple[Percentile, ...]  # over completed requests
+    ttft_fail_inf: tuple[Percentile, ...]  # failures counted as +inf
+    completed: int
+    failed: int
+    slow: int
+    req_per_s: float | None
+    output_tok_per_s: float | None
+    goodput_per_s: float | None
+    tpot_ms_p50: float | None
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    state: str  # INSUFFICIENT_WINDOW | UNDECIDED | PASS | FAIL
+    reason: str  # one plain sentence
+    missing: str | None  # "need 41 more requests, 7 min more" (None when nothing missing)
+    n: int
+    good: int
+    elapsed_s: float
+    need_requests: int  # extra measured requests still needed for the window
+    need_seconds: float  # extra observation time still needed
+    e_pass: float  # e-value against H0: p <= target (PASS when >= 1/alpha)
+    e_fail: float  # e-value against H0: p >= target (FAIL when >= 1/alpha)
+    threshold: float  # 1/alpha
+    vif: float  # variance inflation factor from batch means (1.0 when unknown)
+    n_eff: float  # effective sample size used for the decision
+    bursty: bool  # vif > 2: the decision used n_eff
+    decided_at_n: int | None = None  # request count at which PASS/FAIL evidence was reached
+    target: float = 0.95
+    slo_ttft_ms: float = 1000.0
+    alpha: float = 0.05
+
+    @property
+    def severity(self) -> str:
+        return {PASS: GOOD, FAIL: BAD, UNDECIDED: WARN}.get(self.state, WARN)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRow:
+    id: str
+    level: float | None
+    round: int
+    phase: str
+    ttft_ms: float | None
+    output_tokens: int | None
+    outcome: str  # good | slow | failed
+    error: str | None
+    latency_ms: float
+    t_end: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueState:
+    source: str | None  # None: no server metrics source
+    waiting: float | None
+    running: float | None
+    kv_cache_usage: float | None  # 0..1
+    client_in_flight: int | None
+    waiting_series: tuple[float, ...] = ()
+    running_series: tuple[float, ...] = ()
+    in_flight_series: tuple[float, ...] = ()
+    max_waiting: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    device: int
+    name: str | None
+    used_gib: float | None
+    total_gib: float | None
+    utilization: float | None
+    peak_used_gib: float | None
+    used_series: tuple[float, ...] = ()
+    severity: str = NA  # vs the predicted ceiling
+
+
+@dataclass(frozen=True, slots=True)
+class GpuState:
+    available: bool  # False -> "no GPU telemetry"
+    devices: tuple[GpuDevice, ...]
+    predicted_gib: float | None  # weights + margin + KV x current concurrency (from the budget)
+    ceiling_gib: float | None  # weights + margin + full cache budget
+    gpu_gib: float | None  # the budget's GPU size
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LevelRow:
+    """One row of the per-level (and round) table."""
+
+    level: float | None
+    round: int
+    mode: str | None
+    window: WindowStat
+    verdict: Verdict
+    saturated: bool = False  # open loop: client could not keep the schedule
+    lateness_p99_ms: float | None = None
+    max_waiting: float | None = None
+    peak_gpu_gib: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    seq: int  # increases with every ingested record
+    source: str  # file path or URL
+    synthetic: bool
+    header: dict[str, Any]
+    run_elapsed_s: float  # record time from first to last request
+    current_level: float | None
+    current_round: int
+    cumulative: WindowStat  # measured phase of the current level+round
+    rolling: WindowStat
+    verdict: Verdict
+    levels: tuple[LevelRow, ...]
+    recent: tuple[RequestRow, ...]  # newest last, capped
+    good_series: tuple[float, ...]  # rolling good fraction per time bucket
+    p95_series: tuple[float, ...]  # per-bucket TTFT P95 in ms
+    target: float
+    slo_ttft_ms: float
+    queue: QueueState
+    gpu: GpuState
+    errors_by_class: dict[str, int]
+    requests_total: int
+    warmup_total: int
+    malformed: int
+    malformed_examples: tuple[str, ...]  # "file:line: reason", first few
+    unknown_types: int
+    truncated: int
+    host: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,137 @@
+"""Descriptive statistics: percentiles with an honesty check, intervals, a streaming sketch, burstiness.
+
+Percentile definition (documented in docs/statistics.md): the *nearest-rank* sample
+percentile, P_q = x_(k) with k = ceil(q * n) over the sorted sample x_(1) <= ... <= x_(n).
+
+A percentile is *supported* when n is large enough that the sample maximum is a
+distribution-free upper confidence bound for the true q-quantile at confidence
+``conf``: P(max < Q_q) = q**n <= 1 - conf, i.e. n >= log(1 - conf) / log(q).
+At conf = 0.95 that is n >= 5 for P50, 59 for P95 and 299 for P99.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+from tui.core.snapshot import Percentile
+
+QUANTILES = (0.50, 0.95, 0.99)
+
+
+def n_needed(q: float, conf: float = 0.95) -> int:
+    """Smallest n for which the sample maximum bounds the q-quantile at confidence ``conf``."""
+    if not 0.0 < q < 1.0:
+        raise ValueError("q must be in (0, 1)")
+    return math.ceil(math.log(1.0 - conf) / math.log(q) - 1e-12)
+
+
+def nearest_rank(sorted_values: Sequence[float], q: float) -> float | None:
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    k = max(1, math.ceil(q * n - 1e-12))
+    return sorted_values[k - 1]
+
+
+def percentiles(
+    sorted_values: Sequence[float],
+    qs: Iterable[float] = QUANTILES,
+    *,
+    extra_inf: int = 0,
+    conf: float = 0.95,
+    approximate: bool = False,
+) -> tuple[Percentile, ...]:
+    """Percentiles of ``sorted_values`` (ms), optionally with ``extra_inf`` values of +inf appended
+    (the "failures count as +inf" reading)."""
+    n_fin = len(sorted_values)
+    n = n_fin + extra_inf
+    out = []
+    for q in qs:
+        need = n_needed(q, conf)
+        if n == 0:
+            value = None
+        else:
+            k = max(1, math.ceil(q * n - 1e-12))
+            value = sorted_values[k - 1] if k <= n_fin else math.inf
+        out.append(Percentile(q=q, value_ms=value, n=n, supported=n >= need, n_needed=need, approximate=approximate))
+    return tuple(out)
+
+
+def wilson(good: int, n: int, z: float = 1.959963984540054) -> tuple[float | None, float | None]:
+    """Wilson score interval for a binomial proportion (descriptive only, not a decision rule)."""
+    if n <= 0:
+        return None, None
+    p = good / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+class LogHistogram:
+    """Streaming quantile sketch with bounded relative error (log-spaced buckets).
+
+    Any returned quantile is within ``rel_err`` relative error of a value whose
+    rank is the requested nearest rank. Memory grows with log(max/min), not with n.
+    """
+
+    __slots__ = ("rel_err", "_gamma_log", "_buckets", "_zeros", "n")
+
+    def __init__(self, rel_err: float = 0.01) -> None:
+        self.rel_err = rel_err
+        gamma = (1 + rel_err) / (1 - rel_err)
+        self._gamma_log = math.log(gamma)
+        self._buckets: dict[int, int] = {}
+        self._zeros = 0
+        self.n = 0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        if x <= 1e-9:
+            self._zeros += 1
+            return
+        i = math.ceil(math.log(x) / self._gamma_log)
+        b = self._buckets
+        b[i] = b.get(i, 0) + 1
+
+    def quantile(self, q: float) -> float | None:
+        if self.n == 0:
+            return None
+        k = max(1, math.ceil(q * self.n - 1e-12))
+        if k <= self._zeros:
+            return 0.0
+        seen = self._zeros
+        g = self._gamma_log
+        for i in sorted(self._buckets):
+            seen += self._buckets[i]
+            if seen >= k:
+                # midpoint (in the relative sense) of bucket (gamma^(i-1), gamma^i]
+                return 2.0 * math.exp(i * g) / (1.0 + math.exp(g))
+        return None  # unreachable
+
+
+def dispersion_vif(batches: Sequence[tuple[int, int]], min_batches: int = 10) -> float | None:
+    """Variance inflation factor from batch means.
+
+    ``batches`` holds (good, total) per time bucket. Under independent outcomes the
+    Pearson dispersion sum((g_i - n_i p)^2 / (n_i p (1 - p))) / (k - 1) is about 1;
+    correlated (bursty) outcomes inflate it. Returns None when it cannot be estimated
+    (fewer than ``min_batches`` non-empty batches, or p in {0, 1}).
+    """
+    used = [(g, n) for g, n in batches if n > 0]
+    k = len(used)
+    if k < min_batches:
+        return None
+    tot = sum(n for _, n in used)
+    p = sum(g for g, _ in used) / tot
+    if p <= 0.0 or p >= 1.0:
+        return None
+    chi2 = sum((g - n * p) ** 2 / (n * p * (1 - p)) for g, n in used)
+    return max(1.0, chi2 / (k - 1))
+
+
+def nearest_rank_p99(values: Sequence[float]) -> float | None:
+    """P99 of an unsorted sequence (nearest rank)."""
+    return nearest_rank(sorted(values), 0.99)

@@ -1,0 +1,103 @@
+"""`servewatch report FILE`: the headless verdict on a record file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.records import read_file
+from tui.core.report import EXIT_CODES_DOC, EXIT_USAGE, build_report, exit_code, format_report
+
+
+def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
+    """The SLO / verdict flags shared by report, replay, run and live."""
+    g = parser.add_argument_group("acceptance target")
+    g.add_argument("--slo-ttft-ms", type=float, default=1000.0, help="client TTFT SLO in ms (default 1000)")
+    g.add_argument("--target", type=float, default=0.95, help="required good fraction (default 0.95)")
+    g.add_argument("--alpha", type=float, default=0.05, help="error level of the sequential test (default 0.05)")
+    g.add_argument("--min-window-minutes", type=float, default=10.0,
+                   help="minimum observation time before PASS can be declared (default 10)")
+    g.add_argument("--min-requests", type=int, default=None,
+                   help="minimum measured requests (default: the fewest with which PASS is possible)")
+
+
+def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig:
+    kw = dict(
+        slo_ttft_ms=args.slo_ttft_ms,
+        target=args.target,
+        alpha=args.alpha,
+        min_window_s=args.min_window_minutes * 60.0,
+        min_requests=getattr(args, "min_requests", None),
+    )
+    if getattr(args, "rolling_seconds", None):
+        kw["rolling_s"] = args.rolling_seconds
+    if getattr(args, "rolling_requests", None):
+        kw["rolling_n"] = args.rolling_requests
+    kw.update(extra)
+    return MonitorConfig(**kw)
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    from tui.budget_cli import add_budget_arguments
+
+    parser.add_argument("file", help="record file (JSON Lines, record format v1)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--level", type=float, default=None,
+                        help="the load level the verdict is about (default: the highest recorded)")
+    add_acceptance_arguments(parser)
+    add_budget_arguments(parser)
+    parser.epilog = EXIT_CODES_DOC
+
+
+def analyse_file(path: str, config: MonitorConfig, budget=None) -> Monitor:
+    """Read a whole record file into a Monitor (raises OSError when unreadable)."""
+    mon = Monitor(config, budget=budget, source=path)
+    add = mon.add
+    for item in read_file(path):
+        add(item)
+    return mon
+
+
+def run_report(path: str, args: argparse.Namespace, budget=None, out=None) -> int:
+    """Print the report of ``path`` and return its exit code (used by `servewatch run` too)."""
+    out = out or sys.stdout
+    try:
+        cfg = monitor_config_from_args(args)
+    except ValueError as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if budget is None:
+        from tui.budget_cli import budget_from_args
+
+        try:
+            budget = budget_from_args(args)
+        except (ValueError, OSError) as exc:
+            print(f"servewatch: bad budget: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    if not os.path.isfile(path):
+        print(f"servewatch: cannot read {path}: no such file", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        mon = analyse_file(path, cfg, budget)
+    except OSError as exc:
+        print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    snap = mon.snapshot()
+    rep = build_report(snap, budget, level=getattr(args, "level", None))
+    for issue in snap.malformed_examples:
+        print(f"servewatch: {issue}", file=sys.stderr)
+    hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
+    if hidden > 0:
+        print(f"servewatch: ... and {hidden} more problem lines (counted in the report)", file=sys.stderr)
+    if getattr(args, "json", False):
+        out.write(json.dumps(rep, indent=2, default=str) + "\n")
+    else:
+        out.write(format_report(rep))
+    return exit_code(rep["measured"]["verdict"]["state"])
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    return run_report(args.file, args)

@@ -1,0 +1,1 @@
+"""The outside world (files, HTTP, Prometheus, NVML, psutil). No Textual here."""
