@@ -8,7 +8,7 @@ import os
 import sys
 
 from tui.core.monitor import Monitor, MonitorConfig
-from tui.core.records import read_file
+from tui.core.records import RequestRecord, read_file
 from tui.core.report import EXIT_CODES_DOC, EXIT_USAGE, build_report, exit_code, format_report
 
 
@@ -55,9 +55,12 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 def analyse_file(path: str, config: MonitorConfig, budget=None) -> Monitor:
     """Read a whole record file into a Monitor (raises OSError when unreadable)."""
     mon = Monitor(config, budget=budget, source=path)
-    add = mon.add
+    add, add_request = mon.add, mon.add_request
     for item in read_file(path):
-        add(item)
+        if type(item) is RequestRecord:
+            add_request(item)
+        else:
+            add(item)
     return mon
 
 

@@ -68,6 +68,10 @@ class MonitorConfig:
     def __post_init__(self) -> None:
         if not self.slo_ttft_ms > 0:
             raise ValueError("slo_ttft_ms must be > 0")
+        if not 0.0 < self.target < 1.0:
+            raise ValueError("target must be a fraction between 0 and 1 (for example 0.95)")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError("alpha must be between 0 and 1 (for example 0.05)")
         if self.min_window_s < 0:
             raise ValueError("min_window_s must be >= 0")
 
@@ -131,7 +135,7 @@ class _Batches:
 class _LevelState:
     __slots__ = (
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
-        "ttft_exact", "ttft_sketch", "tpot_sketch", "out_tokens", "seq", "batches", "saturated",
+        "ttft", "tpot_sketch", "out_tokens", "seq", "batches", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
     )
 
@@ -142,9 +146,8 @@ class _LevelState:
         self.n = self.good = self.failed = self.slow = self.completed = 0
         self.first_t: float | None = None
         self.last_t: float | None = None
-        self.ttft_exact: list[float] = []
-        self.ttft_sketch = stats.LogHistogram()
-        self.tpot_sketch = stats.LogHistogram()
+        self.ttft = stats.QuantileStore(EXACT_CAP)
+        self.tpot_sketch = stats.QuantileStore(EXACT_CAP)
         self.out_tokens = 0
         self.seq = SequentialVerdict(test)
         self.batches = _Batches(cfg.batch_s, cfg.max_batches)
@@ -155,11 +158,12 @@ class _LevelState:
         self._sorted_cache: tuple[int, list[float]] | None = None
 
     def sorted_ttfts(self) -> list[float]:
+        exact = self.ttft.exact
         c = self._sorted_cache
-        if c is not None and c[0] == len(self.ttft_exact):
+        if c is not None and c[0] == len(exact):
             return c[1]
-        s = sorted(self.ttft_exact)
-        self._sorted_cache = (len(self.ttft_exact), s)
+        s = sorted(exact)
+        self._sorted_cache = (len(exact), s)
         return s
 
 
@@ -174,6 +178,10 @@ class Monitor:
         self.test = MixtureTest(cfg.target, cfg.alpha)
         self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
         self.slo_s = cfg.slo_ttft_ms / 1000.0
+        self._slo_ms = cfg.slo_ttft_ms
+        self._rolling_n = cfg.rolling_n
+        self._rolling_s = cfg.rolling_s
+        self._bucket_s = cfg.bucket_s
         self.header: dict = {}
         self.seq_no = 0
         self.requests_total = 0
@@ -213,9 +221,14 @@ class Monitor:
         self.step_info: dict[tuple, dict] = {}
 
     # ------------------------------------------------------------------ ingest
+    def add_request(self, r: RequestRecord) -> None:
+        """``add`` for a record known to be a request (saves the type dispatch on hot paths)."""
+        self.seq_no += 1
+        self._add_request(r)
+
     def add(self, item) -> None:
         self.seq_no += 1
-        if isinstance(item, RequestRecord):
+        if type(item) is RequestRecord:
             self._add_request(item)
         elif isinstance(item, LineIssue):
             self._add_issue(item)
@@ -275,34 +288,41 @@ class Monitor:
             self.step_info[(s.level, s.round)] = dict(info)
 
     def _add_request(self, r: RequestRecord) -> None:
+        # The hot path of every reader (1M-record replays): locals, no per-record objects beyond tuples.
         self.requests_total += 1
         t_end = r.t_end
-        if self.first_t is None or r.t_sent < self.first_t:
-            self.first_t = r.t_sent
+        t_sent = r.t_sent
+        if self.first_t is None or t_sent < self.first_t:
+            self.first_t = t_sent
         if self.last_t is None or t_end > self.last_t:
             self.last_t = t_end
-        if r.error is not None:
-            self.errors_by_class[r.error] = self.errors_by_class.get(r.error, 0) + 1
-        ttft = r.ttft
-        ttft_ms = None if ttft is None else ttft * 1000.0
-        outcome = r.outcome(self.slo_s)
-        self._recent.append(
-            RequestRow(r.id, r.level, r.round, r.phase, ttft_ms, r.output_tokens, outcome, r.error,
-                       (t_end - r.t_sent) * 1000.0, t_end)
-        )
+        err = r.error
+        if err is not None:
+            self.errors_by_class[err] = self.errors_by_class.get(err, 0) + 1
+        tf = r.t_first_token
+        ttft_ms = None if tf is None else (tf - t_sent) * 1000.0
+        if not r.complete or err is not None or tf is None:
+            outcome = "failed"
+        elif ttft_ms <= self._slo_ms:  # type: ignore[operator]
+            outcome = "good"
+        else:
+            outcome = "slow"
+        self._recent.append((r, outcome))  # rows are built at snapshot time only
         if r.phase != "measure":
             self.warmup_total += 1
             return
-        st = self._state_for(r.level, r.round)
-        self.current = st
+        st = self.current
+        if st is None or st.level != r.level or st.round != r.round:
+            st = self.current = self._state_for(r.level, r.round)
         good = outcome == "good"
         failed = outcome == "failed"
-        st.n += 1
-        if st.first_t is None or r.t_sent < st.first_t:
-            st.first_t = r.t_sent
+        n = st.n = st.n + 1
+        if st.first_t is None or t_sent < st.first_t:
+            st.first_t = t_sent
         if st.last_t is None or t_end > st.last_t:
             st.last_t = t_end
         tpot_ms = None
+        ot = r.output_tokens or 0
         if good:
             st.good += 1
         if failed:
@@ -311,33 +331,40 @@ class Monitor:
             st.completed += 1
             if not good:
                 st.slow += 1
-            if len(st.ttft_exact) < EXACT_CAP:
-                st.ttft_exact.append(ttft_ms)  # type: ignore[arg-type]
-            st.ttft_sketch.add(ttft_ms)  # type: ignore[arg-type]
-            ot = r.output_tokens
+            st.ttft.add(ttft_ms)  # type: ignore[arg-type]
             if ot:
                 st.out_tokens += ot
                 if ot > 1:
-                    tpot_ms = (t_end - r.t_first_token) * 1000.0 / (ot - 1)  # type: ignore[operator]
+                    tpot_ms = (t_end - tf) * 1000.0 / (ot - 1)  # type: ignore[operator]
                     st.tpot_sketch.add(tpot_ms)
-        if st.batches.add(t_end, good):
-            v = st.batches.vif()
+        batches = st.batches
+        t0 = batches.t0
+        items = batches.items
+        idx = int((t_end - t0) // batches.width) if t0 is not None and t_end >= t0 else -1
+        if 0 <= idx < len(items):
+            bucket = items[idx]
+            bucket[0] += good
+            bucket[1] += 1
+        elif batches.add(t_end, good):
+            v = batches.vif()
             st.seq.vif = 1.0 if v is None else v
-        st.seq.update(st.good, st.n)
+        if n <= 4096 or n % (n >> 12) == 0:
+            st.seq.update(st.good, n, force=True)
         # rolling window
         roll = self._roll
         if len(roll) == roll.maxlen:
-            old = roll[0]
-            self._roll_good -= old[1]
-        roll.append((t_end, good, ttft_ms, failed, r.output_tokens or 0, tpot_ms))
+            self._roll_good -= roll[0][1]
+        roll.append((t_end, good, ttft_ms, failed, ot, tpot_ms))
         self._roll_good += good
-        self._evict(t_end)
+        if self._rolling_n:
+            self._evict(t_end)
+        elif roll[0][0] < t_end - self._rolling_s:
+            self._evict(t_end)
         # sparkline buckets
-        bidx = int(t_end // self.cfg.bucket_s)
-        if self._bucket_idx is None:
-            self._bucket_idx = bidx
+        bidx = int(t_end // self._bucket_s)
         if bidx != self._bucket_idx:
-            self._close_bucket()
+            if self._bucket_idx is not None:
+                self._close_bucket()
             self._bucket_idx = bidx
         self._bucket_n += 1
         self._bucket_good += good
@@ -401,10 +428,9 @@ class Monitor:
         cfg = self.cfg
         if st is None or st.n == 0:
             return self._empty_window("cumulative")
-        approx = st.completed > len(st.ttft_exact)
-        if approx:
+        if st.ttft.approximate:
             ttft = tuple(
-                Percentile(q=q, value_ms=st.ttft_sketch.quantile(q), n=st.completed,
+                Percentile(q=q, value_ms=st.ttft.quantile(q), n=st.completed,
                            supported=st.completed >= stats.n_needed(q), n_needed=stats.n_needed(q), approximate=True)
                 for q in stats.QUANTILES
             )
@@ -609,7 +635,11 @@ class Monitor:
             rolling=self._rolling(),
             verdict=self.verdict_for(st),
             levels=self.level_rows(),
-            recent=tuple(self._recent),
+            recent=tuple(
+                RequestRow(r.id, r.level, r.round, r.phase, None if r.ttft is None else r.ttft * 1000.0,
+                           r.output_tokens, outcome, r.error, (r.t_end - r.t_sent) * 1000.0, r.t_end)
+                for r, outcome in self._recent
+            ),
             good_series=tuple(series_good),
             p95_series=tuple(series_p95),
             target=self.cfg.target,

@@ -17,6 +17,8 @@ from typing import Iterable, Sequence
 from tui.core.snapshot import Percentile
 
 QUANTILES = (0.50, 0.95, 0.99)
+_log = math.log
+_ceil = math.ceil
 
 
 def n_needed(q: float, conf: float = 0.95) -> int:
@@ -77,12 +79,13 @@ class LogHistogram:
     rank is the requested nearest rank. Memory grows with log(max/min), not with n.
     """
 
-    __slots__ = ("rel_err", "_gamma_log", "_buckets", "_zeros", "n")
+    __slots__ = ("rel_err", "_gamma_log", "_inv_log", "_buckets", "_zeros", "n")
 
     def __init__(self, rel_err: float = 0.01) -> None:
         self.rel_err = rel_err
         gamma = (1 + rel_err) / (1 - rel_err)
         self._gamma_log = math.log(gamma)
+        self._inv_log = 1.0 / self._gamma_log
         self._buckets: dict[int, int] = {}
         self._zeros = 0
         self.n = 0
@@ -92,7 +95,7 @@ class LogHistogram:
         if x <= 1e-9:
             self._zeros += 1
             return
-        i = math.ceil(math.log(x) / self._gamma_log)
+        i = _ceil(_log(x) * self._inv_log)
         b = self._buckets
         b[i] = b.get(i, 0) + 1
 
@@ -110,6 +113,40 @@ class LogHistogram:
                 # midpoint (in the relative sense) of bucket (gamma^(i-1), gamma^i]
                 return 2.0 * math.exp(i * g) / (1.0 + math.exp(g))
         return None  # unreachable
+
+
+class QuantileStore:
+    """Exact values up to ``cap``; past it, a ``LogHistogram`` (seeded with the exact values) takes over."""
+
+    __slots__ = ("cap", "exact", "sketch", "n")
+
+    def __init__(self, cap: int = 100_000) -> None:
+        self.cap = cap
+        self.exact: list[float] = []
+        self.sketch: LogHistogram | None = None
+        self.n = 0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        sk = self.sketch
+        if sk is not None:
+            sk.add(x)
+            return
+        ex = self.exact
+        ex.append(x)
+        if len(ex) >= self.cap:
+            sk = self.sketch = LogHistogram()
+            for v in ex:
+                sk.add(v)
+
+    @property
+    def approximate(self) -> bool:
+        return self.sketch is not None
+
+    def quantile(self, q: float) -> float | None:
+        if self.sketch is not None:
+            return self.sketch.quantile(q)
+        return nearest_rank(sorted(self.exact), q)
 
 
 def dispersion_vif(batches: Sequence[tuple[int, int]], min_batches: int = 10) -> float | None:

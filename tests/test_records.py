@@ -1,0 +1,112 @@
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tui.core import records
+from tui.core.records import LineIssue, RecordError, RequestRecord, parse_line, read_file
+
+
+def req(**kw):
+    d = {"type": "request", "id": "a", "t_sent": 10.0, "t_first_token": 10.25, "t_end": 11.0, "complete": True,
+         "error": None, "phase": "measure", "level": 4, "round": 1}
+    d.update(kw)
+    return d
+
+
+def test_ttft_is_derived_not_trusted():
+    r = parse_line(json.dumps(req(ttft_ms=1.0)))
+    assert isinstance(r, RequestRecord)
+    assert r.ttft == pytest.approx(0.25)
+
+
+def test_unknown_fields_ignored_and_intended_defaults_to_sent():
+    r = parse_line(json.dumps(req(something_new={"x": 1})))
+    assert r.t_intended == 10.0
+
+
+@pytest.mark.parametrize("missing", ["id", "t_sent", "t_end", "complete"])
+def test_missing_required_field_rejected(missing):
+    d = req()
+    del d[missing]
+    with pytest.raises(RecordError, match=missing):
+        parse_line(json.dumps(d))
+
+
+@pytest.mark.parametrize("bad", [
+    req(t_end=9.0), req(t_first_token=9.0), req(t_first_token=12.0), req(complete="yes"), req(phase="later"),
+    req(t_sent="x"), req(t_sent=float("nan")),
+])
+def test_inconsistent_records_rejected(bad):
+    with pytest.raises(RecordError):
+        parse_line(json.dumps(bad))
+
+
+def test_outcomes():
+    slo = 1.0
+    assert parse_line(json.dumps(req())).outcome(slo) == "good"
+    assert parse_line(json.dumps(req(t_first_token=10.9, t_end=12.0, t_sent=9.5))).outcome(slo) == "slow"
+    fast_fail = parse_line(json.dumps(req(t_first_token=10.3, t_end=10.3, complete=False, error="stream_reset")))
+    assert fast_fail.outcome(slo) == "failed" and not fast_fail.is_good(slo)
+    no_token = parse_line(json.dumps(req(t_first_token=None)))
+    assert no_token.outcome(slo) == "failed"
+
+
+def test_read_file_reports_each_bad_line_with_number_and_tolerates_truncated_tail(tmp_path):
+    p = tmp_path / "r.jsonl"
+    good = json.dumps(req())
+    p.write_text(
+        good + "\n"
+        + "{not json\n"
+        + json.dumps({"type": "mystery", "x": 1}) + "\n"
+        + json.dumps(req(id="b")) + "\n"
+        + "\n"
+        + '{"type": "request", "id": "c", "t_se'  # file still being written
+    )
+    items = list(read_file(str(p)))
+    recs = [i for i in items if isinstance(i, RequestRecord)]
+    issues = [i for i in items if isinstance(i, LineIssue)]
+    assert [r.id for r in recs] == ["a", "b"]
+    assert [(i.line, i.kind) for i in issues] == [(2, "malformed"), (3, "unknown_type"), (6, "truncated")]
+    assert all(i.source == str(p) for i in issues)
+    assert str(issues[0]).startswith(f"{p}:2: invalid JSON")
+
+
+def test_round_trip_request_to_dict():
+    r = parse_line(json.dumps(req(token_offsets=[0.25, 0.5], retried=1)))
+    again = parse_line(records.dumps(records.request_to_dict(r)))
+    assert again == r
+
+
+def test_run_header_requires_synthetic_flag_and_schema():
+    h = records.run_header(synthetic=True)
+    assert h["synthetic"] is True and h["schema_version"] == 1
+    assert parse_line(records.dumps(h)).synthetic is True
+    with pytest.raises(RecordError, match="schema_version"):
+        parse_line(json.dumps({"type": "run", "schema_version": 99}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_arbitrary_bytes_never_raise(data):
+    items = list(records.parse_lines(records.iter_lines([data], "fuzz"), "fuzz"))
+    n_lines = len([ln for ln in data.split(b"\n") if ln.strip()])
+    assert len(items) == n_lines  # every non-blank line is either a record or a reported issue
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["type", "id", "t_sent", "t_end", "t_first_token", "complete", "phase",
+                                        "level", "round", "error", "token_offsets", "schema_version", "t", "event"]),
+                       json_values, max_size=10),
+       st.sampled_from(["request", "gpu", "queue", "run", "step", "host", "budget", "zzz"]))
+def test_arbitrary_records_never_raise_unexpected(d, typ):
+    d["type"] = typ
+    line = json.dumps(d).encode()
+    items = list(records.parse_lines([(1, line, True)], "fuzz"))
+    assert len(items) == 1

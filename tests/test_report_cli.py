@@ -1,0 +1,102 @@
+import json
+import subprocess
+import sys
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tui.cli import main
+from tui.samples import sample_path
+
+SEED = sample_path("seed.jsonl")
+
+
+def test_seed_report_reproduces_the_teaching_numbers(capsys):
+    rc = main(["report", SEED])
+    out = capsys.readouterr().out
+    assert rc == 3
+    for line in ("cache_budget=7.96 GiB", "memory_only_candidate=15 sequences", "good_fraction=50%",
+                 "latency_success_gate=False", "verdict=INSUFFICIENT_WINDOW: need 92 more requests, 10 min more"):
+        assert line in out
+    assert out.startswith("SYNTHETIC DATA")
+    assert "NOT ready for real traffic" in out and "Quality: not run" in out
+
+
+def test_seed_report_json(capsys):
+    rc = main(["report", SEED, "--json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 3 and rep["synthetic"] is True
+    assert rep["measured"]["good_fraction"] == 0.5
+    assert rep["measured"]["verdict"]["state"] == "INSUFFICIENT_WINDOW"
+    assert rep["budget"]["memory_only_candidate"] == 15
+    assert rep["conclusion"] == {"ready_for_traffic": False, "missing_or_failed": rep["conclusion"]["missing_or_failed"],
+                                 "budget": "feasible", "measured": "INSUFFICIENT_WINDOW", "quality": "not run"}
+
+
+def _write_run(path, n, p_fail_every=None, rate=2.0):
+    lines = [json.dumps({"type": "run", "schema_version": 1, "synthetic": True})]
+    for i in range(n):
+        t = i / rate
+        bad = p_fail_every and i % p_fail_every == 0
+        lines.append(json.dumps({"type": "request", "id": str(i), "t_sent": t, "t_first_token": t + (1.5 if bad else 0.1),
+                                 "t_end": t + 2.0, "complete": True, "level": 2}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_exit_codes_pass_fail_and_usage(tmp_path, capsys):
+    good = tmp_path / "good.jsonl"
+    _write_run(good, 1500)
+    assert main(["report", str(good), "--min-window-minutes", "5"]) == 0
+    bad = tmp_path / "bad.jsonl"
+    _write_run(bad, 300, p_fail_every=3)
+    assert main(["report", str(bad)]) == 1
+    assert main(["report", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["report", str(good), "--target", "1.5"]) == 2
+
+
+def test_malformed_lines_reported_with_file_and_line_and_counted(tmp_path, capsys):
+    p = tmp_path / "m.jsonl"
+    _write_run(p, 3)
+    with open(p, "a") as fh:
+        fh.write("garbage\n{\"type\": \"request\"}\n")
+    rc = main(["report", str(p)])
+    cap = capsys.readouterr()
+    assert rc == 3
+    assert f"{p}:5: invalid JSON" in cap.err and f"{p}:6: missing required field 'id'" in cap.err
+    assert "2 malformed" in cap.out
+
+
+def test_bad_usage_is_one_line_not_a_traceback():
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "report"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.binary(max_size=120), st.sampled_from([
+    b'{"type":"request","id":"x","t_sent":1,"t_end":2,"complete":true}',
+    b'{"type":"request","id":"y","t_sent":1,"t_first_token":1.5,"t_end":2,"complete":false,"error":"read_timeout"}',
+    b'{"type":"queue","t":1,"source":"vllm","waiting":3}', b'{"type":"gpu","t":1,"memory_used":"lots"}',
+    b'{"type":"run","schema_version":1,"synthetic":false}', b'[1,2]', b'\xff\xfe'])), max_size=30))
+def test_report_never_raises_on_arbitrary_files(tmp_path_factory, lines):
+    p = tmp_path_factory.mktemp("fuzz") / "f.jsonl"
+    p.write_bytes(b"\n".join(lines))
+    import io
+    from argparse import Namespace
+
+    from tui.report_cli import run_report
+
+    args = Namespace(slo_ttft_ms=1000.0, target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None,
+                     json=True, level=None)
+    out = io.StringIO()
+    from tui.core.budget import teaching_case
+
+    rc = run_report(str(p), args, budget=teaching_case(), out=out)
+    assert rc in (0, 1, 3)
+    rep = json.loads(out.getvalue())
+    ip = rep["input_problems"]
+    non_blank = [ln for ln in b"\n".join(lines).split(b"\n") if ln.strip()]
+    # every non-blank line is a record or a counted problem: nothing silently disappears
+    assert rep["requests_total"] + ip["malformed"] + ip["truncated"] + ip["unknown_types"] <= len(non_blank)
+    assert ip["malformed"] + ip["truncated"] + ip["unknown_types"] >= sum(
+        1 for ln in non_blank if not ln.startswith(b"{\"type\":\""))

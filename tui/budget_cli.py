@@ -1,0 +1,294 @@
+"""`servewatch budget`: the memory budget on the command line (argparse glue, standard library only).
+
+    python -m tui.budget_cli                       # the teaching case
+    python -m tui.budget_cli --config config.json --max-seq 8192 --weights awq --gpu-gib 80
+    python -m tui.budget_cli --budget saved.json   # recompute and verify a saved budget
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from tui.core.budget import (
+    CANDIDATE_NOTE,
+    KV_DTYPES,
+    WEIGHT_FORMATS,
+    BudgetError,
+    BudgetInputs,
+    BudgetResult,
+    budget_to_json,
+    compute_budget,
+    inputs_from_hf_config,
+    kv_heads_per_gpu,
+    load_budget,
+    load_hf_config,
+)
+
+# flag attribute -> BudgetInputs field, and how to read it
+_NUMERIC_FLAGS = {
+    "params": ("params", "count"),
+    "gpu_gib": ("gpu_gib", "float"),
+    "margin_gib": ("margin_gib", "float"),
+    "layers": ("layers", "int"),
+    "kv_heads": ("kv_heads", "int"),
+    "head_dim": ("head_dim", "int"),
+    "max_seq": ("max_seq", "int"),
+    "tp": ("tp", "int"),
+    "block_size": ("block_size", "int"),
+}
+_TEXT_FLAGS = {"weights": "weights", "kv_dtype": "kv_dtype"}
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    """Budget flags.  All default to None: nothing given means the teaching case."""
+    g = parser.add_argument_group("memory budget (nothing given = the teaching case: 7B bf16 on 24 GiB)")
+    g.add_argument("--params", default=None, metavar="N", help="parameter count, e.g. 7e9, 8B, 270M")
+    g.add_argument("--weights", default=None, metavar="FORMAT", help="weight format: " + ", ".join(WEIGHT_FORMATS))
+    g.add_argument("--gpu-gib", dest="gpu_gib", default=None, metavar="GIB", help="memory of one GPU in GiB")
+    g.add_argument(
+        "--margin-gib", dest="margin_gib", default=None, metavar="GIB", help="runtime margin per GPU in GiB (default 3)"
+    )
+    g.add_argument("--layers", default=None, metavar="N", help="layers holding a KV cache")
+    g.add_argument("--kv-heads", dest="kv_heads", default=None, metavar="N", help="KV heads of the model")
+    g.add_argument("--head-dim", dest="head_dim", default=None, metavar="N", help="elements per head")
+    g.add_argument("--max-seq", dest="max_seq", default=None, metavar="TOKENS", help="tokens per sequence")
+    g.add_argument("--kv-dtype", dest="kv_dtype", default=None, metavar="DTYPE", help="KV cache: " + ", ".join(KV_DTYPES))
+    g.add_argument("--tp", default=None, metavar="N", help="tensor-parallel GPUs")
+    g.add_argument("--block-size", dest="block_size", default=None, metavar="TOKENS", help="paged KV block (default 16)")
+    g.add_argument("--config", default=None, metavar="PATH", help="Hugging Face config.json; other flags override it")
+    g.add_argument("--budget", default=None, metavar="FILE", help="load, recompute and verify a saved budget JSON")
+
+
+def add_budget_command(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the `budget` subcommand (budget flags + --json + --out)."""
+    p = subparsers.add_parser(
+        "budget",
+        help="memory budget: does it fit, and a memory-only concurrency candidate to load-test",
+        description="Weights + runtime margin + KV cache per sequence -> a memory-only concurrency candidate. "
+        + CANDIDATE_NOTE,
+    )
+    add_budget_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the budget as JSON")
+    p.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE")
+    p.set_defaults(func=cmd_budget)
+    return p
+
+
+def _parse_value(flag: str, raw: Any, kind: str) -> float | int:
+    name = "--" + flag.replace("_", "-")
+    if isinstance(raw, bool):
+        raise ValueError(f"{name} must be a number, got {raw!r}")
+    if isinstance(raw, (int, float)):
+        value: float = raw
+    else:
+        text = str(raw).strip().replace(",", "").replace("_", "")
+        scale = 1.0
+        if kind == "count" and text and text[-1].lower() in _SUFFIXES:
+            scale = _SUFFIXES[text[-1].lower()]
+            text = text[:-1]
+        try:
+            value = float(text) * scale
+        except ValueError:
+            raise ValueError(f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {raw!r}")
+    if kind == "int":
+        if not float(value).is_integer():
+            raise ValueError(f"{name} must be a whole number, got {raw!r}")
+        return int(value)
+    if kind == "count" and float(value).is_integer():
+        return int(value)
+    return value
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """BudgetInputs fields the user gave on the command line."""
+    out: dict[str, Any] = {}
+    for flag, (field, kind) in _NUMERIC_FLAGS.items():
+        raw = getattr(args, flag, None)
+        if raw is not None:
+            out[field] = _parse_value(flag, raw, kind)
+    for flag, field in _TEXT_FLAGS.items():
+        raw = getattr(args, flag, None)
+        if raw is not None:
+            out[field] = str(raw)
+    return out
+
+
+def budget_from_args(args: argparse.Namespace) -> BudgetResult:
+    """The budget the flags describe.  Raises ValueError with a readable message on bad input."""
+    given = _given(args)
+    budget_file = getattr(args, "budget", None)
+    config_path = getattr(args, "config", None)
+    if budget_file is not None:
+        if given or config_path is not None:
+            flags = sorted("--" + k.replace("_", "-") for k in given) + (["--config"] if config_path else [])
+            raise ValueError(f"--budget loads a saved budget as it is; it cannot be combined with {', '.join(flags)}")
+        return load_budget(budget_file)
+    try:
+        if config_path is not None:
+            config = load_hf_config(config_path)
+            inputs = inputs_from_hf_config(config, **given)
+            if inputs.model == BudgetInputs().model or inputs.model != config.get("_name_or_path"):
+                parent = Path(config_path).resolve().parent.name
+                stem = Path(config_path).stem
+                label = parent if stem == "config" and parent else stem
+                inputs = inputs.replace(model=f"{label} ({inputs.model})" if inputs.model else label)
+        else:
+            geometry = {"layers", "kv_heads", "head_dim"}
+            if given and not geometry & set(given):
+                defaults = BudgetInputs()
+                given["notes"] = (
+                    f"KV geometry not given: teaching-case defaults used ({defaults.layers} layers, "
+                    f"{defaults.kv_heads} KV heads, head_dim {defaults.head_dim}); give --layers, --kv-heads, "
+                    "--head-dim or --config for your model",
+                )
+            inputs = BudgetInputs(**given)
+        return compute_budget(inputs)
+    except BudgetError:
+        raise
+    except (TypeError, OverflowError) as exc:
+        raise ValueError(f"bad budget input: {exc}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------------------------
+
+
+def _gib(x: float) -> str:
+    return f"{x:.2f} GiB"
+
+
+def _title(result: BudgetResult) -> str:
+    i = result.inputs
+    if i == BudgetInputs():
+        what = "teaching case (7B params, bf16, 24 GiB GPU)"
+    elif i.model:
+        what = i.model
+    else:
+        what = f"{i.params / 1e9:g}B params"
+    per = f", per GPU with tp={i.tp}" if i.tp > 1 else ""
+    return f"Memory budget: {what}{per}"
+
+
+def _kv_formula(result: BudgetResult) -> str:
+    i = result.inputs
+    nbytes = KV_DTYPES[i.kv_dtype]
+    if i.mla_latent_dim:
+        per_layer = f"1 MLA latent x {i.mla_latent_dim} elements x {nbytes} B ({i.kv_dtype})"
+    else:
+        per_layer = (
+            f"2 (K,V) x {kv_heads_per_gpu(i)} KV heads x {i.head_dim} head_dim x {nbytes} B ({i.kv_dtype})"
+        )
+    full_layers = i.layers - i.sliding_layers
+    tokens = result.kv_tokens_per_seq
+    if i.sliding_layers:
+        window_tokens = -(-min(i.max_seq, i.sliding_window) // i.block_size) * i.block_size
+        layer_part = f"({full_layers} layers x {tokens} tokens + {i.sliding_layers} window layers x {window_tokens} tokens)"
+    else:
+        layer_part = f"{i.layers} layers x {tokens} tokens"
+    return f"{per_layer} x {layer_part}"
+
+
+def format_budget_text(result: BudgetResult) -> str:
+    """A plain-text budget: the figures (name=value), the variants table, the assumptions, the note."""
+    i = result.inputs
+    fmt = WEIGHT_FORMATS[i.weights]
+    lines = [_title(result), ""]
+    if fmt.quantized and i.unquantized_params:
+        weights_how = (
+            f"{i.params - i.unquantized_params:,.0f} params x {fmt.bits_per_weight:g} bits ({fmt.name}) "
+            f"+ {i.unquantized_params:,.0f} params x 2 B (bf16)"
+        )
+    else:
+        weights_how = f"{i.params:,.0f} params x {fmt.bits_per_weight / 8:g} B ({fmt.name})"
+    if i.tp > 1:
+        weights_how = f"({weights_how}) / tp {i.tp}"
+    rows = [
+        (f"gpu_memory={_gib(i.gpu_gib)}", "one GPU"),
+        (f"weights={_gib(result.weights_gib)}", weights_how),
+        (f"runtime_margin={_gib(result.margin_gib)}", "allowance, not measured"),
+        (f"cache_budget={_gib(result.cache_budget_gib)}", "gpu_memory - weights - runtime_margin"),
+        (f"kv_per_seq={_gib(result.kv_per_seq_gib)}", _kv_formula(result)),
+        (
+            f"memory_only_candidate={result.candidate} sequences",
+            "floor(cache_budget / kv_per_seq): a number to load-test, not a limit",
+        ),
+    ]
+    width = max(len(a) for a, _ in rows) + 3
+    lines += [f"  {a:<{width}}{b}" for a, b in rows]
+    lines += ["", "verdict: " + result.verdict, ""]
+
+    header = ("variant", "weights GiB", "KV/seq GiB", "cache budget GiB", "candidate")
+    table = [("base", result.weights_gib, result.kv_per_seq_gib, result.cache_budget_gib, result.candidate)]
+    table += [(v.name, v.weights_gib, v.kv_per_seq_gib, v.cache_budget_gib, v.candidate) for v in result.variants]
+    name_w = max(len(header[0]), *(len(r[0]) for r in table))
+    lines.append(
+        f"  {header[0]:<{name_w}}  {header[1]:>11}  {header[2]:>10}  {header[3]:>16}  {header[4]:>9}"
+    )
+    for name, w, kv, cache, cand in table:
+        lines.append(f"  {name:<{name_w}}  {w:>11.2f}  {kv:>10.2f}  {cache:>16.2f}  {cand:>9d}")
+    lines += ["", "Assumptions (not measured):"]
+    lines += [f"  - {a}" for a in result.assumptions]
+    lines += ["", CANDIDATE_NOTE]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Command
+# --------------------------------------------------------------------------------------------
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def cmd_budget(args: argparse.Namespace) -> int:
+    """Print the budget (text, or JSON with --json); save JSON with --out.  0 on success, 2 on bad input."""
+    try:
+        result = budget_from_args(args)
+    except (ValueError, OSError) as exc:
+        print(f"servewatch budget: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    text = budget_to_json(result)
+    out = getattr(args, "out", None)
+    if out:
+        try:
+            Path(out).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"servewatch budget: error: cannot write {out}: {_one_line(exc)}", file=sys.stderr)
+            return 2
+    if getattr(args, "json", False):
+        print(text)
+    else:
+        print(format_budget_text(result), end="")
+        if out:
+            print(f"saved budget JSON to {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tui.budget_cli",
+        description="Memory budget: weights + runtime margin + KV cache per sequence -> a memory-only "
+        "concurrency candidate. " + CANDIDATE_NOTE,
+    )
+    add_budget_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the budget as JSON")
+    parser.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return cmd_budget(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
