@@ -389,17 +389,24 @@ def iter_lines(chunks: Iterable[bytes], source: str) -> Iterator[tuple[int, byte
 def parse_lines(
     numbered: Iterable[tuple[int, bytes | str, bool]], source: str
 ) -> Iterator[Record | LineIssue]:
-    """Parse numbered lines; yields records and LineIssue objects (never raises)."""
+    """Parse numbered lines ``(line_number, line, terminated)``; yields records and LineIssue
+    objects, never raises. This is the hot path of reports and max-speed replays: keep it lean."""
+    decode = _decode
     for lineno, line, terminated in numbered:
-        if not line.strip():
-            continue
         try:
-            rec = parse_line(line)
-        except RecordError as exc:
+            obj = decode(line) if type(line) is str else json.loads(line)
+            if type(obj) is dict and obj.get("type") == "request":
+                yield parse_request(obj)
+                continue
+            rec = parse_object(obj)
+        except (ValueError, RecursionError) as exc:  # RecordError and JSON/Unicode errors are ValueErrors
+            if not line.strip():
+                continue
+            reason = str(exc) if isinstance(exc, RecordError) else f"invalid JSON: {str(exc)[:80]}"
             if not terminated:
-                yield LineIssue(source, lineno, f"truncated final line ({exc})", "truncated")
+                yield LineIssue(source, lineno, f"truncated final line ({reason})", "truncated")
             else:
-                yield LineIssue(source, lineno, str(exc))
+                yield LineIssue(source, lineno, reason)
             continue
         if isinstance(rec, UnknownRecord):
             yield LineIssue(source, lineno, f"unknown record type {rec.type!r} skipped", "unknown_type")
@@ -411,32 +418,10 @@ def read_file(path: str) -> Iterator[Record | LineIssue]:
     """Read a whole record file once (no following). Never raises on content.
 
     Lines are decoded as UTF-8 with surrogate escapes, so undecodable bytes end up as a
-    reported bad line (or inside a string value), never as an exception. This is the
-    same logic as ``parse_lines`` fused into one loop, because it is the hot path of
-    ``servewatch report`` and of max-speed replays.
+    reported bad line (or inside a string value), never as an exception.
     """
-    decode = _decode
     with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
-        for lineno, line in enumerate(fh, 1):
-            try:
-                obj = decode(line)
-                if type(obj) is dict and obj.get("type") == "request":
-                    yield parse_request(obj)
-                    continue
-                rec = parse_object(obj)
-            except (ValueError, RecursionError) as exc:  # RecordError is a ValueError
-                if not line.strip():
-                    continue
-                reason = str(exc) if isinstance(exc, RecordError) else f"invalid JSON: {str(exc)[:80]}"
-                if line[-1:] != "\n":
-                    yield LineIssue(path, lineno, f"truncated final line ({reason})", "truncated")
-                else:
-                    yield LineIssue(path, lineno, reason)
-                continue
-            if isinstance(rec, UnknownRecord):
-                yield LineIssue(path, lineno, f"unknown record type {rec.type!r} skipped", "unknown_type")
-                continue
-            yield rec
+        yield from parse_lines(((n, line, line[-1:] == "\n") for n, line in enumerate(fh, 1)), path)
 
 
 # ---------------------------------------------------------------- writing
