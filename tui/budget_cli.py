@@ -121,6 +121,16 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def budget_given(args: argparse.Namespace) -> bool:
+    """True when any budget flag (or --config / --budget) was given."""
+    return bool(_given(args)) or getattr(args, "budget", None) is not None or getattr(args, "config", None) is not None
+
+
+def budget_title(result: BudgetResult) -> str:
+    """What the budget is about, e.g. "teaching case (7B params, bf16, 24 GiB GPU)"."""
+    return _title(result).removeprefix("Memory budget: ")
+
+
 def budget_from_args(args: argparse.Namespace) -> BudgetResult:
     """The budget the flags describe.  Raises ValueError with a readable message on bad input."""
     given = _given(args)

@@ -64,17 +64,20 @@ def analyse_file(path: str, config: MonitorConfig, budget=None) -> Monitor:
     return mon
 
 
-def run_report(path: str, args: argparse.Namespace, budget=None, out=None) -> int:
-    """Print the report of ``path`` and return its exit code (used by `servewatch run` too)."""
+def run_report(path: str, args: argparse.Namespace, budget=None, out=None, default_budget: bool = True) -> int:
+    """Print the report of ``path`` and return its exit code (used by `servewatch run` too).
+
+    Without budget flags the teaching-case budget is used when ``default_budget`` (report, replay);
+    `servewatch run` passes False, so a real run is never shown next to an unrelated example budget."""
     out = out or sys.stdout
     try:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if budget is None:
-        from tui.budget_cli import budget_from_args
+    from tui.budget_cli import budget_from_args, budget_given, budget_title
 
+    if budget is None and (default_budget or budget_given(args)):
         try:
             budget = budget_from_args(args)
         except (ValueError, OSError) as exc:
@@ -90,6 +93,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None) -> in
         return EXIT_USAGE
     snap = mon.snapshot()
     rep = build_report(snap, budget, level=getattr(args, "level", None))
+    if budget is not None:
+        rep["budget"]["title"] = budget_title(budget)
     for issue in snap.malformed_examples:
         print(f"servewatch: {issue}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)

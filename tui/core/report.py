@@ -170,6 +170,8 @@ def format_report(rep: dict[str, Any]) -> str:
     add("")
     b = rep.get("budget")
     add("Budget (memory only, formula output: NOT a measurement)")
+    if b and b.get("title"):
+        add(f"  {b['title']}")
     if b:
         add(f"  weights={b['weights_gib']:.2f} GiB  runtime_margin={b['margin_gib']:.2f} GiB  "
             f"kv_per_sequence={b['kv_per_seq_gib']:.2f} GiB")
@@ -179,7 +181,7 @@ def format_report(rep: dict[str, Any]) -> str:
         for a in b["assumptions_not_measured"]:
             add(f"    - {a}")
     else:
-        add("  no budget given")
+        add("  no budget given (use the budget flags, --config or --budget FILE)")
     add("")
     m = rep["measured"]
     w = m["window"]

@@ -1,0 +1,44 @@
+"""`servewatch sweep` against the real peer (llama-server + Gemma 3 270M, 4 slots).
+
+Small and bounded: ladder 1 -> 8, 16-token prompts and outputs, a lowered target (0.8) so that a PASS needs
+tens of requests, and an SLO (600 ms) that requests queued behind a full batch of 4 miss. The assertions read
+the records and the sweep table, never a wall-clock speed.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tui.cli import main
+from tui.core.records import QueueSample, RequestRecord, read_file
+
+
+def test_sweep_finds_the_level_where_queueing_breaks_the_gate(llama_server, tmp_path, capsys):
+    record = tmp_path / "sweep.jsonl"
+    table = tmp_path / "sweep.json"
+    rc = main([
+        "sweep", "--url", llama_server.base_url, "--concurrency", "1,8", "--input-tokens", "16",
+        "--output-tokens", "16", "--ignore-eos", "--target", "0.8", "--slo-ttft-ms", "600",
+        "--min-window-minutes", "0.1", "--max-step-seconds", "60", "--metrics-interval", "0.2",
+        "--record", str(record), "--sweep-json", str(table), "--no-gpu", "--api-key-env", "SW_TEST_NO_KEY",
+        "--continue-after-fail",
+    ])
+    out = capsys.readouterr().out
+    s = json.loads(table.read_text())
+    by_level = {row["level"]: row for row in s["levels"]}
+    assert set(by_level) == {1.0, 8.0}
+    # the verdicts follow from the records
+    reqs = [r for r in read_file(str(record)) if isinstance(r, RequestRecord) and r.phase == "measure"]
+    for level, row in by_level.items():
+        mine = [r for r in reqs if r.level == level]
+        assert row["n"] == len(mine)
+        assert row["good_fraction"] == sum(r.is_good(0.6) for r in mine) / len(mine)
+    assert by_level[1.0]["verdict"] == "PASS"
+    assert by_level[8.0]["verdict"] in ("FAIL", "UNDECIDED")
+    assert by_level[8.0]["good_fraction"] < by_level[1.0]["good_fraction"]
+    assert s["measured_capacity"] == 1.0 and rc == 0
+    # the server queued requests during the step at 8, and the sweep says so
+    assert by_level[8.0]["max_waiting"] and by_level[8.0]["max_waiting"] > 0
+    assert any(isinstance(q, QueueSample) and q.waiting for q in read_file(str(record)))
+    assert "measured capacity: 1" in out and "memory-only candidate: 15" in out
+    assert "queueing" in " ".join(s["limits"])

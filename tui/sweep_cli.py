@@ -1,0 +1,68 @@
+"""`servewatch sweep`: step the load up from low until the gate breaks; measured capacity beside the candidate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tui.core.report import EXIT_USAGE
+from tui.core.sweep import default_ladder, format_sweep, sweep_summary
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    from tui.run_cli import add_run_arguments
+
+    add_run_arguments(parser)
+    for group in parser._mutually_exclusive_groups:  # the ladder may be left to the default
+        group.required = False
+    s = parser.add_argument_group("sweep")
+    s.add_argument("--max-step-seconds", type=float, default=600.0, metavar="S",
+                   help="each step runs until its verdict is PASS or FAIL, or this long (then UNDECIDED); default 600")
+    s.add_argument("--max-level", type=int, default=None, metavar="N",
+                   help="top of the default ladder 1,2,4,... (default: twice the memory-only candidate)")
+    s.add_argument("--continue-after-fail", action="store_true",
+                   help="keep climbing after a step FAILs (default: stop there)")
+    s.add_argument("--sweep-json", metavar="FILE", help="also write the sweep table as JSON")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tui.budget_cli import budget_from_args, budget_title
+    from tui.report_cli import analyse_file, monitor_config_from_args
+    from tui.run_cli import ConfigError, _print, config_from_args, record_run
+
+    try:
+        budget = budget_from_args(args)
+    except (ValueError, OSError) as exc:
+        print(f"servewatch: bad budget: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.max_step_seconds > 0:
+        print("servewatch: --max-step-seconds must be > 0", file=sys.stderr)
+        return EXIT_USAGE
+    if args.concurrency is None and args.rate is None:
+        args.concurrency = default_ladder(budget.candidate, args.max_level)
+    try:
+        cfg = config_from_args(args)
+    except ConfigError as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    cfg.until_decided = True
+    cfg.duration = args.max_step_seconds if args.duration is None else min(args.duration, args.max_step_seconds)
+    cfg.stop_on_fail = not args.continue_after_fail
+    unit = "concurrency" if cfg.mode == "closed" else "req/s"
+    _print(f"servewatch sweep: {unit} ladder {','.join(f'{v:g}' for v in cfg.levels)}; each step until PASS/FAIL "
+           f"or {cfg.duration:g} s; budget: {budget_title(budget)}, memory-only candidate {budget.candidate}")
+    failed = record_run(cfg)
+    if failed is not None:
+        return failed
+    mon = analyse_file(cfg.record, monitor_config_from_args(args), budget)
+    summary = sweep_summary(mon.snapshot().levels, budget)
+    summary["record"] = cfg.record
+    _print("")
+    sys.stdout.write(format_sweep(summary))
+    if args.sweep_json:
+        with open(args.sweep_json, "w") as fh:
+            json.dump(summary, fh, indent=2, default=str)
+        _print(f"sweep table written to {args.sweep_json}")
+    _print(f"records: {cfg.record} (servewatch report / replay / accept read it)")
+    return summary["exit_code"]
