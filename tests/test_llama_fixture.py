@@ -12,12 +12,9 @@ import time
 import httpx
 import pytest
 
-from tests.llama_fixture import (  # noqa: F401  (fixtures)
+from tests.llama_fixture import (  # the fixtures themselves come from conftest.py (pytest_plugins)
     LlamaServerError,
     llama_server_binary,
-    llama_model,
-    llama_server,
-    llama_server_factory,
     start_llama_server,
 )
 from tui.sources.metrics import MetricsScraper, parse_queue, server_info
