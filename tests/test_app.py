@@ -1,0 +1,528 @@
+"""Pilot tests of the console: what it shows, every key, the replay controls, follow mode.
+
+Waiting is always "poll a condition with a bounded deadline" through ``pilot.pause``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.containers import Grid
+
+from tui.app import ServewatchApp, build_app
+from tui.core.budget import teaching_case
+from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.records import RequestRecord, dumps, request_to_dict, run_header
+from tui.screens.help import HelpScreen
+from tui.sources.base import MonitorSink
+from tui.sources.replay import ReplaySource
+from tui.widgets.bars import HeaderBar, VerdictBar
+from tui.widgets.requests import RequestList
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = REPO / "sample_logs" / "seed.jsonl"
+SIZE = (120, 40)
+DEADLINE_S = 15.0
+
+SEED_TEXT = (
+    '{"type":"run","schema":"servewatch.record/1","schema_version":1,"synthetic":true,"started_at":0}\n'
+    '{"type":"request","id":"seed-1","t_sent":0.0,"t_first_token":0.4,"t_end":1.4,"complete":true,"output_tokens":64}\n'
+    '{"type":"request","id":"seed-2","t_sent":2.0,"t_first_token":2.8,"t_end":3.8,"complete":true,"output_tokens":64}\n'
+    '{"type":"request","id":"seed-3","t_sent":4.0,"t_first_token":5.2,"t_end":6.2,"complete":true,"output_tokens":64}\n'
+    '{"type":"request","id":"seed-4","t_sent":6.0,"t_first_token":6.3,"t_end":6.3,"complete":false,'
+    '"error":"stream_reset","output_tokens":1}\n'
+)
+
+
+@pytest.fixture
+def seed_path(tmp_path) -> Path:
+    """The bundled seed log; the same content in a tmp file if it is not there."""
+    if SEED.is_file():
+        return SEED
+    p = tmp_path / "seed.jsonl"
+    p.write_text(SEED_TEXT)
+    return p
+
+
+def make_app(path, *, tmp_path=None, budget="teaching", cfg=None, **src_kw) -> tuple[ServewatchApp, ReplaySource, MonitorSink]:
+    src_kw.setdefault("poll_interval", 0.02)
+    src = ReplaySource(path, **src_kw)
+    b = teaching_case() if budget == "teaching" else budget
+    sink = MonitorSink(Monitor(cfg or MonitorConfig(), budget=b, source=src.label))
+    app = build_app(src, sink, b, export_dir=(tmp_path / "exports") if tmp_path else "exports")
+    return app, src, sink
+
+
+async def wait_for(pilot, pred, what: str = "condition", timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+
+
+async def settled(pilot, app: ServewatchApp, src: ReplaySource, sink: MonitorSink) -> None:
+    """Wait until the replay finished and the panes show the final snapshot."""
+    await wait_for(pilot, lambda: src.finished and app.last_seq == sink.snapshot().seq, "replay to finish and render")
+
+
+def screen_text(app) -> str:
+    """The screen as plain text (what a user would read)."""
+    console = Console(width=app.size.width, file=io.StringIO(), record=True, force_terminal=True, color_system=None)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text()
+
+
+def req_line(i: int, t_end: float, ttft: float = 0.3, ok: bool = True, **kw) -> str:
+    t_sent = t_end - 1.0
+    r = RequestRecord(id=f"r{i}", t_sent=t_sent, t_end=t_end, complete=ok, t_intended=t_sent,
+                      t_first_token=t_sent + ttft, output_tokens=10, error=None if ok else "http_5xx", **kw)
+    return dumps(request_to_dict(r))
+
+
+def write_run(path: Path, times, synthetic: bool = True, extra: list[str] | None = None) -> Path:
+    lines = [dumps(run_header(synthetic=synthetic, started_at=0.0))]
+    lines += [req_line(i, t) for i, t in enumerate(times)]
+    lines += extra or []
+    path.write_text("".join(lines))
+    return path
+
+
+# ----------------------------------------------------------------------------- what it shows
+
+
+async def test_seed_replay_shows_half_good_insufficient_window_and_synthetic(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        text = screen_text(app)
+        assert "50.0%" in text
+        assert "INSUFFICIENT WINDOW" in text
+        assert "SYNTHETIC" in text
+        assert "need " in text and "more requests" in text  # what is missing
+        assert "budget: feasible (candidate 15)" in text
+        assert "quality: not run" in text
+        assert "The candidate is a number to test," in text and "not a limit." in text
+        assert "The candidate is a number to test, not a limit." in app.query_one("#budget-text").visual.plain.replace("\n", " ")
+        assert "no GPU telemetry" in text
+        assert "N/A" in text  # queue pane without a server metrics source
+        assert "stream_reset" in text  # failed request with its error class
+        assert "REPLAY max" in text and "elapsed 0:00:06" in text  # record time, not wall clock
+        assert app.query_one(RequestList).row_count == 4
+
+
+async def test_budget_pane_lists_variants_and_assumptions(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        budget_text = app.query_one("#budget-text").visual.plain
+        for needle in ("weights", "runtime margin", "KV per sequence", "cache budget", "memory-only candidate",
+                       "context x2", "4-bit weights", "fp8 KV cache", "Not measured", "activation peak not measured"):
+            assert needle in budget_text, needle
+
+
+async def test_budget_that_does_not_fit_and_no_budget(seed_path):
+    from tui.core.budget import BudgetInputs, compute_budget
+
+    too_small = compute_budget(BudgetInputs(gpu_gib=12.0))
+    assert not too_small.fits
+    app, src, sink = make_app(seed_path, max_speed=True, budget=too_small)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        assert "budget: does not fit" in app.query_one(VerdictBar).visual.plain
+        assert "does not fit" in app.query_one("#budget-text").visual.plain
+    app, src, sink = make_app(seed_path, max_speed=True, budget=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        assert "budget: N/A" in app.query_one(VerdictBar).visual.plain
+        assert "no budget given" in app.query_one("#budget-text").visual.plain
+        assert "N/A" in app.query_one("#gpu-text").visual.plain  # no predicted figures without a budget
+
+
+async def test_malformed_lines_are_counted_with_file_and_line(tmp_path):
+    p = write_run(tmp_path / "bad.jsonl", [1.0, 2.0], extra=["garbage line\n", '{"type":"request"}\n'])
+    app, src, sink = make_app(p, max_speed=True, label="bad.jsonl")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        bar = app.query_one(VerdictBar).visual.plain
+        assert "2 malformed" in bar
+        assert "bad.jsonl:4:" in bar and "bad.jsonl:5:" in bar
+
+
+async def test_gpu_and_queue_panes_show_telemetry_when_present(tmp_path):
+    extra = [
+        dumps({"type": "gpu", "t": 2.0, "device": 0, "name": "TestGPU", "memory_used": 18 * 2**30,
+               "memory_total": 24 * 2**30, "utilization": 50}),
+        dumps({"type": "queue", "t": 2.0, "source": "prometheus", "waiting": 3, "running": 7,
+               "kv_cache_usage": 0.42, "client_in_flight": 8}),
+    ]
+    p = write_run(tmp_path / "tele.jsonl", [1.0, 2.0], extra=extra)
+    app, src, sink = make_app(p, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        gpu = app.query_one("#gpu-text").visual.plain
+        assert "GPU0 TestGPU" in gpu and "18.0 GiB / 24.0 GiB" in gpu
+        assert "ceiling" in gpu and "24.0 GiB" in gpu
+        queue = app.query_one("#queue-text").visual.plain
+        assert "waiting" in queue and "3" in queue and "42%" in queue and "in-flight" in queue
+
+
+async def test_updates_only_when_the_snapshot_changes(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        before = app.pane_updates
+        app.tick()
+        app.tick()
+        assert app.pane_updates == before
+        app.tick(force=True)
+        assert app.pane_updates == before + 1
+
+
+class _FixedSink:
+    """Hands out one hand-made Snapshot (no Monitor involved)."""
+
+    def __init__(self, snap) -> None:
+        self.snap = snap
+
+    def snapshot(self):
+        return self.snap
+
+
+def _hand_made_snapshot():
+    from dataclasses import replace
+
+    from tui.core.snapshot import GpuDevice, GpuState, Percentile, QueueState
+
+    base = Monitor(MonitorConfig()).snapshot()
+    approx = tuple(Percentile(q, v, 5000, True, 10, approximate=True) for q, v in ((0.5, 310.0), (0.95, 870.0), (0.99, float("inf"))))
+    cumulative = replace(base.cumulative, ttft=approx, completed=5000)
+    gpu = GpuState(
+        available=True,
+        devices=(
+            GpuDevice(0, "GPU-A", 20.5, 24.0, 97.0, 21.0, (18.0, 19.0, 20.5), "warn"),
+            GpuDevice(1, None, None, None, None, None, (), "na"),
+        ),
+        predicted_gib=19.0, ceiling_gib=24.0, gpu_gib=24.0,
+    )
+    queue = QueueState(source="http://127.0.0.1:8080/metrics", waiting=None, running=4.0, kv_cache_usage=None,
+                       client_in_flight=None, running_series=(1.0, 2.0, 4.0))
+    return replace(base, seq=7, synthetic=False, cumulative=cumulative, gpu=gpu, queue=queue, malformed=1,
+                   malformed_examples=("x.jsonl:3: invalid JSON [bold]not markup[/]",))
+
+
+async def test_hand_made_snapshot_edge_cases_render(tmp_path):
+    snap = _hand_made_snapshot()
+    app = ServewatchApp(_StaticSource(), _FixedSink(snap), None, export_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        gpu = app.query_one("#gpu-text").visual.plain
+        assert "GPU0 GPU-A" in gpu and "20.5 GiB / 24.0 GiB" in gpu and "util 97%" in gpu
+        assert "GPU1" in gpu and "used N/A" in gpu
+        ttft = app.query_one("#ttft-text").visual.plain
+        assert "≈310 ms" in ttft and "inf" in ttft and "streaming sketch" in ttft
+        queue = app.query_one("#queue-text").visual.plain
+        assert "running" in queue and "KV cache N/A" in queue and "client in-flight N/A" in queue
+        bar = app.query_one(VerdictBar).visual.plain
+        assert "[bold]not markup[/]" in bar, "outside text is escaped, never interpreted as markup"
+        assert "SYNTHETIC" not in app.query_one(HeaderBar).visual.plain
+        svg, js = app.export()
+        doc = json.loads(js.read_text())
+        assert doc["snapshot"]["cumulative"]["ttft"][2]["value_ms"] == "inf"
+
+
+# ----------------------------------------------------------------------------- keys
+
+
+async def test_q_quits_with_the_verdict_exit_code(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.return_value is not None, "exit")
+    assert app.return_value == 3  # INSUFFICIENT_WINDOW
+    assert not src._thread.is_alive()
+
+
+async def test_help_opens_and_closes(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        for open_key, close_key in (("question_mark", "question_mark"), ("f1", "f1"), ("question_mark", "escape")):
+            await pilot.press(open_key)
+            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), f"help screen via {open_key}")
+            text = app.screen.query_one("#help-text").visual.plain
+            assert "INSUFFICIENT WINDOW" in text and "UNDECIDED" in text and "PASS" in text and "FAIL" in text
+            assert "green" in text and "yellow" in text and "red" in text
+            assert "Insufficient window, in two sentences" in text
+            await pilot.press(close_key)
+            await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), f"help closed by {close_key}")
+
+
+@pytest.mark.parametrize("key", ["p", "space"])
+async def test_pause_key_pauses_and_resumes_the_replay(tmp_path, key):
+    p = write_run(tmp_path / "slow.jsonl", [10.0, 3610.0, 7210.0])  # an hour of record time apart
+    app, src, sink = make_app(p)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 1)
+        await pilot.press(key)
+        assert src.paused
+        assert "PAUSED" in app.query_one(HeaderBar).visual.plain
+        await pilot.press(key)
+        assert not src.paused
+        assert "REPLAY x1" in app.query_one(HeaderBar).visual.plain
+
+
+async def test_plus_and_minus_change_replay_speed(tmp_path):
+    p = write_run(tmp_path / "slow.jsonl", [10.0, 3610.0])
+    app, src, sink = make_app(p)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("plus")
+        await pilot.press("plus")
+        assert src.speed == 4.0
+        assert "REPLAY x4" in app.query_one(HeaderBar).visual.plain
+        await pilot.press("minus")
+        assert src.speed == 2.0
+        assert "REPLAY x2" in app.query_one(HeaderBar).visual.plain
+
+
+async def test_step_keys_and_jump_to_end(tmp_path):
+    # requests at 10, 3610, 3610.5, 7210, 7211: an hour apart, so nothing arrives by itself
+    p = write_run(tmp_path / "steps.jsonl", [10.0, 3610.0, 3610.5, 7210.0, 7211.0])
+    app, src, sink = make_app(p)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 1)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: app.snapshot.requests_total == 2, "one stepped record")
+        assert src.paused and "PAUSED" in app.query_one(HeaderBar).visual.plain
+        await pilot.press("S")  # one second of record time from 3610: brings 3610.5
+        await wait_for(pilot, lambda: app.snapshot.requests_total == 3, "one second of records")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: app.snapshot.requests_total == 5 and src.finished, "jump to end")
+
+
+async def test_number_keys_maximise_and_restore_each_pane(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        for number, pane_id in [(1, "budget"), (2, "requests"), (3, "good"), (4, "ttft"), (5, "queue"), (6, "gpu")]:
+            await pilot.press(str(number))
+            await pilot.pause()
+            visible = [p.id for p in app.panes if p.display and p.region.area > 0]
+            assert visible == [pane_id]
+            assert app.query_one(f"#{pane_id}").region.width == SIZE[0]
+            assert app.query_one(VerdictBar).region.height >= 2, "the verdict bar stays visible"
+            await pilot.press(str(number))
+            await pilot.pause()
+            assert len([p for p in app.panes if p.region.area > 0]) == 6
+            assert not app.query_one("#grid", Grid).has_class("-solo")
+        # another number while one pane is maximised switches straight to that pane
+        await pilot.press("1")
+        await pilot.press("4")
+        await pilot.pause()
+        assert [p.id for p in app.panes if p.display and p.region.area > 0] == ["ttft"]
+        # the maximised TTFT pane is wide enough to spell "insufficient n" beside the value
+        assert "insufficient n" in app.query_one("#ttft-text").visual.plain
+
+
+async def test_t_cycles_themes(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.theme == "dark"
+        seen = []
+        for _ in range(3):
+            await pilot.press("t")
+            seen.append(app.theme)
+        assert seen == ["light", "high-contrast", "dark"]
+        await pilot.press("t")
+        await pilot.pause()
+        # the request list re-resolves its colours from the new theme's variables
+        from textual.color import Color
+
+        good = app.query_one(RequestList)._resolve_styles()["sw-good"].color
+        assert Color.from_rich_color(good) == Color.parse(app.theme_variables["sw-good"])
+
+
+async def test_ctrl_s_exports_svg_and_json(seed_path, tmp_path):
+    app, src, sink = make_app(seed_path, max_speed=True, tmp_path=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: len(app.exports) == 1, "export")
+        svg, js = app.exports[0]
+        assert svg.parent == tmp_path / "exports" and svg.suffix == ".svg"
+        assert "<svg" in svg.read_text()[:500]
+        doc = json.loads(js.read_text())
+        assert doc["synthetic"] is True
+        snap = doc["snapshot"]
+        assert snap["requests_total"] == 4 and snap["rolling"]["good"]["fraction"] == 0.5
+        assert snap["verdict"]["state"] == "INSUFFICIENT_WINDOW"
+        assert doc["budget"]["results"]["candidate"] == 15
+        messages = [n.message for n in app._notifications]
+        assert any(svg.name in m and js.name in m for m in messages), messages
+
+
+async def test_command_palette_runs_our_commands(tmp_path):
+    p = write_run(tmp_path / "slow.jsonl", [10.0, 3610.0, 7210.0])
+    app, src, sink = make_app(p)
+    async with app.run_test(size=SIZE) as pilot:
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for t in ("Pause / resume", "Replay faster", "Replay slower", "Step one record", "Jump to end",
+                  "Next theme", "Export", "Help", "Maximise Budget", "Maximise GPU memory"):
+            assert t in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Jump to end")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 3, "jump via palette")
+
+
+# ----------------------------------------------------------------------------- requests pane
+
+
+class _StaticSource:
+    """A live-like source that produces nothing by itself (the test feeds the monitor)."""
+
+    label = "test://live"
+    mode = "LIVE"
+    finished = False
+
+    def start(self, sink) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+async def test_requests_pane_caps_rows_and_keeps_the_readers_place():
+    monitor = Monitor(MonitorConfig(recent_rows=500))
+    sink = MonitorSink(monitor)
+    app = ServewatchApp(_StaticSource(), sink, None)
+    from tui.core.records import parse_line
+
+    def feed(start: int, n: int) -> None:
+        sink([parse_line(req_line(i, 10.0 + i)) for i in range(start, start + n)])
+
+    def ids(lst: RequestList) -> list[str]:
+        return [r.id for r in lst.rows]
+
+    async with app.run_test(size=SIZE) as pilot:
+        lst = app.query_one(RequestList)
+        feed(0, 100)
+        app.tick()
+        await pilot.pause()
+        assert lst.row_count == 100 and lst.at_end()
+        lst.scroll_to(y=20, animate=False, immediate=True)
+        await pilot.pause()
+        assert not lst.at_end()
+        first_visible = ids(lst)[int(lst.scroll_y)]
+        feed(100, 50)
+        app.tick()
+        await pilot.pause()
+        assert lst.row_count == 150
+        assert lst.scroll_y == 20, "scrolled back: the stream must not yank the view"
+        assert ids(lst)[int(lst.scroll_y)] == first_visible
+        feed(150, 100)  # 250 rows, still below the cap
+        app.tick()
+        await pilot.pause()
+        assert ids(lst)[int(lst.scroll_y)] == first_visible
+        lst.scroll_to(y=200, animate=False, immediate=True)
+        await pilot.pause()
+        first_visible = ids(lst)[int(lst.scroll_y)]  # r200
+        feed(250, 300)  # 550 rows: the 50 oldest are trimmed, the view moves up with its rows
+        app.tick()
+        await pilot.pause()
+        assert lst.row_count == 500
+        assert ids(lst)[0] == "r50" and ids(lst)[-1] == "r549"
+        assert ids(lst)[int(lst.scroll_y)] == first_visible == "r200"
+        lst.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        feed(550, 10)
+        app.tick()
+        await pilot.pause()
+        assert lst.at_end(), "at the end: new rows keep the view at the end"
+        assert ids(lst)[-1] == "r559"
+        # what is drawn is the newest rows
+        visible = screen_text(app)
+        assert "r559" in visible
+
+
+async def test_live_source_pause_freezes_the_display_and_speed_keys_explain():
+    monitor = Monitor()
+    sink = MonitorSink(monitor)
+    app = ServewatchApp(_StaticSource(), sink, None)
+    from tui.core.records import parse_line
+
+    async with app.run_test(size=SIZE) as pilot:
+        assert "LIVE" in app.query_one(HeaderBar).visual.plain
+        await pilot.press("p")
+        assert app.display_paused and "PAUSED" in app.query_one(HeaderBar).visual.plain
+        sink([parse_line(req_line(1, 5.0))])
+        app.tick()
+        assert app.snapshot.requests_total == 0, "display frozen while paused"
+        await pilot.press("p")
+        assert app.snapshot.requests_total == 1
+        await pilot.press("plus")
+        await pilot.pause()
+        assert any("replays only" in n.message for n in app._notifications)
+
+
+# ----------------------------------------------------------------------------- follow mode
+
+
+async def test_follow_mode_shows_records_appended_while_running(tmp_path):
+    p = write_run(tmp_path / "growing.jsonl", [1.0, 2.0])
+    app, src, sink = make_app(p, follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 2 and src.caught_up)
+        with open(p, "a", encoding="utf-8") as fh:
+            fh.write(req_line(10, 3.0) + req_line(11, 4.0, ok=False))
+        await wait_for(pilot, lambda: app.snapshot.requests_total == 4, "appended records on screen")
+        assert [r.id for r in app.query_one(RequestList).rows][-2:] == ["r10", "r11"]
+        assert "following" in app.query_one(HeaderBar).visual.plain
+
+
+# ----------------------------------------------------------------------------- small terminals
+
+
+async def test_degrades_to_80x24(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, src, sink)
+        assert app.query_one("#grid", Grid).has_class("-narrow")
+        text = screen_text(app)
+        assert "INSUFFICIENT WINDOW" in text and "SYNTHETIC" in text
+        assert app.query_one(VerdictBar).region.y + app.query_one(VerdictBar).region.height <= 24
+
+
+# ----------------------------------------------------------------------------- CLI glue
+
+
+def test_replay_arguments_parse_and_bad_file_exits_2(tmp_path, capsys):
+    from tui.replay_cli import add_replay_arguments, cmd_replay, monitor_config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_replay_arguments(parser)
+    args = parser.parse_args([str(tmp_path / "missing.jsonl"), "--speed", "4", "--theme", "light",
+                              "--slo-ttft-ms", "500", "--target", "0.9", "--rolling-requests", "200",
+                              "--min-window-minutes", "2", "--gpu-gib", "80"])
+    assert args.speed == 4.0 and args.theme == "light"
+    cfg = monitor_config_from_args(args)
+    assert (cfg.slo_ttft_ms, cfg.target, cfg.rolling_n, cfg.min_window_s) == (500.0, 0.9, 200, 120.0)
+    assert cmd_replay(args) == 2
+    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["f.jsonl", "--speed", "0"])
+
+
+def test_default_sample_is_found():
+    from tui.replay_cli import default_sample_path
+
+    p = default_sample_path()
+    assert p is not None and p.name in ("default.jsonl", "seed.jsonl") and p.is_file()

@@ -1,0 +1,110 @@
+"""SVG snapshot tests of the console (pytest-textual-snapshot).
+
+The run is generated here from a fixed seed, so the baselines depend on neither the
+bundled sample logs nor the wall clock: the replay goes at max speed to the end, and the
+screenshot is taken once the panes show the final snapshot (elapsed comes from record time).
+
+Regenerate after an intended UI change with:
+    PYTHONPATH=. .venv/bin/python -m pytest tests/test_snapshots.py --snapshot-update
+and look at the SVGs under tests/__snapshots__/ before committing them.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from tui.app import build_app
+from tui.core.budget import teaching_case
+from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.records import RequestRecord, dumps, request_to_dict, run_header
+from tui.sources.base import MonitorSink
+from tui.sources.replay import ReplaySource
+from tui.theming import BUNDLED_THEMES
+
+GIB = 2**30
+DEADLINE_S = 20.0
+
+
+def demo_lines(n: int = 600, seed: int = 7, level: int = 8, t0: float = 1_767_225_600.0) -> list[str]:
+    """A synthetic closed-loop run at one level: warmup, drift to slower TTFT, some failures,
+    queue and GPU samples, and two malformed lines."""
+    rng = random.Random(seed)
+    out = [dumps(run_header(synthetic=True, started_at=t0, target={"url": "http://127.0.0.1:8080", "model": "demo"},
+                            load={"mode": "closed", "levels": [level]}, tool_version="0.1.0"))]
+    out.append(dumps({"type": "step", "t": t0, "event": "start", "level": level, "round": 1, "mode": "closed"}))
+    t = t0
+    for i in range(n):
+        t += rng.uniform(0.2, 0.8)
+        ttft = rng.lognormvariate(-0.9, 0.45) * (1.6 if i > n * 0.6 else 1.0)
+        fail = rng.random() < 0.02
+        no_token = fail and rng.random() < 0.5
+        dur = ttft + rng.uniform(0.5, 2.0)
+        t_first = None if no_token else round(t + ttft, 3)
+        t_end = round(t + dur, 3)
+        rec = RequestRecord(
+            id=f"req-{i:05d}", t_sent=round(t, 3), t_end=t_end, complete=not fail, t_intended=round(t, 3),
+            t_first_token=t_first, output_tokens=rng.randint(20, 200),
+            finish_reason=None if fail else "stop", http_status=200,
+            error=rng.choice(["read_timeout", "http_5xx", "stream_reset"]) if fail else None,
+            phase="warmup" if i < 10 else "measure", level=level, round=1,
+        )
+        out.append(dumps(request_to_dict(rec)))
+        if i % 3 == 0:
+            out.append(dumps({"type": "queue", "t": round(t, 3), "source": "prometheus",
+                              "waiting": rng.randint(0, 6) + (4 if i > n * 0.6 else 0), "running": rng.randint(6, 8),
+                              "kv_cache_usage": round(0.3 + 0.4 * i / n, 3), "client_in_flight": level}))
+            out.append(dumps({"type": "gpu", "t": round(t, 3), "device": 0, "name": "NVIDIA L4 (synthetic)",
+                              "memory_used": int((15.2 + 1.5 * i / n) * GIB), "memory_total": 24 * GIB,
+                              "utilization": round(60 + 30 * i / n, 1)}))
+        if i == 40:
+            out.append("{not json at all\n")
+        if i == 90:
+            out.append('{"type":"request","id":"broken"}\n')
+    return out
+
+
+@pytest.fixture
+def demo_file(tmp_path):
+    p = tmp_path / "demo-run.jsonl"
+    p.write_text("".join(demo_lines()))
+    return p
+
+
+def demo_app(path, theme: str = "dark"):
+    src = ReplaySource(path, max_speed=True, label="demo-run.jsonl", poll_interval=0.02)
+    budget = teaching_case()
+    sink = MonitorSink(Monitor(MonitorConfig(), budget=budget, source=src.label))
+    app = build_app(src, sink, budget, theme=theme)
+    return app, src, sink
+
+
+def until_final(src, sink):
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        deadline = time.monotonic() + DEADLINE_S
+        while not (src.finished and app.last_seq == sink.snapshot().seq):
+            if time.monotonic() > deadline:
+                raise AssertionError("replay did not finish in time")
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("theme", BUNDLED_THEMES)
+def test_main_screen(snap_compare, demo_file, theme):
+    app, src, sink = demo_app(demo_file, theme)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=until_final(src, sink))
+
+
+def test_help_screen(snap_compare, demo_file):
+    app, src, sink = demo_app(demo_file)
+    assert snap_compare(app, press=["question_mark"], terminal_size=(120, 40), run_before=until_final(src, sink))
+
+
+def test_small_terminal(snap_compare, demo_file):
+    app, src, sink = demo_app(demo_file)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=until_final(src, sink))

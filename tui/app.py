@@ -1,0 +1,413 @@
+"""The servewatch console: one screen that renders Monitor snapshots.
+
+Data flow (the performance rule): a source thread hands records to a ``MonitorSink``;
+one timer tick (``tick_hz``, default 4 Hz) takes ``sink.snapshot()`` and, only when the
+snapshot's ``seq`` changed, updates every pane inside ``App.batch_update()``. Nothing is
+pushed into the DOM per record, the request table is capped and nothing here computes a
+metric: every number comes from the Snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from textual import events
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Grid, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from tui.core.snapshot import Snapshot
+from tui.screens.help import HelpFacts, HelpScreen
+from tui.theming import DEFAULT_THEME, ThemeSet, load_themes, sw_variable_defaults
+from tui.widgets.bars import HeaderBar, VerdictBar
+from tui.widgets.panes import PANES, BudgetPane, GoodFractionPane, GpuPane, QueuePane, RequestsPane, TtftPane
+
+NARROW_BELOW = 110  # columns: below this the panes stack two wide and the page scrolls
+SHORT_BELOW = 34  # rows: below this the grid keeps its row heights and the page scrolls
+EXPORT_SCHEMA = "servewatch.export/1"
+
+
+def _json_safe(obj: Any) -> Any:
+    """Snapshot dicts may hold inf (the failures-as-inf reading): write them as strings."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "inf" if obj > 0 else "-inf" if obj < 0 else "nan"
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def _budget_dict(budget: Any) -> dict | None:
+    if budget is None:
+        return None
+    try:
+        from tui.core.budget import budget_to_dict
+
+        return budget_to_dict(budget)
+    except Exception:
+        return asdict(budget) if is_dataclass(budget) else {"repr": repr(budget)}
+
+
+class ServewatchApp(App[int]):
+    """The console. ``source`` produces records into ``sink``; ``sink.snapshot()`` feeds the panes."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "servewatch"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit", priority=True),
+        Binding("question_mark,f1", "help", "Help", key_display="?", priority=True),
+        Binding("p,space", "toggle_pause", "Pause", key_display="p", priority=True),
+        Binding("plus,equals_sign", "faster", "Faster", key_display="+", priority=True),
+        Binding("minus", "slower", "Slower", key_display="-", priority=True),
+        Binding("s", "step('record')", "Step", priority=True),
+        Binding("S", "step('second')", "Step 1 s", show=False, priority=True),
+        Binding("e", "jump_end", "End", priority=True),
+        Binding("t", "next_theme", "Theme", priority=True),
+        Binding("ctrl+s", "export", "Export", priority=True),
+    ] + [
+        Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES
+    ]
+
+    def __init__(
+        self,
+        source: Any,
+        sink: Any,
+        budget: Any = None,
+        *,
+        theme: str | None = None,
+        themes_dir: str | os.PathLike | None = None,
+        export_dir: str | os.PathLike = "exports",
+        tick_hz: float = 4.0,
+        quality: str | None = None,
+        help_facts: HelpFacts | None = None,
+        start_source: bool = True,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.sink = sink
+        self.budget = budget
+        self.quality = quality
+        self.export_dir = Path(export_dir)
+        self.tick_hz = min(10.0, max(0.5, float(tick_hz)))
+        self.start_source = start_source
+        self.help_facts = help_facts or self._facts_from_sink()
+        self.snapshot: Snapshot | None = None
+        self.last_seq: int | None = None
+        self.ticks = 0
+        self.pane_updates = 0
+        self.display_paused = False
+        self.solo: int | None = None
+        self.exports: list[tuple[Path, Path]] = []
+        self._notices_seen = 0
+        self._error_shown = False
+        self._source_started = False
+        self._header: HeaderBar | None = None
+        self._verdict: VerdictBar | None = None
+        self._panes: list | None = None
+        # themes: bundled + --themes-dir; problems become notifications once mounted
+        self.theme_set: ThemeSet = load_themes(themes_dir)
+        self.theme_problems: list[str] = list(self.theme_set.problems)
+        for t in self.theme_set.themes:
+            self.register_theme(t)
+        wanted = theme or DEFAULT_THEME
+        if self.theme_set.get(wanted) is not None:
+            self.theme = wanted
+        elif wanted in self.available_themes:
+            self.theme = wanted  # a Textual built-in theme by name
+        else:
+            avail = ", ".join(self.theme_names) or "none"
+            self.theme_problems.append(f"theme {wanted!r} not found (available: {avail})")
+            if self.theme_set.get(DEFAULT_THEME) is not None:
+                self.theme = DEFAULT_THEME
+            elif self.theme_set.themes:
+                self.theme = self.theme_set.themes[0].name
+
+    # ------------------------------------------------------------------ themes
+    @property
+    def theme_names(self) -> list[str]:
+        """Themes ``t`` cycles through: the loaded theme files, in order."""
+        return self.theme_set.names
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # sw-* variables a theme leaves out fall back to that theme's own status colours
+        return sw_variable_defaults(self.current_theme.to_color_system().generate())
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        with VerticalScroll(id="main"):
+            with Grid(id="grid"):
+                yield BudgetPane(self.budget, id="budget")
+                yield GoodFractionPane(id="good")
+                yield TtftPane(id="ttft")
+                yield QueuePane(id="queue")
+                yield GpuPane(id="gpu")
+                yield RequestsPane(id="requests")
+        yield VerdictBar(self.budget, self.quality, id="verdict")
+        yield Footer()
+
+    @property
+    def panes(self) -> list:
+        if self._panes is None:
+            self._panes = [self.query_one(f"#{key}") for key, _ in PANES.values()]
+        return self._panes
+
+    def on_mount(self) -> None:
+        self._header = self.query_one(HeaderBar)
+        self._verdict = self.query_one(VerdictBar)
+        self._panes = [self.query_one(f"#{key}") for key, _ in PANES.values()]
+        for problem in self.theme_problems:
+            self.notify(problem, title="Theme problem", severity="warning", timeout=12)
+        self._apply_size(self.size.width, self.size.height)
+        if self.start_source and self.source is not None:
+            try:
+                self.source.start(self.sink)
+                self._source_started = True
+            except Exception as exc:
+                self.notify(f"source did not start: {exc}", title="Source", severity="error", timeout=15)
+        self.tick(force=True)
+        self.set_interval(1.0 / self.tick_hz, self.tick, name="snapshot-tick")
+
+    def on_unmount(self) -> None:
+        self._header = self._verdict = self._panes = None
+        self.stop_source()
+
+    def stop_source(self) -> None:
+        if self._source_started and self.source is not None:
+            self._source_started = False
+            try:
+                self.source.stop()
+            except Exception:
+                pass
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_size(event.size.width, event.size.height)
+
+    def _apply_size(self, width: int, height: int) -> None:
+        try:
+            grid = self.query_one("#grid", Grid)
+        except Exception:
+            return
+        grid.set_class(width < NARROW_BELOW, "-narrow")
+        grid.set_class(width >= NARROW_BELOW and height < SHORT_BELOW, "-short")
+
+    # ------------------------------------------------------------------ the tick
+    @property
+    def mode_badge(self) -> str:
+        if self.display_paused:
+            return "PAUSED"
+        status = getattr(self.source, "status", None)
+        if isinstance(status, str) and status:
+            return status
+        return str(getattr(self.source, "mode", "LIVE") or "LIVE")
+
+    @property
+    def source_label(self) -> str:
+        return str(getattr(self.source, "label", "") or (self.snapshot.source if self.snapshot else ""))
+
+    def tick(self, force: bool = False) -> None:
+        """Take one snapshot; update the panes only when it changed (or when forced)."""
+        self.ticks += 1
+        try:
+            snap = self.sink.snapshot()
+        except Exception as exc:  # a bug in the core must not kill the console
+            if not self._error_shown:
+                self._error_shown = True
+                self.notify(f"snapshot failed: {type(exc).__name__}: {exc}", severity="error", timeout=15)
+            return
+        self._show_source_notices()
+        changed = force or snap.seq != self.last_seq
+        if self.display_paused and not force:
+            changed = False
+        if self._header is None or self._verdict is None or self._panes is None:
+            return  # not mounted yet, or already torn down
+        with self.batch_update():
+            shown = snap if changed else (self.snapshot or snap)
+            self._header.show(source=self.source_label, mode=self.mode_badge, snap=shown)
+            self.sub_title = f"{self.source_label} · {self.mode_badge}"
+            if changed:
+                for pane in self._panes:
+                    pane.show_snapshot(snap)
+                self._verdict.update_snapshot(snap)
+                self.snapshot = snap
+                self.last_seq = snap.seq
+                self.pane_updates += 1
+
+    def _show_source_notices(self) -> None:
+        notices = getattr(self.source, "notices", None)
+        if not notices:
+            return
+        while self._notices_seen < len(notices):
+            self.notify(str(notices[self._notices_seen]), title="Source", severity="warning", timeout=10)
+            self._notices_seen += 1
+
+    def _refresh_header(self) -> None:
+        if self._header is not None:
+            self._header.show(source=self.source_label, mode=self.mode_badge, snap=self.snapshot)
+
+    # ------------------------------------------------------------------ actions
+    def _replay_only(self, what: str) -> bool:
+        if not hasattr(self.source, "speed_up"):
+            self.notify(f"{what} applies to replays only", timeout=4)
+            return False
+        return True
+
+    def action_toggle_pause(self) -> None:
+        if hasattr(self.source, "toggle_pause"):
+            self.source.toggle_pause()
+        else:  # live: keep collecting, freeze the display
+            self.display_paused = not self.display_paused
+            if not self.display_paused:
+                self.tick(force=True)
+        self._refresh_header()
+
+    def action_faster(self) -> None:
+        if self._replay_only("speed"):
+            self.source.speed_up()
+            self._refresh_header()
+
+    def action_slower(self) -> None:
+        if self._replay_only("speed"):
+            self.source.slow_down()
+            self._refresh_header()
+
+    def action_step(self, unit: str = "record") -> None:
+        if self._replay_only("stepping"):
+            self.source.step(unit)
+            self._refresh_header()
+
+    def action_jump_end(self) -> None:
+        if self._replay_only("jump to end"):
+            self.source.jump_to_end()
+            self._refresh_header()
+
+    def action_maximise(self, number: int) -> None:
+        grid = self.query_one("#grid", Grid)
+        for pane in self.panes:
+            pane.remove_class("-solo")
+        if self.solo == number:
+            self.solo = None
+            grid.remove_class("-solo")
+            return
+        self.solo = number
+        grid.add_class("-solo")
+        target = self.query_one(f"#{PANES[number][0]}")
+        target.add_class("-solo")
+
+    def action_next_theme(self) -> None:
+        names = self.theme_names
+        if not names:
+            return
+        try:
+            i = names.index(self.theme)
+        except ValueError:
+            i = -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+        else:
+            self.push_screen(HelpScreen(self.help_facts))
+
+    def action_export(self) -> None:
+        try:
+            svg, js = self.export()
+        except OSError as exc:
+            self.notify(f"export failed: {exc}", title="Export", severity="error", timeout=10)
+            return
+        self.notify(f"{svg}\n{js}", title="Exported", timeout=8)
+
+    async def action_quit(self) -> None:
+        from tui.core.report import exit_code
+
+        code = exit_code(self.snapshot.verdict.state) if self.snapshot is not None else 3
+        self.stop_source()
+        self.exit(code)
+
+    # ------------------------------------------------------------------ export
+    def export(self, directory: str | os.PathLike | None = None) -> tuple[Path, Path]:
+        """Write an SVG screenshot and a JSON snapshot of every metric shown; returns their paths."""
+        d = Path(directory) if directory is not None else self.export_dir
+        d.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        base = f"servewatch-{stamp}"
+        n = 1
+        while (d / f"{base}.svg").exists() or (d / f"{base}.json").exists():
+            n += 1
+            base = f"servewatch-{stamp}-{n}"
+        svg_path = Path(self.save_screenshot(filename=f"{base}.svg", path=str(d)))
+        snap = self.snapshot or self.sink.snapshot()
+        doc = {
+            "schema": EXPORT_SCHEMA,
+            "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "source": self.source_label,
+            "mode": self.mode_badge,
+            "synthetic": bool(snap.synthetic),
+            "theme": self.theme,
+            "budget": _budget_dict(self.budget),
+            "quality": self.quality or "not run",
+            "snapshot": snap.to_dict(),
+        }
+        json_path = d / f"{base}.json"
+        json_path.write_text(json.dumps(_json_safe(doc), indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8")
+        self.exports.append((svg_path, json_path))
+        return svg_path, json_path
+
+    # ------------------------------------------------------------------ command palette
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Pause / resume", "Pause or resume the replay (live: freeze the display)", self.action_toggle_pause)
+        yield SystemCommand("Replay faster", "Double the replay speed", self.action_faster)
+        yield SystemCommand("Replay slower", "Halve the replay speed", self.action_slower)
+        yield SystemCommand("Step one record", "Pause and hand over the next record", lambda: self.action_step("record"))
+        yield SystemCommand("Step one second", "Pause and replay one second of record time", lambda: self.action_step("second"))
+        yield SystemCommand("Jump to end", "Replay everything up to the end of the file now", self.action_jump_end)
+        yield SystemCommand("Next theme", "Switch to the next servewatch theme", self.action_next_theme)
+        yield SystemCommand("Export", "Save an SVG screenshot and a JSON snapshot", self.action_export)
+        yield SystemCommand("Help", "Keys, colours and what each verdict means", self.action_help)
+        for n, (_key, title) in PANES.items():
+            yield SystemCommand(f"Maximise {title}", f"Show only the {title} pane (again to restore)",
+                                lambda n=n: self.action_maximise(n))
+
+    # ------------------------------------------------------------------ helpers
+    def _facts_from_sink(self) -> HelpFacts:
+        mon = getattr(self.sink, "monitor", None)
+        cfg = getattr(mon, "cfg", None)
+        note = getattr(self.budget, "note", "") if self.budget is not None else ""
+        if cfg is None:
+            return HelpFacts(candidate_note=note)
+        rolling = f"last {cfg.rolling_n} requests" if getattr(cfg, "rolling_n", None) else f"last {cfg.rolling_s:g} s"
+        return HelpFacts(
+            slo_ttft_ms=cfg.slo_ttft_ms,
+            target=cfg.target,
+            alpha=cfg.alpha,
+            min_window_s=cfg.min_window_s,
+            min_requests=getattr(mon, "min_requests", None),
+            rolling=rolling,
+            candidate_note=note,
+        )
+
+
+def build_app(
+    source: Any,
+    monitor_sink: Any,
+    budget: Any = None,
+    theme: str | None = None,
+    themes_dir: str | os.PathLike | None = None,
+    **kw: Any,
+) -> ServewatchApp:
+    """The console for any source (replay or live) feeding ``monitor_sink``."""
+    return ServewatchApp(source, monitor_sink, budget, theme=theme, themes_dir=themes_dir, **kw)

@@ -1,0 +1,230 @@
+"""`servewatch replay FILE` and `servewatch` with no arguments: the console on a record file.
+
+Exit code when the console closes: the verdict on screen at that moment
+(0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW / UNDECIDED), 2 for bad usage or an unreadable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tui.core.report import EXIT_USAGE
+
+DEFAULT_SAMPLES = ("default.jsonl", "seed.jsonl")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def _fraction(text: str) -> float:
+    v = _positive_float(text)
+    if not v < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return v
+
+
+def add_console_arguments(parser: argparse.ArgumentParser) -> None:
+    """Console options shared by `replay`, `live` and the no-argument default."""
+    g = parser.add_argument_group("console")
+    g.add_argument("--theme", default=None, metavar="NAME", help="dark (default), light, high-contrast or one from --themes-dir")
+    g.add_argument("--themes-dir", dest="themes_dir", default=None, metavar="DIR", help="extra theme TOML files")
+    g.add_argument("--export-dir", dest="export_dir", default="exports", metavar="DIR",
+                   help="where ctrl+s writes the SVG screenshot and JSON snapshot (default ./exports)")
+
+
+def add_verdict_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("verdict")
+    g.add_argument("--slo-ttft-ms", dest="slo_ttft_ms", type=_positive_float, default=1000.0, metavar="MS",
+                   help="a request is good when it completes with TTFT at most this (default 1000)")
+    g.add_argument("--target", type=_fraction, default=0.95, metavar="FRACTION",
+                   help="required good fraction (default 0.95)")
+    g.add_argument("--alpha", type=_fraction, default=0.05, metavar="A", help="error rate of the verdict test (default 0.05)")
+    g.add_argument("--min-window-minutes", dest="min_window_minutes", type=_non_negative_float, default=10.0,
+                   metavar="MIN", help="no PASS before this much load time (default 10)")
+    g.add_argument("--rolling-seconds", dest="rolling_seconds", type=_positive_float, default=60.0, metavar="S",
+                   help="rolling window length in record time (default 60)")
+    g.add_argument("--rolling-requests", dest="rolling_requests", type=_positive_int, default=None, metavar="N",
+                   help="rolling window = the last N requests instead")
+
+
+def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch replay`."""
+    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
+    g = parser.add_argument_group("replay")
+    g.add_argument("--speed", type=_positive_float, default=1.0, metavar="N",
+                   help="replay N times faster than recorded (default 1; +/- change it while running)")
+    g.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
+    g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
+    add_console_arguments(parser)
+    add_verdict_arguments(parser)
+    from tui.budget_cli import add_budget_arguments
+
+    add_budget_arguments(parser)
+
+
+def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments accepted by `servewatch` with no command (the bundled sample run)."""
+    g = parser.add_argument_group("replay")
+    g.add_argument("--speed", type=_positive_float, default=None, metavar="N",
+                   help="replay speed (default: fast enough to show the whole sample in about a minute)")
+    g.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
+    add_console_arguments(parser)
+
+
+def monitor_config_from_args(args: argparse.Namespace):
+    from tui.core.monitor import MonitorConfig
+
+    return MonitorConfig(
+        slo_ttft_ms=float(getattr(args, "slo_ttft_ms", 1000.0) or 1000.0),
+        target=float(getattr(args, "target", 0.95) or 0.95),
+        alpha=float(getattr(args, "alpha", 0.05) or 0.05),
+        min_window_s=60.0 * float(getattr(args, "min_window_minutes", 10.0) if getattr(args, "min_window_minutes", None) is not None else 10.0),
+        rolling_s=float(getattr(args, "rolling_seconds", 60.0) or 60.0),
+        rolling_n=getattr(args, "rolling_requests", None),
+    )
+
+
+def default_sample_path() -> Path | None:
+    """The bundled sample run: sample_logs/default.jsonl, else sample_logs/seed.jsonl."""
+    try:
+        from tui.samples import default_sample
+
+        p = Path(default_sample())
+        if p.is_file():
+            return p
+    except (ImportError, FileNotFoundError, OSError):
+        pass
+    here = Path(__file__).resolve().parent
+    for folder in (here.parent / "sample_logs", here / "sample_logs"):
+        for name in DEFAULT_SAMPLES:
+            if (folder / name).is_file():
+                return folder / name
+    try:
+        from importlib.resources import files
+
+        for name in DEFAULT_SAMPLES:
+            res = files("tui") / "sample_logs" / name
+            if res.is_file():
+                return Path(str(res))
+    except (ImportError, ModuleNotFoundError, TypeError, OSError):
+        pass
+    return None
+
+
+def _sample_speed(path: Path) -> float:
+    """A speed that plays the sample in about a minute (record time span / 60), at least 1x."""
+    first = last = None
+    try:
+        from tui.core.records import read_file
+        from tui.sources.replay import record_time
+
+        for item in read_file(str(path)):
+            t = record_time(item)
+            if t is None:
+                continue
+            first = t if first is None else min(first, t)
+            last = t if last is None else max(last, t)
+    except OSError:
+        return 1.0
+    if first is None or last is None:
+        return 1.0
+    span = last - first
+    speed = 1.0
+    while span / speed > 60.0 and speed < 1024:
+        speed *= 2
+    return speed
+
+
+def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, *, label: str | None = None,
+                speed: float = 1.0) -> int:
+    from tui.app import build_app
+    from tui.core.monitor import Monitor
+    from tui.sources.base import MonitorSink
+    from tui.sources.replay import ReplaySource, validate_record_file
+
+    problem = validate_record_file(path)
+    if problem:
+        print(f"servewatch: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        cfg = monitor_config_from_args(args)
+    except ValueError as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    source = ReplaySource(path, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
+                          follow=bool(getattr(args, "follow", False)), label=label)
+    sink = MonitorSink(Monitor(cfg, budget=budget, source=source.label))
+    app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
+                    themes_dir=getattr(args, "themes_dir", None),
+                    export_dir=getattr(args, "export_dir", None) or "exports")
+    try:
+        code = app.run()
+    finally:
+        source.stop()
+    return 3 if code is None else int(code)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """`servewatch replay FILE`: the console replaying a record file."""
+    from tui.budget_cli import budget_from_args
+
+    try:
+        budget = budget_from_args(args)
+    except (ValueError, OSError) as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0))
+
+
+def cmd_console_default(args: argparse.Namespace) -> int:
+    """`servewatch` with no command: the console replaying the bundled sample run, teaching-case budget."""
+    from tui.core.budget import teaching_case
+
+    path = default_sample_path()
+    if path is None:
+        print("servewatch: the bundled sample run (sample_logs/default.jsonl or seed.jsonl) was not found",
+              file=sys.stderr)
+        return EXIT_USAGE
+    speed = getattr(args, "speed", None)
+    if speed is None:
+        speed = _sample_speed(path)
+    return run_console(path, args, teaching_case(), label=f"sample_logs/{path.name}", speed=float(speed))
+
+
+def build_app(source: Any, monitor_sink: Any, budget: Any = None, theme: str | None = None,
+              themes_dir: str | os.PathLike | None = None, **kw: Any):
+    """Re-exported from tui.app for the live mode."""
+    from tui.app import build_app as _build
+
+    return _build(source, monitor_sink, budget, theme=theme, themes_dir=themes_dir, **kw)

@@ -1,0 +1,387 @@
+"""The six panes of the console. Each takes a Snapshot and shows it; none computes a metric.
+
+Numbers match the keys that maximise them: 1 budget, 2 requests, 3 good fraction,
+4 TTFT, 5 queue, 6 GPU memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from tui.core.snapshot import Percentile, Snapshot, WindowStat
+from tui.widgets import fmt
+from tui.widgets.fmt import esc, na, sev
+from tui.widgets.requests import RequestList, header_text
+from tui.widgets.sparkline import TargetSparkline
+
+PANES = {
+    1: ("budget", "Budget"),
+    2: ("requests", "Requests"),
+    3: ("good", "Good fraction"),
+    4: ("ttft", "TTFT"),
+    5: ("queue", "Queue"),
+    6: ("gpu", "GPU memory"),
+}
+
+
+class PaneMixin:
+    """Shared bits: numbered border title, snapshot hook."""
+
+    number: int = 0
+
+    def _init_pane(self, number: int) -> None:
+        self.number = number
+        key, title = PANES[number]
+        self.border_title = f"{number} {title}"
+        self.add_class("pane")
+
+    def update_snapshot(self, snap: Snapshot) -> None:  # pragma: no cover - overridden
+        pass
+
+    def show_snapshot(self, snap: Snapshot) -> None:
+        """Remember the snapshot (to re-render on resize) and render it."""
+        self._snap = snap
+        self.update_snapshot(snap)
+
+    def on_resize(self, event) -> None:
+        snap = getattr(self, "_snap", None)
+        if snap is not None:  # sparklines, bars and inline notes depend on the width
+            self.update_snapshot(snap)
+
+
+# --------------------------------------------------------------------------- 1 budget
+
+
+class BudgetPane(PaneMixin, VerticalScroll):
+    """The memory budget: table, variants, assumptions, and what the candidate means."""
+
+    def __init__(self, budget: Any = None, **kw) -> None:
+        super().__init__(**kw)
+        self.budget = budget
+        self._init_pane(1)
+        self.border_subtitle = "scroll · 1 maximises"
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.budget_markup(), id="budget-text")
+
+    def budget_markup(self) -> str:
+        b = self.budget
+        if b is None:
+            return na("no budget given (N/A)") + "\nRun `servewatch budget` or pass the budget flags."
+        gpu = getattr(b, "gpu_gib", None)
+        fits = bool(getattr(b, "fits", False))
+        lines = [
+            f"[b]per GPU[/] · GPU {fmt.num(gpu, 0) if gpu is None else f'{gpu:g}'} GiB · "
+            + (sev("fits", "good", bold=True) if fits else sev("does not fit", "bad", bold=True)),
+            _row("weights", fmt.gib(b.weights_gib)),
+            _row("runtime margin", fmt.gib(b.margin_gib)),
+            _row("KV per sequence", fmt.gib(b.kv_per_seq_gib)),
+            _row("cache budget", fmt.gib(b.cache_budget_gib)),
+            "[b]" + _row("memory-only candidate", f"{b.candidate} seq") + "[/]",
+            "[$sw-warn]The candidate is a number to test,\nnot a limit.[/]",
+        ]
+        if not fits:
+            lines.append(sev(esc(getattr(b, "verdict", "does not fit")), "bad"))
+        variants = list(getattr(b, "variants", ()) or ())
+        if variants:
+            lines.append("")
+            lines.append(
+                "[b]" + "what if".ljust(13) + "[/]" + "wts".rjust(6) + "KV".rjust(5) + "cache".rjust(6) + "cand".rjust(5)
+            )
+            notes = []
+            for v in variants:
+                short, _, detail = v.name.partition(" (")
+                lines.append(
+                    esc(fmt.clip(short, 13).ljust(13))
+                    + f"{v.weights_gib:6.2f}{v.kv_per_seq_gib:5.2f}{v.cache_budget_gib:6.2f}{v.candidate:5d}"
+                )
+                if detail:
+                    notes.append(f"[$sw-na]{esc(short)}: {esc(detail.rstrip(')'))}[/]")
+            lines.append("[$sw-na]GiB per GPU; cand = sequences[/]")
+            lines.extend(notes)
+        assumptions = list(getattr(b, "assumptions", ()) or ())
+        if assumptions:
+            lines.append("")
+            lines.append("[b]Not measured (assumptions)[/]")
+            lines.extend(f"• {esc(a)}" for a in assumptions)
+        return "\n".join(lines)
+
+
+def _row(label: str, value: str, width: int = 22) -> str:
+    return f"{label.ljust(width)}{value.rjust(13)}"
+
+
+# --------------------------------------------------------------------------- 2 requests
+
+
+class RequestsPane(PaneMixin, Vertical):
+    """Newest finished requests (snapshot.recent), capped; keeps the reader's place when scrolled back."""
+
+    MAX_ROWS = 500
+
+    def __init__(self, max_rows: int = MAX_ROWS, **kw) -> None:
+        super().__init__(**kw)
+        self.max_rows = max_rows
+        self._last_key: tuple | None = None
+        self._init_pane(2)
+
+    def compose(self) -> ComposeResult:
+        yield Static("[b]" + esc(header_text()) + "[/]", id="requests-header")
+        yield RequestList(self.max_rows, id="requests-list")
+
+    @property
+    def list(self) -> RequestList:
+        return self.query_one(RequestList)
+
+    def at_end(self) -> bool:
+        return self.list.at_end()
+
+    @property
+    def row_count(self) -> int:
+        return self.list.row_count
+
+    def update_snapshot(self, snap: Snapshot) -> None:
+        recent = snap.recent
+        lst = self.list
+        new = recent
+        if self._last_key is not None:
+            idx = None
+            for j in range(len(recent) - 1, -1, -1):
+                r = recent[j]
+                if (r.id, r.t_end, r.round) == self._last_key:
+                    idx = j
+                    break
+            if idx is None:  # the last row we showed is gone from the snapshot: start over
+                lst.clear()
+            else:
+                new = recent[idx + 1 :]
+        if new:
+            lst.append(new[-self.max_rows :])
+            last = new[-1]
+            self._last_key = (last.id, last.t_end, last.round)
+        self.border_subtitle = f"{lst.row_count} newest, {snap.requests_total:,} in all"
+
+
+# --------------------------------------------------------------------------- 3 good fraction
+
+
+def _window_label(w: WindowStat) -> str:
+    return esc(w.label)
+
+
+class GoodFractionPane(PaneMixin, Vertical):
+    """Rolling and cumulative good fraction with n and the descriptive interval; sparkline vs target."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._init_pane(3)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="good-text")
+        yield TargetSparkline(0.95, higher_is_better=True, floor=0.0, ceiling=1.0, id="good-spark")
+        yield Static(id="good-legend")
+
+    def update_snapshot(self, snap: Snapshot) -> None:
+        lines = []
+        for w in (snap.rolling, snap.cumulative):
+            g = w.good
+            kind = "rolling" if w is snap.rolling else "cumulative"
+            where = _window_label(w) if w.label != kind else (
+                f"level {fmt.level(snap.current_level)}" if snap.current_level is not None else "")
+            lines.append(f"[b]{kind}[/]" + (f" [$sw-na]· {where}[/]" if where else ""))
+            if g.n == 0:
+                lines.append("  " + na() + "  [$sw-na]n 0[/]")
+            else:
+                lines.append(
+                    "  " + sev(fmt.pct(g.fraction), g.severity, bold=True)
+                    + f"  n {g.n:,}  [$sw-na]({fmt.interval(g.lo, g.hi)})[/]"
+                )
+        lines.append(f"target {fmt.pct(snap.target, 0)} [$sw-na]· good: TTFT ≤ {fmt.ms(snap.slo_ttft_ms)}[/]")
+        lines.append("[$sw-na](…) descriptive, not the verdict[/]")
+        self.query_one("#good-text", Static).update("\n".join(lines))
+        self.query_one("#good-spark", TargetSparkline).set_data(snap.good_series, snap.target)
+        self.query_one("#good-legend", Static).update(
+            f"[$sw-na]per time bucket · ┄ target {fmt.pct(snap.target, 0)}[/]"
+        )
+
+
+# --------------------------------------------------------------------------- 4 TTFT
+
+
+def _pct_cell(p: Percentile | None, inline: bool) -> tuple[str, int]:
+    """(markup, plain width) for one percentile value; unsupported values get 'insufficient n'."""
+    if p is None or p.value_ms is None:
+        return na(), len(fmt.NA_TEXT)
+    value = fmt.ms(p.value_ms)
+    approx = "≈" if p.approximate else ""
+    if p.supported:
+        return f"{approx}{value}", len(approx + value)
+    if inline:
+        extra = f" insufficient n (<{p.n_needed})"
+        return f"{approx}[$sw-warn]{value}[/][$sw-warn]{extra}[/]", len(approx + value + extra)
+    return f"{approx}[$sw-warn]{value}*[/]", len(approx + value) + 1
+
+
+class TtftPane(PaneMixin, Vertical):
+    """P50/P95/P99 rolling and cumulative with n; 'insufficient n' beside unsupported values.
+
+    Narrow: unsupported values carry a * and a legend line spells out "insufficient n" with the
+    n each percentile needs; wide (maximised): the words sit right beside the value.
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._init_pane(4)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="ttft-text")
+        yield TargetSparkline(1000.0, higher_is_better=False, id="ttft-spark")
+        yield Static(id="ttft-legend")
+
+    def update_snapshot(self, snap: Snapshot) -> None:
+        width = self.content_size.width or 38
+        inline = width >= 64
+        windows = (snap.rolling, snap.cumulative)
+        cells = []
+        for w in windows:
+            by_q = {p.label: p for p in w.ttft}
+            cells.append([_pct_cell(by_q.get(lbl), inline) for lbl in ("P50", "P95", "P99")])
+        colw = max([wd for col in cells for _, wd in col] + [10]) + 2
+        head = "    [b]rolling[/]" + " " * (colw - len("rolling")) + "[b]cumulative[/]"
+        rows = [head]
+        for i, lbl in enumerate(("P50", "P95", "P99")):
+            left, lw = cells[0][i]
+            right, _ = cells[1][i]
+            rows.append(f"{lbl:<4}{left}{' ' * (colw - lw)}{right}")
+        n_left = f"{snap.rolling.completed:,}"
+        rows.append(f"[$sw-na]{'n':<4}{n_left}{' ' * (colw - len(n_left))}{snap.cumulative.completed:,}[/]")
+        needs = sorted({(p.label, p.n_needed) for w in windows for p in w.ttft
+                        if p.value_ms is not None and not p.supported})
+        if needs and not inline:
+            need_text = ", ".join(f"{lbl} {n}" for lbl, n in needs)
+            if len("* insufficient n (needs )") + len(need_text) <= width:
+                rows.append(f"[$sw-warn]* insufficient n[/] [$sw-na](needs {need_text})[/]")
+            else:
+                rows.append("[$sw-warn]* insufficient n[/] [$sw-na]· n needed:[/]")
+                rows.append(f"[$sw-na]  {need_text}[/]")
+        if any(p.approximate for w in windows for p in w.ttft):
+            rows.append("[$sw-na]≈ from the streaming sketch (±1%)[/]")
+        self.query_one("#ttft-text", Static).update("\n".join(rows))
+        self.query_one("#ttft-spark", TargetSparkline).set_data(snap.p95_series, snap.slo_ttft_ms)
+        self.query_one("#ttft-legend", Static).update(f"[$sw-na]P95 per bucket · ┄ SLO {fmt.ms(snap.slo_ttft_ms)}[/]")
+
+
+# --------------------------------------------------------------------------- 5 queue
+
+
+class QueuePane(PaneMixin, Vertical):
+    """Server waiting/running, KV-cache usage, client in-flight, over time; N/A without a source."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._init_pane(5)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="queue-text")
+
+    def update_snapshot(self, snap: Snapshot) -> None:
+        q = snap.queue
+        width = max(4, self.content_size.width - 18)
+        lines = []
+        if q.source is None:
+            lines.append("server  " + na("N/A") + " [$sw-na](no server metrics source)[/]")
+        else:
+            lines.append(f"server  [$sw-na]{esc(q.source)}[/]")
+            lines.append(_series_line("waiting", fmt.num(q.waiting), q.waiting_series, width))
+            lines.append(_series_line("running", fmt.num(q.running), q.running_series, width))
+            if q.max_waiting is not None:
+                lines.append(f"[$sw-na]max waiting {fmt.num(q.max_waiting)}[/]")
+            if q.kv_cache_usage is None:
+                lines.append("KV cache " + na())
+            else:
+                filled, empty = fmt.bar(q.kv_cache_usage, max(4, width - 2))
+                s = "good" if q.kv_cache_usage < 0.9 else "warn" if q.kv_cache_usage < 0.98 else "bad"
+                lines.append(
+                    f"KV cache {fmt.pct(q.kv_cache_usage, 0):>6} "
+                    + sev("█" * filled, s) + "[$sw-na]" + "░" * empty + "[/]"
+                )
+        if q.client_in_flight is None:
+            lines.append("client in-flight " + na())
+        else:
+            lines.append(_series_line("in-flight", fmt.num(q.client_in_flight), q.in_flight_series, width))
+        self.query_one("#queue-text", Static).update("\n".join(lines))
+
+
+def _series_line(label: str, value: str, series, width: int) -> str:
+    value_markup = na(value) if value == fmt.NA_TEXT else f"[b]{value}[/]"
+    pad = " " * max(0, 6 - len(value))
+    sp = fmt.spark(series, width, lo=0.0)
+    return f"{label:<10}{pad}{value_markup} [$primary]{sp}[/]"
+
+
+# --------------------------------------------------------------------------- 6 GPU memory
+
+
+class GpuPane(PaneMixin, Vertical):
+    """Used vs total per device against the predicted ceiling; 'no GPU telemetry' when none."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._init_pane(6)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="gpu-text")
+
+    def update_snapshot(self, snap: Snapshot) -> None:
+        g = snap.gpu
+        width = max(10, self.content_size.width)
+        lines = []
+        ref = [f"[$sw-na]│ predicted now[/] {fmt.gib(g.predicted_gib, 1)}",
+               f"[$sw-na]┃ ceiling[/]       {fmt.gib(g.ceiling_gib, 1)}"]
+        if not g.available or not g.devices:
+            lines.append(sev("no GPU telemetry", "na", bold=True))
+            lines.append(f"[$sw-na]{esc(g.note) if g.note and g.note != 'no GPU telemetry' else 'no gpu records in this run'}[/]")
+            lines.append("[$sw-na]budget (per GPU):[/]")
+            lines.extend(ref)
+        else:
+            for d in g.devices:
+                name = fmt.clip(d.name or "GPU", max(6, width - 18))
+                util = "" if d.utilization is None else f"  util {d.utilization:.0f}%"
+                lines.append(f"[b]GPU{d.device}[/] {esc(name)}[$sw-na]{util}[/]")
+                lines.append(
+                    "used " + sev(fmt.gib(d.used_gib, 1), d.severity, bold=True)
+                    + f" / {fmt.gib(d.total_gib, 1)}"
+                    + (f"  [$sw-na]peak {fmt.num(d.peak_used_gib, 1)}[/]" if d.peak_used_gib is not None else "")
+                )
+                lines.append(_memory_bar(d, g, width))
+                sp = fmt.spark(d.used_series, max(4, width - 8), lo=0.0, hi=d.total_gib)
+                if sp:
+                    lines.append(f"[$sw-na]history[/] [$primary]{sp}[/]")
+            lines.extend(ref)
+        self.query_one("#gpu-text", Static).update("\n".join(lines))
+
+
+def _memory_bar(d, g, width: int) -> str:
+    """Used memory as a bar over total, with markers at the predicted use (│) and ceiling (┃)."""
+    total = d.total_gib
+    if not total or d.used_gib is None:
+        return na("used N/A")
+    cells = []
+    used_n = int(round(min(1.0, d.used_gib / total) * width))
+    marks = {}
+    if g.predicted_gib is not None and g.predicted_gib <= total:
+        marks[min(width - 1, int(g.predicted_gib / total * width))] = "│"
+    if g.ceiling_gib is not None and g.ceiling_gib <= total:
+        marks[min(width - 1, int(g.ceiling_gib / total * width))] = "┃"
+    for i in range(width):
+        if i in marks:
+            cells.append(f"[b $foreground]{marks[i]}[/]")
+        elif i < used_n:
+            cells.append(sev("█", d.severity))
+        else:
+            cells.append("[$sw-na]░[/]")
+    return "".join(cells)
