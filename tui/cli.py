@@ -84,7 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tui.samples import default_sample
 
         return cmd_report(parser.parse_args(["report", default_sample()] + argv))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors: one line on stderr, exit 2 (help/version: 0)
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     if getattr(args, "func", None) is None:
         parser.print_help()
         return EXIT_USAGE

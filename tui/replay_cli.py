@@ -12,46 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tui.argtypes import positive_float as _positive_float, positive_int as _positive_int
 from tui.core.report import EXIT_USAGE
+from tui.report_cli import add_acceptance_arguments, monitor_config_from_args  # noqa: F401 (re-exported)
 
 DEFAULT_SAMPLES = ("default.jsonl", "seed.jsonl")
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return v
-
-
-def _fraction(text: str) -> float:
-    v = _positive_float(text)
-    if not v < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return v
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return v
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return v
 
 
 def add_console_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,14 +29,9 @@ def add_console_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_verdict_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("verdict")
-    g.add_argument("--slo-ttft-ms", dest="slo_ttft_ms", type=_positive_float, default=1000.0, metavar="MS",
-                   help="a request is good when it completes with TTFT at most this (default 1000)")
-    g.add_argument("--target", type=_fraction, default=0.95, metavar="FRACTION",
-                   help="required good fraction (default 0.95)")
-    g.add_argument("--alpha", type=_fraction, default=0.05, metavar="A", help="error rate of the verdict test (default 0.05)")
-    g.add_argument("--min-window-minutes", dest="min_window_minutes", type=_non_negative_float, default=10.0,
-                   metavar="MIN", help="no PASS before this much load time (default 10)")
+    """The acceptance flags (shared with report/run) plus the console's rolling window."""
+    add_acceptance_arguments(parser)
+    g = parser.add_argument_group("rolling window")
     g.add_argument("--rolling-seconds", dest="rolling_seconds", type=_positive_float, default=60.0, metavar="S",
                    help="rolling window length in record time (default 60)")
     g.add_argument("--rolling-requests", dest="rolling_requests", type=_positive_int, default=None, metavar="N",
@@ -100,19 +60,6 @@ def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
                    help="replay speed (default: fast enough to show the whole sample in about a minute)")
     g.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
     add_console_arguments(parser)
-
-
-def monitor_config_from_args(args: argparse.Namespace):
-    from tui.core.monitor import MonitorConfig
-
-    return MonitorConfig(
-        slo_ttft_ms=float(getattr(args, "slo_ttft_ms", 1000.0) or 1000.0),
-        target=float(getattr(args, "target", 0.95) or 0.95),
-        alpha=float(getattr(args, "alpha", 0.05) or 0.05),
-        min_window_s=60.0 * float(getattr(args, "min_window_minutes", 10.0) if getattr(args, "min_window_minutes", None) is not None else 10.0),
-        rolling_s=float(getattr(args, "rolling_seconds", 60.0) or 60.0),
-        rolling_n=getattr(args, "rolling_requests", None),
-    )
 
 
 def default_sample_path() -> Path | None:

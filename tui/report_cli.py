@@ -14,13 +14,18 @@ from tui.core.report import EXIT_CODES_DOC, EXIT_USAGE, build_report, exit_code,
 
 def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
     """The SLO / verdict flags shared by report, replay, run and live."""
+    from tui.argtypes import fraction, non_negative_float, positive_float, positive_int
+
     g = parser.add_argument_group("acceptance target")
-    g.add_argument("--slo-ttft-ms", type=float, default=1000.0, help="client TTFT SLO in ms (default 1000)")
-    g.add_argument("--target", type=float, default=0.95, help="required good fraction (default 0.95)")
-    g.add_argument("--alpha", type=float, default=0.05, help="error level of the sequential test (default 0.05)")
-    g.add_argument("--min-window-minutes", type=float, default=10.0,
+    g.add_argument("--slo-ttft-ms", type=positive_float, default=1000.0, metavar="MS",
+                   help="a request is good when it completes with client TTFT at most this (default 1000)")
+    g.add_argument("--target", type=fraction, default=0.95, metavar="FRACTION",
+                   help="required good fraction (default 0.95)")
+    g.add_argument("--alpha", type=fraction, default=0.05, metavar="A",
+                   help="error level of the anytime-valid verdict test (default 0.05)")
+    g.add_argument("--min-window-minutes", type=non_negative_float, default=10.0, metavar="MIN",
                    help="minimum observation time before PASS can be declared (default 10)")
-    g.add_argument("--min-requests", type=int, default=None,
+    g.add_argument("--min-requests", type=positive_int, default=None, metavar="N",
                    help="minimum measured requests (default: the fewest with which PASS is possible)")
 
 

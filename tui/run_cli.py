@@ -288,7 +288,7 @@ def cmd_live(args: argparse.Namespace) -> int:
     try:
         from tui.app import build_app
         from tui.core.monitor import Monitor
-        from tui.replay_cli import monitor_config_from_args
+        from tui.report_cli import monitor_config_from_args
         from tui.sources.base import MonitorSink
     except ImportError as exc:
         print(f"servewatch: the console is not available ({exc}); use `servewatch run`", file=sys.stderr)

@@ -400,8 +400,8 @@ def parse_lines(
                 continue
             rec = parse_object(obj)
         except (ValueError, RecursionError) as exc:  # RecordError and JSON/Unicode errors are ValueErrors
-            if not line.strip():
-                continue
+            if not line.strip(" \t\r\n" if type(line) is str else b" \t\r\n"):
+                continue  # a blank line (JSON whitespace only) is not a record
             reason = str(exc) if isinstance(exc, RecordError) else f"invalid JSON: {str(exc)[:80]}"
             if not terminated:
                 yield LineIssue(source, lineno, f"truncated final line ({reason})", "truncated")
