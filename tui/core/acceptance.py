@@ -1,0 +1,1149 @@
+"""The acceptance report: budget, environment, load, measured results, quality, cost, rollback, conclusion.
+
+Pure domain, standard library only. The inputs are already-analysed snapshots (one per record
+file, from the core ``Monitor``), the budget, a quality result dict and a few numbers; nothing is
+read here and no statistic is recomputed: every per-level number comes from the snapshot.
+
+``build_acceptance(...) -> dict`` (the JSON document), ``render_markdown(doc) -> str`` and
+``render_html(doc, md) -> str`` (a plain escaped rendering). See ``docs/acceptance.md``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from tui.core import quality as Q
+from tui.core.report import conclusion as three_part_conclusion
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot
+
+SCHEMA = "servewatch.acceptance/1"
+GIB = 2**30
+
+READY = "ready for real traffic"
+NOT_READY = "NOT ready for real traffic"
+
+#: Default multi-window burn-rate rules: (name, long window, short window, burn rate, action).
+DEFAULT_BURN_RULES = (
+    ("page", "1h", "5m", 14.4, "page the on-call engineer and roll back to the previous deployment"),
+    ("ticket", "6h", "30m", 6.0, "open a ticket; roll back if the burn continues"),
+)
+_WINDOW_HOURS = {"1h": 1.0, "5m": 5 / 60, "6h": 6.0, "30m": 0.5}
+SLO_PERIOD_HOURS = 30 * 24  # the error budget period the burn rates are calibrated for
+
+_MISSING = "not recorded"
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """One record file, analysed by the core Monitor."""
+
+    source: str
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True)
+class CostInputs:
+    gpu_hour_usd: float | None = None
+    gpus: int | None = None
+
+
+# ------------------------------------------------------------------ small helpers
+
+
+def redact_url(url: Any) -> str | None:
+    """A URL without user:password and without its query string (which may hold a key)."""
+    if url is None:
+        return None
+    try:
+        p = urlsplit(str(url))
+        host = p.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = host + (f":{p.port}" if p.port else "")
+        return urlunsplit((p.scheme, netloc, p.path, "", ""))
+    except Exception:
+        return "<unprintable url>"
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _str(v: Any, limit: int = 200) -> str | None:
+    if v is None:
+        return None
+    s = " ".join(str(v).split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _fmt_level(level: float | None) -> str:
+    return "-" if level is None else f"{level:g}"
+
+
+def _pct(v: float | None, digits: int = 1) -> str:
+    return "N/A" if v is None else f"{100 * v:.{digits}f}%"
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "N/A" if v is None else f"{v:.{digits}f}"
+
+
+def _jsonable(x: Any) -> Any:
+    """Replace non-finite floats (JSON cannot hold them) by strings."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "inf" if x > 0 else ("-inf" if x < 0 else "nan")
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+_BEARER = re.compile(r"\b([Bb]earer|BEARER)\s+[A-Za-z0-9._~+/=-]{4,}|\b(Basic|BASIC)\s+(?=\S*[0-9=+/])[A-Za-z0-9+/]{8,}={0,2}")
+_KEYLIKE = re.compile(r"\b(sk|pk|rk|hf|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}")
+
+
+def scrub(obj: Any, secrets: Iterable[str] = ()) -> Any:
+    """Every string with known secret values, bearer/basic tokens and key-like strings redacted."""
+    secs = sorted({s for s in secrets if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True)
+
+    def one(s: str) -> str:
+        for sec in secs:
+            if sec in s:
+                s = s.replace(sec, "<redacted>")
+        s = _BEARER.sub(lambda m: (m.group(1) or m.group(2)) + " <redacted>", s)
+        return _KEYLIKE.sub("<redacted>", s)
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, str):
+            return one(x)
+        if isinstance(x, dict):
+            return {(one(k) if isinstance(k, str) else k): walk(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(obj)
+
+
+def _header_secrets(header: Mapping) -> list[str]:
+    """Values in a run header's ``headers`` field that were not redacted by the writer (never printed)."""
+    out = []
+    hdrs = header.get("headers")
+    if isinstance(hdrs, Mapping):
+        for v in hdrs.values():
+            if isinstance(v, str) and v.strip() and v.strip() != "<redacted>":
+                out.append(v.strip())
+                parts = v.split(None, 1)
+                if len(parts) == 2:
+                    out.append(parts[1])
+    return out
+
+
+def _header_names(header: Mapping) -> list[str]:
+    hdrs = header.get("headers")
+    if isinstance(hdrs, Mapping):
+        return sorted(str(k)[:60] for k in hdrs)
+    if isinstance(hdrs, list):
+        return sorted(str(k)[:60] for k in hdrs if isinstance(k, str))
+    return []
+
+
+def provenance(snap: Snapshot) -> str:
+    """"synthetic", "measured" (a header that says synthetic: false) or "unknown" (no header)."""
+    if not snap.header:
+        return "unknown"
+    return "synthetic" if snap.synthetic else "measured"
+
+
+# ------------------------------------------------------------------ 1. budget
+
+
+def budget_section(budget: Any, source: str | None) -> dict:
+    if budget is None:
+        return {"given": False, "source": source, "fits": None}
+    i = budget.inputs
+    gib = lambda x: round(float(x), 6)  # noqa: E731
+    table = [
+        {"item": "gpu_memory", "value": gib(i.gpu_gib), "unit": "GiB", "basis": "given (one GPU)"},
+        {"item": "weights", "value": gib(budget.weights_gib), "unit": "GiB",
+         "basis": f"{i.params:,.0f} params in {i.weights}" + (f", split over tp={i.tp}" if i.tp > 1 else "")},
+        {"item": "runtime_margin", "value": gib(budget.margin_gib), "unit": "GiB", "basis": "assumption: not measured"},
+        {"item": "cache_budget", "value": gib(budget.cache_budget_gib), "unit": "GiB",
+         "basis": "gpu_memory - weights - runtime_margin"},
+        {"item": "kv_per_seq", "value": gib(budget.kv_per_seq_gib), "unit": "GiB",
+         "basis": f"{i.layers} layers x {i.kv_heads} KV heads x {i.head_dim} head_dim x {i.max_seq} tokens, {i.kv_dtype}"},
+        {"item": "memory_only_candidate", "value": int(budget.candidate), "unit": "sequences",
+         "basis": "floor(cache_budget / kv_per_seq): a number to load-test, not a limit"},
+    ]
+    return {
+        "given": True,
+        "source": source,
+        "model": i.model or None,
+        "fits": bool(budget.fits),
+        "verdict": budget.verdict,
+        "memory_only_candidate": int(budget.candidate),
+        "cache_budget_gib": gib(budget.cache_budget_gib),
+        "table": table,
+        "variants": [
+            {"name": v.name, "weights_gib": gib(v.weights_gib), "kv_per_seq_gib": gib(v.kv_per_seq_gib),
+             "cache_budget_gib": gib(v.cache_budget_gib), "candidate": int(v.candidate)}
+            for v in budget.variants
+        ],
+        "assumptions": [{"text": a, "status": "not measured"} for a in budget.assumptions],
+        "note": budget.note,
+    }
+
+
+# ------------------------------------------------------------------ 2. environment
+
+
+def _gpu_from_run(snap: Snapshot) -> dict:
+    env = snap.header.get("environment") if isinstance(snap.header.get("environment"), Mapping) else {}
+    g = env.get("gpu")
+    if isinstance(g, Mapping) and isinstance(g.get("devices"), list) and g["devices"]:
+        devs = []
+        for d in g["devices"]:
+            if not isinstance(d, Mapping):
+                continue
+            mt = _num(d.get("memory_total"))
+            devs.append({"name": _str(d.get("name")), "memory_gib": None if mt is None else round(mt / GIB, 2)})
+        return {"available": True, "from": "run header (NVML)", "driver": _str(g.get("driver_version")),
+                "cuda": _str(g.get("cuda_version")), "devices": devs}
+    gs = snap.gpu
+    if gs.available and gs.devices:
+        return {"available": True, "from": "gpu records", "driver": None, "cuda": None,
+                "devices": [{"name": d.name, "memory_gib": None if d.total_gib is None else round(d.total_gib, 2),
+                             "peak_used_gib": None if d.peak_used_gib is None else round(d.peak_used_gib, 2)}
+                            for d in gs.devices]}
+    reason = None
+    if isinstance(g, Mapping):
+        reason = _str(g.get("reason") or g.get("gpu"))
+    elif isinstance(g, str):
+        reason = _str(g)
+    return {"available": False, "from": None, "note": "no GPU telemetry" + (f" ({reason})" if reason else "")}
+
+
+def environment_section(runs: Sequence[RunInput], generator: Mapping) -> dict:
+    out_runs = []
+    for r in runs:
+        h = r.snapshot.header
+        env = h.get("environment") if isinstance(h.get("environment"), Mapping) else {}
+        srv = env.get("server") if isinstance(env.get("server"), Mapping) else {}
+        tgt = h.get("target") if isinstance(h.get("target"), Mapping) else {}
+        out_runs.append({
+            "source": r.source,
+            "provenance": provenance(r.snapshot),
+            "load_generator": {
+                "servewatch": _str(env.get("servewatch") or h.get("tool_version")),
+                "python": _str(env.get("python")),
+                "httpx": _str(env.get("httpx")),
+                "os": _str(env.get("os")),
+            },
+            "server": {
+                "engine": _str(srv.get("engine")),
+                "build": _str(srv.get("build")),
+                "model": _str(srv.get("model")),
+                "quantization": _str(srv.get("quantization")),
+                "slots": srv.get("slots") if isinstance(srv.get("slots"), int) else None,
+                "context_per_slot": srv.get("n_ctx_per_slot") if isinstance(srv.get("n_ctx_per_slot"), int) else None,
+            },
+            "target": {"url": redact_url(tgt.get("url")), "model": _str(tgt.get("model")), "api": _str(tgt.get("api"))},
+            "request_headers": _header_names(h),
+            "gpu": _gpu_from_run(r.snapshot),
+            "note": _str(env.get("note")),
+        })
+    return {"report_generator": dict(generator), "runs": out_runs}
+
+
+# ------------------------------------------------------------------ 3. load configuration
+
+
+def _range(v: Any) -> str | None:
+    if isinstance(v, Mapping):
+        lo, hi = _num(v.get("min")), _num(v.get("max"))
+        if lo is None and hi is None:
+            return None
+        if lo == hi:
+            return f"{lo:g}"
+        return f"{'?' if lo is None else f'{lo:g}'}-{'?' if hi is None else f'{hi:g}'}"
+    n = _num(v)
+    return None if n is None else f"{n:g}"
+
+
+def load_section(runs: Sequence[RunInput]) -> list[dict]:
+    out = []
+    for r in runs:
+        h = r.snapshot.header
+        ld = h.get("load") if isinstance(h.get("load"), Mapping) else {}
+        levels = ld.get("levels")
+        out.append({
+            "source": r.source,
+            "recorded": bool(ld),
+            "mode": _str(ld.get("mode")),
+            "level_unit": _str(ld.get("level_unit")) or {"closed": "concurrency", "open": "req/s"}.get(str(ld.get("mode"))),
+            "arrival": _str(ld.get("arrival")),
+            "burstiness": _num(ld.get("burstiness")),
+            "input_tokens": _range(ld.get("input_tokens")),
+            "output_tokens": _range(ld.get("output_tokens")),
+            "ignore_eos": ld.get("ignore_eos") if isinstance(ld.get("ignore_eos"), bool) else None,
+            "levels": [x for x in levels if _num(x) is not None] if isinstance(levels, list) else None,
+            "requests_per_step": ld.get("requests") if isinstance(ld.get("requests"), int) else None,
+            "duration_s": _num(ld.get("duration")),
+            "warmup": ld.get("warmup") if isinstance(ld.get("warmup"), int) else None,
+            "rounds": ld.get("rounds") if isinstance(ld.get("rounds"), int) else None,
+            "seed": ld.get("seed") if isinstance(ld.get("seed"), (int, str)) and not isinstance(ld.get("seed"), bool) else None,
+            "note": _str(ld.get("note")),
+        })
+    return out
+
+
+# ------------------------------------------------------------------ 4. measured results
+
+
+def _percentiles(row: LevelRow) -> dict:
+    out = {}
+    for p in row.window.ttft:
+        v = p.value_ms
+        out[p.label] = {
+            "value_ms": None if v is None else (v if math.isfinite(v) else "inf"),
+            "n": p.n,
+            "n_needed": p.n_needed,
+            "supported": p.supported,
+            "approximate": p.approximate,
+            "label": None if v is None or p.supported else "insufficient n",
+        }
+    return out
+
+
+def _row_mode(row: LevelRow, header: Mapping) -> str | None:
+    if row.mode in ("closed", "open"):
+        return row.mode
+    ld = header.get("load") if isinstance(header.get("load"), Mapping) else {}
+    m = ld.get("mode")
+    return m if m in ("closed", "open") else None
+
+
+def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
+    w, v = row.window, row.verdict
+    return {
+        "source": source,
+        "level": row.level,
+        "round": row.round,
+        "mode": _row_mode(row, header),
+        "n": w.good.n,
+        "good": w.good.good,
+        "good_fraction": w.good.fraction,
+        "wilson_95": [w.good.lo, w.good.hi],
+        "completed": w.completed,
+        "slow": w.slow,
+        "failed": w.failed,
+        "ttft_ms": _percentiles(row),
+        "tpot_ms_p50": w.tpot_ms_p50,
+        "req_per_s": w.req_per_s,
+        "output_tok_per_s": w.output_tok_per_s,
+        "goodput_per_s": w.goodput_per_s,
+        "verdict": v.state,
+        "reason": v.reason,
+        "missing": v.missing,
+        "window": {"n": v.n, "minutes": v.elapsed_s / 60.0, "vif": v.vif, "bursty": v.bursty, "n_eff": v.n_eff,
+                   "need_requests": v.need_requests, "need_seconds": v.need_seconds},
+        "saturated": row.saturated,
+        "lateness_p99_ms": row.lateness_p99_ms,
+        "max_waiting": row.max_waiting,
+        "peak_gpu_gib": row.peak_gpu_gib,
+    }
+
+
+_STATE_ORDER = {FAIL: 0, UNDECIDED: 1, INSUFFICIENT_WINDOW: 2, PASS: 3}
+
+
+def combine_states(states: Iterable[str]) -> str:
+    """One state for a level tested in several rounds/files: FAIL if any FAIL, PASS only if all PASS,
+    else UNDECIDED before INSUFFICIENT_WINDOW (the less informative wins)."""
+    s = list(states)
+    if not s:
+        return INSUFFICIENT_WINDOW
+    if FAIL in s:
+        return FAIL
+    if all(x == PASS for x in s):
+        return PASS
+    if INSUFFICIENT_WINDOW in s:
+        return INSUFFICIENT_WINDOW
+    return UNDECIDED
+
+
+def _level_key(level: float | None) -> float:
+    return -math.inf if level is None else level
+
+
+def _diagnose(rows: list[dict], limiting: list[dict], base_rows: list[dict], unit: str) -> list[str]:
+    """Why the limiting level does not pass: errors, slow TTFT, queueing, TPOT growth, client saturation."""
+    out: list[str] = []
+    n = sum(r["n"] for r in limiting)
+    if not n:
+        return out
+    lvl = _fmt_level(limiting[0]["level"])
+    failed = sum(r["failed"] for r in limiting)
+    slow = sum(r["slow"] for r in limiting)
+    waits = [r["max_waiting"] for r in limiting if r["max_waiting"] is not None]
+    tp = [r["tpot_ms_p50"] for r in limiting if r["tpot_ms_p50"] is not None]
+    tp0 = [r["tpot_ms_p50"] for r in base_rows if r["tpot_ms_p50"] is not None]
+    causes = []
+    if failed:
+        causes.append((failed / n, f"errors: {failed} of {n} requests failed ({_pct(failed / n)})"))
+    if slow:
+        causes.append((slow / n, f"slow first tokens: {slow} of {n} requests completed with TTFT over the SLO "
+                                 f"({_pct(slow / n)})"))
+    causes.sort(key=lambda c: -c[0])
+    out += [f"At {unit} {lvl}: " + "; ".join(c[1] for c in causes) + "." if causes else
+            f"At {unit} {lvl}: no failed or slow requests, but the window is not yet conclusive."]
+    if waits and max(waits) > 0:
+        out.append(f"Queueing: the server queue held up to {max(waits):g} waiting requests at {unit} {lvl} "
+                   "(queue records): requests waited for a free slot, which adds directly to TTFT.")
+    elif waits:
+        out.append(f"Queueing: the server reported no waiting requests at {unit} {lvl}.")
+    else:
+        out.append("Queueing: no server queue telemetry in the records.")
+    if tp and tp0 and min(tp0) > 0 and limiting[0]["level"] != base_rows[0]["level"]:
+        growth = max(tp) / min(tp0)
+        out.append(f"TPOT: the median time per output token grew {growth:.1f}x from the lowest level "
+                   f"({min(tp0):.1f} ms to {max(tp):.1f} ms)" + (": decoding slows as the batch grows." if growth >= 1.5
+                                                                     else ", not the main limit."))
+    if any(r["saturated"] for r in limiting):
+        out.append("The load generator could not keep its schedule at this level (client saturated): "
+                   "its results are not valid.")
+    return out
+
+
+def measured_section(
+    runs: Sequence[RunInput], budget_candidate: int | None, required_level: float | None
+) -> dict:
+    rows: list[dict] = []
+    for r in runs:
+        for lr in r.snapshot.levels:
+            rows.append(level_row_dict(r.source, lr, r.snapshot.header))
+    rows.sort(key=lambda x: (str(x["mode"]), _level_key(x["level"]), x["round"], x["source"]))
+    modes = sorted({r["mode"] for r in rows}, key=lambda m: (m != "closed", m != "open", str(m)))
+    per_mode: dict[str, dict] = {}
+    for mode in modes:
+        mrows = [r for r in rows if r["mode"] == mode]
+        levels = sorted({r["level"] for r in mrows}, key=_level_key)
+        states = []
+        for lv in levels:
+            lrs = [r for r in mrows if r["level"] == lv]
+            states.append({"level": lv, "state": combine_states(r["verdict"] for r in lrs),
+                           "rounds": len(lrs), "n": sum(r["n"] for r in lrs)})
+        passing = [s for s in states if s["state"] == PASS]
+        cap = passing[-1] if passing else None
+        per_mode[str(mode)] = {"mode": mode, "unit": {"closed": "concurrency", "open": "req/s"}.get(mode, "level"),
+                               "levels": states, "capacity": None if cap is None else cap["level"],
+                               "has_capacity": cap is not None}
+    primary = per_mode[str(modes[0])] if modes else None
+    notes: list[str] = []
+    comparison: list[str] = []
+    state = INSUFFICIENT_WINDOW
+    reason = "no measured requests in the record files"
+    capacity = None
+    has_cap = False
+    unit = "level"
+    if primary is not None:
+        unit = primary["unit"]
+        states = primary["levels"]
+        has_cap = primary["has_capacity"]
+        capacity = primary["capacity"]
+        cap_txt = "the recorded load (no level recorded)" if has_cap and capacity is None else f"{unit} {_fmt_level(capacity)}"
+        if has_cap:
+            below_fail = [s for s in states if s["state"] == FAIL and _level_key(s["level"]) < _level_key(capacity)]
+            if below_fail:
+                notes.append(f"non-monotonic results: {unit} {_fmt_level(below_fail[0]['level'])} FAILed although "
+                             f"{cap_txt} PASSed; repeat the ramp before trusting the capacity")
+        if required_level is not None:
+            at = [s for s in states if s["level"] == required_level]
+            if has_cap and capacity is not None and capacity >= required_level:
+                state = PASS
+                reason = f"measured capacity {cap_txt} covers the required {unit} {required_level:g}"
+            elif at:
+                state = at[0]["state"]
+                reason = f"at the required {unit} {required_level:g}: {state}"
+            else:
+                state = INSUFFICIENT_WINDOW
+                reason = f"the required {unit} {required_level:g} was not tested"
+        elif has_cap:
+            state = PASS
+            reason = f"the good fraction meets the target up to {cap_txt}"
+        else:
+            lowest = states[0]
+            state = lowest["state"]
+            reason = (f"no level PASSes; the lowest level tested ({unit} {_fmt_level(lowest['level'])}) is "
+                      f"{lowest['state']}")
+        # capacity beside the memory-only candidate
+        mrows = [r for r in rows if r["mode"] == primary["mode"]]
+        lowest_rows = [r for r in mrows if r["level"] == states[0]["level"]]
+        above = [s for s in states if s["state"] != PASS and (not has_cap or _level_key(s["level"]) > _level_key(capacity))]
+        limiting_level = above[0]["level"] if above else None
+        limiting_rows = [r for r in mrows if above and r["level"] == limiting_level]
+        if not has_cap:
+            comparison.append("No level PASSes, so there is no measured capacity to set beside the memory-only "
+                              f"candidate{'' if budget_candidate is None else f' ({budget_candidate})'}.")
+        elif primary["mode"] != "closed":
+            comparison.append(f"Measured capacity {cap_txt} is a request rate; the memory-only candidate "
+                              f"{'' if budget_candidate is None else f'({budget_candidate} sequences) '}counts concurrent "
+                              "sequences, so the two are not directly comparable.")
+        elif budget_candidate is not None and capacity is not None:
+            if capacity < budget_candidate:
+                if above:
+                    comparison.append(f"Measured capacity ({unit} {capacity:g}) is below the memory-only candidate "
+                                      f"({budget_candidate}): latency limits the deployment before memory does.")
+                else:
+                    comparison.append(f"Measured capacity is at least {unit} {capacity:g}, the highest level tested; "
+                                      f"levels up to the memory-only candidate ({budget_candidate}) were not tested, so "
+                                      "the true capacity may be higher.")
+            elif capacity == budget_candidate:
+                comparison.append(f"Measured capacity equals the memory-only candidate ({budget_candidate}): memory is "
+                                  "the binding limit at this workload.")
+            else:
+                comparison.append(f"Measured capacity ({unit} {capacity:g}) exceeds the memory-only candidate "
+                                  f"({budget_candidate}): the budget assumes every sequence holds max_seq tokens; this "
+                                  "workload's sequences are shorter. Full-length sequences would still be limited by memory.")
+        if limiting_rows:
+            comparison += _diagnose(mrows, limiting_rows, lowest_rows, unit)
+    problems = []
+    for r in runs:
+        sn = r.snapshot
+        if sn.malformed or sn.truncated or sn.unknown_types or sn.notes:
+            problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
+                             "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
+                             "notes": [_str(n) for n in sn.notes]})
+    summary = None
+    if primary is not None:
+        focus = capacity if has_cap else primary["levels"][0]["level"]
+        if required_level is not None and not (has_cap and capacity is not None and capacity >= required_level):
+            focus = required_level
+        frows = [r for r in rows if r["mode"] == primary["mode"] and r["level"] == focus]
+        if frows:
+            summary = "; ".join(
+                f"{_pct(r['good_fraction'], 0)} good on {r['n']} requests at {unit} {_fmt_level(r['level'])}"
+                + (f" round {r['round']}" if len(frows) > 1 else "") for r in frows)
+    return {
+        "levels": rows,
+        "summary": summary,
+        "by_mode": list(per_mode.values()),
+        "primary_mode": None if primary is None else primary["mode"],
+        "unit": unit,
+        "measured_capacity": capacity if has_cap else None,
+        "has_measured_capacity": has_cap,
+        "memory_only_candidate": budget_candidate,
+        "required_level": required_level,
+        "capacity_vs_memory": comparison,
+        "state": state,
+        "reason": reason,
+        "notes": notes,
+        "input_problems": problems,
+    }
+
+
+# ------------------------------------------------------------------ 5. quality
+
+
+QUALITY_PHRASES = {
+    Q.FAIL: ("FAIL: the candidate answers worse than the baseline by more than the margin; "
+             "fall back to a larger model or a different quantization"),
+    Q.INSUFFICIENT: "INSUFFICIENT: too few cases or too little evidence to judge a regression",
+    Q.NO_BASELINE: "no baseline: absolute pass rates only, so a regression cannot be ruled out",
+}
+
+
+def quality_section(doc: Mapping | None, source: str | None, measured_models: Sequence[str]) -> dict:
+    if doc is None:
+        return {"run": False, "state": "not run", "source": None}
+    comparison, verdict = Q.recheck(doc)
+    notes: list[str] = []
+    saved = doc.get("verdict") if isinstance(doc.get("verdict"), Mapping) else {}
+    if saved.get("state") and saved.get("state") != verdict["state"]:
+        notes.append(f"the file says {saved.get('state')}, its cases say {verdict['state']}: the recomputed verdict is used")
+    cand = doc.get("candidate") or {}
+    base = doc.get("baseline") if isinstance(doc.get("baseline"), Mapping) else None
+    s_c = Q.summarize(cand.get("cases") or [])
+    s_b = Q.summarize(base.get("cases") or []) if base else None
+    tgt = cand.get("target") if isinstance(cand.get("target"), Mapping) else {}
+    qmodel = _str(tgt.get("model"))
+    if qmodel and measured_models and qmodel not in measured_models:
+        notes.append(f"quality was run against model {qmodel}, the load test against {', '.join(measured_models)}")
+    st = doc.get("set") if isinstance(doc.get("set"), Mapping) else {}
+    if st.get("starter"):
+        notes.append("quality used the STARTER set: replace it with the team's own key tasks")
+    return {
+        "run": True,
+        "source": source,
+        "synthetic": bool(doc.get("synthetic", False)),
+        "state": verdict["state"],
+        "reason": verdict["reason"],
+        "fallback": verdict.get("fallback"),
+        "target": {"url": redact_url(tgt.get("url")), "model": qmodel},
+        "baseline": None if base is None else {
+            "source": _str(base.get("source")),
+            "url": redact_url((base.get("target") or {}).get("url")) if isinstance(base.get("target"), Mapping) else None,
+            "model": _str((base.get("target") or {}).get("model")) if isinstance(base.get("target"), Mapping) else None,
+            "overall": s_b["overall"] if s_b else None,
+        },
+        "set": {"source": _str(st.get("source")), "label": _str(st.get("label")), "starter": bool(st.get("starter")),
+                "cases": len(cand.get("cases") or []),
+                "long_context": st.get("long_context") if isinstance(st.get("long_context"), Mapping) else {}},
+        "candidate_overall": s_c["overall"],
+        "categories": s_c["categories"],
+        "baseline_categories": s_b["categories"] if s_b else None,
+        "comparison": None if comparison is None else {k: comparison[k] for k in (
+            "paired", "both_pass", "regressed", "improved", "both_fail", "delta", "margin", "alpha", "min_cases",
+            "mcnemar_p_worse", "p_worse_by_more_than_margin", "p_noninferior")},
+        "failed_requests": s_c["failed_requests"],
+        "notes": notes + [n for n in (comparison or {}).get("notes", []) if isinstance(n, str)],
+    }
+
+
+# ------------------------------------------------------------------ 6. cost
+
+
+def cost_section(cost: CostInputs, measured: Mapping) -> dict:
+    price = cost.gpu_hour_usd
+    gpus = cost.gpus if cost.gpus is not None else 1
+    out: dict[str, Any] = {
+        "gpu_hour_usd": price,
+        "gpus": gpus,
+        "gpus_assumed": cost.gpus is None,
+        "usd_per_hour": None if price is None else price * gpus,
+        "capacity_level": measured.get("measured_capacity"),
+        "output_tok_per_s": None,
+        "goodput_per_s": None,
+        "usd_per_1m_output_tokens": None,
+        "usd_per_1000_good_requests": None,
+        "status": "",
+        "basis": ("throughput at the measured capacity, the slowest round there (conservative); assumes the "
+                  "deployment is kept busy at that load: idle time raises the real cost"),
+    }
+    if price is None:
+        out["status"] = "N/A: no price given (--gpu-hour-usd)"
+        return out
+    if not measured.get("has_measured_capacity"):
+        out["status"] = "N/A: no measured capacity (no level PASSes)"
+        return out
+    cap = measured.get("measured_capacity")
+    rows = [r for r in measured["levels"] if r["mode"] == measured["primary_mode"] and r["level"] == cap]
+    toks = [r["output_tok_per_s"] for r in rows if r["output_tok_per_s"]]
+    good = [r["goodput_per_s"] for r in rows if r["goodput_per_s"]]
+    out["output_tok_per_s"] = min(toks) if toks else None
+    out["goodput_per_s"] = min(good) if good else None
+    per_hour = price * gpus
+    if toks:
+        out["usd_per_1m_output_tokens"] = per_hour / (min(toks) * 3600.0) * 1e6
+    if good:
+        out["usd_per_1000_good_requests"] = per_hour / (min(good) * 3600.0) * 1000.0
+    out["status"] = "computed" if toks and good else "partly N/A: throughput not recorded at the measured capacity"
+    return out
+
+
+# ------------------------------------------------------------------ 7. rollback
+
+
+def default_rollback_rules(target: float, slo_ttft_ms: float) -> tuple[list[dict], list[str]]:
+    """Multi-window burn-rate rules on the acceptance SLO (error budget = 1 - target)."""
+    budget = 1.0 - target
+    rules, notes = [], []
+    for name, long_w, short_w, burn, action in DEFAULT_BURN_RULES:
+        thr = burn * budget
+        spent = burn * _WINDOW_HOURS[long_w] / SLO_PERIOD_HOURS
+        rule = {
+            "name": name,
+            "long_window": long_w,
+            "short_window": short_w,
+            "burn_rate": burn,
+            "error_budget": budget,
+            "bad_fraction_threshold": min(1.0, thr),
+            "budget_spent_in_long_window": spent,
+            "condition": (f"the share of bad requests (failed, or TTFT over {slo_ttft_ms:g} ms) over the last "
+                          f"{long_w} AND over the last {short_w} both exceed {_pct(min(1.0, thr))} "
+                          f"({burn:g}x the {_pct(budget)} error budget)"),
+            "action": action,
+            "can_fire": thr < 1.0,
+        }
+        if thr >= 1.0:
+            notes.append(f"the {name} rule needs more than 100% bad requests at target {target:g}: it can never fire; "
+                         "use a lower burn rate for such a loose target")
+        rules.append(rule)
+    return rules, notes
+
+
+def parse_rollback_rules(text: str, source: str = "<rollback>") -> list[str]:
+    """User rollback rules: a JSON list (strings, or objects rendered as 'key: value; ...') or one rule per line
+    (blank lines and # comments ignored). Raises ValueError on a malformed JSON list."""
+    s = text.strip()
+    if not s:
+        return []
+    if s.startswith("["):
+        try:
+            items = json.loads(s)
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"{source}: not a valid JSON list: {str(exc)[:80]}") from None
+        if not isinstance(items, list):
+            raise ValueError(f"{source}: expected a JSON list")
+        out = []
+        for i, it in enumerate(items, 1):
+            if isinstance(it, str) and it.strip():
+                out.append(" ".join(it.split()))
+            elif isinstance(it, Mapping) and it:
+                if isinstance(it.get("rule"), str):
+                    out.append(" ".join(it["rule"].split()))
+                else:
+                    out.append("; ".join(f"{k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in it.items()))
+            else:
+                raise ValueError(f"{source}: item {i} is neither a rule string nor an object")
+        return out
+    return [" ".join(line.split()) for line in s.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+# ------------------------------------------------------------------ the document
+
+
+def build_acceptance(
+    *,
+    runs: Sequence[RunInput],
+    budget: Any = None,
+    budget_source: str | None = None,
+    quality: Mapping | None = None,
+    quality_source: str | None = None,
+    cost: CostInputs | None = None,
+    rollback_rules: Sequence[str] = (),
+    rollback_source: str | None = None,
+    slo_ttft_ms: float = 1000.0,
+    target: float = 0.95,
+    alpha: float = 0.05,
+    min_window_s: float = 600.0,
+    required_level: float | None = None,
+    generator: Mapping | None = None,
+    generated_at: str | None = None,
+) -> dict:
+    """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise)."""
+    cost = cost or CostInputs()
+    prov = [{"source": r.source, "provenance": provenance(r.snapshot)} for r in runs]
+    synthetic = any(p["provenance"] == "synthetic" for p in prov) or bool(quality and quality.get("synthetic"))
+    unknown = [p["source"] for p in prov if p["provenance"] == "unknown"]
+    banner_parts = []
+    if synthetic:
+        syn = [p["source"] for p in prov if p["provenance"] == "synthetic"]
+        if quality and quality.get("synthetic"):
+            syn.append(str(quality_source or "quality result"))
+        banner_parts.append(f"SYNTHETIC: input labelled synthetic ({', '.join(syn)}); nothing in this report is a "
+                            "measurement of a real deployment.")
+    if unknown:
+        banner_parts.append(f"PROVENANCE UNKNOWN: {', '.join(unknown)} has no run header; it may not be a real "
+                            "measurement.")
+    bsec = budget_section(budget, budget_source)
+    cand = bsec.get("memory_only_candidate")
+    measured = measured_section(runs, cand, required_level)
+    models = sorted({m for r in runs for m in [
+        _str((r.snapshot.header.get("target") or {}).get("model")) if isinstance(r.snapshot.header.get("target"), Mapping) else None
+    ] if m})
+    qsec = quality_section(quality, quality_source, models)
+    csec = cost_section(cost, measured)
+    drules, rnotes = default_rollback_rules(target, slo_ttft_ms)
+
+    # 8. conclusion
+    qstate = qsec["state"]
+    q_arg = None if not qsec["run"] else ("PASS" if qstate == Q.PASS else QUALITY_PHRASES.get(qstate, qstate))
+    ready, lines = three_part_conclusion(bsec.get("fits"), measured["state"], q_arg)
+    if measured["state"] == INSUFFICIENT_WINDOW:
+        miss = [r["missing"] for r in measured["levels"]
+                if r["missing"] and r["mode"] == measured["primary_mode"] and r["verdict"] == INSUFFICIENT_WINDOW]
+        if miss:
+            lines = [ln if not ln.startswith("Measured:") else f"{ln[:-1]} ({miss[0]})." for ln in lines]
+    if synthetic:
+        lines.append("Provenance: synthetic inputs can check the arithmetic but can never show readiness; "
+                     "measure the real deployment.")
+    if unknown:
+        lines.append("Provenance: record files without a run header cannot show readiness; record with "
+                     "`servewatch run`.")
+    if not runs:
+        lines.append("Measured: no record files.")
+    ready = ready and not synthetic and not unknown and bool(runs)
+    failed = (bsec.get("fits") is False) or measured["state"] == FAIL or qstate == Q.FAIL
+    exit_code = 0 if ready else (1 if failed else 3)
+    cap = measured["measured_capacity"]
+    conclusion = {
+        "budget": "no budget" if not bsec.get("given") else ("feasible" if bsec["fits"] else "does not fit"),
+        "budget_feasible": bsec.get("fits"),
+        "memory_only_candidate": cand,
+        "measured": measured["state"],
+        "measured_capacity": cap,
+        "quality": "not run" if not qsec["run"] else qstate,
+        "ready_for_traffic": ready,
+        "verdict": READY if ready else NOT_READY,
+        "at_load": (None if not (ready and measured["has_measured_capacity"]) else
+                    ("at the recorded load" if cap is None else f"up to {measured['unit']} {_fmt_level(cap)}")),
+        "missing_or_failed": lines,
+    }
+    doc = {
+        "schema": SCHEMA,
+        "generated_at": generated_at,
+        "generator": dict(generator or {}),
+        "synthetic": synthetic,
+        "provenance": prov,
+        "banner": " ".join(banner_parts) or None,
+        "inputs": {"records": [r.source for r in runs], "quality": quality_source, "budget": budget_source,
+                   "rollback": rollback_source},
+        "slo": {"ttft_ms": slo_ttft_ms, "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
+                "good": f"completed AND client TTFT <= {slo_ttft_ms:g} ms, over all measured requests"},
+        "budget": bsec,
+        "environment": environment_section(runs, generator or {}),
+        "load_configuration": load_section(runs),
+        "measured": measured,
+        "quality": qsec,
+        "cost": csec,
+        "rollback": {"defaults": drules, "user": list(rollback_rules), "user_source": rollback_source, "notes": rnotes},
+        "conclusion": conclusion,
+        "exit_code": exit_code,
+    }
+    secrets: list[str] = []
+    for r in runs:
+        secrets += _header_secrets(r.snapshot.header)
+    return _jsonable(scrub(doc, secrets))
+
+
+# ------------------------------------------------------------------ markdown
+
+
+def _md_cell(v: Any) -> str:
+    s = "N/A" if v is None else str(v)
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _ms(p: Mapping) -> str:
+    v = p.get("value_ms")
+    if v is None:
+        return "N/A"
+    s = "inf" if v == "inf" else f"{v:.0f} ms"
+    if p.get("approximate"):
+        s += " (approx.)"
+    if p.get("label"):
+        s += f" ({p['label']}: n={p['n']} < {p['n_needed']})"
+    return s
+
+
+def _rate(r: Mapping | None) -> str:
+    if not r or r.get("pass_rate") is None:
+        return "N/A"
+    lo, hi = r.get("wilson_95") or [None, None]
+    ci = "" if lo is None else f" [{_pct(lo, 0)}-{_pct(hi, 0)}]"
+    return f"{r['passed']}/{r['n']} ({_pct(r['pass_rate'], 0)}){ci}"
+
+
+def render_markdown(doc: Mapping) -> str:
+    L: list[str] = []
+    add = L.append
+    c = doc["conclusion"]
+    if doc.get("banner"):
+        add(f"> **{doc['banner']}**")
+        add("")
+    add("# Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else ""))
+    add("")
+    g = doc.get("generator") or {}
+    add(f"Generated {doc.get('generated_at') or 'N/A'} by servewatch {g.get('servewatch') or 'N/A'} "
+        f"(Python {g.get('python') or 'N/A'}, httpx {g.get('httpx') or 'N/A'}).")
+    inp = doc["inputs"]
+    add("")
+    add(f"- Record files: {', '.join(inp['records']) or 'none'}")
+    add(f"- Quality result: {inp['quality'] or 'not run'}")
+    add(f"- Budget: {inp['budget'] or 'none'}")
+    add(f"- Rollback rules file: {inp['rollback'] or 'none (defaults only)'}")
+    slo = doc["slo"]
+    add(f"- SLO: good = {slo['good']}; target {_pct(slo['target'], 0)} good; alpha {slo['alpha']:g}; "
+        f"minimum observation window {slo['min_window_minutes']:g} min")
+    add("")
+    add(f"**Conclusion: {c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "")
+        + f" - budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']}")
+    for line in c["missing_or_failed"]:
+        add(f"- {line}")
+    add("")
+
+    # 1
+    b = doc["budget"]
+    add("## 1. Memory budget (formula output, not a measurement)")
+    add("")
+    if not b.get("given"):
+        add("No budget given.")
+    else:
+        if b.get("model"):
+            add(f"Model: {b['model']}. Source: {b.get('source') or 'N/A'}.")
+        else:
+            add(f"Source: {b.get('source') or 'N/A'}.")
+        add("")
+        L += _table(("item", "value", "basis"), (
+            (t["item"], f"{t['value']:.2f} {t['unit']}" if t["unit"] == "GiB" else f"{t['value']} {t['unit']}", t["basis"])
+            for t in b["table"]))
+        add("")
+        add(f"Verdict: {b['verdict']}.")
+        add("")
+        add("Variants (same assumptions, one change each):")
+        add("")
+        L += _table(("variant", "weights GiB", "KV/seq GiB", "cache budget GiB", "candidate"), (
+            (v["name"], f"{v['weights_gib']:.2f}", f"{v['kv_per_seq_gib']:.2f}", f"{v['cache_budget_gib']:.2f}",
+             v["candidate"]) for v in b["variants"]))
+        add("")
+        add("Assumptions (not measured):")
+        add("")
+        for a in b["assumptions"]:
+            add(f"- {a['text']} *({a['status']})*")
+        add("")
+        add(b["note"])
+    add("")
+
+    # 2
+    e = doc["environment"]
+    add("## 2. Environment")
+    add("")
+    rg = e["report_generator"]
+    add(f"- Report generator: servewatch {rg.get('servewatch') or 'N/A'}, Python {rg.get('python') or 'N/A'}, "
+        f"httpx {rg.get('httpx') or 'N/A'}")
+    for r in e["runs"]:
+        add(f"- Run `{r['source']}` (provenance: {r['provenance']})")
+        lg = r["load_generator"]
+        add(f"  - load generator: servewatch {lg['servewatch'] or _MISSING}, Python {lg['python'] or _MISSING}, "
+            f"httpx {lg['httpx'] or _MISSING}" + (f", {lg['os']}" if lg.get("os") else ""))
+        s = r["server"]
+        add(f"  - server: engine {s['engine'] or _MISSING}, build {s['build'] or _MISSING}, model {s['model'] or _MISSING}"
+            + (f", quantization {s['quantization']}" if s.get("quantization") else "")
+            + (f", {s['slots']} slots" if s.get("slots") else "")
+            + (f", {s['context_per_slot']} tokens per slot" if s.get("context_per_slot") else ""))
+        t = r["target"]
+        add(f"  - target: {t['url'] or _MISSING}, model {t['model'] or _MISSING}" + (f", API {t['api']}" if t.get("api") else ""))
+        gpu = r["gpu"]
+        if gpu.get("available"):
+            devs = "; ".join(f"{d.get('name') or 'GPU'} {d['memory_gib']:.1f} GiB" if d.get("memory_gib") is not None
+                             else f"{d.get('name') or 'GPU'}" for d in gpu["devices"])
+            add(f"  - GPU ({gpu['from']}): {devs}" + (f", driver {gpu['driver']}" if gpu.get("driver") else "")
+                + (f", CUDA {gpu['cuda']}" if gpu.get("cuda") else ""))
+        else:
+            add(f"  - GPU: {gpu['note']}")
+        if r["request_headers"]:
+            add(f"  - request headers sent (values never shown): {', '.join(r['request_headers'])}")
+        if r.get("note"):
+            add(f"  - note: {r['note']}")
+    add("")
+
+    # 3
+    add("## 3. Load configuration")
+    add("")
+    L += _table(("run", "mode", "arrival", "input tokens", "output tokens", "levels", "requests/step", "duration s",
+                 "warmup", "rounds", "seed"), (
+        (f"`{x['source']}`", x["mode"] or _MISSING,
+         (x["arrival"] or "-") + (f" (burstiness {x['burstiness']:g})" if x.get("burstiness") is not None else ""),
+         x["input_tokens"] or _MISSING, x["output_tokens"] or _MISSING,
+         ", ".join(f"{v:g}" for v in x["levels"]) + (f" {x['level_unit']}" if x.get("level_unit") else "")
+         if x["levels"] else _MISSING,
+         x["requests_per_step"] if x["requests_per_step"] is not None else "-",
+         f"{x['duration_s']:g}" if x["duration_s"] is not None else "-",
+         x["warmup"] if x["warmup"] is not None else _MISSING,
+         x["rounds"] if x["rounds"] is not None else _MISSING,
+         x["seed"] if x["seed"] is not None else _MISSING) for x in doc["load_configuration"]))
+    for x in doc["load_configuration"]:
+        if x.get("note"):
+            add("")
+            add(f"Note on `{x['source']}`: {x['note']}")
+    add("")
+
+    # 4
+    m = doc["measured"]
+    add("## 4. Measured results")
+    add("")
+    if not m["levels"]:
+        add("No measured requests.")
+    else:
+        L += _table(("run", "mode", "level", "round", "n", "good (Wilson 95%)", "TTFT P50", "TTFT P95", "TTFT P99",
+                     "TPOT P50", "req/s", "out tok/s", "goodput/s", "verdict", "window"), (
+            (f"`{r['source']}`", r["mode"] or "-", _fmt_level(r["level"]), r["round"], r["n"],
+             f"{_pct(r['good_fraction'])} ({r['good']}/{r['n']}) [{_pct(r['wilson_95'][0], 0)}-{_pct(r['wilson_95'][1], 0)}]",
+             _ms(r["ttft_ms"]["P50"]), _ms(r["ttft_ms"]["P95"]), _ms(r["ttft_ms"]["P99"]),
+             "N/A" if r["tpot_ms_p50"] is None else f"{r['tpot_ms_p50']:.1f} ms",
+             _f(r["req_per_s"]), _f(r["output_tok_per_s"], 1), _f(r["goodput_per_s"]),
+             r["verdict"] + (" (client saturated: not valid)" if r["saturated"] else ""),
+             f"n={r['window']['n']}, {r['window']['minutes']:.1f} min, VIF {r['window']['vif']:.2f}"
+             + (" (bursty)" if r["window"]["bursty"] else "")) for r in m["levels"]))
+        add("")
+        add("TTFT percentiles are over completed requests; failed requests count against the good fraction. "
+            "Good-fraction intervals are descriptive; the verdict is the anytime-valid test.")
+        add("")
+        for r in m["levels"]:
+            add(f"- `{r['source']}` level {_fmt_level(r['level'])} round {r['round']}: **{r['verdict']}**"
+                + (f" ({r['missing']})" if r["missing"] else "") + f". {r['reason']}")
+    add("")
+    cap = m["measured_capacity"]
+    cand = m["memory_only_candidate"]
+    add(f"**Measured capacity:** {(m['unit'] + ' ' + _fmt_level(cap)) if m['has_measured_capacity'] else 'none (no level PASSes)'}"
+        f" | **memory-only candidate:** {cand if cand is not None else 'N/A'} sequences")
+    add("")
+    for s in m["capacity_vs_memory"]:
+        add(f"- {s}")
+    for s in m["notes"]:
+        add(f"- Note: {s}")
+    for p in m.get("input_problems") or []:
+        if p["malformed"] or p["truncated"] or p["unknown_types"]:
+            add(f"- Input problems in `{p['source']}`: {p['malformed']} malformed, {p['truncated']} truncated, "
+                f"{p['unknown_types']} unknown-type lines (counted, not used)"
+                + ("; e.g. " + "; ".join(p["examples"][:3]) if p["examples"] else ""))
+        for n in p["notes"]:
+            add(f"- Note on `{p['source']}`: {n}")
+    add("")
+    add(f"Measured verdict: **{m['state']}**: {m['reason']}.")
+    add("")
+
+    # 5
+    q = doc["quality"]
+    add("## 5. Quality regression")
+    add("")
+    if not q["run"]:
+        add("Not run. Run `servewatch quality --url URL --baseline-url URL` (or `--baseline FILE`) and pass "
+            "`--quality FILE`.")
+    else:
+        add(f"Verdict: **{q['state']}**: {q['reason']}.")
+        if q.get("fallback"):
+            add("")
+            add(f"Fallback: {q['fallback']}.")
+        add("")
+        st = q["set"]
+        add(f"- Set: {st['source'] or 'N/A'} ({st['cases']} cases{', STARTER set' if st['starter'] else ''})")
+        add(f"- Candidate: {q['target']['url'] or 'N/A'}, model {q['target']['model'] or 'N/A'}: {_rate(q['candidate_overall'])}")
+        if q["baseline"]:
+            bl = q["baseline"]
+            add(f"- Baseline: {bl.get('url') or bl.get('source') or 'N/A'}, model {bl.get('model') or 'N/A'}: {_rate(bl.get('overall'))}")
+        else:
+            add("- Baseline: none")
+        if q.get("failed_requests"):
+            add(f"- Failed requests (counted as failed cases): {q['failed_requests']}")
+        cp = q.get("comparison")
+        if cp:
+            add(f"- Paired cases {cp['paired']}: both pass {cp['both_pass']}, regressed {cp['regressed']}, improved "
+                f"{cp['improved']}, both fail {cp['both_fail']}; margin {_pct(cp['margin'], 0)}, alpha {cp['alpha']:g}")
+        add("")
+        cats = sorted(set(q["categories"]) | set(q.get("baseline_categories") or {}))
+        L += _table(("category", "candidate pass rate [Wilson 95%]", "baseline pass rate"), (
+            (cat, _rate(q["categories"].get(cat)),
+             _rate((q.get("baseline_categories") or {}).get(cat)) if q.get("baseline_categories") else "no baseline")
+            for cat in cats))
+        if q["notes"]:
+            add("")
+        for n in q["notes"]:
+            add(f"- Note: {n}")
+    add("")
+
+    # 6
+    cs = doc["cost"]
+    add("## 6. Cost basis")
+    add("")
+    if cs["gpu_hour_usd"] is None:
+        add(f"{cs['status']}.")
+    else:
+        add(f"- Price: ${cs['gpu_hour_usd']:g} per GPU-hour x {cs['gpus']} GPU(s)"
+            + (" (1 GPU assumed: pass --gpus)" if cs["gpus_assumed"] else "") + f" = ${cs['usd_per_hour']:g} per hour")
+        if cs["usd_per_1m_output_tokens"] is None and cs["usd_per_1000_good_requests"] is None:
+            add(f"- {cs['status']}")
+        else:
+            add(f"- At the measured capacity ({m['unit']} {_fmt_level(cs['capacity_level'])}): "
+                f"{_f(cs['output_tok_per_s'], 1)} output tok/s, {_f(cs['goodput_per_s'])} good requests/s")
+            add(f"- **${_f(cs['usd_per_1m_output_tokens'], 4)} per 1M output tokens**, "
+                f"**${_f(cs['usd_per_1000_good_requests'], 4)} per 1,000 good requests**")
+        add(f"- Basis: {cs['basis']}.")
+    add("")
+
+    # 7
+    rb = doc["rollback"]
+    add("## 7. Rollback conditions")
+    add("")
+    add(f"Default: multi-window burn-rate rules on the same SLO (error budget = 1 - target = "
+        f"{_pct(rb['defaults'][0]['error_budget'])}).")
+    add("")
+    L += _table(("rule", "windows", "burn rate", "bad share threshold", "budget spent (30-day)", "action"), (
+        (r["name"], f"{r['long_window']} and {r['short_window']}", f"{r['burn_rate']:g}x",
+         _pct(r["bad_fraction_threshold"]), _pct(r["budget_spent_in_long_window"]), r["action"]) for r in rb["defaults"]))
+    add("")
+    for r in rb["defaults"]:
+        add(f"- {r['name']}: when {r['condition']}: {r['action']}.")
+    for n in rb["notes"]:
+        add(f"- Note: {n}")
+    if rb["user"]:
+        add("")
+        add(f"From {rb['user_source'] or 'the user'}:")
+        add("")
+        for u in rb["user"]:
+            add(f"- {u}")
+    add("")
+
+    # 8
+    add("## 8. Conclusion")
+    add("")
+    bq = doc["budget"]
+    L += _table(("evidence", "question", "answer"), (
+        ("budget", "does it fit?", "N/A (no budget)" if not bq.get("given") else
+         (f"yes: feasible, memory-only candidate {bq['memory_only_candidate']}" if bq["fits"] else "no: does not fit")),
+        ("measured", "does it finish in time at the target load?", m["state"] + (
+            f" (capacity {m['unit']} {_fmt_level(cap)})" if m["has_measured_capacity"] else "")
+         + (f": {m['summary']}" if m.get("summary") else "")),
+        ("quality", "are the answers still usable?", c["quality"]),
+    ))
+    add("")
+    add(f"**{c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "") + ".")
+    add("")
+    for line in c["missing_or_failed"]:
+        add(f"- {line}")
+    if not c["missing_or_failed"]:
+        add("All three kinds of evidence agree; none of them replaces another.")
+    add("")
+    add(f"Exit code: {doc['exit_code']}.")
+    return "\n".join(L).rstrip("\n") + "\n"
+
+
+def render_html(doc: Mapping, md: str | None = None) -> str:
+    """A plain, escaped HTML rendering of the markdown (headings as headings, everything else preformatted)."""
+    md = md if md is not None else render_markdown(doc)
+    title = "Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else "")
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{html.escape(title)}</title>",
+             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}pre{white-space:pre-wrap}"
+             ".banner{background:#fee;border:2px solid #c00;padding:.5em;font-weight:bold}</style>",
+             "</head><body>"]
+    if doc.get("banner"):
+        parts.append(f"<p class=\"banner\">{html.escape(doc['banner'])}</p>")
+    block: list[str] = []
+
+    def flush() -> None:
+        if block:
+            text = "\n".join(block).strip("\n")
+            if text:
+                parts.append(f"<pre>{html.escape(text)}</pre>")
+            block.clear()
+
+    for line in md.splitlines():
+        m = re.match(r"^(#{1,3}) (.*)$", line)
+        if m:
+            flush()
+            lvl = len(m.group(1))
+            parts.append(f"<h{lvl}>{html.escape(m.group(2))}</h{lvl}>")
+        elif line.startswith("> **") and doc.get("banner"):
+            continue  # the banner is shown above
+        else:
+            block.append(line)
+    flush()
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
