@@ -33,15 +33,15 @@ def test_capacity_below_candidate_names_queueing_tpot_and_falling_goodput():
     _level(mon, 2, 200, 1.0, 0.016, t0=1000)
     _level(mon, 4, 200, 0.99, 0.018, t0=2000)
     _level(mon, 8, 120, 0.3, 0.040, waiting=4, t0=3000)
-    rows = mon.snapshot().levels
-    assert measured_capacity(rows) == 4
-    s = sweep_summary(rows, teaching_case())
+    snap = mon.snapshot()
+    assert measured_capacity(snap.levels) == 4
+    s = sweep_summary(snap, teaching_case())
     assert s["measured_capacity"] == 4 and s["memory_only_candidate"] == 15 and s["exit_code"] == 0
     text = " ".join(s["limits"])
-    assert "load limits first" in text and "below the memory-only candidate (15)" in text
-    assert "at 8 the verdict is FAIL" in text and "queueing: up to 4 requests waited" in text
-    assert "TPOT grew" in text
-    assert "goodput fell" in text
+    assert "below the memory-only candidate (15): latency limits the deployment before memory does" in text
+    assert "At concurrency 8:" in text and "up to 4 waiting requests at concurrency 8" in text
+    assert "TPOT: the median time per output token grew" in text
+    assert "Goodput fell" in text
     out = format_sweep(s)
     assert "measured capacity: 4" in out and "memory-only candidate: 15" in out
 
@@ -49,20 +49,22 @@ def test_capacity_below_candidate_names_queueing_tpot_and_falling_goodput():
 def test_nothing_passes_is_exit_1_and_undecided_is_exit_3():
     mon = Monitor(MonitorConfig(min_window_s=0))
     _level(mon, 1, 100, 0.2, 0.015)
-    assert sweep_summary(mon.snapshot().levels)["exit_code"] == 1
+    assert sweep_summary(mon.snapshot())["exit_code"] == 1
     mon = Monitor(MonitorConfig(min_window_s=0))
     _level(mon, 1, 20, 1.0, 0.015)
-    s = sweep_summary(mon.snapshot().levels)
+    s = sweep_summary(mon.snapshot())
     assert s["measured_capacity"] is None and s["exit_code"] == 3
 
 
-def test_capacity_at_or_above_candidate_says_memory_limits():
+def test_capacity_at_the_candidate_says_memory_binds_and_untested_levels_are_named():
     class B:  # a budget whose candidate is small
         candidate = 2
 
     mon = Monitor(MonitorConfig(min_window_s=0))
     _level(mon, 1, 200, 1.0, 0.015)
     _level(mon, 2, 200, 1.0, 0.015, t0=1000)
-    s = sweep_summary(mon.snapshot().levels, B())
-    assert s["limits"][0].startswith("memory limits first")
-    assert "lower bound" in s["limits"][-1]
+    s = sweep_summary(mon.snapshot(), B())
+    assert "equals the memory-only candidate (2): memory is the binding limit" in s["limits"][0]
+    B.candidate = 15
+    s = sweep_summary(mon.snapshot(), B())
+    assert "the highest level tested" in s["limits"][0] and "were not tested" in s["limits"][0]

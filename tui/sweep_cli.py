@@ -56,7 +56,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if failed is not None:
         return failed
     mon = analyse_file(cfg.record, monitor_config_from_args(args), budget)
-    summary = sweep_summary(mon.snapshot().levels, budget)
+    summary = sweep_summary(mon.snapshot(), budget, cfg.record)
     summary["record"] = cfg.record
     _print("")
     sys.stdout.write(format_sweep(summary))

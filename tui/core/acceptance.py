@@ -385,6 +385,21 @@ def _level_key(level: float | None) -> float:
     return -math.inf if level is None else level
 
 
+def goodput_drop(rows: Sequence[dict], unit: str = "level") -> str | None:
+    """Effective throughput can fall as load rises: one sentence when the highest level's goodput is
+    more than 10% below the best level's (rows: level_row_dict rows of one mode)."""
+    gp = [(r["level"], r["goodput_per_s"]) for r in sorted(rows, key=lambda r: _level_key(r["level"]))
+          if r.get("goodput_per_s") is not None]
+    if len(gp) < 2:
+        return None
+    best = max(gp, key=lambda x: x[1])
+    last = gp[-1]
+    if last[0] == best[0] or not last[1] < 0.9 * best[1]:
+        return None
+    return (f"Goodput fell from {best[1]:.2f} good requests/s at {unit} {_fmt_level(best[0])} to {last[1]:.2f} at "
+            f"{unit} {_fmt_level(last[0])}: more load delivered fewer good requests.")
+
+
 def _diagnose(rows: list[dict], limiting: list[dict], base_rows: list[dict], unit: str) -> list[str]:
     """Why the limiting level does not pass: errors, slow TTFT, queueing, TPOT growth, client saturation."""
     out: list[str] = []
@@ -516,6 +531,9 @@ def measured_section(
                                   "workload's sequences are shorter. Full-length sequences would still be limited by memory.")
         if limiting_rows:
             comparison += _diagnose(mrows, limiting_rows, lowest_rows, unit)
+        drop = goodput_drop(mrows, unit)
+        if drop:
+            comparison.append(drop)
     problems = []
     for r in runs:
         sn = r.snapshot
