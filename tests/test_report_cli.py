@@ -100,3 +100,16 @@ def test_report_never_raises_on_arbitrary_files(tmp_path_factory, lines):
     assert rep["requests_total"] + ip["malformed"] + ip["truncated"] + ip["unknown_types"] <= len(non_blank)
     assert ip["malformed"] + ip["truncated"] + ip["unknown_types"] >= sum(
         1 for ln in non_blank if not ln.startswith(b"{\"type\":\""))
+
+
+def test_console_default_arguments_build_a_monitor_config():
+    # `servewatch` with no arguments has none of the acceptance flags: the defaults apply
+    import argparse
+
+    from tui.replay_cli import add_console_default_arguments
+    from tui.report_cli import monitor_config_from_args
+
+    p = argparse.ArgumentParser()
+    add_console_default_arguments(p)
+    cfg = monitor_config_from_args(p.parse_args([]))
+    assert (cfg.slo_ttft_ms, cfg.target, cfg.alpha, cfg.min_window_s) == (1000.0, 0.95, 0.05, 600.0)

@@ -30,11 +30,12 @@ def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig:
+    d = MonitorConfig()  # defaults for commands without the acceptance flags (the no-argument console)
     kw = dict(
-        slo_ttft_ms=args.slo_ttft_ms,
-        target=args.target,
-        alpha=args.alpha,
-        min_window_s=args.min_window_minutes * 60.0,
+        slo_ttft_ms=getattr(args, "slo_ttft_ms", d.slo_ttft_ms),
+        target=getattr(args, "target", d.target),
+        alpha=getattr(args, "alpha", d.alpha),
+        min_window_s=getattr(args, "min_window_minutes", d.min_window_s / 60.0) * 60.0,
         min_requests=getattr(args, "min_requests", None),
     )
     if getattr(args, "rolling_seconds", None):
