@@ -23,6 +23,7 @@ from tui.screens.help import HelpScreen
 from tui.sources.base import MonitorSink
 from tui.sources.replay import ReplaySource
 from tui.widgets.bars import HeaderBar, VerdictBar
+from tui.widgets import fmt
 from tui.widgets.requests import RequestList
 
 REPO = Path(__file__).resolve().parent.parent
@@ -260,6 +261,7 @@ async def test_help_opens_and_closes(seed_path):
             assert "INSUFFICIENT WINDOW" in text and "UNDECIDED" in text and "PASS" in text and "FAIL" in text
             assert "green" in text and "yellow" in text and "red" in text
             assert "Insufficient window, in two sentences" in text
+            assert "1-7 maximise a pane" in text and "7 Sweep" in text and "◆ the memory-only candidate" in text
             await pilot.press(close_key)
             await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), f"help closed by {close_key}")
 
@@ -373,7 +375,7 @@ async def test_command_palette_runs_our_commands(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for t in ("Pause / resume", "Replay faster", "Replay slower", "Step one record", "Jump to end",
-                  "Next theme", "Export", "Help", "Maximise Budget", "Maximise GPU memory"):
+                  "Next theme", "Export", "Help", "Maximise Budget", "Maximise GPU memory", "Maximise Sweep"):
             assert t in titles
         await pilot.press("ctrl+p")
         await pilot.pause()
@@ -471,6 +473,168 @@ async def test_live_source_pause_freezes_the_display_and_speed_keys_explain():
         await pilot.press("plus")
         await pilot.pause()
         assert any("replays only" in n.message for n in app._notifications)
+
+
+# ----------------------------------------------------------------------------- the sweep view (pane 7)
+
+#: (level, measured requests, good fraction): level 4 at 97% needs ~800 requests before the sequential
+#: test can PASS it against the 95% target, so it gets 900; the others get 160 each.
+SWEEP_LEVELS = ((1, 160, 1.0), (2, 160, 1.0), (4, 900, 0.97), (8, 160, 0.3))
+
+
+def write_sweep_run(path: Path, levels=SWEEP_LEVELS, t0: float = 1_767_225_600.0, mode: str = "closed") -> Path:
+    """A synthetic closed-loop ramp: a step record per level, requests spread evenly, the slow ones
+    (TTFT 2 s against the 1 s SLO) interleaved so every level's good fraction is exactly as given."""
+    lines = [dumps(run_header(synthetic=True, started_at=t0,
+                              load={"mode": mode, "levels": [lvl for lvl, _, _ in levels]}))]
+    t = t0
+    for lvl, n, frac in levels:
+        lines.append(dumps({"type": "step", "t": round(t, 3), "event": "start", "level": lvl, "round": 1,
+                            "mode": mode}))
+        bad = 1.0 - frac
+        for i in range(n):
+            t += 0.05
+            slow = int((i + 1) * bad + 1e-9) > int(i * bad + 1e-9)
+            ttft = 2.0 if slow else 0.2
+            r = RequestRecord(id=f"c{lvl}-{i:04d}", t_sent=round(t, 3), t_end=round(t + ttft + 0.3, 3), complete=True,
+                              t_intended=round(t, 3), t_first_token=round(t + ttft, 3), output_tokens=16,
+                              finish_reason="length", level=lvl, round=1, phase="measure")
+            lines.append(dumps(request_to_dict(r)))
+        lines.append(dumps({"type": "step", "t": round(t + 2.5, 3), "event": "end", "level": lvl, "round": 1,
+                            "mode": mode}))
+    path.write_text("".join(lines))
+    return path
+
+
+def sweep_lines(app) -> list[str]:
+    return app.query_one("#sweep-text").visual.plain.splitlines()
+
+
+def row_of(lines: list[str], level: int) -> str:
+    (row,) = [ln for ln in lines if ln.split()[:1] == [str(level)] and "┊" in ln]
+    return row
+
+
+async def test_sweep_view_shows_levels_target_candidate_and_measured_capacity(tmp_path):
+    p = write_sweep_run(tmp_path / "ramp.jsonl")
+    app, src, sink = make_app(p, max_speed=True, cfg=MonitorConfig(min_window_s=0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        snap = app.snapshot
+        states = {r.level: (r.window.good.n, r.verdict.state) for r in snap.levels}
+        assert states == {1.0: (160, "PASS"), 2.0: (160, "PASS"), 4.0: (900, "PASS"), 8.0: (160, "FAIL")}
+        # the sweep pane is in the grid, under the budget, and the footer offers it
+        sweep, budget = app.query_one("#sweep"), app.query_one("#budget")
+        assert app.sweep_active
+        await wait_for(pilot, lambda: sweep.region.area > 0, "the grid laid out with the sweep pane")
+        assert sweep.region.x == budget.region.x and sweep.region.y == budget.region.bottom
+        assert len([p for p in app.panes if p.region.area > 0]) == 7
+        text = screen_text(app)
+        assert "7 Sweep" in text
+        lines = sweep_lines(app)
+        assert "┊ target 95%" in lines[0]
+        for lvl, pct, word in ((1, "100.0%", "PASS"), (2, "100.0%", "PASS"), (4, "97.0%", "PASS"), (8, "30.0%", "FAIL")):
+            row = row_of(lines, lvl)
+            assert pct in row and row.rstrip().endswith(word), row
+            assert row in text, "the row is on screen, not clipped"
+        # every bar is drawn against the same target column
+        assert len({row_of(lines, lvl).index("┊") for lvl in (1, 2, 4, 8)}) == 1
+        # level axis, lowest first: 1, 2, 4, the measured capacity, 8, then the candidate (beyond the levels tested)
+        order = [lines.index(row_of(lines, lvl)) for lvl in (1, 2, 4)]
+        cap = next(i for i, ln in enumerate(lines) if "measured capacity 4" in ln)
+        cand = next(i for i, ln in enumerate(lines) if "◆ memory-only candidate" in ln)
+        assert order == sorted(order) and order[-1] < cap < lines.index(row_of(lines, 8)) < cand
+        assert lines[cand].split()[0] == "15"
+        assert "measured capacity 4" in text and "15 ◆ memory-only candidate" in text
+        # colours: each level's bar and figure take its verdict's theme variable
+        from tui.widgets.sweep import sweep_markup
+
+        markup = sweep_markup(snap, app.budget, 37).splitlines()
+        row8 = next(ln for ln in markup if ln.lstrip().startswith("8 "))
+        row4 = next(ln for ln in markup if ln.lstrip().startswith("4 "))
+        assert "$sw-bad]" in row8 and "$sw-good" not in row8
+        assert "$sw-good]" in row4 and "$sw-bad" not in row4
+        # 7 maximises the sweep: n, the interval and what limits, from the core
+        await pilot.press("7")
+        await pilot.pause()
+        assert [p.id for p in app.panes if p.display and p.region.area > 0] == ["sweep"]
+        wide = "\n".join(sweep_lines(app))
+        row4 = row_of(sweep_lines(app), 4)
+        r4 = next(r for r in snap.levels if r.level == 4.0)
+        assert "900" in row4 and fmt.interval(r4.window.good.lo, r4.window.good.hi) in row4
+        assert "What limits" in wide and "memory-only candidate (15)" in wide
+        await pilot.press("7")
+        await pilot.pause()
+        assert len([p for p in app.panes if p.region.area > 0]) == 7
+
+
+async def test_sweep_pane_stays_out_of_the_grid_for_one_level(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        assert not app.sweep_active
+        assert app.query_one("#sweep").region.area == 0
+        assert app.query_one("#budget").region.height > 20, "the budget keeps both rows"
+        assert "7 Sweep" not in screen_text(app)
+        assert "7" in app.active_bindings and app.active_bindings["7"].binding.action == "maximise(7)"
+        await pilot.press("7")  # still reachable: says why there is nothing to compare
+        await pilot.pause()
+        assert [p.id for p in app.panes if p.display and p.region.area > 0] == ["sweep"]
+        assert "one load level so far" in "\n".join(sweep_lines(app))
+
+
+async def test_sweep_candidate_between_levels_and_no_budget(tmp_path):
+    p = write_sweep_run(tmp_path / "ramp.jsonl", levels=((1, 160, 1.0), (8, 160, 0.99), (32, 160, 0.5)))
+    app, src, sink = make_app(p, max_speed=True, cfg=MonitorConfig(min_window_s=0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        lines = sweep_lines(app)
+        cand = next(i for i, ln in enumerate(lines) if "◆ memory-only candidate" in ln)
+        assert lines.index(row_of(lines, 8)) < cand < lines.index(row_of(lines, 32)), lines
+        assert ("not tested" in lines[cand] or "untested" in lines[cand]) and "beyond" not in lines[cand]
+        assert any("measured capacity 8" in ln for ln in lines)
+    app, src, sink = make_app(p, max_speed=True, budget=None, cfg=MonitorConfig(min_window_s=0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        text = "\n".join(sweep_lines(app))
+        assert "◆ candidate N/A (no budget given)" in text and "measured capacity 8" in text
+
+
+async def test_sweep_in_req_per_s_keeps_the_concurrency_candidate_off_the_axis(tmp_path):
+    p = write_sweep_run(tmp_path / "open.jsonl", levels=((1, 160, 1.0), (2, 160, 1.0), (4, 160, 0.5)), mode="open")
+    app, src, sink = make_app(p, max_speed=True, cfg=MonitorConfig(min_window_s=0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        assert app.sweep_active
+        text = "\n".join(sweep_lines(app))
+        assert "measured capacity 2 req/s" in text
+        assert "◆ memory-only candidate" not in text, "a concurrency is not a point on a req/s axis"
+        assert "candidate 15 (a concurrency: not on this req/s" in " ".join(text.split())
+
+
+# ----------------------------------------------------------------------------- live in-flight
+
+
+class _InFlightSource(_StaticSource):
+    """A live-like source that reports the client's in-flight count, as LiveSource does."""
+
+    in_flight = 5
+
+
+async def test_live_source_in_flight_reaches_the_queue_pane_every_tick():
+    monitor = Monitor()
+    sink = MonitorSink(monitor)
+    src = _InFlightSource()
+    app = ServewatchApp(src, sink, None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "in-flight" in app.query_one("#queue-text").visual.plain, "in-flight shown")
+        assert monitor.snapshot().queue.client_in_flight == 5
+        assert "5" in app.query_one("#queue-text").visual.plain.split("in-flight")[1]
+        seq = sink.snapshot().seq
+        src.in_flight = 2  # no new record: the tick alone carries the new figure to the screen
+        await wait_for(pilot, lambda: app.snapshot.queue.client_in_flight == 2, "in-flight 2 in the snapshot")
+        assert sink.snapshot().seq == seq
+        assert app.query_one("#queue-text").visual.plain.split("in-flight")[1].split()[0] == "2"
 
 
 # ----------------------------------------------------------------------------- follow mode

@@ -24,6 +24,8 @@ from tui.sources.base import MonitorSink
 from tui.sources.replay import ReplaySource
 from tui.theming import BUNDLED_THEMES
 
+from tests.test_app import write_sweep_run
+
 GIB = 2**30
 DEADLINE_S = 20.0
 
@@ -73,10 +75,10 @@ def demo_file(tmp_path):
     return p
 
 
-def demo_app(path, theme: str = "dark"):
-    src = ReplaySource(path, max_speed=True, label="demo-run.jsonl", poll_interval=0.02)
+def demo_app(path, theme: str = "dark", label: str = "demo-run.jsonl", cfg: MonitorConfig | None = None):
+    src = ReplaySource(path, max_speed=True, label=label, poll_interval=0.02)
     budget = teaching_case()
-    sink = MonitorSink(Monitor(MonitorConfig(), budget=budget, source=src.label))
+    sink = MonitorSink(Monitor(cfg or MonitorConfig(), budget=budget, source=src.label))
     app = build_app(src, sink, budget, theme=theme)
     return app, src, sink
 
@@ -108,3 +110,11 @@ def test_help_screen(snap_compare, demo_file):
 def test_small_terminal(snap_compare, demo_file):
     app, src, sink = demo_app(demo_file)
     assert snap_compare(app, terminal_size=(80, 24), run_before=until_final(src, sink))
+
+
+def test_sweep_view(snap_compare, tmp_path):
+    """A ramp over levels 1, 2, 4, 8: the Sweep pane (7) under the budget, with the target line, the
+    measured capacity (4) and the memory-only candidate (15, beyond the levels tested)."""
+    path = write_sweep_run(tmp_path / "ramp.jsonl")
+    app, src, sink = demo_app(path, label="ramp.jsonl", cfg=MonitorConfig(min_window_s=0.0))
+    assert snap_compare(app, terminal_size=(120, 40), run_before=until_final(src, sink))

@@ -5,6 +5,12 @@ one timer tick (``tick_hz``, default 4 Hz) takes ``sink.snapshot()`` and, only w
 snapshot's ``seq`` changed, updates every pane inside ``App.batch_update()``. Nothing is
 pushed into the DOM per record, the request table is capped and nothing here computes a
 metric: every number comes from the Snapshot.
+
+A live source that reports ``in_flight`` (the client's in-flight request count) has it handed to
+the monitor every tick (under the sink's lock), so the client in-flight figure is live.
+
+With more than one load level in the snapshot (a ramp or a sweep) the grid shows the Sweep pane
+(7) under the budget, and the footer offers ``7 Sweep``.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import json
 import math
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -29,6 +36,7 @@ from tui.screens.help import HelpFacts, HelpScreen
 from tui.theming import DEFAULT_THEME, ThemeSet, load_themes, sw_variable_defaults
 from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets.panes import PANES, BudgetPane, GoodFractionPane, GpuPane, QueuePane, RequestsPane, TtftPane
+from tui.widgets.sweep import SweepPane, is_sweep
 
 NARROW_BELOW = 110  # columns: below this the panes stack two wide and the page scrolls
 SHORT_BELOW = 34  # rows: below this the grid keeps its row heights and the page scrolls
@@ -73,6 +81,8 @@ class ServewatchApp(App[int]):
         Binding("s", "step('record')", "Step", priority=True),
         Binding("S", "step('second')", "Step 1 s", show=False, priority=True),
         Binding("e", "jump_end", "End", priority=True),
+        # shown in the footer only while the run has more than one level; key 7 works always (below)
+        Binding("7", "show_sweep", "Sweep", priority=True),
         Binding("t", "next_theme", "Theme", priority=True),
         Binding("ctrl+s", "export", "Export", priority=True),
     ] + [
@@ -112,6 +122,8 @@ class ServewatchApp(App[int]):
         self._notices_seen = 0
         self._error_shown = False
         self._source_started = False
+        self.sweep_active = False
+        self._in_flight_pushed: int | None = None
         self._header: HeaderBar | None = None
         self._verdict: VerdictBar | None = None
         self._panes: list | None = None
@@ -151,6 +163,7 @@ class ServewatchApp(App[int]):
                 yield BudgetPane(self.budget, id="budget")
                 yield GoodFractionPane(id="good")
                 yield TtftPane(id="ttft")
+                yield SweepPane(self.budget, id="sweep")  # under the budget when shown (grid.-sweep)
                 yield QueuePane(id="queue")
                 yield GpuPane(id="gpu")
                 yield RequestsPane(id="requests")
@@ -219,6 +232,7 @@ class ServewatchApp(App[int]):
     def tick(self, force: bool = False) -> None:
         """Take one snapshot; update the panes only when it changed (or when forced)."""
         self.ticks += 1
+        in_flight_changed = self._push_in_flight()
         try:
             snap = self.sink.snapshot()
         except Exception as exc:  # a bug in the core must not kill the console
@@ -227,7 +241,7 @@ class ServewatchApp(App[int]):
                 self.notify(f"snapshot failed: {type(exc).__name__}: {exc}", severity="error", timeout=15)
             return
         self._show_source_notices()
-        changed = force or snap.seq != self.last_seq
+        changed = force or snap.seq != self.last_seq or in_flight_changed
         if self.display_paused and not force:
             changed = False
         if self._header is None or self._verdict is None or self._panes is None:
@@ -243,6 +257,35 @@ class ServewatchApp(App[int]):
                 self.snapshot = snap
                 self.last_seq = snap.seq
                 self.pane_updates += 1
+                self._show_sweep_if(is_sweep(snap))
+
+    def _push_in_flight(self) -> bool:
+        """Hand a live source's ``in_flight`` to the monitor (under the sink lock); True when it changed."""
+        n = getattr(self.source, "in_flight", None)
+        monitor = getattr(self.sink, "monitor", None)
+        setter = getattr(monitor, "set_client_in_flight", None)
+        if setter is None or not isinstance(n, int) or isinstance(n, bool):
+            return False
+        lock = getattr(self.sink, "lock", None)
+        try:
+            with lock if lock is not None else nullcontext():
+                setter(n)
+        except Exception:
+            return False
+        changed = n != self._in_flight_pushed
+        self._in_flight_pushed = n
+        return changed
+
+    def _show_sweep_if(self, active: bool) -> None:
+        """More than one level: the Sweep pane joins the grid (under the budget) and the footer."""
+        if active == self.sweep_active:
+            return
+        self.sweep_active = active
+        try:
+            self.query_one("#grid", Grid).set_class(active, "-sweep")
+        except Exception:
+            return
+        self.refresh_bindings()
 
     def _show_source_notices(self) -> None:
         notices = getattr(self.source, "notices", None)
@@ -304,6 +347,14 @@ class ServewatchApp(App[int]):
         grid.add_class("-solo")
         target = self.query_one(f"#{PANES[number][0]}")
         target.add_class("-solo")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "show_sweep":
+            return self.sweep_active  # False: not in the footer; key 7 then falls through to maximise(7)
+        return True
+
+    def action_show_sweep(self) -> None:
+        self.action_maximise(7)
 
     def action_next_theme(self) -> None:
         names = self.theme_names
@@ -379,8 +430,10 @@ class ServewatchApp(App[int]):
         yield SystemCommand("Export", "Save an SVG screenshot and a JSON snapshot", self.action_export)
         yield SystemCommand("Help", "Keys, colours and what each verdict means", self.action_help)
         for n, (_key, title) in PANES.items():
-            yield SystemCommand(f"Maximise {title}", f"Show only the {title} pane (again to restore)",
-                                lambda n=n: self.action_maximise(n))
+            what = (f"Show only the {title} pane (again to restore)" if n != 7 else
+                    "Good fraction per level against the target, the memory-only candidate and the measured "
+                    "capacity, full width (again to restore)")
+            yield SystemCommand(f"Maximise {title}", what, lambda n=n: self.action_maximise(n))
 
     # ------------------------------------------------------------------ helpers
     def _facts_from_sink(self) -> HelpFacts:

@@ -42,7 +42,7 @@ def help_markup(f: HelpFacts) -> str:
         "[b]Keys[/]",
         "  [b]q[/] quit    [b]?[/] / [b]F1[/] help    [b]p[/] / [b]space[/] pause or resume",
         "  [b]+[/] / [b]-[/] replay speed x2 / ÷2    [b]s[/] step one record    [b]S[/] step one second of record time",
-        "  [b]e[/] jump to the end of the file    [b]1[/]-[b]6[/] maximise a pane (press again to restore)",
+        "  [b]e[/] jump to the end of the file    [b]1[/]-[b]7[/] maximise a pane (press again to restore)",
         "  [b]t[/] next theme    [b]ctrl+s[/] export an SVG screenshot and a JSON snapshot    "
         "[b]ctrl+p[/] command palette",
         "",
@@ -83,6 +83,10 @@ def help_markup(f: HelpFacts) -> str:
         "  [$sw-warn]insufficient n[/] beside a percentile: too few completed requests for that percentile to "
         "be trusted (P99 needs hundreds); the raw value is shown anyway.",
         "  Warmup requests appear in the request list but never count toward the verdict.",
+        f"  [b]7 Sweep[/] (shown under the budget when the run has more than one load level): the good fraction of "
+        f"each level against the ┊ {tgt} target line, coloured by that level's verdict;",
+        "  ╌ marks the measured capacity (the highest level that passed) and ◆ the memory-only candidate from the "
+        "budget, even when it was not tested.",
         "  SYNTHETIC in the header: the data is made up (teaching or test data), not a measurement.",
         "  GPU memory: │ marks the budget's predicted use at the current concurrency, ┃ the ceiling "
         "(weights + margin + full cache budget).",

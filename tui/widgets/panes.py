@@ -1,7 +1,8 @@
-"""The six panes of the console. Each takes a Snapshot and shows it; none computes a metric.
+"""The panes of the console. Each takes a Snapshot and shows it; none computes a metric.
 
 Numbers match the keys that maximise them: 1 budget, 2 requests, 3 good fraction,
-4 TTFT, 5 queue, 6 GPU memory.
+4 TTFT, 5 queue, 6 GPU memory, 7 sweep (``tui.widgets.sweep``; shown in the grid only
+when the run has more than one load level).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ PANES = {
     4: ("ttft", "TTFT"),
     5: ("queue", "Queue"),
     6: ("gpu", "GPU memory"),
+    7: ("sweep", "Sweep"),
 }
 
 

@@ -1,0 +1,210 @@
+"""7 Sweep: good fraction per load level against the target line, with the memory-only candidate
+and the measured capacity on the same level axis.
+
+Every figure comes from elsewhere: the good fraction, n, interval and verdict of each level and
+round from the snapshot (``Snapshot.levels``, one ``LevelRow`` per level and round), the measured
+capacity from ``tui.core.sweep.measured_capacity`` and the candidate from the budget. The pane only
+scales fractions into bar cells and picks the theme variable of each row's verdict.
+
+One row per (level, round), lowest level first::
+
+    lvl   good fraction       ┊ target 95%
+      1   ████████████████████┊█ 100.0% PASS
+      4   ████████████████████┊▍  97.0% PASS
+          ╌╌ measured capacity 4 ╌╌╌╌╌╌╌╌╌╌╌╌╌╌
+      8   ██████              ┊   30.0% FAIL
+     15 ◆ memory-only candidate (not tested)
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tui.core.snapshot import LevelRow, Snapshot
+from tui.core.sweep import measured_capacity
+from tui.widgets import fmt
+from tui.widgets.fmt import VERDICT_STYLE, esc, na
+from tui.widgets.panes import PaneMixin
+
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+TARGET_MARK = "┊"
+CANDIDATE_MARK = "◆"
+TRACK = "·"
+#: Verdict state -> the short word of the narrow layout (the wide one spells VERDICT_STYLE out).
+SHORT_STATE = {"PASS": "PASS", "FAIL": "FAIL", "UNDECIDED": "UNDEC", "INSUFFICIENT_WINDOW": "INSUF"}
+WIDE_AT = 80  # content columns from which n, the interval and the full verdict words are shown
+WIDE_BAR_MAX = 60  # bar cells at most (a longer bar reads no better)
+
+
+def tested_rows(snap: Snapshot) -> list[LevelRow]:
+    """The snapshot's level rows that sit on the level axis (level known), lowest level first."""
+    return sorted((r for r in snap.levels if r.level is not None), key=lambda r: (r.level, r.round))
+
+
+def is_sweep(snap: Snapshot | None) -> bool:
+    """More than one load level (a ramp or a sweep): the console shows the sweep pane."""
+    if snap is None:
+        return False
+    return len({r.level for r in snap.levels if r.level is not None}) > 1
+
+
+def bar_markup(fraction: float | None, target: float | None, cells: int, var: str) -> str:
+    """``cells`` bar cells for a 0..1 fraction (eighth-block resolution), coloured ``var``, with the
+    target line drawn as an extra column between the cells below and above the target."""
+    cells = max(1, cells)
+    tcol = None if target is None else min(cells, max(0, int(round(target * cells))))
+    eighths = 0 if fraction is None else int(round(min(1.0, max(0.0, fraction)) * cells * 8))
+    out: list[str] = []
+    run_var: str | None = None
+    run: list[str] = []
+
+    def put(ch: str, v: str) -> None:
+        nonlocal run_var
+        if v != run_var and run:
+            out.append(f"[{run_var}]{''.join(run)}[/]")
+            run.clear()
+        run_var = v
+        run.append(ch)
+
+    for i in range(cells + 1):
+        if i == tcol:
+            put(TARGET_MARK, "b $foreground")
+        if i == cells:
+            break
+        amount = min(8, max(0, eighths - 8 * i))
+        if amount:
+            put(_EIGHTHS[amount], var)
+        else:
+            put(TRACK, "$sw-na")
+    if run:
+        out.append(f"[{run_var}]{''.join(run)}[/]")
+    return "".join(out)
+
+
+def limits(snap: Snapshot, budget: Any) -> list[str]:
+    """What limits capacity, in the core's sentences (``tui.core.sweep.sweep_summary``); [] if unavailable."""
+    try:
+        from tui.core.sweep import sweep_summary
+
+        return [str(x) for x in (sweep_summary(snap, budget).get("limits") or [])]
+    except Exception:  # the console shows the chart even if the explanation cannot be had
+        return []
+
+
+def _candidate(budget: Any) -> tuple[int | None, str | None]:
+    """(candidate, why there is none) from the budget."""
+    if budget is None:
+        return None, "no budget given"
+    cand = getattr(budget, "candidate", None)
+    if not getattr(budget, "fits", bool(cand)) or not isinstance(cand, int) or cand < 1:
+        return None, "budget does not fit"
+    return cand, None
+
+
+def sweep_markup(snap: Snapshot, budget: Any, width: int) -> str:
+    """The pane's text for ``width`` content columns."""
+    rows = tested_rows(snap)
+    cand, no_cand = _candidate(budget)
+    open_loop = any(r.mode == "open" for r in rows)
+    budget_cand = cand
+    if open_loop and cand is not None:  # levels are req/s, the candidate is a concurrency: not one axis
+        cand, no_cand = None, "a concurrency: not on this req/s axis"
+    cap = measured_capacity(snap.levels)
+    wide = width >= WIDE_AT
+    multi_round = any(r.round != 1 for r in rows)
+
+    def label(r: LevelRow) -> str:
+        return fmt.level(r.level) + (f" r{r.round}" if multi_round else "")
+
+    labels = [label(r) for r in rows]
+    labw = max([3, *(len(s) for s in labels)] + ([len(str(cand))] if cand is not None else []))
+    state_w = max(len(VERDICT_STYLE.get(s, (s,))[0]) for s in SHORT_STATE) if wide else 5
+    extra_w = (10 + 15) if wide else 0  # "  n 12,345" and "  (93.1–100.0%)"
+    fixed = labw + 3 + 1 + 1 + 6 + 1 + state_w + extra_w  # label, mark, target column, pct, verdict
+    cells = max(8, width - fixed)
+    if wide:
+        cells = min(cells, WIDE_BAR_MAX)
+    target = snap.target
+    tcol = min(cells, max(0, int(round(target * cells))))
+    tested = {r.level for r in rows}
+
+    lines: list[str] = []
+    before = "good fraction" if tcol >= 14 else ("good" if tcol >= 5 else "")
+    lines.append(f"[b]{'lvl'.rjust(labw)}[/]   [b]{before.ljust(tcol)}[/]"
+                 f"[b $foreground]{TARGET_MARK}[/] target {fmt.pct(target, 0)}")
+    if not rows:
+        lines.append(na("no measured levels yet"))
+
+    def candidate_line(beyond: bool) -> str:
+        head = f"{str(cand).rjust(labw)} [b $primary]{CANDIDATE_MARK}[/] [$primary]memory-only candidate[/]"
+        used = labw + 3 + len("memory-only candidate")
+        notes = ((" (beyond the levels tested)",) if beyond else ()) + (" (not tested)", ", untested")
+        for note in notes:
+            if used + len(note) <= width:
+                return f"{head}[$sw-na]{note}[/]"
+        return head
+
+    cand_pending = cand is not None and cand not in tested
+    last_of_level = {r.level: i for i, r in enumerate(rows)}
+    for i, (r, lab) in enumerate(zip(rows, labels)):
+        if cand_pending and cand < r.level:
+            lines.append(candidate_line(False))
+            cand_pending = False
+        state = r.verdict.state
+        words, var = VERDICT_STYLE.get(state, (state, "$sw-warn"))
+        g = r.window.good
+        mark = f"[b $primary]{CANDIDATE_MARK}[/]" if cand is not None and r.level == cand else " "
+        pct = fmt.pct(g.fraction).rjust(6)
+        line = f"{esc(lab.rjust(labw))} {mark} " + bar_markup(g.fraction, target, cells, var) + f" [b {var}]{pct}[/]"
+        if wide:  # n and the descriptive interval, then the verdict in words
+            interval = f"({fmt.interval(g.lo, g.hi)})"
+            line += f"  [$sw-na]n[/] {g.n:>6,}  [$sw-na]{interval.ljust(15)}[/] [{var}]{esc(words)}[/]"
+        else:
+            line += f" [{var}]{esc(SHORT_STATE.get(state, state[:5]))}[/]"
+        if r.saturated:
+            line += " [$sw-warn]client saturated[/]"
+        lines.append(line)
+        if cap is not None and r.level == cap and last_of_level[r.level] == i:
+            text = f" measured capacity {fmt.level(cap)}{' req/s' if open_loop else ''} "
+            fill = max(2, cells + 8 - 2 - len(text))  # under the bar, the target column and the percentage
+            lines.append(f"{' ' * (labw + 3)}[b $sw-good]╌╌{text}{'╌' * fill}[/]")
+    def note(text: str) -> None:
+        lines.extend(na(esc(part)) for part in textwrap.wrap(text, width, subsequent_indent="  "))
+
+    if cand_pending:
+        lines.append(candidate_line(bool(rows)))
+    if cap is None and rows:
+        note("measured capacity: none yet (no level has passed)")
+    if cand is None:
+        note(f"{CANDIDATE_MARK} candidate {'N/A' if budget_cand is None else budget_cand} ({no_cand})")
+    if len(tested) == 1:
+        note("one load level so far: this view compares levels")
+    if wide and rows:  # maximised: what limits, in the core's words
+        lines.append("")
+        lines.append("[b]What limits[/] [$sw-na](measured capacity vs the memory-only candidate)[/]")
+        for sentence in limits(snap, budget if budget_cand is not None else None):
+            for k, part in enumerate(textwrap.wrap(sentence, max(20, width - 2))):
+                lines.append(("• " if k == 0 else "  ") + esc(part))
+    return "\n".join(lines)
+
+
+class SweepPane(PaneMixin, VerticalScroll):
+    """Good fraction per level (and round) against the target, candidate marker, measured capacity."""
+
+    def __init__(self, budget: Any = None, **kw) -> None:
+        super().__init__(**kw)
+        self.budget = budget
+        self._init_pane(7)
+        self.border_subtitle = "per level · 7 maximises"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="sweep-text")
+
+    def update_snapshot(self, snap: Snapshot) -> None:
+        width = max(24, (self.content_size.width or 38) - 1)  # one column kept for the scrollbar
+        self.query_one("#sweep-text", Static).update(sweep_markup(snap, self.budget, width))
