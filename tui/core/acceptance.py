@@ -504,7 +504,9 @@ def measured_section(
         mrows = [r for r in rows if r["mode"] == primary["mode"]]
         lowest_rows = [r for r in mrows if r["level"] == states[0]["level"]]
         above = [s for s in states if s["state"] != PASS and (not has_cap or _level_key(s["level"]) > _level_key(capacity))]
-        limiting_level = above[0]["level"] if above else None
+        # explain the first level that FAILs (the gate broke there); else the first one not yet passing
+        failing = [s for s in above if s["state"] == FAIL]
+        limiting_level = (failing or above)[0]["level"] if above else None
         limiting_rows = [r for r in mrows if above and r["level"] == limiting_level]
         if not has_cap:
             comparison.append("No level PASSes, so there is no measured capacity to set beside the memory-only "
