@@ -54,6 +54,9 @@ _ERROR_BODY_LIMIT = 4096
 _DETAIL_LIMIT = 200
 
 
+CLIENT_BUSY_LIMIT = 0.9  # closed loop: client CPU-seconds per wall second that flag the step as saturated
+
+
 class ConfigError(ValueError):
     """The load configuration is not usable (bad usage: exit code 2)."""
 
@@ -1108,6 +1111,13 @@ class LoadGenerator:
             if sat:
                 d["note"] = (f"client saturated, results not valid: dispatch lateness p99 {p99 * 1e3:.1f} ms "
                              f"> {SATURATION_LATENESS_MS:g} ms (requests reached the wire later than scheduled)")
+        else:
+            # closed loop: no schedule to miss, but a CPU-bound client delays reading tokens (TTFT grows)
+            busy = d["process_cpu_s"] / secs
+            if secs >= 1.0 and busy >= CLIENT_BUSY_LIMIT:
+                d["saturated"] = True
+                d["note"] = (f"client saturated, results not valid: the load generator used {busy:.2f} CPU-seconds "
+                             f"per second (>= {CLIENT_BUSY_LIMIT:g}); its own delays are inside the measured TTFT")
         if self._monitor is not None and step.phase == "measure":
             try:
                 v = self._monitor.verdict_for(self._monitor.levels.get((float(step.level), step.round)))
