@@ -543,7 +543,7 @@ class Monitor:
             reason = (f"good fraction {pct:.1f}% ({st.good}/{st.n}): not yet enough evidence either way; "
                       f"keep the load running.{burst_note}")
         return Verdict(
-            state=state, reason=reason, missing=missing, n=st.n, good=st.good, elapsed_s=elapsed,
+            state=state, reason=reason, missing=missing if state == INSUFFICIENT_WINDOW else None, n=st.n, good=st.good, elapsed_s=elapsed,
             need_requests=need_n, need_seconds=need_s,
             e_pass=safe_exp(seq.last_log_pass), e_fail=safe_exp(seq.last_log_fail), threshold=thr,
             vif=seq.vif, n_eff=n_eff, bursty=bursty,
