@@ -115,9 +115,6 @@ def _sample_speed(path: Path) -> float:
 
 def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, *, label: str | None = None,
                 speed: float = 1.0) -> int:
-    from tui.app import build_app
-    from tui.core.monitor import Monitor
-    from tui.sources.base import MonitorSink
     from tui.sources.replay import ReplaySource, validate_record_file
 
     problem = validate_record_file(path)
@@ -131,7 +128,15 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
         return EXIT_USAGE
     source = ReplaySource(path, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
                           follow=bool(getattr(args, "follow", False)), label=label)
-    sink = MonitorSink(Monitor(cfg, budget=budget, source=source.label))
+    return open_console(source, args, budget, cfg)
+
+
+def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any) -> int:
+    """Run the console on ``source`` until the user quits; returns the verdict's exit code (3 when none)."""
+    from tui.core.monitor import Monitor
+    from tui.sources.base import MonitorSink
+
+    sink = MonitorSink(Monitor(monitor_config, budget=budget, source=source.label))
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
                     themes_dir=getattr(args, "themes_dir", None),
                     export_dir=getattr(args, "export_dir", None) or "exports")

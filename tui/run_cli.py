@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import sys
 
+from tui.argtypes import non_negative_int, positive_float, positive_int
 from tui.sources.loadgen import ConfigError, LoadConfig, SetupError, redact_url, run_load
 
 EXIT_USAGE = 2
@@ -64,29 +65,6 @@ def header_arg(text: str) -> tuple[str, str]:
     return name, value.strip()
 
 
-def _positive(kind: type):
-    def parse(text: str):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-        return v
-
-    return parse
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return v
-
-
 # ------------------------------------------------------------------ flags
 
 
@@ -115,13 +93,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                    help="max_tokens per request, fixed or uniform MIN-MAX (default 64)")
     g.add_argument("--ignore-eos", action="store_true",
                    help="send ignore_eos: true so every answer has exactly max_tokens tokens")
-    g.add_argument("--warmup", type=_non_negative_int, default=0, metavar="N",
+    g.add_argument("--warmup", type=non_negative_int, default=0, metavar="N",
                    help="requests before the first step, recorded as phase warmup (default 0)")
-    g.add_argument("--requests", type=_positive(int), default=None, metavar="N",
+    g.add_argument("--requests", type=positive_int, default=None, metavar="N",
                    help="requests per step (default 40 when --duration is not given)")
-    g.add_argument("--duration", type=_positive(float), default=None, metavar="SECONDS",
+    g.add_argument("--duration", type=positive_float, default=None, metavar="SECONDS",
                    help="seconds per step (with --requests: whichever comes first)")
-    g.add_argument("--rounds", type=_positive(int), default=1, metavar="N", help="repeat the ramp N times")
+    g.add_argument("--rounds", type=positive_int, default=1, metavar="N", help="repeat the ramp N times")
     g.add_argument("--stop-on-fail", action="store_true", help="end the ramp at the first step whose verdict is FAIL")
     g.add_argument("--seed", type=int, default=0, help="seed for lengths and arrivals (default 0)")
 
@@ -129,13 +107,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--record", default=None, metavar="FILE",
                    help="record file (default servewatch-YYYYmmdd-HHMMSS.jsonl here); appended to")
     o.add_argument("--metrics-url", default=None, metavar="URL", help="Prometheus endpoint (default URL/metrics)")
-    o.add_argument("--metrics-interval", type=_positive(float), default=1.0, metavar="S",
+    o.add_argument("--metrics-interval", type=positive_float, default=1.0, metavar="S",
                    help="seconds between metrics/GPU samples (default 1)")
     o.add_argument("--no-gpu", action="store_true", help="do not sample NVML/host telemetry")
 
     c = parser.add_argument_group("connection")
-    c.add_argument("--connect-timeout", type=_positive(float), default=10.0, metavar="S", help="default 10")
-    c.add_argument("--read-timeout", type=_positive(float), default=300.0, metavar="S",
+    c.add_argument("--connect-timeout", type=positive_float, default=10.0, metavar="S", help="default 10")
+    c.add_argument("--read-timeout", type=positive_float, default=300.0, metavar="S",
                    help="longest silence allowed, queueing included (default 300)")
     c.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
                    help="environment variable holding the API key, sent as Authorization: Bearer "
@@ -286,10 +264,8 @@ def cmd_live(args: argparse.Namespace) -> int:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        from tui.app import build_app
-        from tui.core.monitor import Monitor
+        from tui.replay_cli import open_console
         from tui.report_cli import monitor_config_from_args
-        from tui.sources.base import MonitorSink
     except ImportError as exc:
         print(f"servewatch: the console is not available ({exc}); use `servewatch run`", file=sys.stderr)
         return EXIT_USAGE
@@ -299,14 +275,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     source = LiveSource(cfg)
-    sink = MonitorSink(Monitor(mcfg, budget=budget, source=source.label))
-    app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
-                    themes_dir=getattr(args, "themes_dir", None),
-                    export_dir=getattr(args, "export_dir", None) or "exports")
-    try:
-        code = app.run()
-    finally:
-        source.stop()
+    code = open_console(source, args, budget, mcfg)
     print(f"record file: {source.record_path}", flush=True)
     if source.error:
         print(f"servewatch: {source.error}", file=sys.stderr)

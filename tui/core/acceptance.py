@@ -10,13 +10,14 @@ read here and no statistic is recomputed: every per-level number comes from the 
 
 from __future__ import annotations
 
+from tui.core.redact import redact_url
+
 import html
 import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 from tui.core import quality as Q
 from tui.core.report import conclusion as three_part_conclusion
@@ -54,21 +55,6 @@ class CostInputs:
 
 
 # ------------------------------------------------------------------ small helpers
-
-
-def redact_url(url: Any) -> str | None:
-    """A URL without user:password and without its query string (which may hold a key)."""
-    if url is None:
-        return None
-    try:
-        p = urlsplit(str(url))
-        host = p.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        netloc = host + (f":{p.port}" if p.port else "")
-        return urlunsplit((p.scheme, netloc, p.path, "", ""))
-    except Exception:
-        return "<unprintable url>"
 
 
 def _num(v: Any) -> float | None:

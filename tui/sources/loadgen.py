@@ -24,6 +24,8 @@ is retried (at most twice) and counted in ``retried``.
 
 from __future__ import annotations
 
+from tui.core.redact import redact_url
+
 import asyncio
 import json
 import math
@@ -158,19 +160,6 @@ class LoadConfig:
 
 
 # ------------------------------------------------------------------ URLs and secrets
-
-
-def redact_url(url: str) -> str:
-    """URL without user:password and without the query string (which may hold a token)."""
-    try:
-        p = urlsplit(str(url).strip())
-        host = p.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        netloc = host + (f":{p.port}" if p.port else "")
-        return urlunsplit((p.scheme, netloc, p.path, "", ""))
-    except Exception:
-        return "<unprintable url>"
 
 
 def split_base_url(url: str) -> tuple[str, str, str]:

@@ -20,13 +20,14 @@ into a record or a note.
 
 from __future__ import annotations
 
+from tui.core.redact import redact_url
+
 import asyncio
 import inspect
 import math
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable
-from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "ENGINES",
@@ -190,19 +191,6 @@ def parse_queue(text: str, t: float) -> dict | None:
 
 
 # ------------------------------------------------------------------ URLs
-
-
-def redact_url(url: str) -> str:
-    """URL without user:password and without the query string (which may hold a key)."""
-    try:
-        p = urlsplit(str(url))
-        host = p.hostname or ""
-        if ":" in host:  # IPv6 literal
-            host = f"[{host}]"
-        netloc = host + (f":{p.port}" if p.port else "")
-        return urlunsplit((p.scheme, netloc, p.path, "", ""))
-    except Exception:
-        return "<unprintable url>"
 
 
 def server_root(base_url: str) -> str:
