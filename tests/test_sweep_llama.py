@@ -1,7 +1,8 @@
 """`servewatch sweep` against the real peer (llama-server + Gemma 3 270M, 4 slots).
 
-Small and bounded: ladder 1 -> 8, 16-token prompts and outputs, a lowered target (0.8) so that a PASS needs
-tens of requests, and an SLO (600 ms) that requests queued behind a full batch of 4 miss. The assertions read
+Small and bounded: ladder 1 -> 8, 16-token prompts, 32 output tokens, a lowered target (0.7) so that a PASS needs
+a few dozen requests and tolerates a few slow ones on a busy CI machine, and an SLO (800 ms) that requests queued
+behind a full batch of 4 x 32 tokens miss by far (they wait about two seconds on 2 cores). The assertions read
 the records and the sweep table, never a wall-clock speed.
 """
 
@@ -18,7 +19,7 @@ def test_sweep_finds_the_level_where_queueing_breaks_the_gate(llama_server, tmp_
     table = tmp_path / "sweep.json"
     rc = main([
         "sweep", "--url", llama_server.base_url, "--concurrency", "1,8", "--input-tokens", "16",
-        "--output-tokens", "16", "--ignore-eos", "--target", "0.8", "--slo-ttft-ms", "600",
+        "--output-tokens", "32", "--ignore-eos", "--target", "0.7", "--slo-ttft-ms", "800",
         "--min-window-minutes", "0.1", "--max-step-seconds", "60", "--metrics-interval", "0.2",
         "--record", str(record), "--sweep-json", str(table), "--no-gpu", "--api-key-env", "SW_TEST_NO_KEY",
         "--continue-after-fail",
@@ -32,7 +33,7 @@ def test_sweep_finds_the_level_where_queueing_breaks_the_gate(llama_server, tmp_
     for level, row in by_level.items():
         mine = [r for r in reqs if r.level == level]
         assert row["n"] == len(mine)
-        assert row["good_fraction"] == sum(r.is_good(0.6) for r in mine) / len(mine)
+        assert row["good_fraction"] == sum(r.is_good(0.8) for r in mine) / len(mine)
     assert by_level[1.0]["verdict"] == "PASS"
     assert by_level[8.0]["verdict"] in ("FAIL", "UNDECIDED")
     assert by_level[8.0]["good_fraction"] < by_level[1.0]["good_fraction"]
