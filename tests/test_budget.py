@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.budget_cli import add_budget_arguments, add_budget_command, budget_from_args, cmd_budget, format_budget_text
+from tui.budget_cli import add_budget_arguments, add_budget_command, budget_from_args, format_budget_text
 from tui.core.budget import (
     CANDIDATE_NOTE,
     GIB,
