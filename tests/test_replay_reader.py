@@ -1,0 +1,64 @@
+"""The replay's fast block reader must report exactly what the line-by-line parser reports."""
+
+import json
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tui.core.records import LineIssue, read_file
+from tui.sources.replay import _Reader
+
+GOOD = [
+    {"type": "request", "id": "a", "t_sent": 1.0, "t_first_token": 1.2, "t_end": 2.0, "complete": True, "level": 1},
+    {"type": "queue", "t": 1.5, "source": "llamacpp", "waiting": 2, "running": 4},
+    {"type": "gpu", "t": 1.6, "device": 0, "name": "X", "memory_used": 1, "memory_total": 2},
+    {"type": "step", "t": 1.7, "event": "end", "level": 1},
+]
+BAD = [b"{not json", b"", b"  ", b'{"type":"request","id":"x"}', b'{"type":"mystery"}', b"[1]", b"\xff\xfe",
+       b'{"type":"request","id":"z","t_sent":2,"t_end":1,"complete":true}', b'{"type":"queue","t":1}\r']
+
+
+def _as_key(item):
+    if isinstance(item, LineIssue):
+        return ("issue", item.line, item.kind, item.reason)
+    return ("record", repr(item))
+
+
+def _reader_items(path, chunk_size):
+    r = _Reader(str(path), str(path), chunk_size)
+    r.open()
+    out = []
+    try:
+        while True:
+            got = r.read_chunk()
+            if got is None:
+                break
+            out += got
+        out += r.flush_partial()
+    finally:
+        r.close()
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.sampled_from([json.dumps(g).encode() for g in GOOD]), st.sampled_from(BAD)),
+                min_size=1, max_size=60),
+       st.sampled_from([7, 64, 1 << 12, 1 << 20]), st.booleans(), st.integers(0, 10**6))
+def test_block_reader_matches_line_parser(tmp_path, lines, chunk_size, trailing_newline, salt):
+    path = tmp_path / f"r{salt}.jsonl"
+    body = b"\n".join(lines) + (b"\n" if trailing_newline else b"")
+    path.write_bytes(body)
+    expected = [_as_key(i) for i in read_file(str(path))]
+    got = [_as_key(i) for i in _reader_items(path, chunk_size)]
+    assert got == expected
+
+
+def test_clean_file_takes_the_fast_path_and_keeps_line_numbers(tmp_path):
+    rng = random.Random(3)
+    lines = [json.dumps(rng.choice(GOOD)) for _ in range(2000)] + ["{broken"]
+    path = tmp_path / "clean.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    items = _reader_items(path, 1 << 16)
+    issues = [i for i in items if isinstance(i, LineIssue)]
+    assert len(items) == 2001 and [(i.line, i.kind) for i in issues] == [(2001, "malformed")]
