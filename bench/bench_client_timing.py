@@ -50,43 +50,52 @@ from delay_server import DelayServerProcess  # noqa: E402
 def servewatch_child(port: int, concurrency: int, requests: int, out_tokens: int, out: str) -> None:
     """Run servewatch's load generator once (closed loop) and print a JSON summary on stdout.
     Records go to ``out`` through the real Recorder, as ``servewatch run --record`` does."""
-    import asyncio
-    import resource
 
     sys.path.insert(0, ROOT)
-    from tui.sources.loadgen import LoadConfig, run_load
-    from tui.sources.recorder import Recorder
+    from tui.sources.loadgen import LoadConfig
 
     if os.path.exists(out):
         os.unlink(out)
     cfg = LoadConfig(url=f"http://127.0.0.1:{port}/v1", model="delay-model", mode="closed",
                      levels=[float(concurrency)], input_tokens=(128, 128), output_tokens=(out_tokens, out_tokens),
                      requests=requests, metrics=False, gpu=False, record=out, api_key_env=None, warmup=0)
+    w0 = time.perf_counter()
+    summary = record_servewatch(cfg)
+    summary["wall_s"] = round(time.perf_counter() - w0, 3)
+    sys.stdout.write(json.dumps(summary) + "\n")
+
+
+def record_servewatch(cfg) -> dict:
+    """Run servewatch's load generator for ``cfg`` into ``cfg.record`` (in this child process); return
+    its step-end records, peak RSS and the generator's clock anchor (epoch stamps -> perf_counter)."""
+    import asyncio
+    import resource
+
+    from tui.sources.loadgen import run_load
+    from tui.sources.recorder import Recorder
+
     anchors: dict = {}
 
-    def grab(gen) -> None:  # the generator's clock anchor: epoch stamps -> perf_counter
+    def grab(gen) -> None:
         anchors["perf0"] = gen.clock.perf0
         anchors["epoch0"] = gen.clock.epoch0
 
     async def go() -> None:
-        rec = Recorder(out)
+        rec = Recorder(cfg.record)
         try:
             await run_load(cfg, rec.write, on_generator=grab)
         finally:
             rec.close()
 
-    w0 = time.perf_counter()
     asyncio.run(go())
     steps = []
-    with open(out, encoding="utf-8") as fh:
+    with open(cfg.record, encoding="utf-8") as fh:
         for line in fh:
             d = json.loads(line)
             if d.get("type") == "step" and d.get("event") == "end":
                 steps.append(d)
-    summary = {"client": "servewatch", "wall_s": round(time.perf_counter() - w0, 3),
-               "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-               "steps": steps, **anchors}
-    sys.stdout.write(json.dumps(summary) + "\n")
+    return {"client": "servewatch", "steps": steps,
+            "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **anchors}
 
 
 # ---------------------------------------------------------------- the machine's other load

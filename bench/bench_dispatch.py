@@ -34,18 +34,16 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from bench_client_timing import (  # noqa: E402
+    record_servewatch,
     MachineLoad, load_raw, load_servewatch, ms, pct, run_child, wait_quiet)
 from delay_server import DelayServerProcess  # noqa: E402
 
 
 def servewatch_open_child(port: int, rates: list[float], arrival: str, seconds: float, out_tokens: int,
                           out: str) -> None:
-    import asyncio
-    import resource
 
     sys.path.insert(0, ROOT)
-    from tui.sources.loadgen import LoadConfig, run_load
-    from tui.sources.recorder import Recorder
+    from tui.sources.loadgen import LoadConfig
 
     if os.path.exists(out):
         os.unlink(out)
@@ -53,29 +51,7 @@ def servewatch_open_child(port: int, rates: list[float], arrival: str, seconds: 
                      arrival=arrival, input_tokens=(128, 128), output_tokens=(out_tokens, out_tokens),
                      requests=None, duration=seconds, metrics=False, gpu=False, record=out, api_key_env=None,
                      warmup=0)
-    anchors: dict = {}
-
-    def grab(gen) -> None:
-        anchors["perf0"] = gen.clock.perf0
-        anchors["epoch0"] = gen.clock.epoch0
-
-    async def go() -> None:
-        rec = Recorder(out)
-        try:
-            await run_load(cfg, rec.write, on_generator=grab)
-        finally:
-            rec.close()
-
-    asyncio.run(go())
-    steps = []
-    with open(out, encoding="utf-8") as fh:
-        for line in fh:
-            d = json.loads(line)
-            if d.get("type") == "step" and d.get("event") == "end":
-                steps.append(d)
-    sys.stdout.write(json.dumps({"client": "servewatch", "steps": steps,
-                                 "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                                 **anchors}) + "\n")
+    sys.stdout.write(json.dumps(record_servewatch(cfg)) + "\n")
 
 
 def lateness_stats(recs: list[dict], truth: dict) -> dict:
