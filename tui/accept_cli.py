@@ -325,11 +325,15 @@ def add_accept_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=".", metavar="DIR", help="directory for the report files (default: .)")
     parser.add_argument("--gpu-hour-usd", type=float, default=None, metavar="X", help="price of one GPU-hour in USD")
     parser.add_argument("--gpus", type=int, default=None, metavar="N", help="GPUs the deployment uses (default 1)")
-    parser.add_argument("--required-level", type=float, default=None, metavar="L",
-                        help="the load the deployment must carry (concurrency or req/s); default: any level that PASSes")
     parser.add_argument("--no-html", action="store_true", help="do not write acceptance.html")
+    from tui.argtypes import positive_float
+    from tui.budget_cli import add_teaching_argument
+    from tui.report_cli import add_required_level_argument
+
+    add_required_level_argument(parser, positive_float)
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
+    add_teaching_argument(parser)
 
 
 def read_rollback_file(path: str) -> list[str]:
@@ -344,9 +348,9 @@ def read_rollback_file(path: str) -> list[str]:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from tui.budget_cli import budget_from_args
+    from tui.budget_cli import view_budget
     from tui.core import acceptance as A
-    from tui.report_cli import analyse_file, monitor_config_from_args
+    from tui.report_cli import analyse_file, input_problem, monitor_config_from_args, not_record_file_problem
 
     try:
         cfg = monitor_config_from_args(args)
@@ -354,7 +358,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
         _err(str(exc))
         return EXIT_USAGE
     try:
-        budget = budget_from_args(args)
+        budget, budget_origin = view_budget(args, args.records)
     except (ValueError, OSError) as exc:
         _err(f"bad budget: {exc}")
         return EXIT_USAGE
@@ -363,9 +367,6 @@ def cmd_accept(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.gpus is not None and args.gpus < 1:
         _err("--gpus must be >= 1")
-        return EXIT_USAGE
-    if args.required_level is not None and not args.required_level > 0:
-        _err("--required-level must be > 0")
         return EXIT_USAGE
     user_rules: list[str] = []
     if args.rollback:
@@ -383,29 +384,47 @@ def cmd_accept(args: argparse.Namespace) -> int:
             _err(f"{args.quality}: {exc}")
             return EXIT_USAGE
     runs = []
+    if args.records.count("-") > 1:
+        _err("standard input (-) can be read once")
+        return EXIT_USAGE
+    record_budget = None
     for path in args.records:
-        if not os.path.isfile(path):
-            _err(f"cannot read {path}: no such file")
+        problem = input_problem(path)
+        if problem:
+            _err(problem)
             return EXIT_USAGE
         try:
-            mon = analyse_file(path, cfg, budget)
+            mon = analyse_file(path, cfg, budget, budget_origin)
         except OSError as exc:
             _err(f"cannot read {path}: {exc.strerror or exc}")
+            return EXIT_USAGE
+        problem = not_record_file_problem(mon)
+        if problem:
+            _err(problem)
             return EXIT_USAGE
         snap = mon.snapshot()
         for issue in snap.malformed_examples:
             _err(str(issue))
-        runs.append(A.RunInput(source=path, snapshot=snap))
+        if budget is None and snap.budget is not None and record_budget is None:
+            record_budget = (snap.budget, f"budget record in {mon.source}")
+        runs.append(A.RunInput(source=mon.source, snapshot=snap))
+    if budget is None and record_budget is not None:  # the first file's budget record (verified on load)
+        budget, budget_origin = record_budget
     out_dir = Path(args.out)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _err(f"cannot create {out_dir}: {exc.strerror or exc}")
         return EXIT_USAGE
+    try:
+        A.measured_section(runs, None, args.required_level)  # a level not in the files: exit 2 before writing
+    except A.LevelNotInFile as exc:
+        _err(str(exc))
+        return EXIT_USAGE
     doc = A.build_acceptance(
         runs=runs,
         budget=budget,
-        budget_source=_budget_source(args),
+        budget_source=budget_origin,
         quality=quality_doc,
         quality_source=args.quality,
         cost=A.CostInputs(gpu_hour_usd=args.gpu_hour_usd, gpus=args.gpus),
@@ -435,19 +454,11 @@ def cmd_accept(args: argparse.Namespace) -> int:
     if doc.get("banner"):
         print(doc["banner"])
     print(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})")
+    if doc["measured"].get("judged"):
+        print(f"  {doc['measured']['judged']['text']}")
+    if doc["budget"].get("capacity_vs_server"):
+        print(f"  {doc['budget']['capacity_vs_server']}")
     for line in c["missing_or_failed"]:
         print(f"  {line}")
     print("wrote " + ", ".join(written))
     return int(doc["exit_code"])
-
-
-def _budget_source(args: argparse.Namespace) -> str:
-    if getattr(args, "budget", None):
-        return f"file: {args.budget}"
-    if getattr(args, "config", None):
-        return f"model config: {args.config} (+ flags)"
-    given = [k for k in ("params", "weights", "gpu_gib", "margin_gib", "layers", "kv_heads", "head_dim", "max_seq",
-                         "kv_dtype", "tp", "block_size") if getattr(args, k, None) is not None]
-    if given:
-        return "flags: " + ", ".join("--" + k.replace("_", "-") for k in given)
-    return "default: the teaching case (7B bf16 on a 24 GiB GPU)"

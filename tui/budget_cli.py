@@ -47,7 +47,8 @@ _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     """Budget flags.  All default to None: nothing given means the teaching case."""
-    g = parser.add_argument_group("memory budget (nothing given = the teaching case: 7B bf16 on 24 GiB)")
+    g = parser.add_argument_group("memory budget (`servewatch budget` with nothing given: the teaching case, 7B bf16 on "
+                                  "24 GiB; beside a run, nothing given: unknown)")
     g.add_argument("--params", default=None, metavar="N", help="parameter count, e.g. 7e9, 8B, 270M")
     g.add_argument("--weights", default=None, metavar="FORMAT", help="weight format: " + ", ".join(WEIGHT_FORMATS))
     g.add_argument("--gpu-gib", dest="gpu_gib", default=None, metavar="GIB", help="memory of one GPU in GiB")
@@ -302,3 +303,63 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --------------------------------------------------------------------------------------------
+# The budget shown beside a run (report, replay, live, accept, the no-argument console)
+# --------------------------------------------------------------------------------------------
+
+
+def add_teaching_argument(parser: argparse.ArgumentParser) -> None:
+    """``--teaching``: show the teaching case's budget beside a run (views only; never a default)."""
+    parser.add_argument(
+        "--teaching", action="store_true",
+        help="show the teaching case's budget (7B bf16 on a 24 GiB GPU: an example, not your model) beside the run; "
+        "without budget flags, --teaching or a budget record in the file the budget is unknown",
+    )
+
+
+def budget_source(args: argparse.Namespace) -> str | None:
+    """Where the flags' budget comes from, in words (None when no budget flag was given)."""
+    if getattr(args, "budget", None):
+        return f"file: {args.budget}"
+    if getattr(args, "config", None):
+        return f"model config: {args.config} (+ flags)"
+    given = [k for k in ("params", "weights", "gpu_gib", "margin_gib", "layers", "kv_heads", "head_dim", "max_seq",
+                         "kv_dtype", "tp", "block_size") if getattr(args, k, None) is not None]
+    if given:
+        return "flags: " + ", ".join("--" + k.replace("_", "-") for k in given)
+    return None
+
+
+def is_teaching_log(path: Any) -> bool:
+    """True when ``path`` holds the bundled teaching log (sample_logs/seed.jsonl, byte for byte)."""
+    try:
+        from tui.samples import sample_path
+
+        seed = Path(sample_path("seed.jsonl"))
+        p = Path(path)
+        return p.is_file() and p.stat().st_size == seed.stat().st_size and p.read_bytes() == seed.read_bytes()
+    except (ImportError, OSError, ValueError, TypeError):
+        return False
+
+
+def view_budget(args: argparse.Namespace, paths: Sequence[Any] = ()) -> tuple[BudgetResult | None, str | None]:
+    """The budget a view shows beside a run, and where it came from.
+
+    Budget flags / --config / --budget FILE: that budget. ``--teaching``, or every file is the bundled teaching
+    log: the teaching case, labelled. Otherwise (None, None): unknown, unless the record file carries a budget
+    record (the Monitor reads it). Raises ValueError / OSError on bad budget input."""
+    from tui.core.budget import teaching_case
+    from tui.core.budgetview import ORIGIN_TEACHING
+
+    teaching = bool(getattr(args, "teaching", False))
+    if budget_given(args):
+        if teaching:
+            raise ValueError("--teaching shows the teaching case; it cannot be combined with budget flags")
+        return budget_from_args(args), budget_source(args)
+    if teaching:
+        return teaching_case(), f"{ORIGIN_TEACHING}, asked for with --teaching"
+    if paths and all(is_teaching_log(p) for p in paths):
+        return teaching_case(), f"{ORIGIN_TEACHING}, shown for the bundled teaching log"
+    return None, None

@@ -8,8 +8,9 @@ import os
 import sys
 
 from tui.core.monitor import Monitor, MonitorConfig
-from tui.core.records import RequestRecord, read_file
-from tui.core.report import EXIT_CODES_DOC, EXIT_USAGE, build_report, exit_code, format_report
+from tui.core.records import RequestRecord, not_a_record_file, parse_lines, read_file
+from tui.core.report import (EXIT_CODES_DOC, EXIT_USAGE, LevelNotInFile, build_report, exit_code,
+                             format_report)
 
 
 def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,22 +48,59 @@ def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.budget_cli import add_budget_arguments
+    from tui.argtypes import positive_float
+    from tui.budget_cli import add_budget_arguments, add_teaching_argument
 
-    parser.add_argument("file", help="record file (JSON Lines, record format v1)")
+    parser.add_argument("file", help="record file (JSON Lines, record format v1); - reads standard input")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--level", type=float, default=None,
-                        help="the load level the verdict is about (default: the highest recorded)")
+    add_required_level_argument(parser, positive_float)
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
+    add_teaching_argument(parser)
     parser.epilog = EXIT_CODES_DOC
 
 
-def analyse_file(path: str, config: MonitorConfig, budget=None) -> Monitor:
-    """Read a whole record file into a Monitor (raises OSError when unreadable)."""
-    mon = Monitor(config, budget=budget, source=path)
+def add_required_level_argument(parser: argparse.ArgumentParser, kind) -> None:
+    """--required-level (alias --level): the level the measured verdict judges. Same flag in report and accept."""
+    parser.add_argument("--required-level", "--level", dest="required_level", type=kind, default=None, metavar="L",
+                        help="the load the deployment must carry (concurrency or req/s); the measured verdict judges "
+                             "this level (default: the highest level tested); a level not in the file is refused "
+                             "(exit 2). --level is an alias")
+
+
+def input_problem(path: str) -> str | None:
+    """Why ``path`` cannot be read as a record file before reading it (None: go ahead). '-' is standard input."""
+    import stat
+
+    if path == "-":
+        return None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return f"cannot read {path}: no such file"
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return f"{path} is a directory, not a record file (give a .jsonl file inside it)"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return f"{path} is a device, not a record file"
+    if stat.S_ISSOCK(st.st_mode):
+        return f"{path} is a socket, not a record file"
+    return None  # regular files and pipes (process substitution) are read
+
+
+def _items(path: str):
+    if path == "-":
+        stdin = sys.stdin.buffer
+        return parse_lines(((n, line, line[-1:] == b"\n") for n, line in enumerate(stdin, 1)), "<stdin>")
+    return read_file(path)
+
+
+def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None) -> Monitor:
+    """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable)."""
+    mon = Monitor(config, budget=budget, source="<stdin>" if path == "-" else path, budget_origin=budget_origin)
     add, add_request = mon.add, mon.add_request
-    for item in read_file(path):
+    for item in _items(path):
         if type(item) is RequestRecord:
             add_request(item)
         else:
@@ -70,37 +108,55 @@ def analyse_file(path: str, config: MonitorConfig, budget=None) -> Monitor:
     return mon
 
 
+def not_record_file_problem(mon: Monitor) -> str | None:
+    """The refusal when nothing in the file was a usable record (another tool's JSON, binary, empty)."""
+    return not_a_record_file(mon.usable_lines(), mon.seq_no, mon.examples[0] if mon.examples else None)
+
+
 def run_report(path: str, args: argparse.Namespace, budget=None, out=None, default_budget: bool = True) -> int:
     """Print the report of ``path`` and return its exit code (used by `servewatch run` too).
 
-    Without budget flags the teaching-case budget is used when ``default_budget`` (report, replay);
-    `servewatch run` passes False, so a real run is never shown next to an unrelated example budget."""
+    The budget shown: ``budget``, else the budget flags, ``--teaching`` or the bundled teaching log (when
+    ``default_budget``), else the record file's budget record, else unknown."""
     out = out or sys.stdout
     try:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from tui.budget_cli import budget_from_args, budget_given, budget_title
+    from tui.budget_cli import budget_from_args, budget_given, budget_source, budget_title, view_budget
 
-    if budget is None and (default_budget or budget_given(args)):
+    origin = None
+    if budget is None:
         try:
-            budget = budget_from_args(args)
+            if default_budget:
+                budget, origin = view_budget(args, [] if path == "-" else [path])
+            elif budget_given(args):
+                budget, origin = budget_from_args(args), budget_source(args)
         except (ValueError, OSError) as exc:
             print(f"servewatch: bad budget: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    if not os.path.isfile(path):
-        print(f"servewatch: cannot read {path}: no such file", file=sys.stderr)
+    problem = input_problem(path)
+    if problem:
+        print(f"servewatch: {problem}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        mon = analyse_file(path, cfg, budget)
+        mon = analyse_file(path, cfg, budget, origin)
     except OSError as exc:
         print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
+    problem = not_record_file_problem(mon)
+    if problem:
+        print(f"servewatch: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     snap = mon.snapshot()
-    rep = build_report(snap, budget, level=getattr(args, "level", None))
-    if budget is not None:
-        rep["budget"]["title"] = budget_title(budget)
+    try:
+        rep = build_report(snap, level=getattr(args, "required_level", None))
+    except LevelNotInFile as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if snap.budget is not None:
+        rep["budget"]["title"] = budget_title(snap.budget)
     for issue in snap.malformed_examples:
         print(f"servewatch: {issue}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)

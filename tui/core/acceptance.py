@@ -21,6 +21,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from tui.core import quality as Q
 from tui.core.report import conclusion as three_part_conclusion
+from tui.core import provenance as _prov
+from tui.core.budgetview import budget_view, server_capacity
+from tui.core.levels import LevelNotInFile, combine_states, judge_level, row_mode  # noqa: F401 (re-exported)
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot
 
 SCHEMA = "servewatch.acceptance/1"
@@ -153,9 +156,14 @@ def provenance(snap: Snapshot) -> str:
 # ------------------------------------------------------------------ 1. budget
 
 
-def budget_section(budget: Any, source: str | None) -> dict:
+def budget_section(budget: Any, source: str | None, header: Mapping | None = None) -> dict:
+    """The budget as given (None: unknown, with the flags that would give one), and what the server allocated
+    (from the first run header that says)."""
+    view = budget_view(budget, source, header)
+    extra = {"teaching": view.teaching, "hint": view.hint, "server_capacity": view.server,
+             "capacity_vs_server": view.capacity_line}
     if budget is None:
-        return {"given": False, "source": source, "fits": None}
+        return {"given": False, "source": source, "fits": None, **extra}
     i = budget.inputs
     gib = lambda x: round(float(x), 6)  # noqa: E731
     table = [
@@ -186,6 +194,7 @@ def budget_section(budget: Any, source: str | None) -> dict:
         ],
         "assumptions": [{"text": a, "status": "not measured"} for a in budget.assumptions],
         "note": budget.note,
+        **extra,
     }
 
 
@@ -228,6 +237,7 @@ def environment_section(runs: Sequence[RunInput], generator: Mapping) -> dict:
         out_runs.append({
             "source": r.source,
             "provenance": provenance(r.snapshot),
+            "data_from": _prov.describe(r.snapshot.header),
             "load_generator": {
                 "servewatch": _str(env.get("servewatch") or h.get("tool_version")),
                 "python": _str(env.get("python")),
@@ -311,11 +321,7 @@ def _percentiles(row: LevelRow) -> dict:
 
 
 def _row_mode(row: LevelRow, header: Mapping) -> str | None:
-    if row.mode in ("closed", "open"):
-        return row.mode
-    ld = header.get("load") if isinstance(header.get("load"), Mapping) else {}
-    m = ld.get("mode")
-    return m if m in ("closed", "open") else None
+    return row_mode(row.mode, header)
 
 
 def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
@@ -350,21 +356,6 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
 
 
 _STATE_ORDER = {FAIL: 0, UNDECIDED: 1, INSUFFICIENT_WINDOW: 2, PASS: 3}
-
-
-def combine_states(states: Iterable[str]) -> str:
-    """One state for a level tested in several rounds/files: FAIL if any FAIL, PASS only if all PASS,
-    else UNDECIDED before INSUFFICIENT_WINDOW (the less informative wins)."""
-    s = list(states)
-    if not s:
-        return INSUFFICIENT_WINDOW
-    if FAIL in s:
-        return FAIL
-    if all(x == PASS for x in s):
-        return PASS
-    if INSUFFICIENT_WINDOW in s:
-        return INSUFFICIENT_WINDOW
-    return UNDECIDED
 
 
 def _level_key(level: float | None) -> float:
@@ -453,6 +444,7 @@ def measured_section(
     comparison: list[str] = []
     state = INSUFFICIENT_WINDOW
     reason = "no measured requests in the record files"
+    judged = None
     capacity = None
     has_cap = False
     unit = "level"
@@ -467,25 +459,16 @@ def measured_section(
             if below_fail:
                 notes.append(f"non-monotonic results: {unit} {_fmt_level(below_fail[0]['level'])} FAILed although "
                              f"{cap_txt} PASSed; repeat the ramp before trusting the capacity")
-        if required_level is not None:
-            at = [s for s in states if s["level"] == required_level]
-            if has_cap and capacity is not None and capacity >= required_level:
-                state = PASS
-                reason = f"measured capacity {cap_txt} covers the required {unit} {required_level:g}"
-            elif at:
-                state = at[0]["state"]
-                reason = f"at the required {unit} {required_level:g}: {state}"
-            else:
-                state = INSUFFICIENT_WINDOW
-                reason = f"the required {unit} {required_level:g} was not tested"
-        elif has_cap:
-            state = PASS
-            reason = f"the good fraction meets the target up to {cap_txt}"
-        else:
-            lowest = states[0]
-            state = lowest["state"]
-            reason = (f"no level PASSes; the lowest level tested ({unit} {_fmt_level(lowest['level'])}) is "
-                      f"{lowest['state']}")
+        judged = judge_level(((r["level"], r["mode"], r["verdict"]) for r in rows), required_level)
+    if primary is not None and judged is not None:
+        state = judged.state
+        reason = f"{judged.unit} {_fmt_level(judged.level)} ({judged.why}): {state}"
+        if judged.rounds > 1:
+            reason += f" ({judged.rounds} rounds combined: FAIL if any FAILs, PASS only if all PASS)"
+        if has_cap and judged.level != capacity:
+            reason += f"; measured capacity {cap_txt}"
+        elif not has_cap:
+            reason += "; no level PASSes"
         # capacity beside the memory-only candidate
         mrows = [r for r in rows if r["mode"] == primary["mode"]]
         lowest_rows = [r for r in mrows if r["level"] == states[0]["level"]]
@@ -530,10 +513,10 @@ def measured_section(
                              "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
                              "notes": [_str(n) for n in sn.notes]})
     summary = None
-    if primary is not None:
-        focus = capacity if has_cap else primary["levels"][0]["level"]
-        if required_level is not None and not (has_cap and capacity is not None and capacity >= required_level):
-            focus = required_level
+    if primary is None:
+        judged = judge_level((), required_level)  # raises LevelNotInFile when a level was asked for
+    if primary is not None and judged is not None:
+        focus = judged.level
         frows = [r for r in rows if r["mode"] == primary["mode"] and r["level"] == focus]
         if frows:
             summary = "; ".join(
@@ -549,6 +532,11 @@ def measured_section(
         "has_measured_capacity": has_cap,
         "memory_only_candidate": budget_candidate,
         "required_level": required_level,
+        "judged": None if judged is None else {
+            "level": judged.level, "mode": judged.mode, "unit": judged.unit, "state": judged.state, "why": judged.why,
+            "rounds": judged.rounds, "measured_capacity": judged.capacity,
+            "has_measured_capacity": judged.has_capacity, "levels_present": list(judged.present),
+            "text": judged.describe()},
         "capacity_vs_memory": comparison,
         "state": state,
         "reason": reason,
@@ -738,7 +726,8 @@ def build_acceptance(
 ) -> dict:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise)."""
     cost = cost or CostInputs()
-    prov = [{"source": r.source, "provenance": provenance(r.snapshot)} for r in runs]
+    prov = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
+             "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
     synthetic = any(p["provenance"] == "synthetic" for p in prov) or bool(quality and quality.get("synthetic"))
     unknown = [p["source"] for p in prov if p["provenance"] == "unknown"]
     banner_parts = []
@@ -751,7 +740,8 @@ def build_acceptance(
     if unknown:
         banner_parts.append(f"PROVENANCE UNKNOWN: {', '.join(unknown)} has no run header; it may not be a real "
                             "measurement.")
-    bsec = budget_section(budget, budget_source)
+    cap_header = next((r.snapshot.header for r in runs if server_capacity(r.snapshot.header)), None)
+    bsec = budget_section(budget, budget_source, cap_header)
     cand = bsec.get("memory_only_candidate")
     measured = measured_section(runs, cand, required_level)
     models = sorted({m for r in runs for m in [
@@ -783,7 +773,7 @@ def build_acceptance(
     exit_code = 0 if ready else (1 if failed else 3)
     cap = measured["measured_capacity"]
     conclusion = {
-        "budget": "no budget" if not bsec.get("given") else ("feasible" if bsec["fits"] else "does not fit"),
+        "budget": "unknown" if not bsec.get("given") else ("feasible" if bsec["fits"] else "does not fit"),
         "budget_feasible": bsec.get("fits"),
         "memory_only_candidate": cand,
         "measured": measured["state"],
@@ -889,8 +879,12 @@ def render_markdown(doc: Mapping) -> str:
     add("## 1. Memory budget (formula output, not a measurement)")
     add("")
     if not b.get("given"):
-        add("No budget given.")
+        add(f"Budget unknown: no budget was given for this run. {b.get('hint') or ''}".rstrip())
     else:
+        if b.get("teaching"):
+            add("**TEACHING CASE**: the budget below is the teaching example (7B bf16 on a 24 GiB GPU), not the "
+                "model of this run.")
+            add("")
         if b.get("model"):
             add(f"Model: {b['model']}. Source: {b.get('source') or 'N/A'}.")
         else:
@@ -914,6 +908,9 @@ def render_markdown(doc: Mapping) -> str:
             add(f"- {a['text']} *({a['status']})*")
         add("")
         add(b["note"])
+    if b.get("capacity_vs_server"):
+        add("")
+        add(f"Server allocation: {b['capacity_vs_server']}")
     add("")
 
     # 2
@@ -924,7 +921,7 @@ def render_markdown(doc: Mapping) -> str:
     add(f"- Report generator: servewatch {rg.get('servewatch') or 'N/A'}, Python {rg.get('python') or 'N/A'}, "
         f"httpx {rg.get('httpx') or 'N/A'}")
     for r in e["runs"]:
-        add(f"- Run `{r['source']}` (provenance: {r['provenance']})")
+        add(f"- Run `{r['source']}` (provenance: {r['provenance']}; data from: {r.get('data_from') or 'N/A'})")
         lg = r["load_generator"]
         add(f"  - load generator: servewatch {lg['servewatch'] or _MISSING}, Python {lg['python'] or _MISSING}, "
             f"httpx {lg['httpx'] or _MISSING}" + (f", {lg['os']}" if lg.get("os") else ""))

@@ -12,7 +12,9 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from tui.core import stats
+from tui.core import provenance, stats
+from tui.core.budget import BudgetError
+from tui.core.budgetview import ORIGIN_RECORD, budget_from_record, budget_view
 from tui.core.records import (
     BudgetRecord,
     GpuSample,
@@ -171,9 +173,15 @@ class Monitor:
     """Ingests records (``add``) and produces ``Snapshot``s. Not thread-safe: wrap it
     with ``tui.sources.base.MonitorSink`` when a source thread feeds it."""
 
-    def __init__(self, config: MonitorConfig | None = None, budget=None, source: str = "") -> None:
+    def __init__(self, config: MonitorConfig | None = None, budget=None, source: str = "",
+                 budget_origin: str | None = None) -> None:
         self.cfg = cfg = config or MonitorConfig()
         self.budget = budget
+        #: where the budget came from ("flags: ...", "file: ...", the record file's budget record, the teaching case)
+        self.budget_origin = budget_origin if budget is not None else None
+        self.budget_problem: str | None = None
+        self._budget_view_key: tuple | None = None
+        self._budget_view = None
         self.source = source
         self.test = MixtureTest(cfg.target, cfg.alpha)
         self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
@@ -251,9 +259,27 @@ class Monitor:
                 "client_cpu_percent": item.client_cpu_percent,
             }
         elif isinstance(item, BudgetRecord):
-            if self.budget is None:
-                self._notes.append("record file carries a budget record; pass --budget to use a saved budget")
+            self._add_budget_record(item)
         # anything else: ignored on purpose (parse_lines already counted unknown types)
+
+    def _add_budget_record(self, item: BudgetRecord) -> None:
+        """The record file's budget: used (verified like --budget FILE) unless one was given for this view."""
+        if self.budget is not None:
+            if self.budget_origin != ORIGIN_RECORD:
+                self._notes.append(f"the record file carries a budget record; the budget given ({self.budget_origin}) "
+                                   "is shown instead")
+            return
+        try:
+            self.budget = budget_from_record(item.data)
+        except (BudgetError, ValueError, TypeError, KeyError) as exc:
+            self.budget_problem = f"the record file's budget record failed verification: {str(exc)[:200]}"
+            self._notes.append(self.budget_problem + "; budget unknown")
+            return
+        self.budget_origin = ORIGIN_RECORD
+
+    def usable_lines(self) -> int:
+        """Lines read that were records this reader can use (every ``add`` minus the problem lines)."""
+        return self.seq_no - self.malformed - self.truncated - self.unknown_types
 
     def _add_issue(self, issue: LineIssue) -> None:
         if issue.kind == "unknown_type":
@@ -623,6 +649,10 @@ class Monitor:
         elapsed = 0.0
         if self.first_t is not None and self.last_t is not None:
             elapsed = self.last_t - self.first_t
+        key = (id(self.budget), self.budget_origin, self.budget_problem, id(header))
+        if key != self._budget_view_key:
+            self._budget_view_key = key
+            self._budget_view = budget_view(self.budget, self.budget_origin, header, self.budget_problem)
         return Snapshot(
             seq=self.seq_no,
             source=self.source,
@@ -655,4 +685,8 @@ class Monitor:
             truncated=self.truncated,
             host=dict(self._host),
             notes=tuple(notes),
+            budget=self.budget,
+            budget_view=self._budget_view,
+            provenance=provenance.describe(header),
+            provenance_short=provenance.short(header),
         )

@@ -345,6 +345,13 @@ def parse_object(d: Any) -> Record:
             raise RecordError("missing required field 'schema_version'")
         if not _is_num(sv) or int(sv) > SCHEMA_VERSION:
             raise RecordError(f"unsupported schema_version {sv!r:.20} (this reader knows {SCHEMA_VERSION})")
+        src = d.get("source")
+        if src is not None:
+            from tui.core.provenance import check_source_block
+
+            problem = check_source_block(src)
+            if problem:
+                raise RecordError(problem)
         return RunHeader(d)
     if typ == "budget":
         return BudgetRecord(d)
@@ -424,6 +431,32 @@ def read_file(path: str) -> Iterator[Record | LineIssue]:
         yield from parse_lines(((n, line, line[-1:] == "\n") for n, line in enumerate(fh, 1)), path)
 
 
+def not_a_record_file(usable: int, total: int, first_problem: str | LineIssue | None) -> str | None:
+    """The one-line refusal for input that matches no known schema (None when some line is usable).
+
+    ``total`` counts the non-blank lines read, ``usable`` those that parsed as records."""
+    if usable > 0:
+        return None
+    if total == 0:
+        return "not a servewatch record file (0 of 0 lines usable: it is empty)"
+    first = f"; first problem: {first_problem}" if first_problem is not None else ""
+    return f"not a servewatch record file (0 of {total} lines usable{first})"
+
+
+def scan_usable(items: Iterable[Record | LineIssue]) -> tuple[int, int, LineIssue | None]:
+    """(usable, total, first problem) over parsed items, stopping at the first usable record
+    (enough to tell a record file from anything else without reading it all)."""
+    total = 0
+    first: LineIssue | None = None
+    for it in items:
+        total += 1
+        if not isinstance(it, LineIssue):
+            return 1, total, first
+        if first is None:
+            first = it
+    return 0, total, first
+
+
 # ---------------------------------------------------------------- writing
 
 def request_to_dict(r: RequestRecord) -> dict:
@@ -455,6 +488,19 @@ def request_to_dict(r: RequestRecord) -> dict:
 def dumps(d: dict) -> str:
     """One JSONL line (with trailing newline)."""
     return json.dumps(d, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def source_block(kind: str = "run", *, file: str | None = None, sha256: str | None = None,
+                 derived: list[str] | tuple[str, ...] = (), tool: str = "servewatch",
+                 version: str | None = None) -> dict:
+    """The run header's ``source`` block (see docs/record-format.md): what produced the records."""
+    from tui import __version__
+    from tui.core.provenance import SOURCE_KINDS
+
+    if kind not in SOURCE_KINDS:
+        raise ValueError(f"source kind must be one of {SOURCE_KINDS}, got {kind!r}")
+    return {"kind": kind, "tool": tool, "version": version or __version__, "file": file, "sha256": sha256,
+            "derived": list(derived)}
 
 
 def run_header(

@@ -8,6 +8,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tui.core import provenance as _prov
+from tui.core.budgetview import budget_view as _budget_view
+from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Percentile, Snapshot, WindowStat
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INSUFFICIENT = 0, 1, 2, 3
@@ -47,12 +50,17 @@ def fmt_percentile(p: Percentile) -> str:
 
 
 def select_row(snap: Snapshot, level: float | None = None) -> LevelRow | None:
-    """The level the measured verdict is about: ``level`` if given, else the highest load recorded
-    (the last round of it)."""
-    rows = [r for r in snap.levels if level is None or r.level == level]
-    if not rows:
+    """The row shown for the judged level (``judge(snap, level)``): its last round. Raises LevelNotInFile."""
+    j = judge(snap, level)
+    if j is None:
         return None
-    return max(rows, key=lambda r: (-math.inf if r.level is None else r.level, r.round))
+    rows = [r for r in snap.levels if r.level == j.level and row_mode(r.mode, snap.header) == j.mode]
+    return max(rows, key=lambda r: r.round) if rows else None
+
+
+def judge(snap: Snapshot, required_level: float | None = None) -> JudgedLevel | None:
+    """The judged level of one snapshot (tui.core.levels.judge_level; the same rule `accept` uses)."""
+    return judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.levels), required_level)
 
 
 def window_dict(w: WindowStat) -> dict[str, Any]:
@@ -103,19 +111,40 @@ def conclusion(budget_fits: bool | None, measured: str, quality: str | None) -> 
     return ready, lines
 
 
-def build_report(snap: Snapshot, budget=None, level: float | None = None, quality: str | None = None) -> dict[str, Any]:
+def build_report(snap: Snapshot, budget=None, level: float | None = None, quality: str | None = None,
+                 budget_origin: str | None = None) -> dict[str, Any]:
+    """The report dict. ``budget`` defaults to the snapshot's (given for the run, or the file's budget record);
+    ``level`` is the required level (None: the highest tested). Raises LevelNotInFile."""
+    j = judge(snap, level)
     row = select_row(snap, level)
     v = row.verdict if row else snap.verdict
     w = row.window if row else snap.cumulative
+    state = j.state if j is not None else v.state
+    if budget is None:
+        budget = snap.budget
+        view = snap.budget_view if snap.budget_view is not None else _budget_view(None, None, snap.header)
+        if budget_origin is None and view.known:
+            budget_origin = view.origin
+    else:
+        view = _budget_view(budget, budget_origin, snap.header)
     frac = w.good.fraction
-    ready, missing = conclusion(None if budget is None else bool(budget.fits), v.state, quality)
+    ready, missing = conclusion(None if budget is None else bool(budget.fits), state, quality)
+    reason = v.reason
+    if j is not None and j.rounds > 1 and state != v.state:
+        reason = f"{j.rounds} rounds at this level combine to {state} (FAIL if any round FAILs); last round: {v.reason}"
     rep: dict[str, Any] = {
         "schema": "servewatch.report/1",
         "source": snap.source,
+        "provenance": _prov.as_dict(snap.header),
         "synthetic": snap.synthetic,
         "header": snap.header,
         "slo": {"ttft_ms": snap.slo_ttft_ms, "target": snap.target, "alpha": v.alpha},
         "budget": None,
+        "budget_view": view.as_dict(),
+        "judged": None if j is None else {
+            "level": j.level, "mode": j.mode, "unit": j.unit, "state": j.state, "why": j.why, "rounds": j.rounds,
+            "measured_capacity": j.capacity, "has_measured_capacity": j.has_capacity,
+            "levels_present": list(j.present), "text": j.describe()},
         "measured": {
             "level": None if row is None else row.level,
             "round": None if row is None else row.round,
@@ -123,7 +152,7 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
             "latency_success_gate": None if frac is None else frac >= snap.target,
             "window": window_dict(w),
             "verdict": {
-                "state": v.state, "reason": v.reason, "missing": v.missing, "n": v.n, "minutes": v.elapsed_s / 60,
+                "state": state, "reason": reason, "missing": v.missing, "n": v.n, "minutes": v.elapsed_s / 60,
                 "need_requests": v.need_requests, "need_seconds": v.need_seconds,
                 "e_pass": _jnum(v.e_pass), "e_fail": _jnum(v.e_fail), "threshold": v.threshold,
                 "vif": v.vif, "n_eff": v.n_eff, "bursty": v.bursty, "decided_at_n": v.decided_at_n,
@@ -143,12 +172,13 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
         "quality": quality or "not run",
         "conclusion": {"ready_for_traffic": ready, "missing_or_failed": missing,
                        "budget": None if budget is None else ("feasible" if budget.fits else "does not fit"),
-                       "measured": v.state, "quality": quality or "not run"},
+                       "measured": state, "quality": quality or "not run"},
         "notes": list(snap.notes),
-        "exit_code": exit_code(v.state),
+        "exit_code": exit_code(state),
     }
     if budget is not None:
         rep["budget"] = {
+            "origin": budget_origin, "teaching": view.teaching,
             "weights_gib": budget.weights_gib, "margin_gib": budget.margin_gib,
             "kv_per_seq_gib": budget.kv_per_seq_gib, "cache_budget_gib": budget.cache_budget_gib,
             "memory_only_candidate": budget.candidate, "fits": budget.fits,
@@ -163,15 +193,20 @@ def format_report(rep: dict[str, Any]) -> str:
     if rep["synthetic"]:
         add("SYNTHETIC DATA: this record file is labelled synthetic; nothing below is a measurement of a real server.")
     add(f"servewatch report: {rep['source']}")
+    prov = rep.get("provenance") or {}
+    add(f"data from: {prov.get('text') or _prov.UNKNOWN}")
     hdr = rep.get("header") or {}
     tgt = hdr.get("target") or {}
     if tgt:
         add(f"target: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
     add("")
     b = rep.get("budget")
+    bv = rep.get("budget_view") or {}
     add("Budget (memory only, formula output: NOT a measurement)")
     if b and b.get("title"):
-        add(f"  {b['title']}")
+        add(f"  {b['title']}" + ("  [TEACHING CASE: an example, not this run's model]" if b.get("teaching") else ""))
+    if b and b.get("origin"):
+        add(f"  from: {b['origin']}")
     if b:
         add(f"  weights={b['weights_gib']:.2f} GiB  runtime_margin={b['margin_gib']:.2f} GiB  "
             f"kv_per_sequence={b['kv_per_seq_gib']:.2f} GiB")
@@ -181,7 +216,11 @@ def format_report(rep: dict[str, Any]) -> str:
         for a in b["assumptions_not_measured"]:
             add(f"    - {a}")
     else:
-        add("  no budget given (use the budget flags, --config or --budget FILE)")
+        add(f"  {bv.get('hint') or 'budget unknown'}")
+    if bv.get("problem"):
+        add(f"  {bv['problem']}")
+    if bv.get("capacity_vs_server"):
+        add(f"  {bv['capacity_vs_server']}")
     add("")
     m = rep["measured"]
     w = m["window"]
@@ -208,6 +247,8 @@ def format_report(rep: dict[str, Any]) -> str:
         n = next(iter(w[key].values()))["n"]
         add(f"  {title} (n={n}): " + "  ".join(parts))
     vd = m["verdict"]
+    if rep.get("judged"):
+        add(f"  {rep['judged']['text']}")
     add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else ""))
     add(f"    {vd['reason']}")
     if len(rep["levels"]) > 1:

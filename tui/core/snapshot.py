@@ -181,6 +181,10 @@ class Snapshot:
     truncated: int
     host: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    budget: Any = None  # the BudgetResult shown with this run (given, or from the file's budget record); None: unknown
+    budget_view: Any = None  # tui.core.budgetview.BudgetView: what every view shows about the budget
+    provenance: str = ""  # tui.core.provenance.describe(header): where the data came from
+    provenance_short: str = ""  # the same in a few words (the console header)
 
     def to_dict(self) -> dict:
         return asdict(self)

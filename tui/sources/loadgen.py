@@ -43,7 +43,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from tui import __version__
-from tui.core.records import parse_object, run_header
+from tui.core.records import parse_object, run_header, source_block
 from tui.sources.sse import SSEParser
 
 Emit = Callable[[dict], Any]
@@ -646,6 +646,7 @@ class LoadGenerator:
             headers=dict(self.header_names),
             slo={"ttft_ms": c.slo_ttft_ms, "target": c.target},
             run_id=self.run_id,
+            source=source_block("run"),
         )
 
     # -- requests ----------------------------------------------------------

@@ -1,0 +1,134 @@
+"""What a view shows about the memory budget next to a run, and what the server itself allocated.
+
+A budget is shown with a run only when someone gave it for that run: budget flags, ``--budget FILE``,
+``--config``, a ``budget`` record inside the record file, or an explicit ``--teaching`` (the bundled
+teaching log carries the teaching case by design). Otherwise the budget is **unknown**, and the views
+say which flags would give one. Where the run header carries ``server_capacity`` (what the serving
+engine actually allocated, read from the server), it is shown beside the prediction, also when the
+budget is unknown.
+
+Pure functions; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from tui.core.budget import BudgetError, budget_from_dict
+
+#: The flags that would give a budget (shown wherever the budget is unknown).
+BUDGET_HINT = ("budget unknown: give --config config.json (Hugging Face) or --params/--weights/--gpu-gib "
+               "(+ --layers/--kv-heads/--head-dim), or --budget FILE (from `servewatch budget --out FILE`); "
+               "--teaching shows the teaching case (an example, not your model)")
+
+ORIGIN_RECORD = "budget record in the record file"
+ORIGIN_TEACHING = "the teaching case (an example, not this run's model)"
+
+
+def budget_from_record(data: Mapping[str, Any]) -> Any:
+    """A ``budget`` record -> BudgetResult, recomputed and verified like ``--budget FILE``.
+
+    Shape: ``{"type": "budget", "budget": <what `servewatch budget --json` prints>}``; the flat shape
+    (the budget JSON's keys beside ``"type"``) is read too. Raises BudgetError."""
+    inner = data.get("budget")
+    if isinstance(inner, Mapping):
+        return budget_from_dict(inner)
+    if "parameters" in data:
+        return budget_from_dict(data)
+    raise BudgetError("a budget record must carry the budget JSON under 'budget'")
+
+
+def server_capacity(header: Mapping | None) -> dict | None:
+    """What the server allocated for sequences, from the run header.
+
+    ``header["server_capacity"]`` ({engine, sequences, tokens_per_sequence, total_tokens, note, source}) when
+    the writer put it there; else, for older headers, llama.cpp's slots from ``environment.server``."""
+    if not header:
+        return None
+    cap = header.get("server_capacity")
+    if isinstance(cap, Mapping) and (_int(cap.get("sequences")) or _int(cap.get("total_tokens"))):
+        out = {k: cap.get(k) for k in ("engine", "sequences", "tokens_per_sequence", "total_tokens", "note", "source")}
+        if str(out.get("engine") or "").lower() in ("llamacpp", "llama.cpp") and not out.get("note"):
+            out["note"] = LLAMACPP_NOTE
+        return out
+    env = header.get("environment")
+    srv = env.get("server") if isinstance(env, Mapping) else None
+    if isinstance(srv, Mapping) and str(srv.get("engine") or "").lower() in ("llamacpp", "llama.cpp"):
+        slots, per = _int(srv.get("slots")), _int(srv.get("n_ctx_per_slot"))
+        if slots:
+            return {"engine": "llamacpp", "sequences": slots, "tokens_per_sequence": per,
+                    "total_tokens": slots * per if per else None, "note": LLAMACPP_NOTE,
+                    "source": "run header environment.server (llama.cpp /props)"}
+    return None
+
+
+LLAMACPP_NOTE = ("llama.cpp's context (n_ctx, split over its slots) is set by the operator (-c, -np), "
+                 "not derived from free memory")
+
+
+def _int(v: Any) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0 else None
+
+
+def capacity_sentence(budget: Any, cap: Mapping | None) -> str | None:
+    """"Predicted room for 15 sequences of 4096 tokens; the server allocated room for 4 (2048 tokens each)."."""
+    if cap is None:
+        return None
+    if budget is None:
+        first = "Predicted room: unknown (no budget)"
+    else:
+        first = f"Predicted room for {budget.candidate} sequences of {budget.inputs.max_seq} tokens"
+    seqs, per, total = _int(cap.get("sequences")), _int(cap.get("tokens_per_sequence")), _int(cap.get("total_tokens"))
+    if seqs:
+        room = f"{seqs} sequences" + (f" of {per} tokens" if per else "")
+    else:
+        room = f"{total} tokens in all"
+    engine = cap.get("engine")
+    text = f"{first}; the server{f' ({engine})' if engine else ''} allocated room for {room}."
+    if cap.get("note"):
+        text += f" {cap['note']}."
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetView:
+    """What every view shows about the budget (the console's budget pane renders exactly this)."""
+
+    known: bool
+    state: str  # "feasible" | "does not fit" | "unknown"
+    origin: str | None  # where the budget came from; None when unknown
+    teaching: bool  # the teaching case: an example, labelled wherever shown
+    candidate: int | None
+    hint: str | None  # the flags that would give a budget (unknown only)
+    server: dict | None  # server_capacity(header)
+    capacity_line: str | None  # capacity_sentence(...)
+    problem: str | None = None  # a budget record that failed verification
+
+    @property
+    def phrase(self) -> str:
+        """'feasible (candidate 15, teaching case)' / 'does not fit' / 'unknown'."""
+        if not self.known:
+            return "unknown"
+        if self.state == "feasible":
+            return f"feasible (candidate {self.candidate}{', teaching case' if self.teaching else ''})"
+        return self.state + (" (teaching case)" if self.teaching else "")
+
+    def as_dict(self) -> dict:
+        return {"known": self.known, "state": self.state, "origin": self.origin, "teaching": self.teaching,
+                "memory_only_candidate": self.candidate, "hint": self.hint, "server_capacity": self.server,
+                "capacity_vs_server": self.capacity_line, "problem": self.problem}
+
+
+def is_teaching(budget: Any) -> bool:
+    from tui.core.budget import BudgetInputs
+
+    return budget is not None and getattr(budget, "inputs", None) == BudgetInputs()
+
+
+def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None) -> BudgetView:
+    cap = server_capacity(header)
+    if budget is None:
+        return BudgetView(False, "unknown", None, False, None, BUDGET_HINT, cap, capacity_sentence(None, cap), problem)
+    return BudgetView(True, "feasible" if budget.fits else "does not fit", origin, is_teaching(budget),
+                      int(budget.candidate), None, cap, capacity_sentence(budget, cap), problem)

@@ -1,0 +1,113 @@
+"""Which load level a measured verdict is about: one rule for `report`, `accept` and the console's sweep.
+
+The judged level is ``required_level`` when given, else the highest level tested (of the primary mode:
+closed loop before open loop). Several rounds (or files) of that level combine into one state: FAIL if
+any FAILs, PASS only if all PASS, else the weakest of the rest. The measured capacity (the highest level
+that PASSes) is reported beside it, never instead of it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+
+UNITS = {"closed": "concurrency", "open": "req/s"}
+
+
+class LevelNotInFile(ValueError):
+    """A level asked for that the record files do not contain (a usage error: exit 2)."""
+
+    def __init__(self, level: float, present: Sequence[float | None], unit: str = "level") -> None:
+        self.level = level
+        self.present = tuple(present)
+        shown = ", ".join(fmt_level(x) for x in present) or "none"
+        super().__init__(f"level {level:g} is not in the record file; levels present ({unit}): {shown}")
+
+
+def fmt_level(level: float | None) -> str:
+    return "-" if level is None else f"{level:g}"
+
+
+def level_key(level: float | None) -> float:
+    return -math.inf if level is None else level
+
+
+def combine_states(states: Iterable[str]) -> str:
+    """One state for a level tested in several rounds/files: FAIL if any FAIL, PASS only if all PASS."""
+    s = list(states)
+    if not s:
+        return INSUFFICIENT_WINDOW
+    if FAIL in s:
+        return FAIL
+    if all(x == PASS for x in s):
+        return PASS
+    if INSUFFICIENT_WINDOW in s:
+        return INSUFFICIENT_WINDOW
+    return UNDECIDED
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedLevel:
+    level: float | None
+    mode: str | None
+    unit: str
+    state: str
+    rounds: int  # rows (rounds x files) combined at the judged level
+    why: str  # "--required-level 4" or "the highest level tested"
+    capacity: float | None  # highest PASSing level of the primary mode
+    has_capacity: bool
+    present: tuple[float | None, ...]  # levels of the primary mode, ascending
+
+    def describe(self) -> str:
+        """'judged level: concurrency 8 (the highest level tested) ...; measured capacity: concurrency 4'."""
+        lvl = f"{self.unit} {fmt_level(self.level)}"
+        cap = (f"{self.unit} {fmt_level(self.capacity)} (the highest level that PASSes)" if self.has_capacity
+               else "none (no level PASSes)")
+        rounds = f", {self.rounds} rounds combined" if self.rounds > 1 else ""
+        return f"judged level: {lvl} ({self.why}{rounds}): {self.state}; measured capacity: {cap}"
+
+
+def row_mode(row_mode_field: str | None, header: Mapping | None) -> str | None:
+    """A level row's loop mode: its own, else the run header's load mode; only "closed"/"open" count."""
+    if row_mode_field in ("closed", "open"):
+        return row_mode_field
+    ld = header.get("load") if header and isinstance(header.get("load"), Mapping) else {}
+    m = ld.get("mode")
+    return m if m in ("closed", "open") else None
+
+
+def primary_mode(modes: Iterable[str | None]) -> str | None:
+    ms = sorted(set(modes), key=lambda m: (m != "closed", m != "open", str(m)))
+    return ms[0] if ms else None
+
+
+def judge_level(rows: Iterable[tuple[float | None, str | None, str]], required_level: float | None = None) -> JudgedLevel | None:
+    """``rows``: (level, mode, state) per level row (round, file). None when there are no rows.
+
+    Raises LevelNotInFile when ``required_level`` is given and not among the primary mode's levels."""
+    rows = list(rows)
+    if not rows:
+        if required_level is not None:
+            raise LevelNotInFile(required_level, ())
+        return None
+    mode = primary_mode(m for _, m, _ in rows)
+    mrows = [(lv, st) for lv, m, st in rows if m == mode]
+    present = tuple(sorted({lv for lv, _ in mrows}, key=level_key))
+    unit = UNITS.get(str(mode), "level")
+    states = {lv: combine_states(st for x, st in mrows if x == lv) for lv in present}
+    passing = [lv for lv in present if states[lv] == PASS]
+    if required_level is not None:
+        if required_level not in present:
+            raise LevelNotInFile(required_level, present, unit)
+        level, why = required_level, f"--required-level {required_level:g}"
+    else:
+        level = present[-1]
+        why = "the highest level tested" if len(present) > 1 else "the only level tested"
+    return JudgedLevel(
+        level=level, mode=mode, unit=unit, state=states[level],
+        rounds=sum(1 for x, _ in mrows if x == level), why=why,
+        capacity=passing[-1] if passing else None, has_capacity=bool(passing), present=present,
+    )
