@@ -48,9 +48,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
     add_console_arguments(parser)
     add_verdict_arguments(parser)
-    from tui.budget_cli import add_budget_arguments
+    from tui.budget_cli import add_budget_arguments, add_teaching_argument
 
     add_budget_arguments(parser)
+    add_teaching_argument(parser)
 
 
 def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +61,9 @@ def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
                    help="replay speed (default: fast enough to show the whole sample in about a minute)")
     g.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
     add_console_arguments(parser)
+    from tui.budget_cli import add_teaching_argument
+
+    add_teaching_argument(parser)
 
 
 def default_sample_path() -> Path | None:
@@ -114,10 +118,10 @@ def _sample_speed(path: Path) -> float:
 
 
 def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, *, label: str | None = None,
-                speed: float = 1.0) -> int:
+                speed: float = 1.0, budget_origin: str | None = None) -> int:
     from tui.sources.replay import ReplaySource, validate_record_file
 
-    problem = validate_record_file(path)
+    problem = validate_record_file(path, follow=bool(getattr(args, "follow", False)))
     if problem:
         print(f"servewatch: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -128,15 +132,16 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
         return EXIT_USAGE
     source = ReplaySource(path, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
                           follow=bool(getattr(args, "follow", False)), label=label)
-    return open_console(source, args, budget, cfg)
+    return open_console(source, args, budget, cfg, budget_origin=budget_origin)
 
 
-def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any) -> int:
+def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, *,
+                 budget_origin: str | None = None) -> int:
     """Run the console on ``source`` until the user quits; returns the verdict's exit code (3 when none)."""
     from tui.core.monitor import Monitor
     from tui.sources.base import MonitorSink
 
-    sink = MonitorSink(Monitor(monitor_config, budget=budget, source=source.label))
+    sink = MonitorSink(Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin))
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
                     themes_dir=getattr(args, "themes_dir", None),
                     export_dir=getattr(args, "export_dir", None) or "exports")
@@ -149,19 +154,20 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """`servewatch replay FILE`: the console replaying a record file."""
-    from tui.budget_cli import budget_from_args
+    from tui.budget_cli import view_budget
 
     try:
-        budget = budget_from_args(args)
+        budget, origin = view_budget(args, [args.file])
     except (ValueError, OSError) as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0))
+    return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0), budget_origin=origin)
 
 
 def cmd_console_default(args: argparse.Namespace) -> int:
-    """`servewatch` with no command: the console replaying the bundled sample run, teaching-case budget."""
-    from tui.core.budget import teaching_case
+    """`servewatch` with no command: the console replaying the bundled sample run. The budget is unknown for
+    the recorded real run (nobody gave one for it); the teaching case shows with the teaching log or --teaching."""
+    from tui.budget_cli import view_budget
 
     path = default_sample_path()
     if path is None:
@@ -171,7 +177,8 @@ def cmd_console_default(args: argparse.Namespace) -> int:
     speed = getattr(args, "speed", None)
     if speed is None:
         speed = _sample_speed(path)
-    return run_console(path, args, teaching_case(), label=f"sample_logs/{path.name}", speed=float(speed))
+    budget, origin = view_budget(args, [path])
+    return run_console(path, args, budget, label=f"sample_logs/{path.name}", speed=float(speed), budget_origin=origin)
 
 
 def build_app(source: Any, monitor_sink: Any, budget: Any = None, theme: str | None = None,

@@ -110,7 +110,8 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
 
 def not_record_file_problem(mon: Monitor) -> str | None:
     """The refusal when nothing in the file was a usable record (another tool's JSON, binary, empty)."""
-    return not_a_record_file(mon.usable_lines(), mon.seq_no, mon.examples[0] if mon.examples else None)
+    problem = not_a_record_file(mon.usable_lines(), mon.seq_no, mon.examples[0] if mon.examples else None)
+    return None if problem is None else f"{mon.source}: {problem}"
 
 
 def run_report(path: str, args: argparse.Namespace, budget=None, out=None, default_budget: bool = True) -> int:

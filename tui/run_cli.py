@@ -257,9 +257,9 @@ def cmd_live(args: argparse.Namespace) -> int:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        from tui.budget_cli import budget_from_args
+        from tui.budget_cli import view_budget
 
-        budget = budget_from_args(args)
+        budget, budget_origin = view_budget(args)  # no budget flags: unknown, never the teaching case
     except (ValueError, OSError) as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -275,7 +275,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     source = LiveSource(cfg)
-    code = open_console(source, args, budget, mcfg)
+    code = open_console(source, args, budget, mcfg, budget_origin=budget_origin)
     print(f"record file: {source.record_path}", flush=True)
     if source.error:
         print(f"servewatch: {source.error}", file=sys.stderr)

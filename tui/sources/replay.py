@@ -46,9 +46,11 @@ from tui.core.records import (
     RequestRecord,
     StepRecord,
     UnknownRecord,
+    not_a_record_file,
     parse_lines,
     parse_object,
     parse_request,
+    scan_usable,
 )
 
 MIN_SPEED = 1.0 / 16.0
@@ -251,6 +253,7 @@ class ReplaySource:
         self.loops = 0  # loop iterations of the source thread (lets tests wait for "it had its chance")
         self.notices: list[str] = []
         self.error: str | None = None
+        self.waiting_for_file = False  # following a file that does not exist yet
 
     # ------------------------------------------------------------------ Source protocol
     def start(self, sink: Callable[[Iterable], None]) -> None:
@@ -299,7 +302,9 @@ class ReplaySource:
             base = "REPLAY max"
         else:
             base = f"REPLAY x{_fmt_speed(self._speed)}"
-        if self.follow and self._caught_up:
+        if self.waiting_for_file:
+            base += " · waiting for the file"
+        elif self.follow and self._caught_up:
             base += " · following"
         elif self._finished:
             base += " · end"
@@ -405,8 +410,23 @@ class ReplaySource:
         self.delivered += len(batch)
         self.batches += 1
 
+    def _wait_for_file(self) -> bool:
+        """Following a file that does not exist yet: wait until it appears (True) or the source stops (False)."""
+        if os.path.exists(self.path):
+            return True
+        self.waiting_for_file = True
+        self._notice(f"waiting for {self.label} to appear")
+        with self._cv:
+            while not self._stop and not os.path.exists(self.path):
+                self._cv.wait(self.poll_interval)
+        self.waiting_for_file = False
+        return not self._stop
+
     def _run(self, sink) -> None:
         reader = _Reader(self.path, self.label, self.chunk_size)
+        if self.follow and not self._wait_for_file():
+            self._finished = True
+            return
         try:
             reader.open()
         except OSError as exc:
@@ -582,16 +602,35 @@ def _fmt_speed(speed: float) -> str:
     return f"1/{round(1 / speed):d}"
 
 
-def validate_record_file(path: str | os.PathLike) -> str | None:
-    """A readable problem when ``path`` cannot be replayed at all (else None)."""
+def validate_record_file(path: str | os.PathLike, follow: bool = False) -> str | None:
+    """A readable problem when ``path`` cannot be replayed at all (else None).
+
+    Following, a file that does not exist yet (or is still empty) is waited for. A file none of whose lines
+    is a usable record (another tool's JSON, binary, empty) is refused: "not a servewatch record file"."""
+    import stat
+
     p = Path(path)
-    if not p.exists():
-        return f"{p}: no such file"
-    if p.is_dir():
-        return f"{p}: is a folder, not a record file"
     try:
-        with open(p, "rb"):
-            pass
+        st = p.stat()
+    except FileNotFoundError:
+        return None if follow else f"{p}: no such file"
     except OSError as exc:
         return f"{p}: cannot read ({exc.strerror or exc})"
-    return None
+    if stat.S_ISDIR(st.st_mode):
+        return f"{p} is a directory, not a record file (give a .jsonl file inside it)"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return f"{p} is a device, not a record file"
+    if stat.S_ISSOCK(st.st_mode):
+        return f"{p} is a socket, not a record file"
+    try:
+        with open(p, "rb") as fh:
+            if not stat.S_ISREG(st.st_mode):
+                return None  # a pipe: read once, by the replay itself
+            numbered = ((n, line, line[-1:] == b"\n") for n, line in enumerate(fh, 1))
+            usable, total, first = scan_usable(parse_lines(numbered, str(p)))
+    except OSError as exc:
+        return f"{p}: cannot read ({exc.strerror or exc})"
+    if follow and total == 0:
+        return None  # still empty: wait for the writer
+    problem = not_a_record_file(usable, total, first)
+    return f"{p}: {problem}" if problem else None

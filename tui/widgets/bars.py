@@ -41,6 +41,8 @@ class HeaderBar(Static):
                 rnd = f" round {snap.current_round}" if snap.current_round != 1 else ""
                 label = "L" if compact else "[$sw-na]level[/] "
                 parts.append(f"{label}{fmt.level(snap.current_level)}{rnd}")
+        if snap is not None and snap.provenance_short:  # where the data came from (tui.core.provenance.short)
+            parts.append(f"[$sw-na]{esc(snap.provenance_short)}[/]" if snap.header else f"[$sw-warn]{esc(snap.provenance_short)}[/]")
         src_label = "" if compact else "[$sw-na]source[/] "
         sep = " " if compact else "  "
         used = Content.from_markup(sep.join(parts) + sep + src_label).cell_length + 2  # 2: padding
@@ -51,9 +53,13 @@ class HeaderBar(Static):
         return sep.join(parts)
 
 
-def budget_phrase(budget) -> str:
+def budget_phrase(budget, view=None) -> str:
+    if view is not None:  # the core's words (tui.core.budgetview.BudgetView.phrase)
+        if not view.known:
+            return "budget: " + na("unknown")
+        return "budget: " + (f"[$sw-good]{esc(view.phrase)}[/]" if view.state == "feasible" else f"[$sw-bad]{esc(view.phrase)}[/]")
     if budget is None:
-        return "budget: " + na("N/A")
+        return "budget: " + na("unknown")
     if getattr(budget, "fits", False):
         return f"budget: [$sw-good]feasible[/] (candidate {budget.candidate})"
     return "budget: [$sw-bad]does not fit[/]"
@@ -73,7 +79,7 @@ class VerdictBar(Static):
         first = [f"[b reverse {var}] {words} [/]"]
         if v.missing and v.state == "INSUFFICIENT_WINDOW":
             first.append(f"[{var}]{esc(v.missing)}[/]")
-        first.append("│ " + budget_phrase(self.budget))
+        first.append("│ " + budget_phrase(self.budget, getattr(snap, "budget_view", None)))
         first.append("│ quality: " + (esc(self.quality) if self.quality else na("not run")))
         lines = ["  ".join(first), f"[$sw-na]{esc(v.reason)}[/]"]
         issues = snap.malformed + snap.truncated + snap.unknown_types

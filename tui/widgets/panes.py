@@ -70,21 +70,39 @@ class BudgetPane(PaneMixin, VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(self.budget_markup(), id="budget-text")
 
+    def update_snapshot(self, snap: Snapshot) -> None:
+        view = getattr(snap, "budget_view", None)
+        if view is not None and view != getattr(self, "_view", None):  # the file's budget record, server capacity
+            self._view = view
+            if snap.budget is not None:
+                self.budget = snap.budget
+            self.query_one("#budget-text", Static).update(self.budget_markup())
+
     def budget_markup(self) -> str:
         b = self.budget
+        view = getattr(self, "_view", None)
+        server = [] if view is None or not view.capacity_line else ["", f"[b]server[/] {esc(view.capacity_line)}"]
         if b is None:
-            return na("no budget given (N/A)") + "\nRun `servewatch budget` or pass the budget flags."
+            hint = view.hint if view is not None and view.hint else "pass the budget flags, --config or --budget FILE"
+            problem = [] if view is None or not view.problem else [sev(esc(view.problem), "bad")]
+            return "\n".join([sev("budget unknown", "na", bold=True), f"[$sw-na]{esc(hint)}[/]", *problem, *server])
         gpu = getattr(b, "gpu_gib", None)
         fits = bool(getattr(b, "fits", False))
+        origin = [] if view is None or not view.origin else [f"[$sw-na]from {esc(view.origin)}[/]"]
+        teaching = [] if view is None or not view.teaching else [
+            "[b reverse $sw-warn] TEACHING CASE [/] [$sw-warn]an example, not this run's model[/]"]
         lines = [
+            *teaching,
             f"[b]per GPU[/] · GPU {fmt.num(gpu, 0) if gpu is None else f'{gpu:g}'} GiB · "
             + (sev("fits", "good", bold=True) if fits else sev("does not fit", "bad", bold=True)),
+            *origin,
             _row("weights", fmt.gib(b.weights_gib)),
             _row("runtime margin", fmt.gib(b.margin_gib)),
             _row("KV per sequence", fmt.gib(b.kv_per_seq_gib)),
             _row("cache budget", fmt.gib(b.cache_budget_gib)),
             "[b]" + _row("memory-only candidate", f"{b.candidate} seq") + "[/]",
             "[$sw-warn]The candidate is a number to test,\nnot a limit.[/]",
+            *server,
         ]
         if not fits:
             lines.append(sev(esc(getattr(b, "verdict", "does not fit")), "bad"))
