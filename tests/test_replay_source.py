@@ -262,7 +262,7 @@ def test_missing_file_is_reported_not_raised(tmp_path):
     assert len(sink.issues) == 1 and "cannot read" in sink.issues[0].reason
     assert src.error and "nope.jsonl" in src.error
     assert validate_record_file(tmp_path / "nope.jsonl").endswith("no such file")
-    assert "folder" in validate_record_file(tmp_path)
+    assert "is a directory, not a record file" in validate_record_file(tmp_path)
 
 
 def test_follow_picks_up_appended_records_and_partial_lines(tmp_path):

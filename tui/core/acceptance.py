@@ -754,7 +754,7 @@ def build_acceptance(
     # 8. conclusion
     qstate = qsec["state"]
     q_arg = None if not qsec["run"] else ("PASS" if qstate == Q.PASS else QUALITY_PHRASES.get(qstate, qstate))
-    ready, lines = three_part_conclusion(bsec.get("fits"), measured["state"], q_arg)
+    ready, lines = three_part_conclusion(bsec.get("fits"), measured["state"], q_arg, teaching=bool(bsec.get("teaching")))
     if measured["state"] == INSUFFICIENT_WINDOW:
         miss = [r["missing"] for r in measured["levels"]
                 if r["missing"] and r["mode"] == measured["primary_mode"] and r["verdict"] == INSUFFICIENT_WINDOW]

@@ -90,9 +90,15 @@ def _jnum(v: float | None):
     return v
 
 
-def conclusion(budget_fits: bool | None, measured: str, quality: str | None) -> tuple[bool, list[str]]:
-    """The three-part conclusion. Returns (ready, one sentence per part that is missing or failed)."""
+def conclusion(budget_fits: bool | None, measured: str, quality: str | None,
+               teaching: bool = False) -> tuple[bool, list[str]]:
+    """The three-part conclusion. Returns (ready, one sentence per part that is missing or failed).
+
+    A teaching-case budget (``--teaching``) is an example, not this deployment's budget: never evidence."""
     lines = []
+    if teaching:
+        lines.append("Budget: the teaching case is an example, not this deployment's budget; give the budget flags "
+                     "for your model.")
     if budget_fits is None:
         lines.append("Budget: no budget given, so it is unknown whether the model fits.")
     elif not budget_fits:
@@ -107,7 +113,7 @@ def conclusion(budget_fits: bool | None, measured: str, quality: str | None) -> 
         lines.append("Quality: the regression set has not been run against this configuration.")
     elif quality != PASS:
         lines.append(f"Quality: {quality}.")
-    ready = budget_fits is True and measured == PASS and quality == PASS
+    ready = budget_fits is True and not teaching and measured == PASS and quality == PASS
     return ready, lines
 
 
@@ -128,7 +134,7 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
     else:
         view = _budget_view(budget, budget_origin, snap.header)
     frac = w.good.fraction
-    ready, missing = conclusion(None if budget is None else bool(budget.fits), state, quality)
+    ready, missing = conclusion(None if budget is None else bool(budget.fits), state, quality, teaching=view.teaching)
     reason = v.reason
     if j is not None and j.rounds > 1 and state != v.state:
         reason = f"{j.rounds} rounds at this level combine to {state} (FAIL if any round FAILs); last round: {v.reason}"
