@@ -107,7 +107,7 @@ async def test_seed_replay_shows_half_good_insufficient_window_and_synthetic(see
         assert "INSUFFICIENT WINDOW" in text
         assert "SYNTHETIC" in text
         assert "need " in text and "more requests" in text  # what is missing
-        assert "budget: feasible (candidate 15)" in text
+        assert "budget: feasible (teaching case)" in text  # the teaching case is labelled (issue 9)
         assert "quality: not run" in text
         assert "The candidate is a number to test," in text and "not a limit." in text
         assert "The candidate is a number to test, not a limit." in app.query_one("#budget-text").visual.plain.replace("\n", " ")
@@ -141,8 +141,9 @@ async def test_budget_that_does_not_fit_and_no_budget(seed_path):
     app, src, sink = make_app(seed_path, max_speed=True, budget=None)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, app, src, sink)
-        assert "budget: N/A" in app.query_one(VerdictBar).visual.plain
-        assert "no budget given" in app.query_one("#budget-text").visual.plain
+        assert "budget: unknown" in app.query_one(VerdictBar).visual.plain
+        assert "budget unknown" in app.query_one("#budget-text").visual.plain
+        assert "--config" in app.query_one("#budget-text").visual.plain  # the flags that would give one
         assert "N/A" in app.query_one("#gpu-text").visual.plain  # no predicted figures without a budget
 
 

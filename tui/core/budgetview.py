@@ -107,11 +107,11 @@ class BudgetView:
 
     @property
     def phrase(self) -> str:
-        """'feasible (candidate 15, teaching case)' / 'does not fit' / 'unknown'."""
+        """'feasible (candidate 15)' / 'feasible (teaching case)' / 'does not fit' / 'unknown'."""
         if not self.known:
             return "unknown"
         if self.state == "feasible":
-            return f"feasible (candidate {self.candidate}{', teaching case' if self.teaching else ''})"
+            return "feasible (teaching case)" if self.teaching else f"feasible (candidate {self.candidate})"
         return self.state + (" (teaching case)" if self.teaching else "")
 
     def as_dict(self) -> dict:
