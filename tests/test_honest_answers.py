@@ -17,7 +17,7 @@ import pytest
 from tui.cli import main
 from tui.core import provenance
 from tui.core.budget import BudgetInputs, budget_to_dict, compute_budget
-from tui.core.budgetview import budget_view, capacity_sentence, server_capacity
+from tui.core.budgetview import capacity_sentence, server_capacity
 from tui.core.levels import LevelNotInFile, judge_level
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import RunHeader, parse_line, read_file, source_block
@@ -82,6 +82,7 @@ def test_report_on_the_real_run_shows_budget_unknown_with_the_flags(capsys):
 
 def test_server_allocation_shown_beside_an_unknown_budget(capsys):
     rc, rep = report_json(capsys, DEFAULT)
+    assert rc == 1
     cap = rep["budget_view"]["server_capacity"]
     assert cap["engine"] == "llamacpp" and cap["sequences"] == 4 and cap["tokens_per_sequence"] == 2048
     line = rep["budget_view"]["capacity_vs_server"]
@@ -92,13 +93,16 @@ def test_server_allocation_shown_beside_an_unknown_budget(capsys):
 
 def test_teaching_budget_only_when_asked_or_for_the_teaching_log(capsys):
     rc, rep = report_json(capsys, DEFAULT, "--teaching")
+    assert rc == 1 and rep["conclusion"]["ready_for_traffic"] is False
     assert rep["budget"]["memory_only_candidate"] == 15 and rep["budget"]["teaching"] is True
     assert "--teaching" in rep["budget"]["origin"]
-    rc = main(["report", DEFAULT, "--teaching"])
+    assert main(["report", DEFAULT, "--teaching"]) == 1
     out = capsys.readouterr().out
+    assert "the teaching case is an example, not this deployment's budget" in out
     assert "TEACHING CASE" in out
     assert "Predicted room for 15 sequences of 4096 tokens; the server (llamacpp) allocated room for 4 sequences" in out
     rc, rep = report_json(capsys, SEED)
+    assert rc == 3
     assert rep["budget"]["memory_only_candidate"] == 15 and rep["budget"]["teaching"] is True
     assert "bundled teaching log" in rep["budget"]["origin"]
     assert main(["report", DEFAULT, "--teaching", "--params", "7B"]) == 2
@@ -115,12 +119,12 @@ def test_budget_record_in_the_file_is_reused_and_verified(tmp_path, capsys):
     doc = budget_to_dict(OWN_BUDGET)
     p = with_budget_record(tmp_path, doc)
     rc, rep = report_json(capsys, str(p))
-    assert rep["budget"]["memory_only_candidate"] == OWN_BUDGET.candidate
+    assert rc == 1 and rep["budget"]["memory_only_candidate"] == OWN_BUDGET.candidate
     assert rep["budget"]["origin"] == "budget record in the record file" and rep["budget"]["teaching"] is False
     assert rep["conclusion"]["budget"] == "feasible"
     # flags given to the reader win, and a note says so
     rc, rep = report_json(capsys, str(p), "--teaching")
-    assert rep["budget"]["memory_only_candidate"] == 15
+    assert rc == 1 and rep["budget"]["memory_only_candidate"] == 15
     assert any("carries a budget record" in n for n in rep["notes"])
     # a tampered budget record is not believed
     bad = json.loads(json.dumps(doc))
@@ -128,6 +132,7 @@ def test_budget_record_in_the_file_is_reused_and_verified(tmp_path, capsys):
     bad["results"]["candidate"] = 999
     q = with_budget_record(tmp_path, bad, "tampered.jsonl")
     rc, rep = report_json(capsys, str(q))
+    assert rc == 1 and "failed verification" in capsys.readouterr().err + " ".join(rep["notes"])
     assert rep["budget"] is None and rep["budget_view"]["known"] is False
     assert "failed verification" in rep["budget_view"]["problem"]
 
@@ -144,6 +149,7 @@ def test_accept_uses_the_same_budget_rules(tmp_path, capsys):
     assert doc["budget"]["given"] is True and doc["budget"]["memory_only_candidate"] == OWN_BUDGET.candidate
     assert doc["inputs"]["budget"] == f"budget record in {p}"
     rc, doc, md, _, _ = accept_in(tmp_path, "--records", DEFAULT, "--teaching", out="acc3")
+    assert rc == 1 and doc["conclusion"]["ready_for_traffic"] is False
     assert doc["budget"]["teaching"] is True and "**TEACHING CASE**" in md
 
 
@@ -152,9 +158,11 @@ def test_server_capacity_from_the_header_beside_the_prediction(tmp_path, capsys)
            "source": "vllm:cache_config_info"}
     p = with_header(tmp_path, {"server_capacity": cap})
     rc, rep = report_json(capsys, str(p), "--teaching")
+    assert rc == 1
     assert rep["budget_view"]["capacity_vs_server"] == ("Predicted room for 15 sequences of 4096 tokens; the server "
                                                         "(vllm) allocated room for 37 sequences of 4096 tokens.")
     rc, rep = report_json(capsys, str(p))
+    assert rc == 1
     assert rep["budget_view"]["capacity_vs_server"].startswith("Predicted room: unknown (no budget); the server (vllm)")
     # llama.cpp: n_ctx is the operator's choice, and the view says so
     assert "set by the operator" in capacity_sentence(None, server_capacity(
@@ -211,7 +219,7 @@ def test_console_default_and_replay_choose_no_budget_for_the_real_run(monkeypatc
 def test_report_and_accept_give_the_same_measured_verdict(tmp_path, capsys):
     rc_r = main(["report", DEFAULT])
     out_r = capsys.readouterr().out
-    rc_a, doc, md, _, _ = accept_in(tmp_path, "--records", DEFAULT)
+    rc_a, doc, _, _, _ = accept_in(tmp_path, "--records", DEFAULT)
     out_a = capsys.readouterr().out
     judged = "judged level: concurrency 8 (the highest level tested): FAIL; measured capacity: none (no level PASSes)"
     assert judged in out_r and judged in out_a
@@ -227,6 +235,7 @@ def test_report_and_accept_give_the_same_measured_verdict(tmp_path, capsys):
     assert rc_r == 3 and rc_a == 3 and doc["measured"]["state"] == "INSUFFICIENT_WINDOW"
     # --level is kept as an alias
     rc, rep = report_json(capsys, DEFAULT, "--level", "1")
+    assert rc == 3
     assert rep["judged"]["level"] == 1 and rep["judged"]["why"] == "--required-level 1"
 
 
@@ -234,7 +243,7 @@ def test_a_level_not_in_the_file_is_refused_naming_the_levels(tmp_path, capsys):
     assert main(["report", DEFAULT, "--level", "3"]) == 2
     err = capsys.readouterr().err
     assert "level 3 is not in the record file; levels present (concurrency): 1, 2, 4, 8" in err
-    rc, doc, md, _, d = accept_in(tmp_path, "--records", DEFAULT, "--required-level", "3")
+    rc, _, _, _, d = accept_in(tmp_path, "--records", DEFAULT, "--required-level", "3")
     assert rc == 2 and "levels present (concurrency): 1, 2, 4, 8" in capsys.readouterr().err
     assert not d.exists() or not any(d.iterdir()), "no report files for a refused level"
 
@@ -283,7 +292,7 @@ def test_report_refuses_input_that_is_not_a_record_file(not_records, capsys):
 
 def test_accept_refuses_it_and_writes_nothing(not_records, tmp_path, capsys):
     for name, p in not_records.items():
-        rc, doc, md, _, d = accept_in(tmp_path, "--records", str(p), out=f"acc_{name}")
+        rc, _, _, _, d = accept_in(tmp_path, "--records", str(p), out=f"acc_{name}")
         assert rc == 2 and "not a servewatch record file" in capsys.readouterr().err, name
         assert not d.exists() or not any(d.iterdir()), f"{name}: report files written for non-record input"
 
@@ -308,12 +317,12 @@ def test_report_reads_standard_input():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with open(DEFAULT, "rb") as fh:
         r = subprocess.run([sys.executable, "-m", "tui", "report", "-", "--json"], stdin=fh, capture_output=True,
-                           env=env, cwd=ROOT, timeout=120)
+                           env=env, cwd=ROOT, timeout=120, check=False)
     assert r.returncode == 1, r.stderr.decode()
     rep = json.loads(r.stdout)
     assert rep["source"] == "<stdin>" and rep["measured"]["verdict"]["state"] == "FAIL"
     r = subprocess.run([sys.executable, "-m", "tui", "report", "-"], input=b"\x00\x01 not json\n", capture_output=True,
-                       env=env, cwd=ROOT, timeout=120)
+                       env=env, cwd=ROOT, timeout=120, check=False)
     assert r.returncode == 2 and b"<stdin>: not a servewatch record file (0 of 1 lines usable" in r.stderr
 
 
@@ -370,26 +379,34 @@ def test_source_block_is_parsed_and_validated():
         source_block("guess")
 
 
-def test_load_generator_header_says_kind_run():
-    src = (ROOT / "tui" / "sources" / "loadgen.py").read_text()
-    assert 'source=source_block("run")' in src  # the header() call; its output is checked above
+def test_load_generator_header_says_kind_run(tmp_path):
+    pytest.importorskip("httpx")
+    from tui.sources.loadgen import LoadConfig, LoadGenerator
+
+    cfg = LoadConfig(url="http://127.0.0.1:9/v1", model="m", levels=[1], requests=1, metrics=False, gpu=False,
+                     progress_interval=0, api_key_env=None, record=str(tmp_path / "r.jsonl"))
+    hdr = LoadGenerator(cfg, lambda d: None).header(None)
+    rec = parse_line(json.dumps(hdr))  # what every reader sees
+    assert isinstance(rec, RunHeader) and rec.data["source"]["kind"] == "run"
+    assert rec.data["source"]["tool"] == "servewatch" and rec.data["source"]["file"] is None
+    assert provenance.short(rec.data).startswith("run · servewatch")
 
 
 def test_every_view_says_where_the_data_came_from(tmp_path, capsys):
     p = with_header(tmp_path, {"source": source_block("run")})
-    rc = main(["report", str(p)])
+    assert main(["report", str(p)]) == 1
     assert "data from: measured by a servewatch load run (servewatch" in capsys.readouterr().out
     rc, rep = report_json(capsys, str(p))
-    assert rep["provenance"]["kind"] == "run" and rep["provenance"]["source"]["tool"] == "servewatch"
+    assert rc == 1 and rep["provenance"]["kind"] == "run" and rep["provenance"]["source"]["tool"] == "servewatch"
     rc, doc, md, _, _ = accept_in(tmp_path, "--records", str(p))
     assert doc["provenance"][0]["source_block"]["kind"] == "run"
     assert "data from: measured by a servewatch load run" in md
     # an old header (no block) and a file without a header
-    rc = main(["report", DEFAULT])
+    assert main(["report", DEFAULT]) == 1
     assert "data from: written by servewatch 0.1.0 (the header has no source block" in capsys.readouterr().out
     headless = tmp_path / "headless.jsonl"
     headless.write_text("".join(_lines(DEFAULT)[1:]))
-    rc = main(["report", str(headless)])
+    assert main(["report", str(headless)]) == 1  # still the FAIL at level 8, without a header
     assert "data from: provenance unknown (no run header)" in capsys.readouterr().out
 
 

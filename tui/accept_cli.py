@@ -350,7 +350,12 @@ def read_rollback_file(path: str) -> list[str]:
 def cmd_accept(args: argparse.Namespace) -> int:
     from tui.budget_cli import view_budget
     from tui.core import acceptance as A
-    from tui.report_cli import analyse_file, input_problem, monitor_config_from_args, not_record_file_problem
+    from tui.report_cli import (
+        analyse_file,
+        input_problem,
+        monitor_config_from_args,
+        not_record_file_problem,
+    )
 
     try:
         cfg = monitor_config_from_args(args)

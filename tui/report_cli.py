@@ -9,8 +9,14 @@ import sys
 
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import RequestRecord, not_a_record_file, parse_lines, read_file
-from tui.core.report import (EXIT_CODES_DOC, EXIT_USAGE, LevelNotInFile, build_report, exit_code,
-                             format_report)
+from tui.core.report import (
+    EXIT_CODES_DOC,
+    EXIT_USAGE,
+    LevelNotInFile,
+    build_report,
+    exit_code,
+    format_report,
+)
 
 
 def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,7 +131,13 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     except ValueError as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from tui.budget_cli import budget_from_args, budget_given, budget_source, budget_title, view_budget
+    from tui.budget_cli import (
+        budget_from_args,
+        budget_given,
+        budget_source,
+        budget_title,
+        view_budget,
+    )
 
     origin = None
     if budget is None:

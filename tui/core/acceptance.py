@@ -726,10 +726,10 @@ def build_acceptance(
 ) -> dict:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise)."""
     cost = cost or CostInputs()
-    prov = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
+    prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
              "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
     synthetic = any(p["provenance"] == "synthetic" for p in prov) or bool(quality and quality.get("synthetic"))
-    unknown = [p["source"] for p in prov if p["provenance"] == "unknown"]
+    unknown: list[str] = [p["source"] for p in prov if p["provenance"] == "unknown"]
     banner_parts = []
     if synthetic:
         syn = [p["source"] for p in prov if p["provenance"] == "synthetic"]

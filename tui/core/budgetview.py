@@ -12,8 +12,10 @@ Pure functions; no I/O.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from tui.core.budget import BudgetError, budget_from_dict
 
@@ -68,7 +70,7 @@ LLAMACPP_NOTE = ("llama.cpp's context (n_ctx, split over its slots) is set by th
 
 
 def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0 else None
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
 
 
 def capacity_sentence(budget: Any, cap: Mapping | None) -> str | None:

@@ -9,8 +9,8 @@ that PASSes) is reported beside it, never instead of it.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 
@@ -74,8 +74,8 @@ def row_mode(row_mode_field: str | None, header: Mapping | None) -> str | None:
     """A level row's loop mode: its own, else the run header's load mode; only "closed"/"open" count."""
     if row_mode_field in ("closed", "open"):
         return row_mode_field
-    ld = header.get("load") if header and isinstance(header.get("load"), Mapping) else {}
-    m = ld.get("mode")
+    ld = header.get("load") if header else None
+    m = ld.get("mode") if isinstance(ld, Mapping) else None
     return m if m in ("closed", "open") else None
 
 
@@ -99,6 +99,7 @@ def judge_level(rows: Iterable[tuple[float | None, str | None, str]], required_l
     unit = UNITS.get(str(mode), "level")
     states = {lv: combine_states(st for x, st in mrows if x == lv) for lv in present}
     passing = [lv for lv in present if states[lv] == PASS]
+    level: float | None
     if required_level is not None:
         if required_level not in present:
             raise LevelNotInFile(required_level, present, unit)

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 from tui.core import provenance, stats
 from tui.core.budget import BudgetError
-from tui.core.budgetview import ORIGIN_RECORD, budget_from_record, budget_view
+from tui.core.budgetview import (
+    ORIGIN_RECORD,
+    BudgetView,
+    budget_from_record,
+    budget_view,
+)
 from tui.core.records import (
     BudgetRecord,
     GpuSample,
@@ -181,7 +186,7 @@ class Monitor:
         self.budget_origin = budget_origin if budget is not None else None
         self.budget_problem: str | None = None
         self._budget_view_key: tuple | None = None
-        self._budget_view = None
+        self._budget_view: BudgetView | None = None
         self.source = source
         self.test = MixtureTest(cfg.target, cfg.alpha)
         self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())

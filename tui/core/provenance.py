@@ -12,7 +12,8 @@ file says the same thing about its origin wherever it is shown.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 SOURCE_KINDS = ("run", "trace", "import", "watch")
 
