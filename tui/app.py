@@ -250,6 +250,8 @@ class ServewatchApp(App[int]):
         """SIGTERM / SIGHUP and a closed standard input end the console (see ``driver_went_away``)."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_IGN:  # nohup: whoever started us asked for it to be ignored
+                continue
             try:  # replaces the web driver's own SIGTERM handler, which would not stop the source first
                 loop.add_signal_handler(sig, self.driver_went_away, f"signal {sig.name}", 128 + int(sig))
             except (NotImplementedError, RuntimeError, ValueError):
