@@ -308,16 +308,18 @@ async def test_step_keys_and_jump_to_end(tmp_path):
         await wait_for(pilot, lambda: app.snapshot.requests_total == 5 and src.finished, "jump to end")
 
 
-async def test_number_keys_maximise_and_restore_each_pane(seed_path):
+@pytest.mark.parametrize("size", [SIZE, (200, 60)])
+async def test_number_keys_maximise_and_restore_each_pane(seed_path, size):
     app, src, sink = make_app(seed_path, max_speed=True)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settled(pilot, app, src, sink)
         for number, pane_id in [(1, "budget"), (2, "requests"), (3, "good"), (4, "ttft"), (5, "queue"), (6, "gpu")]:
             await pilot.press(str(number))
             await pilot.pause()
             visible = [p.id for p in app.panes if p.display and p.region.area > 0]
             assert visible == [pane_id]
-            assert app.query_one(f"#{pane_id}").region.width == SIZE[0]
+            pane, grid = app.query_one(f"#{pane_id}"), app.query_one("#grid", Grid)
+            assert pane.region.width == size[0] and pane.region.height == grid.region.height, "one cell, all of it"
             assert app.query_one(VerdictBar).region.height >= 2, "the verdict bar stays visible"
             await pilot.press(str(number))
             await pilot.pause()
@@ -857,6 +859,7 @@ async def test_sweep_sits_under_the_budget_in_the_wide_layout(tmp_path):
         await wait_for(pilot, lambda: sweep.region.area > 0, "the grid laid out with the sweep pane")
         assert sweep.region.x == budget.region.x and sweep.region.y == budget.region.bottom
         assert req.region.x == sweep.region.right and req.region.y == sweep.region.y
+        assert budget.max_scroll_y == 0, "the whole budget is on screen beside the sweep"
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert sweep.region.x == budget.region.x and sweep.region.y == budget.region.bottom
