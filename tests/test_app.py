@@ -877,3 +877,13 @@ def test_live_accepts_every_console_flag_replay_does(tmp_path):
     assert monitor_config_from_args(args).rolling_s == 30.0
     args = build_parser().parse_args(["live", "--url", "http://127.0.0.1:9", "--rate", "1", "--rolling-requests", "80"])
     assert monitor_config_from_args(args).rolling_n == 80
+
+
+def test_verdict_bar_packs_statuses_without_losing_one():
+    from tui.widgets.bars import pack
+
+    head, budget, quality, extra = "[b] FAIL [/]", "│ budget: feasible (candidate 15)", "│ quality: not run", "│ 37 cancelled"
+    assert pack([head, budget, quality], 80) == [f"{head}  {budget}  {quality}"]
+    assert pack([head, budget, quality, extra], 60) == [f"{head}  {budget}", f"quality: not run  {extra}"]
+    long_head = "[b] INSUFFICIENT WINDOW [/]  need 1,234 more requests, 12 min more, and a second round"
+    assert pack([long_head, budget, quality], 78) == [long_head, f"budget: feasible (candidate 15)  {quality}"]

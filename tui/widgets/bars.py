@@ -3,7 +3,8 @@
 The verdict bar lays its text out for the space it has; nothing here computes a figure:
 
 * the verdict state, with what is missing (INSUFFICIENT WINDOW), then ``budget: …`` and
-  ``quality: …``: on one line when they fit the width, else the statuses get a line of their own;
+  ``quality: …`` (``status_parts``): packed in order on as few lines as the width allows, so a
+  status never falls off the right edge;
 * the reason, wrapped at word boundaries to at most ``reason_lines(terminal rows)`` lines (1 below
   34 rows, 2 below 50, else 3), the last one ending in `` …`` when the reason is longer; at 80
   columns one line still shows the first ~75 characters. The whole reason is the bar's tooltip;
@@ -92,6 +93,24 @@ def cells(markup: str) -> int:
     return Content.from_markup(markup).cell_length
 
 
+def pack(parts: list[str], width: int) -> list[str]:
+    """Markup parts on as few lines of ``width`` cells as they fit, in order; a part that starts a line
+    drops its leading separator ("│ "). A part wider than the width gets a line of its own (and its
+    end an ellipsis from the bar's CSS)."""
+    lines: list[str] = []
+    cur = ""
+    for part in parts:
+        if cur and cells(cur) + 2 + cells(part) <= width:
+            cur += "  " + part
+        else:
+            if cur:
+                lines.append(cur)
+            cur = part.removeprefix("│ ")
+    if cur:
+        lines.append(cur)
+    return lines
+
+
 def wrap_reason(reason: str, width: int, lines: int) -> list[str]:
     """The reason in at most ``lines`` lines of ``width`` cells, word-wrapped; `` …`` when cut."""
     width = max(20, width)
@@ -138,11 +157,7 @@ class VerdictBar(Static):
         head = f"[b reverse {var}] {esc(words)} [/]"
         if v.missing and v.state == "INSUFFICIENT_WINDOW":
             head += f"  [{var}]{esc(v.missing)}[/]"
-        status = "  ".join(self.status_parts())
-        if cells(head) + 2 + cells(status) <= width:
-            lines = [f"{head}  {status}"]
-        else:  # the statuses get their own line rather than falling off the edge
-            lines = [head, status.removeprefix("│ ")]
+        lines = pack([head, *self.status_parts()], width)
         lines += [f"[$sw-na]{esc(part)}[/]" for part in wrap_reason(v.reason, width, self.max_reason_lines)]
         issues = snap.malformed + snap.truncated + snap.unknown_types
         if issues:
