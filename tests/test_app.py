@@ -309,16 +309,18 @@ async def test_step_keys_and_jump_to_end(tmp_path):
         await wait_for(pilot, lambda: app.snapshot.requests_total == 5 and src.finished, "jump to end")
 
 
-async def test_number_keys_maximise_and_restore_each_pane(seed_path):
+@pytest.mark.parametrize("size", [SIZE, (200, 60)])
+async def test_number_keys_maximise_and_restore_each_pane(seed_path, size):
     app, src, sink = make_app(seed_path, max_speed=True)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settled(pilot, app, src, sink)
         for number, pane_id in [(1, "budget"), (2, "requests"), (3, "good"), (4, "ttft"), (5, "queue"), (6, "gpu")]:
             await pilot.press(str(number))
             await pilot.pause()
             visible = [p.id for p in app.panes if p.display and p.region.area > 0]
             assert visible == [pane_id]
-            assert app.query_one(f"#{pane_id}").region.width == SIZE[0]
+            pane, grid = app.query_one(f"#{pane_id}"), app.query_one("#grid", Grid)
+            assert pane.region.width == size[0] and pane.region.height == grid.region.height, "one cell, all of it"
             assert app.query_one(VerdictBar).region.height >= 2, "the verdict bar stays visible"
             await pilot.press(str(number))
             await pilot.pause()
@@ -691,3 +693,198 @@ def test_default_sample_is_found():
 
     p = default_sample_path()
     assert p is not None and p.name in ("default.jsonl", "seed.jsonl") and p.is_file()
+
+
+# ----------------------------------------------------------------------------- the console at every size
+
+#: A reason longer than any the core writes today (other wording may come): the layout must cope.
+LONG_REASON = ("good fraction 96.1% on 1,204 requests over 11 min: the evidence so far favours PASS against the 95% "
+               "target, but the anytime-valid test (alpha 0.05) has not yet crossed its threshold, so keep the run "
+               "going; 37 requests were cancelled when the run was stopped")
+LONG_MISSING = "need 1,234 more requests, 12 min more, and a second round at this level"
+
+
+def _verdict_snapshot(state: str = "UNDECIDED", reason: str = LONG_REASON, missing: str = "", header=None):
+    from dataclasses import replace
+
+    base = Monitor(MonitorConfig()).snapshot()
+    verdict = replace(base.verdict, state=state, reason=reason, missing=missing)
+    return replace(base, seq=3, verdict=verdict, header={"type": "run"} if header is None else header,
+                   requests_total=1)
+
+
+def footer_keys(app) -> list:
+    from textual.widgets._footer import FooterKey
+
+    return list(app.query(FooterKey))
+
+
+async def footer_ready(pilot, app) -> list:
+    """The footer builds its keys after a refresh: wait for them."""
+    await wait_for(pilot, lambda: any(k.key_display == "q" and k.region.area > 0 for k in footer_keys(app)),
+                   "the footer keys")
+    return footer_keys(app)
+
+
+def fully_on_screen(app, widget) -> bool:
+    r = widget.region
+    return r.area > 0 and r.x >= 0 and r.right <= app.size.width and r.bottom <= app.size.height
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+@pytest.mark.parametrize("state, missing", [("UNDECIDED", ""), ("INSUFFICIENT_WINDOW", LONG_MISSING)])
+async def test_verdict_budget_quality_and_every_key_are_visible_at_every_size(size, state, missing):
+    snap = _verdict_snapshot(state, missing=missing)
+    app = ServewatchApp(ReplaySource(SEED if SEED.is_file() else "missing.jsonl"), _FixedSink(snap), teaching_case(),
+                        start_source=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        bar = app.query_one(VerdictBar)
+        assert fully_on_screen(app, bar)
+        words = fmt.VERDICT_STYLE[state][0]
+        assert f" {words} " in text
+        flat = " ".join(text.split())
+        assert " ".join(LONG_REASON[:60].split()) in flat, "the first 60 characters of the reason"
+        if size[1] >= 34:  # two reason lines from 34 rows (today's longest reasons, ~190 characters, fit)
+            assert " ".join(LONG_REASON[:200].split()) in flat
+        if size[1] >= 50:  # three from 50 rows
+            assert " ".join(LONG_REASON.split()) in flat
+        assert "budget: feasible (candidate 15)" in text and "quality: not run" in text
+        if missing and size[0] >= 120:
+            assert LONG_MISSING in text
+        # every key that applies to a replay is in the footer, and the footer item is wholly on screen
+        keys = await footer_ready(pilot, app)
+        shown = {k.key_display for k in keys}
+        assert {"q", "?", "p", "+", "-", "s", "e", "t", "^s", "^p"} <= shown, shown
+        for k in keys:
+            assert fully_on_screen(app, k), (k.key_display, k.region)
+        # the full reason is one hover away
+        assert LONG_REASON in str(bar.tooltip)
+
+
+#: The longest reason the core writes today (INSUFFICIENT WINDOW, leaning PASS, bursty outcomes).
+TODAYS_LONGEST = ("good fraction 96.1% on 1204 requests over 11 min: too few to judge the 95% target honestly. "
+                  "Evidence so far favours PASS. Outcomes are bursty (VIF 2.3 > 2): decided on effective n = 523.")
+
+
+@pytest.mark.parametrize("size, reason, cut", [((80, 24), TODAYS_LONGEST, True), ((120, 40), TODAYS_LONGEST, False),
+                                               ((120, 40), LONG_REASON, True), ((200, 60), LONG_REASON, False)])
+async def test_reason_wraps_to_the_lines_the_height_allows_and_says_when_it_is_cut(size, reason, cut):
+    app = ServewatchApp(_StaticSource(), _FixedSink(_verdict_snapshot(reason=reason)), None)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        lines = app.query_one(VerdictBar).visual.plain.splitlines()
+        first = next(i for i, ln in enumerate(lines) if ln.startswith("good fraction"))
+        shown = lines[first:]
+        assert all(len(ln) <= size[0] - 2 for ln in lines), lines
+        assert len(shown) <= (1 if size[1] < 34 else 2 if size[1] < 50 else 3)
+        assert shown[-1].endswith(" …") == cut
+        if not cut:
+            assert " ".join(shown) == reason
+
+
+async def test_live_footer_shows_only_keys_that_apply_live():
+    app = ServewatchApp(_StaticSource(), MonitorSink(Monitor()), None)
+    async with app.run_test(size=SIZE) as pilot:
+        shown = {k.key_display for k in await footer_ready(pilot, app)}
+        assert {"q", "?", "p", "t", "^s"} <= shown
+        assert not shown & {"+", "-", "s", "S", "e"}, shown
+        await pilot.press("s")  # a replay key still says why nothing happens
+        await pilot.pause()
+        assert any("replays only" in n.message for n in app._notifications)
+
+
+async def test_replay_footer_shows_the_replay_keys(seed_path):
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        assert {"+", "-", "s", "e"} <= {k.key_display for k in await footer_ready(pilot, app)}
+
+
+async def test_file_without_a_run_header_says_provenance_unknown(tmp_path):
+    p = tmp_path / "bare.jsonl"
+    p.write_text("".join(req_line(i, 1.0 + i) for i in range(3)))
+    app, src, sink = make_app(p, max_speed=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, src, sink)
+        assert "provenance unknown" in app.query_one(HeaderBar).visual.plain
+    app, src, sink = make_app(write_run(tmp_path / "with-header.jsonl", [1.0, 2.0]), max_speed=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, src, sink)
+        assert "provenance unknown" not in app.query_one(HeaderBar).visual.plain
+
+
+async def test_budget_needs_no_scrolling_at_200x60_and_uses_the_height(tmp_path):
+    from tests.test_snapshots import demo_lines
+
+    p = tmp_path / "demo.jsonl"
+    p.write_text("".join(demo_lines()))
+    app, src, sink = make_app(p, max_speed=True)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settled(pilot, app, src, sink)
+        budget = app.query_one("#budget")
+        await wait_for(pilot, lambda: budget.region.area > 0, "layout")
+        assert budget.max_scroll_y == 0, "the whole budget is on screen"
+        assert "GiB = 2**30 bytes" in screen_text(app)  # its last assumption
+        # the request list gets the rows the budget does not need
+        assert app.query_one("#requests").region.height >= 15
+    async with make_app(p, max_speed=True)[0].run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert pilot.app.query_one("#budget").max_scroll_y > 0  # at 120x40 the budget scrolls (1 maximises)
+
+
+async def test_maximised_sweep_spells_out_every_verdict_at_120x40(tmp_path):
+    p = write_sweep_run(tmp_path / "ramp.jsonl")
+    app, src, sink = make_app(p, max_speed=True)  # default 10 min window: every level INSUFFICIENT WINDOW
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        await pilot.press("7")
+        await pilot.pause()
+        text = screen_text(app)
+        rows = [ln for ln in sweep_lines(app) if "┊" in ln and ln.split()[0].isdigit()]
+        assert len(rows) == 4, rows
+        words = [next((w for w in ("INSUFFICIENT WINDOW", "UNDECIDED", "PASS", "FAIL") if r.rstrip().endswith(w)), None)
+                 for r in rows]
+        assert None not in words and "INSUFFICIENT WINDOW" in words, rows
+        for r in rows:
+            assert r.rstrip() in text, "the whole row is on screen"
+
+
+async def test_sweep_sits_under_the_budget_in_the_wide_layout(tmp_path):
+    p = write_sweep_run(tmp_path / "ramp.jsonl")
+    app, src, sink = make_app(p, max_speed=True, cfg=MonitorConfig(min_window_s=0.0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settled(pilot, app, src, sink)
+        sweep, budget, req = app.query_one("#sweep"), app.query_one("#budget"), app.query_one("#requests")
+        await wait_for(pilot, lambda: sweep.region.area > 0, "the grid laid out with the sweep pane")
+        assert sweep.region.x == budget.region.x and sweep.region.y == budget.region.bottom
+        assert req.region.x == sweep.region.right and req.region.y == sweep.region.y
+        assert budget.max_scroll_y == 0, "the whole budget is on screen beside the sweep"
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert sweep.region.x == budget.region.x and sweep.region.y == budget.region.bottom
+        assert req.region.x == budget.region.x and req.region.y > sweep.region.bottom - 1
+
+
+def test_live_accepts_every_console_flag_replay_does(tmp_path):
+    from tui.cli import build_parser
+    from tui.report_cli import monitor_config_from_args
+
+    args = build_parser().parse_args(["live", "--url", "http://127.0.0.1:9", "--concurrency", "1",
+                                      "--theme", "light", "--themes-dir", str(tmp_path), "--export-dir",
+                                      str(tmp_path / "x"), "--rolling-seconds", "30"])
+    assert (args.theme, args.themes_dir, args.export_dir) == ("light", str(tmp_path), str(tmp_path / "x"))
+    assert monitor_config_from_args(args).rolling_s == 30.0
+    args = build_parser().parse_args(["live", "--url", "http://127.0.0.1:9", "--rate", "1", "--rolling-requests", "80"])
+    assert monitor_config_from_args(args).rolling_n == 80
+
+
+def test_verdict_bar_packs_statuses_without_losing_one():
+    from tui.widgets.bars import pack
+
+    head, budget, quality, extra = "[b] FAIL [/]", "│ budget: feasible (candidate 15)", "│ quality: not run", "│ 37 cancelled"
+    assert pack([head, budget, quality], 80) == [f"{head}  {budget}  {quality}"]
+    assert pack([head, budget, quality, extra], 60) == [f"{head}  {budget}", f"quality: not run  {extra}"]
+    long_head = "[b] INSUFFICIENT WINDOW [/]  need 1,234 more requests, 12 min more, and a second round"
+    assert pack([long_head, budget, quality], 78) == [long_head, f"budget: feasible (candidate 15)  {quality}"]

@@ -5,7 +5,7 @@ bundled sample logs nor the wall clock: the replay goes at max speed to the end,
 screenshot is taken once the panes show the final snapshot (elapsed comes from record time).
 
 Regenerate after an intended UI change with:
-    PYTHONPATH=. .venv/bin/python -m pytest tests/test_snapshots.py --snapshot-update
+    PYTHONPATH=$PWD python3 -m pytest tests/test_snapshots.py --snapshot-update
 and look at the SVGs under tests/__snapshots__/ before committing them.
 """
 
@@ -108,8 +108,45 @@ def test_help_screen(snap_compare, demo_file):
 
 
 def test_small_terminal(snap_compare, demo_file):
+    """80x24: two columns that scroll; the verdict with its reason, budget, quality and every key stay."""
     app, src, sink = demo_app(demo_file)
     assert snap_compare(app, terminal_size=(80, 24), run_before=until_final(src, sink))
+
+
+def test_small_terminal_insufficient_window(snap_compare, tmp_path):
+    """80x24 with what is missing: the statuses take a line of their own rather than falling off."""
+    p = tmp_path / "short-run.jsonl"
+    p.write_text("".join(demo_lines(n=60)))
+    app, src, sink = demo_app(p, label="short-run.jsonl")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=until_final(src, sink))
+
+
+def test_large_terminal(snap_compare, demo_file):
+    """200x60: the budget over the whole height (no scrolling), the request list beside it."""
+    app, src, sink = demo_app(demo_file)
+    assert snap_compare(app, terminal_size=(200, 60), run_before=until_final(src, sink))
+
+
+def test_large_terminal_sweep(snap_compare, tmp_path):
+    """200x60 with a ramp: the sweep pane under the budget's two rows."""
+    path = write_sweep_run(tmp_path / "ramp.jsonl")
+    app, src, sink = demo_app(path, label="ramp.jsonl", cfg=MonitorConfig(min_window_s=0.0))
+    assert snap_compare(app, terminal_size=(200, 60), run_before=until_final(src, sink))
+
+
+def test_sweep_maximised(snap_compare, tmp_path):
+    """7 at 120x40 on a ramp still inside its window: every verdict spelled out in full."""
+    path = write_sweep_run(tmp_path / "ramp.jsonl")
+    app, src, sink = demo_app(path, label="ramp.jsonl")
+    assert snap_compare(app, press=["7"], terminal_size=(120, 40), run_before=until_final(src, sink))
+
+
+def test_live_footer(snap_compare, tmp_path):
+    """A live source: the footer has no replay keys."""
+    from tests.test_app import _FixedSink, _StaticSource, _verdict_snapshot
+
+    app = build_app(_StaticSource(), _FixedSink(_verdict_snapshot()), teaching_case())
+    assert snap_compare(app, terminal_size=(120, 40))
 
 
 def test_sweep_view(snap_compare, tmp_path):

@@ -11,13 +11,30 @@ the monitor every tick (under the sink's lock), so the client in-flight figure i
 
 With more than one load level in the snapshot (a ramp or a sweep) the grid shows the Sweep pane
 (7) under the budget, and the footer offers ``7 Sweep``.
+
+Size: the layout follows the terminal (``_apply_size``): two columns that scroll below 110 columns,
+fixed row heights below 34 rows, a wider budget column from 160 columns, taller graph and request
+rows from 50 rows. Header, verdict bar and footer never scroll; the verdict bar wraps the reason to
+what the height allows (``tui.widgets.bars``). The footer shows only keys that apply: a live run
+hides the replay controls.
+
+When the driver goes away (SIGTERM, SIGHUP from a closed terminal, standard input closed as under
+``textual serve``) the console stops its source through ``stop_source`` (a live run records its
+in-flight requests as cancelled) and exits, with a backstop that ends the process if Textual's own
+shutdown hangs on a terminal that is gone.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import math
 import os
+import select
+import signal
+import sys
+import threading
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, is_dataclass
@@ -40,6 +57,14 @@ from tui.widgets.sweep import SweepPane, is_sweep
 
 NARROW_BELOW = 110  # columns: below this the panes stack two wide and the page scrolls
 SHORT_BELOW = 34  # rows: below this the grid keeps its row heights and the page scrolls
+WIDE_FROM = 160  # columns: from here the budget column widens so its text needs no scrolling
+TALL_FROM = 50  # rows: from here the graph and request rows share the extra height
+#: Actions that only a replay can do; hidden from the footer (and answered with a note) on a live run.
+REPLAY_ONLY = {"faster": "speed", "slower": "speed", "step": "stepping", "jump_end": "jump to end"}
+#: Exit codes when the driver goes away: 128 + the signal, as a shell reports it; closed input as a hangup.
+STDIN_CLOSED_EXIT = 128 + signal.SIGHUP
+STOP_TIMEOUT_S = 0.6  # how long stopping the source may take when the driver is gone
+EXIT_BACKSTOP_S = 0.9  # after this the process ends even if Textual's shutdown hangs on a dead terminal
 EXPORT_SCHEMA = "servewatch.export/1"
 
 
@@ -65,6 +90,9 @@ def _budget_dict(budget: Any) -> dict | None:
         return asdict(budget) if is_dataclass(budget) else {"repr": repr(budget)}
 
 
+SPEED_KEYS = Binding.Group("Speed", compact=True)
+
+
 class ServewatchApp(App[int]):
     """The console. ``source`` produces records into ``sink``; ``sink.snapshot()`` feeds the panes."""
 
@@ -76,11 +104,13 @@ class ServewatchApp(App[int]):
         Binding("q", "quit", "Quit", priority=True),
         Binding("question_mark,f1", "help", "Help", key_display="?", priority=True),
         Binding("p,space", "toggle_pause", "Pause", key_display="p", priority=True),
-        Binding("plus,equals_sign", "faster", "Faster", key_display="+", priority=True),
-        Binding("minus", "slower", "Slower", key_display="-", priority=True),
+        Binding("plus,equals_sign", "faster", "Faster", key_display="+", priority=True, group=SPEED_KEYS),
+        Binding("minus", "slower", "Slower", key_display="-", priority=True, group=SPEED_KEYS),
         Binding("s", "step('record')", "Step", priority=True),
         Binding("S", "step('second')", "Step 1 s", show=False, priority=True),
         Binding("e", "jump_end", "End", priority=True),
+        # live run: the replay keys are hidden and fall through to this one, which says why nothing happens
+        Binding("plus,equals_sign,minus,s,S,e", "replay_only", show=False, priority=True),
         # shown in the footer only while the run has more than one level; key 7 works always (below)
         Binding("7", "show_sweep", "Sweep", priority=True),
         Binding("t", "next_theme", "Theme", priority=True),
@@ -124,6 +154,9 @@ class ServewatchApp(App[int]):
         self._source_started = False
         self.sweep_active = False
         self._in_flight_pushed: int | None = None
+        self.replay_controls = hasattr(source, "speed_up")  # False: a live run (the footer hides replay keys)
+        self.driver_gone: str | None = None  # why the console closed itself (signal, closed input)
+        self._watching = threading.Event()  # set while the driver watch thread should run
         self._header: HeaderBar | None = None
         self._verdict: VerdictBar | None = None
         self._panes: list | None = None
@@ -191,18 +224,77 @@ class ServewatchApp(App[int]):
                 self.notify(f"source did not start: {exc}", title="Source", severity="error", timeout=15)
         self.tick(force=True)
         self.set_interval(1.0 / self.tick_hz, self.tick, name="snapshot-tick")
+        if not self.is_headless:
+            self._watch_driver()
 
     def on_unmount(self) -> None:
+        self._watching.clear()
         self._header = self._verdict = self._panes = None
         self.stop_source()
 
-    def stop_source(self) -> None:
+    def stop_source(self, timeout: float | None = None) -> None:
+        """Stop the source once (a live run records its in-flight requests as cancelled)."""
         if self._source_started and self.source is not None:
             self._source_started = False
+            stop = self.source.stop
             try:
-                self.source.stop()
+                if timeout is not None and "timeout" in inspect.signature(stop).parameters:
+                    stop(timeout=timeout)
+                else:
+                    stop()
             except Exception:
                 pass
+
+    # ------------------------------------------------------------------ the driver going away
+    def _watch_driver(self) -> None:
+        """SIGTERM / SIGHUP and a closed standard input end the console (see ``driver_went_away``)."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_IGN:  # nohup: whoever started us asked for it to be ignored
+                continue
+            try:  # replaces the web driver's own SIGTERM handler, which would not stop the source first
+                loop.add_signal_handler(sig, self.driver_went_away, f"signal {sig.name}", 128 + int(sig))
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        try:
+            fd = sys.__stdin__.fileno()
+        except (AttributeError, ValueError, OSError):
+            return
+        self._watching.set()
+        threading.Thread(target=self._watch_stdin, args=(fd, loop), name="servewatch-stdin-watch",
+                         daemon=True).start()
+
+    def _watch_stdin(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+        """Wait for a hang-up on standard input without reading it (Textual's driver reads it).
+
+        POLLHUP is a state, not data: a pipe whose writer closed (``textual serve`` gone) or a
+        terminal that hung up reports it on every poll, while keys typed by a user never do."""
+        poller = select.poll()
+        poller.register(fd, select.POLLHUP | select.POLLERR)
+        gone = select.POLLHUP | select.POLLERR | select.POLLNVAL
+        while self._watching.is_set():
+            try:
+                events = poller.poll(250)
+            except OSError:
+                return
+            if any(ev & gone for _fd, ev in events):
+                try:
+                    loop.call_soon_threadsafe(self.driver_went_away, "standard input closed", STDIN_CLOSED_EXIT)
+                except RuntimeError:  # the loop has closed: the app is already gone
+                    pass
+                return
+
+    def driver_went_away(self, reason: str, code: int) -> None:
+        """Nobody is watching any more: stop the source (recording what is in flight) and exit."""
+        if self.driver_gone is not None:
+            return
+        self.driver_gone = reason
+        self._watching.clear()
+        backstop = threading.Timer(EXIT_BACKSTOP_S, os._exit, (code,))
+        backstop.daemon = True
+        backstop.start()
+        self.stop_source(timeout=STOP_TIMEOUT_S)
+        self.exit(code)
 
     def on_resize(self, event: events.Resize) -> None:
         self._apply_size(event.size.width, event.size.height)
@@ -212,8 +304,28 @@ class ServewatchApp(App[int]):
             grid = self.query_one("#grid", Grid)
         except Exception:
             return
-        grid.set_class(width < NARROW_BELOW, "-narrow")
-        grid.set_class(width >= NARROW_BELOW and height < SHORT_BELOW, "-short")
+        narrow = width < NARROW_BELOW
+        grid.set_class(narrow, "-narrow")
+        grid.set_class(not narrow and height < SHORT_BELOW, "-short")
+        wide = width >= WIDE_FROM
+        if wide != grid.has_class("-wide"):
+            # wide: the sweep pane sits under the budget's two rows, after the GPU pane in grid order
+            try:
+                sweep = self.query_one("#sweep")
+                if wide:
+                    grid.move_child(sweep, after=self.query_one("#gpu"))
+                else:
+                    grid.move_child(sweep, before=self.query_one("#queue"))
+            except Exception:
+                pass
+        grid.set_class(wide, "-wide")
+        grid.set_class(not narrow and height >= TALL_FROM, "-tall")
+        try:
+            self.query_one(Footer).compact = narrow  # every key that applies fits on one line
+        except Exception:
+            pass
+        if self._verdict is not None:
+            self._verdict.fit(height)
 
     # ------------------------------------------------------------------ the tick
     @property
@@ -301,10 +413,14 @@ class ServewatchApp(App[int]):
 
     # ------------------------------------------------------------------ actions
     def _replay_only(self, what: str) -> bool:
-        if not hasattr(self.source, "speed_up"):
+        if not self.replay_controls:
             self.notify(f"{what} applies to replays only", timeout=4)
             return False
         return True
+
+    def action_replay_only(self) -> None:
+        """A replay key pressed on a live run (the key is not in the live footer)."""
+        self.notify("speed, stepping and jump to end apply to replays only", timeout=4)
 
     def action_toggle_pause(self) -> None:
         if hasattr(self.source, "toggle_pause"):
@@ -351,6 +467,10 @@ class ServewatchApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "show_sweep":
             return self.sweep_active  # False: not in the footer; key 7 then falls through to maximise(7)
+        if action in REPLAY_ONLY:
+            return self.replay_controls  # False: hidden on a live run; the key falls through to replay_only
+        if action == "replay_only":
+            return not self.replay_controls
         return True
 
     def action_show_sweep(self) -> None:
@@ -421,11 +541,14 @@ class ServewatchApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Pause / resume", "Pause or resume the replay (live: freeze the display)", self.action_toggle_pause)
-        yield SystemCommand("Replay faster", "Double the replay speed", self.action_faster)
-        yield SystemCommand("Replay slower", "Halve the replay speed", self.action_slower)
-        yield SystemCommand("Step one record", "Pause and hand over the next record", lambda: self.action_step("record"))
-        yield SystemCommand("Step one second", "Pause and replay one second of record time", lambda: self.action_step("second"))
-        yield SystemCommand("Jump to end", "Replay everything up to the end of the file now", self.action_jump_end)
+        if self.replay_controls:  # a live run has no replay controls
+            yield SystemCommand("Replay faster", "Double the replay speed", self.action_faster)
+            yield SystemCommand("Replay slower", "Halve the replay speed", self.action_slower)
+            yield SystemCommand("Step one record", "Pause and hand over the next record",
+                                lambda: self.action_step("record"))
+            yield SystemCommand("Step one second", "Pause and replay one second of record time",
+                                lambda: self.action_step("second"))
+            yield SystemCommand("Jump to end", "Replay everything up to the end of the file now", self.action_jump_end)
         yield SystemCommand("Next theme", "Switch to the next servewatch theme", self.action_next_theme)
         yield SystemCommand("Export", "Save an SVG screenshot and a JSON snapshot", self.action_export)
         yield SystemCommand("Help", "Keys, colours and what each verdict means", self.action_help)

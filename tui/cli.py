@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, mod, add, cmd, helptext in (
         ("replay", "tui.replay_cli", "add_replay_arguments", "cmd_replay", "the console replaying a record file"),
         ("run", "tui.run_cli", "add_run_arguments", "cmd_run", "headless load test against a server, recorded"),
-        ("live", "tui.run_cli", "add_run_arguments", "cmd_live", "the console watching a live load test"),
+        ("live", "tui.run_cli", "add_live_arguments", "cmd_live", "the console watching a live load test"),
         ("sweep", "tui.sweep_cli", "add_sweep_arguments", "cmd_sweep", "capacity sweep: step the load up until it fails"),
         ("quality", "tui.accept_cli", "add_quality_arguments", "cmd_quality", "quality regression: candidate vs baseline"),
         ("accept", "tui.accept_cli", "add_accept_arguments", "cmd_accept", "write the acceptance report"),

@@ -31,6 +31,11 @@ def add_console_arguments(parser: argparse.ArgumentParser) -> None:
 def add_verdict_arguments(parser: argparse.ArgumentParser) -> None:
     """The acceptance flags (shared with report/run) plus the console's rolling window."""
     add_acceptance_arguments(parser)
+    add_rolling_arguments(parser)
+
+
+def add_rolling_arguments(parser: argparse.ArgumentParser) -> None:
+    """The console's rolling window (`replay`, `live`)."""
     g = parser.add_argument_group("rolling window")
     g.add_argument("--rolling-seconds", dest="rolling_seconds", type=_positive_float, default=60.0, metavar="S",
                    help="rolling window length in record time (default 60)")

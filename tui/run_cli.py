@@ -133,6 +133,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         pass
 
 
+def add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of `servewatch live`: those of `run` plus every console flag `replay` takes
+    (--theme, --themes-dir, --export-dir, --rolling-seconds, --rolling-requests)."""
+    add_run_arguments(parser)
+    from tui.replay_cli import add_console_arguments, add_rolling_arguments
+
+    add_console_arguments(parser)
+    add_rolling_arguments(parser)
+
+
 def config_from_args(args: argparse.Namespace) -> LoadConfig:
     """The LoadConfig the flags describe (raises ConfigError on bad combinations)."""
     closed = getattr(args, "concurrency", None) is not None
@@ -276,9 +286,12 @@ def cmd_live(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     source = LiveSource(cfg)
     code = open_console(source, args, budget, mcfg, budget_origin=budget_origin)
-    print(f"record file: {source.record_path}", flush=True)
-    if source.error:
-        print(f"servewatch: {source.error}", file=sys.stderr)
+    try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
+        print(f"record file: {source.record_path}", flush=True)
+        if source.error:
+            print(f"servewatch: {source.error}", file=sys.stderr)
+    except OSError:
+        pass
     return 3 if code is None else int(code)
 
 

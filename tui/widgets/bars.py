@@ -1,7 +1,21 @@
-"""The header bar (title, SYNTHETIC, source, mode, elapsed) and the verdict bar (always visible)."""
+"""The header bar (title, SYNTHETIC, source, mode, elapsed) and the verdict bar (always visible).
+
+The verdict bar lays its text out for the space it has; nothing here computes a figure:
+
+* the verdict state, with what is missing (INSUFFICIENT WINDOW), then ``budget: …`` and
+  ``quality: …`` (``status_parts``): packed in order on as few lines as the width allows, so a
+  status never falls off the right edge;
+* the reason, wrapped at word boundaries to at most ``reason_lines(terminal rows)`` lines (1 below
+  34 rows, 2 below 50, else 3), the last one ending in `` …`` when the reason is longer; at 80
+  columns one line still shows the first ~75 characters. The whole reason is the bar's tooltip;
+* the skipped-lines counter, one line; a line longer than the width ends in an ellipsis.
+"""
 
 from __future__ import annotations
 
+import textwrap
+
+from textual import events
 from textual.content import Content
 from textual.widgets import Static
 
@@ -32,6 +46,8 @@ class HeaderBar(Static):
         parts = [f"[b]{esc(title)}[/]"]
         if snap is not None and snap.synthetic:
             parts.append("[b reverse $sw-synthetic] SYNTHETIC [/]")
+        if snap is not None and not snap.header and snap.requests_total:
+            parts.append("[b $sw-warn]provenance unknown[/]")  # no run header (docs/record-format.md)
         badge_var = "$sw-warn" if mode.startswith("PAUSED") else "$primary"
         parts.append(f"[b reverse {badge_var}] {esc(mode)} [/]")
         if snap is not None:
@@ -65,23 +81,90 @@ def budget_phrase(budget, view=None) -> str:
     return "budget: [$sw-bad]does not fit[/]"
 
 
+#: (terminal rows below which, reason lines): the verdict reason gets more lines on taller terminals.
+REASON_LINES = ((34, 1), (50, 2))
+REASON_LINES_MAX = 3
+
+
+def reason_lines(rows: int) -> int:
+    """How many lines the verdict reason may take on a terminal ``rows`` high."""
+    for below, n in REASON_LINES:
+        if rows < below:
+            return n
+    return REASON_LINES_MAX
+
+
+def cells(markup: str) -> int:
+    """Cells the markup takes on screen."""
+    return Content.from_markup(markup).cell_length
+
+
+def pack(parts: list[str], width: int) -> list[str]:
+    """Markup parts on as few lines of ``width`` cells as they fit, in order; a part that starts a line
+    drops its leading separator ("│ "). A part wider than the width gets a line of its own (and its
+    end an ellipsis from the bar's CSS)."""
+    lines: list[str] = []
+    cur = ""
+    for part in parts:
+        if cur and cells(cur) + 2 + cells(part) <= width:
+            cur += "  " + part
+        else:
+            if cur:
+                lines.append(cur)
+            cur = part.removeprefix("│ ")
+    if cur:
+        lines.append(cur)
+    return lines
+
+
+def wrap_reason(reason: str, width: int, lines: int) -> list[str]:
+    """The reason in at most ``lines`` lines of ``width`` cells, word-wrapped; `` …`` when cut."""
+    width = max(20, width)
+    return textwrap.wrap(reason, width, max_lines=max(1, lines), placeholder=" …") or [""]
+
+
 class VerdictBar(Static):
-    """Verdict, what is missing, budget and quality status, and the malformed-line counter."""
+    """Verdict, what is missing, budget and quality status, the reason, and the malformed-line counter."""
 
     def __init__(self, budget=None, quality: str | None = None, **kw) -> None:
         super().__init__("", **kw)
         self.budget = budget
         self.quality = quality
+        self.max_reason_lines = 2
+        self._snap: Snapshot | None = None
+        self._tip = ""
+
+    def fit(self, rows: int) -> None:
+        """The terminal is ``rows`` high: give the reason the lines that height allows."""
+        n = reason_lines(rows)
+        if n != self.max_reason_lines:
+            self.max_reason_lines = n
+            if self._snap is not None:
+                self.update_snapshot(self._snap)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._snap is not None:  # line breaks depend on the width
+            self.update_snapshot(self._snap)
+
+    def _width(self) -> int:
+        w = self.content_size.width
+        if not w:
+            try:
+                w = self.app.size.width - 2  # before the first layout: the padding is one cell each side
+            except Exception:
+                w = 118
+        return max(20, w)
 
     def update_snapshot(self, snap: Snapshot) -> None:
+        self._snap = snap
+        width = self._width()
         v = snap.verdict
         words, var = VERDICT_STYLE.get(v.state, (v.state, "$sw-warn"))
-        first = [f"[b reverse {var}] {words} [/]"]
+        head = f"[b reverse {var}] {esc(words)} [/]"
         if v.missing and v.state == "INSUFFICIENT_WINDOW":
-            first.append(f"[{var}]{esc(v.missing)}[/]")
-        first.append("│ " + budget_phrase(self.budget, getattr(snap, "budget_view", None)))
-        first.append("│ quality: " + (esc(self.quality) if self.quality else na("not run")))
-        lines = ["  ".join(first), f"[$sw-na]{esc(v.reason)}[/]"]
+            head += f"  [{var}]{esc(v.missing)}[/]"
+        lines = pack([head, *self.status_parts()], width)
+        lines += [f"[$sw-na]{esc(part)}[/]" for part in wrap_reason(v.reason, width, self.max_reason_lines)]
         issues = snap.malformed + snap.truncated + snap.unknown_types
         if issues:
             counts = [f"{snap.malformed} malformed"]
@@ -92,3 +175,13 @@ class VerdictBar(Static):
             examples = "; ".join(esc(e) for e in snap.malformed_examples[:3])
             lines.append(f"[$sw-bad]lines skipped: {', '.join(counts)}[/]  [$sw-na]{examples}[/]")
         self.update("\n".join(lines))
+        tip = f"{words}: {v.reason}" + (f" ({v.missing})" if v.missing else "")
+        if tip != self._tip:
+            self._tip = tip
+            self.tooltip = tip
+
+    def status_parts(self) -> list[str]:
+        """The statuses beside the verdict, each starting with its separator."""
+        view = None if self._snap is None else getattr(self._snap, "budget_view", None)
+        return ["│ " + budget_phrase(self.budget, view),
+                "│ quality: " + (esc(self.quality) if self.quality else na("not run"))]

@@ -124,8 +124,10 @@ def sweep_markup(snap: Snapshot, budget: Any, width: int) -> str:
     labels = [label(r) for r in rows]
     labw = max([3, *(len(s) for s in labels)] + ([len(str(cand))] if cand is not None else []))
     state_w = max(len(VERDICT_STYLE.get(s, (s,))[0]) for s in SHORT_STATE) if wide else 5
-    extra_w = (10 + 15) if wide else 0  # "  n 12,345" and "  (93.1–100.0%)"
-    fixed = labw + 3 + 1 + 1 + 6 + 1 + state_w + extra_w  # label, mark, target column, pct, verdict
+    extra_w = (10 + 17) if wide else 0  # "  n 12,345" and "  " + the interval padded to 15
+    saturated_w = len(" client saturated") if any(r.saturated for r in rows) else 0
+    # label + " mark ", the target column, " 100.0%", " " + the verdict words, and the extras
+    fixed = labw + 3 + 1 + 7 + 1 + state_w + extra_w + saturated_w
     cells = max(8, width - fixed)
     if wide:
         cells = min(cells, WIDE_BAR_MAX)
