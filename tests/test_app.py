@@ -750,7 +750,7 @@ async def test_verdict_budget_quality_and_every_key_are_visible_at_every_size(si
             assert " ".join(LONG_REASON[:200].split()) in flat
         if size[1] >= 50:  # three from 50 rows
             assert " ".join(LONG_REASON.split()) in flat
-        assert "budget: feasible (candidate 15)" in text and "quality: not run" in text
+        assert "budget: feasible (teaching case)" in text and "quality: not run" in text
         if missing and size[0] >= 120:
             assert LONG_MISSING in text
         # every key that applies to a replay is in the footer, and the footer item is wholly on screen
