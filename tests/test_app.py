@@ -17,6 +17,7 @@ from textual.containers import Grid
 
 from tui.app import ServewatchApp, build_app
 from tui.core.budget import teaching_case
+from tui.core.budgetview import ORIGIN_TEACHING
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import RequestRecord, dumps, request_to_dict, run_header
 from tui.screens.help import HelpScreen
@@ -707,7 +708,7 @@ LONG_MISSING = "need 1,234 more requests, 12 min more, and a second round at thi
 def _verdict_snapshot(state: str = "UNDECIDED", reason: str = LONG_REASON, missing: str = "", header=None):
     from dataclasses import replace
 
-    base = Monitor(MonitorConfig()).snapshot()
+    base = Monitor(MonitorConfig(), budget=teaching_case(), budget_origin=ORIGIN_TEACHING).snapshot()
     verdict = replace(base.verdict, state=state, reason=reason, missing=missing)
     return replace(base, seq=3, verdict=verdict, header={"type": "run"} if header is None else header,
                    requests_total=1)
