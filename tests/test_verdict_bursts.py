@@ -1,0 +1,106 @@
+"""Issue 8: the verdict stays honest when failures come in bursts.
+
+Drives the verdict engine (tui.core.verdict.LevelJudge, the code the Monitor uses) directly over the
+seeded scenarios of tests/verdict_scenarios.py: a two-state Markov chain over requests, one request
+every 0.3 s, the state checked after every request, 15-minute horizon, RUNS runs per scenario.
+Each rate is asserted against the issue's target plus two standard errors of a RUNS-run estimate.
+The 2,000-run figures (and the 60-minute horizon) come from bench/audit_verdict.py (docs/statistics.md).
+"""
+
+import math
+import random
+
+import pytest
+
+from tests.verdict_scenarios import INTERVAL_S, SCENARIOS, judge_for, outcomes, run_one
+from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.records import RequestRecord
+from tui.core.snapshot import FAIL, PASS
+
+RUNS = 300
+HORIZON = 3000  # 15 min at one request every 0.3 s
+
+
+def _se(p: float) -> float:
+    return math.sqrt(p * (1 - p) / RUNS)
+
+
+def _rate(key: str, pred, stop) -> float:
+    sc, _, _, cap = SCENARIOS[key]
+    n = HORIZON if cap is None else min(HORIZON, cap)
+    return sum(pred(run_one(sc, n, seed, stop_on=stop)) for seed in range(RUNS)) / RUNS
+
+
+@pytest.mark.parametrize("key,limit", [("iid95", 0.05), ("L10", 0.05), ("L30half", 0.05), ("L30", 0.15)])
+def test_false_pass_shown_at_any_check_is_bounded(key, limit):
+    rate = _rate(key, lambda r: r.first_pass_n is not None, PASS)
+    assert rate <= limit + 2 * _se(limit), rate
+
+
+@pytest.mark.parametrize("key,limit", [("iid96", 0.05), ("short97", 0.10)])
+def test_false_fail_shown_at_any_check_is_bounded(key, limit):
+    rate = _rate(key, lambda r: r.first_fail_n is not None, FAIL)
+    assert rate <= limit + 2 * _se(limit), rate
+
+
+def test_power_p99_passes_at_window_completion():
+    rate = _rate("iid99", lambda r: r.window_state == PASS, None)
+    assert rate >= 0.90 - 2 * _se(0.90), rate
+
+
+def test_power_p97_passes_within_15_minutes():
+    rate = _rate("iid97", lambda r: r.first_pass_n is not None, PASS)
+    assert rate >= 0.50 - 2 * _se(0.50), rate
+
+
+def test_half_failing_server_fails_within_about_a_minute():
+    sc, _, _, cap = SCENARIOS["half"]
+    times = [(run_one(sc, cap, seed, stop_on=FAIL).first_fail_n or 10**9) * INTERVAL_S for seed in range(100)]
+    assert max(times) <= 75.0, max(times)
+
+
+def test_monitor_path_and_engine_agree_run_by_run():
+    """The Monitor (records, outcomes, its judge, its timeline) and the engine fed the same outcomes
+    see the same state after every request, run by run."""
+    sc = SCENARIOS["L10"][0]
+    for seed in range(12):
+        j = judge_for()
+        mon = Monitor(MonitorConfig(min_window_s=600.0))
+        engine_changes = []
+        prev = j.state
+        for i, good in enumerate(outcomes(sc, 2400, seed), start=1):
+            t = i * INTERVAL_S
+            j.add(t, good)
+            if j.state != prev:
+                engine_changes.append((j.state, i, t))
+                prev = j.state
+            ttft = 0.2 if good else 1.5  # slow: not good
+            mon.add(RequestRecord(id=f"r{i}", t_sent=t - ttft - 0.5, t_end=t, complete=True, t_intended=t - ttft - 0.5,
+                                  t_first_token=t - 0.5, level=4, output_tokens=8))
+        snap = mon.snapshot()
+        assert [(s, n, t) for _, _, s, n, t in snap.timeline] == engine_changes, seed
+        assert snap.verdict.state == j.state and snap.verdict.vif == j.vif and snap.verdict.n == j.n
+
+
+def test_engine_is_cheap_per_request():
+    """Not a timing assertion: the number of e-process evaluations stays far below the request count."""
+    sc = SCENARIOS["L30"][0]
+    j = judge_for()
+    calls = [0]
+    orig_p, orig_f = j.test.log_e_pass, j.test.log_e_fail
+
+    class Counting:
+        target, threshold = j.test.target, j.test.threshold
+
+        def log_e_pass(self, s, f):
+            calls[0] += 1
+            return orig_p(s, f)
+
+        def log_e_fail(self, s, f):
+            calls[0] += 1
+            return orig_f(s, f)
+
+    j.test = Counting()
+    for i, good in enumerate(outcomes(sc, 6000, 1), start=1):
+        j.add(i * INTERVAL_S, good)
+    assert calls[0] < 6000, calls[0]
