@@ -126,7 +126,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     missing = ", ".join(parts) or None
     v = judge.vif
     n_eff = judge.n_eff
-    bursty = v >= 2.0
+    bursty = judge.vif_point is not None and judge.vif_point >= 2.0  # the point estimate, not the bound
     pct = 100.0 * good / n
     if v > 1.0:
         corr = ((" Outcomes are bursty." if bursty else "")
@@ -135,6 +135,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     else:
         corr = " No dependence correction yet (needs 45 s of batches with both outcomes)."
     test = f"(anytime-valid test, alpha {cfg.alpha:g})"
+    more = judge.minutes_more_needed() if state == UNDECIDED else None
     if state == FAIL:
         reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is below the "
                   f"{cfg.target:.0%} target {test}.{corr}")
@@ -148,13 +149,13 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     else:
         reason = (f"good fraction {pct:.1f}% ({good}/{n}): not yet enough evidence either way; "
                   f"keep the load running.{corr} {_episode_note(judge)}")
-        more = judge.minutes_more_needed()
         if more is not None and more > 0 and v > 1.0:
-            reason += (f" Failures arrive in bursts: about {math.ceil(more - 1e-9)} more minutes at this rate "
+            when = (f"about {math.ceil(more - 1e-9)} more minutes" if more <= 24 * 60
+                    else "more than a day more")
+            reason += (f" Failures arrive in bursts: {when} at this rate "
                        f"(until the effective n reaches what PASS needs, if the fraction holds).")
     e_pass, e_fail = judge.e_values()
     k, longest_s, _ = judge.episode_summary()
-    more = judge.minutes_more_needed() if state == UNDECIDED else None
     return Verdict(
         state=state, reason=reason, missing=missing if state == INSUFFICIENT_WINDOW else None, n=n, good=good,
         elapsed_s=elapsed, need_requests=need_n, need_seconds=need_s,
@@ -170,7 +171,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
 class _LevelState:
     __slots__ = (
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
-        "ttft", "tpot_sketch", "out_tokens", "judge", "saturated",
+        "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
     )
 
@@ -186,6 +187,7 @@ class _LevelState:
         self.out_tokens = 0
         self.judge = LevelJudge(test, min_window_s=cfg.min_window_s, min_requests=min_requests,
                                 fail_min_s=min(FAIL_MIN_S, cfg.min_window_s), batch_s=cfg.batch_s)
+        self.verdict_cache: tuple | None = None
         self.saturated = False
         self.lateness_p99_ms: float | None = None
         self.max_waiting: float | None = None
@@ -559,7 +561,12 @@ class Monitor:
                 e_pass=1.0, e_fail=1.0, threshold=thr, vif=1.0, n_eff=0.0, bursty=False,
                 target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
             )
-        return verdict_from_judge(st.judge, cfg)
+        j = st.judge
+        key = (j.n, j.good, j.t_last, j.vif)
+        c = st.verdict_cache
+        if c is None or c[0] != key:  # the verdict is a function of the judge; the load generator asks often
+            c = st.verdict_cache = (key, verdict_from_judge(j, cfg))
+        return c[1]
 
     def level_rows(self) -> tuple[LevelRow, ...]:
         rows = []

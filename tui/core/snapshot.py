@@ -77,7 +77,7 @@ class Verdict:
     threshold: float  # 1/alpha
     vif: float  # dependence correction in force: counts are divided by it (>= 1; 1.0 before it can be estimated)
     n_eff: float  # effective sample size used for the decision (n / vif)
-    bursty: bool  # vif >= 2: the correction halves the evidence or more
+    bursty: bool  # the point estimate of the variance ratio (vif_point) is >= 2
     decided_at_n: int | None = None  # request count at which the current PASS/FAIL state began (not latched)
     target: float = 0.95
     slo_ttft_ms: float = 1000.0

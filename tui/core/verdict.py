@@ -196,7 +196,7 @@ class LevelJudge:
         "_log_thr", "vif", "vif_point", "vif_lengths", "_t0", "_w", "_next_close", "_atom", "_cg", "_cn",
         "_acc", "_disp", "_q", "_passing", "_failing", "_pass_bound", "_fail_bound", "state", "state_since_n",
         "_run", "_run_t0", "_run_t1", "episodes", "longest_episode_s", "longest_episode_n", "episodes_exact",
-        "log_e_pass", "log_e_fail", "_v_floor", "_eval_s", "_eval_f", "evaluations",
+        "log_e_pass", "log_e_fail", "_v_floor", "_eval_s", "_eval_f", "_eval_v", "evaluations",
     )
 
     def __init__(self, test: MixtureTest, *, min_window_s: float, min_requests: int, fail_min_s: float = FAIL_MIN_S,
@@ -243,6 +243,7 @@ class LevelJudge:
         self.log_e_fail = 0.0
         self._eval_s = -1
         self._eval_f = -1
+        self._eval_v = 0.0
         self.evaluations = 0
 
     # ------------------------------------------------------------------ input
@@ -398,12 +399,12 @@ class LevelJudge:
 
     # ------------------------------------------------------------------ decisions
     def _eval(self, s: int, f: int) -> None:
-        if s != self._eval_s or f != self._eval_f:
-            v = self.vif
+        v = self.vif
+        if s != self._eval_s or f != self._eval_f or v != self._eval_v:
             self.evaluations += 1
             self.log_e_pass = self.test.log_e_pass(s / v, f / v)
             self.log_e_fail = self.test.log_e_fail(s / v, f / v)
-            self._eval_s, self._eval_f = s, f
+            self._eval_s, self._eval_f, self._eval_v = s, f, v
 
     def _pass_at(self, s: int, f: int) -> bool:
         v = self.vif
