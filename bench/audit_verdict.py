@@ -1,6 +1,7 @@
 """Audit of the verdict under bursty outcomes (issue 8): the figures in docs/statistics.md.
 
     PYTHONPATH=$PWD python3 bench/audit_verdict.py [--runs 2000] [--horizon-min 15] [--only NAME,...] [--out FILE]
+                                                   [--uncorrected]
 
 Drives tui.core.verdict.LevelJudge directly (the code path the Monitor uses), one request every
 0.3 s, checked after every request, over the seeded scenarios of tests/verdict_scenarios.py
@@ -33,7 +34,13 @@ def main() -> None:
     ap.add_argument("--horizon-min", type=float, default=15.0)
     ap.add_argument("--only", default="", help="comma-separated scenario names")
     ap.add_argument("--out", default="")
+    ap.add_argument("--uncorrected", action="store_true",
+                    help="for comparison: the same non-latched rule without the dependence correction (v = 1)")
     a = ap.parse_args()
+    if a.uncorrected:
+        import tui.core.verdict as verdict
+
+        verdict.MIN_BATCHES = verdict.MIN_BATCHES_SHORTEST = 1 << 62  # no batch length is ever used: v stays 1
     n = int(round(a.horizon_min * 60 / INTERVAL_S))
     only = {s for s in a.only.split(",") if s}
     for key, (sc, kind, target, horizon_cap) in SCENARIOS.items():
@@ -54,14 +61,14 @@ def main() -> None:
             hits = sum(r.first_fail_n is not None for r in res)
             what = "FAIL shown at any check"
         lo, hi = wilson(hits, a.runs)
-        row = {"scenario": key, "kind": kind, "what": what, "target": target, "runs": a.runs,
+        row = {"scenario": key, "uncorrected": a.uncorrected, "kind": kind, "what": what, "target": target, "runs": a.runs,
                "horizon_min": h * INTERVAL_S / 60, "rate": hits / a.runs, "wilson95": [lo, hi], "seconds": dt,
                "definition": sc.__dict__}
         if kind == "power_fail":
             times = sorted((r.first_fail_n or 10**9) * INTERVAL_S for r in res)
             row["median_s_to_fail"] = times[len(times) // 2]
             row["p95_s_to_fail"] = times[int(0.95 * len(times))]
-        print(f"{key:10s} {what:26s} {hits / a.runs:7.2%} [{lo:.2%}, {hi:.2%}]  target {target}  "
+        print(("uncorrected " if a.uncorrected else "") + f"{key:10s} {what:26s} {hits / a.runs:7.2%} [{lo:.2%}, {hi:.2%}]  target {target}  "
               f"runs={a.runs} horizon={row['horizon_min']:.0f} min  ({dt:.0f} s)"
               + (f"  median {row['median_s_to_fail']:.1f} s, p95 {row['p95_s_to_fail']:.1f} s" if kind == "power_fail" else ""),
               flush=True)
