@@ -70,13 +70,14 @@ def test_monitor_path_and_engine_agree_run_by_run():
         prev = j.state
         for i, good in enumerate(outcomes(sc, 2400, seed), start=1):
             t = i * INTERVAL_S
+            j.note_start(t - 1.5)  # the request's t_sent below
             j.add(t, good)
             if j.state != prev:
                 engine_changes.append((j.state, i, t))
                 prev = j.state
-            ttft = 0.2 if good else 1.5  # slow: not good
-            mon.add(RequestRecord(id=f"r{i}", t_sent=t - ttft - 0.5, t_end=t, complete=True, t_intended=t - ttft - 0.5,
-                                  t_first_token=t - 0.5, level=4, output_tokens=8))
+            ttft = 0.2 if good else 1.4  # slow: not good
+            mon.add(RequestRecord(id=f"r{i}", t_sent=t - 1.5, t_end=t, complete=True, t_intended=t - 1.5,
+                                  t_first_token=t - 1.5 + ttft, level=4, output_tokens=8))
         snap = mon.snapshot()
         assert [(s, n, t) for _, _, s, n, t in snap.timeline] == engine_changes, seed
         assert snap.verdict.state == j.state and snap.verdict.vif == j.vif and snap.verdict.n == j.n

@@ -128,7 +128,9 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     n_eff = judge.n_eff
     bursty = judge.vif_point is not None and judge.vif_point >= 2.0  # the point estimate, not the bound
     pct = 100.0 * good / n
-    if v > 1.0:
+    if state == INSUFFICIENT_WINDOW and v <= 1.0:
+        corr = ""
+    elif v > 1.0:
         corr = ((" Outcomes are bursty." if bursty else "")
                 + f" Dependence correction: counts divided by {v:.1f} (upper 95% bound of the batch-means variance "
                 f"ratio), effective n = {n_eff:.0f}.")
@@ -381,6 +383,8 @@ class Monitor:
         # the verdict: one judge per level, re-checked after every measured outcome
         judge = st.judge
         before = judge.state
+        if judge.t_start is None or t_sent < judge.t_start:
+            judge.t_start = t_sent  # the window starts when the first measured request was sent
         judge.add(t_end, good)
         if judge.state != before:
             self._timeline_add(st, judge.state, n, t_end)

@@ -192,7 +192,7 @@ class LevelJudge:
     """
 
     __slots__ = (
-        "test", "min_window_s", "min_requests", "fail_min_s", "n", "good", "t_first", "t_last",
+        "test", "min_window_s", "min_requests", "fail_min_s", "n", "good", "t_first", "t_last", "t_start",
         "_log_thr", "vif", "vif_point", "vif_lengths", "_t0", "_w", "_next_close", "_atom", "_cg", "_cn",
         "_acc", "_disp", "_q", "_passing", "_failing", "_pass_bound", "_fail_bound", "state", "state_since_n",
         "_run", "_run_t0", "_run_t1", "episodes", "longest_episode_s", "longest_episode_n", "episodes_exact",
@@ -207,8 +207,9 @@ class LevelJudge:
         self.fail_min_s = float(fail_min_s)
         self.n = 0
         self.good = 0
-        self.t_first: float | None = None
+        self.t_first: float | None = None  # first outcome's t (batches are aligned to it)
         self.t_last: float | None = None
+        self.t_start: float | None = None  # start of the observation window (see note_start)
         self._log_thr = math.log(test.threshold)
         self.vif = 1.0  # the correction in force (>= 1)
         self._v_floor = 1.0
@@ -247,11 +248,20 @@ class LevelJudge:
         self.evaluations = 0
 
     # ------------------------------------------------------------------ input
+    def note_start(self, t: float) -> None:
+        """The observation began at ``t`` (the Monitor passes each measured request's t_sent, so the
+        window is measured from the first request sent, as the cumulative panel shows it). Optional:
+        without it the window starts at the first outcome's ``t``."""
+        if self.t_start is None or t < self.t_start:
+            self.t_start = t
+
     def add(self, t: float, good: bool) -> None:
         """One measured outcome at time ``t`` (the request's t_end)."""
         n = self.n = self.n + 1
         if self.t_first is None:
             self.t_first = self.t_last = t
+            if self.t_start is None or t < self.t_start:
+                self.t_start = t
             self._t0 = t
             self._next_close = t + self._w
         elif t > self.t_last:  # type: ignore[operator]
@@ -281,6 +291,8 @@ class LevelJudge:
             return
         if self.t_first is None:
             self.t_first = self.t_last = t
+            if self.t_start is None or t < self.t_start:
+                self.t_start = t
             self._t0 = t
             self._next_close = t + self._w
         elif t > self.t_last:  # type: ignore[operator]
@@ -491,7 +503,7 @@ class LevelJudge:
     def elapsed(self) -> float:
         if self.t_first is None:
             return 0.0
-        return self.t_last - self.t_first  # type: ignore[operator]
+        return max(0.0, self.t_last - self.t_start)  # type: ignore[operator]
 
     @property
     def passing(self) -> bool:
