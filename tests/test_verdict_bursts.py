@@ -67,7 +67,7 @@ def test_monitor_path_and_engine_agree_run_by_run():
         j = judge_for()
         mon = Monitor(MonitorConfig(min_window_s=600.0))
         engine_changes = []
-        prev = j.state
+        prev = None
         for i, good in enumerate(outcomes(sc, 2400, seed), start=1):
             t = i * INTERVAL_S
             j.note_start(t - 1.5)  # the request's t_sent below

@@ -386,7 +386,7 @@ class Monitor:
         if judge.t_start is None or t_sent < judge.t_start:
             judge.t_start = t_sent  # the window starts when the first measured request was sent
         judge.add(t_end, good)
-        if judge.state != before:
+        if judge.state != before or n == 1:  # the first check of a level is what a watcher sees first
             self._timeline_add(st, judge.state, n, t_end)
         # rolling window
         roll = self._roll

@@ -217,6 +217,15 @@ def format_report(rep: dict[str, Any]) -> str:
     vd = m["verdict"]
     add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else ""))
     add(f"    {vd['reason']}")
+    shown = [e for e in rep.get("timeline", ()) if e["level"] == m["level"] and e["round"] == m["round"]
+             and e["state"] in (PASS, FAIL)]
+    if shown and any(e["state"] != vd["state"] for e in shown):
+        firsts = {}
+        for e in shown:
+            firsts.setdefault(e["state"], e["n"])
+        add("    a watcher re-checking after each request also saw " + ", ".join(
+            f"{st} (from request {n})" for st, n in firsts.items()) + f"; the state at the end of the data is {vd['state']} "
+            f"(see the timeline in --json)")
     if len(rep["levels"]) > 1:
         add("")
         add("  level round      n   good%   P50      P95      P99      req/s  goodput/s verdict")
