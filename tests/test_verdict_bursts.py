@@ -105,3 +105,45 @@ def test_engine_is_cheap_per_request():
     for i, good in enumerate(outcomes(sc, 6000, 1), start=1):
         j.add(i * INTERVAL_S, good)
     assert calls[0] < 6000, calls[0]
+
+
+def _rec(i, t, good, level=4):
+    return RequestRecord(id=f"r{i}", t_sent=t - 1.0, t_end=t, complete=True, t_intended=t - 1.0,
+                         t_first_token=t - (0.8 if good else -0.5), level=level, output_tokens=8)
+
+
+def test_report_timeline_and_exit_code_follow_the_state_at_the_end():
+    from tui.core.report import EXIT_INSUFFICIENT, build_report, format_report
+
+    mon = Monitor(MonitorConfig(min_window_s=600.0))
+    i = 0
+    for _ in range(2400):  # 12 min of good requests at 0.3 s (a few scattered slow ones): PASS
+        i += 1
+        mon.add(_rec(i, i * INTERVAL_S, i % 97 != 0))
+    assert mon.snapshot().verdict.state == PASS
+    for _ in range(400):  # then a burst: two minutes, all slow
+        i += 1
+        mon.add(_rec(i, i * INTERVAL_S, False))
+    rep = build_report(mon.snapshot())
+    tl = rep["timeline"]
+    assert all(set(e) == {"level", "round", "state", "n", "t"} for e in tl)
+    assert tl[0]["state"] == "INSUFFICIENT_WINDOW" and tl[0]["n"] == 1
+    states = [e["state"] for e in tl]
+    assert "PASS" in states and states[-1] != "PASS"  # not latched
+    assert [e["n"] for e in tl] == sorted(e["n"] for e in tl)
+    assert rep["measured"]["verdict"]["state"] == states[-1] and rep["timeline_omitted"] == 0
+    if states[-1] != "FAIL":
+        assert rep["exit_code"] == EXIT_INSUFFICIENT
+    assert "also saw PASS" in format_report(rep)
+
+
+def test_timeline_is_bounded_keeping_the_first_and_the_last_changes(monkeypatch):
+    import tui.core.monitor as mm
+
+    monkeypatch.setattr(mm, "TIMELINE_HEAD", 3)
+    mon = Monitor(MonitorConfig(min_window_s=0.0))
+    mon._timeline_tail = mm.deque(maxlen=2)
+    for level in range(1, 9):  # each level's first check is a state change
+        mon.add(_rec(level, float(level), True, level=level))
+    tl = mon.snapshot().timeline
+    assert [e[0] for e in tl] == [1, 2, 3, 7, 8] and mon.timeline_omitted == 3
