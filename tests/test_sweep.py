@@ -31,7 +31,7 @@ def test_capacity_below_candidate_names_queueing_tpot_and_falling_goodput():
     mon = Monitor(MonitorConfig(min_window_s=0), budget=teaching_case())
     _level(mon, 1, 200, 1.0, 0.015, t0=0)
     _level(mon, 2, 200, 1.0, 0.016, t0=1000)
-    _level(mon, 4, 200, 0.99, 0.018, t0=2000)
+    _level(mon, 4, 1200, 0.99, 0.018, t0=2000)  # 10 min: enough batches for the dependence correction
     _level(mon, 8, 120, 0.3, 0.040, waiting=4, t0=3000)
     snap = mon.snapshot()
     assert measured_capacity(snap.levels) == 4

@@ -50,12 +50,14 @@ from tui.core.snapshot import (
     Verdict,
     WindowStat,
 )
-from tui.core.verdict import MixtureTest, SequentialVerdict, safe_exp
+from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 
 GIB = 2**30
 EXACT_CAP = 100_000  # exact TTFT values kept per level before the sketch takes over
 SERIES_LEN = 240
 MAX_EXAMPLES = 5
+TIMELINE_HEAD = 1000  # verdict state changes kept from the start of the run
+TIMELINE_TAIL = 1000  # ... and the latest ones; changes in between are counted, not kept
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,8 @@ class MonitorConfig:
     rolling_n: int | None = None  # when set, the rolling window is the last N requests instead
     recent_rows: int = 500
     bucket_s: float = 5.0  # sparkline bucket width (record time)
-    batch_s: float = 10.0  # batch width for the burstiness (VIF) estimate
-    max_batches: int = 1024
+    batch_s: float = 15.0  # shortest batch length of the dependence correction (also x2, x4, x8)
+    max_batches: int = 1024  # unused since the judge keeps running sums per batch length
 
     def __post_init__(self) -> None:
         if not self.slo_ttft_ms > 0:
@@ -101,52 +103,88 @@ def _fmt_minutes(seconds: float) -> str:
     return f"{math.ceil(seconds)} s"
 
 
-class _Batches:
-    """(good, total) per time batch for the VIF estimate; merges pairs to stay bounded."""
+def _episode_note(judge: LevelJudge) -> str:
+    """What the window cannot rule out (issue 8): failure episodes that have not happened yet."""
+    k, longest_s, longest_n = judge.episode_summary()
+    period = judge.unseen_episode_period_s()
+    if k == 0:
+        seen = "No failure episodes seen (runs of 3 or more not-good requests)"
+    else:
+        seen = (f"{k} failure episode{'s' if k != 1 else ''} seen, longest {longest_s:.0f} s "
+                f"({longest_n} requests)")
+    if not judge.episodes_exact:
+        seen += " (aggregated counts: episodes inside them not counted)"
+    if period is None:
+        return seen + "."
+    return f"{seen}; episodes rarer than one per ~{_fmt_minutes(period)} are not ruled out: run longer."
 
-    __slots__ = ("width", "t0", "items", "max_items")
 
-    def __init__(self, width: float, max_items: int) -> None:
-        self.width = width
-        self.t0: float | None = None
-        self.items: list[list[int]] = []
-        self.max_items = max_items
-
-    def add(self, t: float, good: bool) -> bool:
-        """Returns True when a new batch was opened (a good moment to re-estimate)."""
-        if self.t0 is None:
-            self.t0 = t
-        idx = int((t - self.t0) // self.width) if t >= self.t0 else 0
-        opened = False
-        while idx >= len(self.items):
-            self.items.append([0, 0])
-            opened = True
-            if len(self.items) > self.max_items:
-                self._merge()
-                idx = int((t - self.t0) // self.width)
-        b = self.items[idx]
-        b[0] += good
-        b[1] += 1
-        return opened
-
-    def _merge(self) -> None:
-        it = self.items
-        self.items = [[it[i][0] + (it[i + 1][0] if i + 1 < len(it) else 0), it[i][1] + (it[i + 1][1] if i + 1 < len(it) else 0)] for i in range(0, len(it), 2)]
-        self.width *= 2
-
-    def vif(self) -> float | None:
-        # the last batch is still filling: leave it out
-        return stats.dispersion_vif([(g, n) for g, n in self.items[:-1]])
+def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
+    n, good = judge.n, judge.good
+    elapsed = judge.elapsed
+    state = judge.state
+    need_n = max(0, judge.min_requests - n)
+    need_s = max(0.0, judge.min_window_s - elapsed)
+    parts = []
+    if need_n:
+        parts.append(f"need {need_n} more requests")
+    if need_s > 0:
+        parts.append(f"{_fmt_minutes(need_s)} more" if parts else f"need {_fmt_minutes(need_s)} more")
+    missing = ", ".join(parts) or None
+    v = judge.vif
+    n_eff = judge.n_eff
+    bursty = judge.vif_point is not None and judge.vif_point >= 2.0  # the point estimate, not the bound
+    pct = 100.0 * good / n
+    if state == INSUFFICIENT_WINDOW and v <= 1.0:
+        corr = ""
+    elif v > 1.0:
+        corr = ((" Outcomes are bursty." if bursty else "")
+                + f" Dependence correction: counts divided by {v:.1f} (upper 95% bound of the batch-means variance "
+                f"ratio), effective n = {n_eff:.0f}.")
+    else:
+        corr = " No dependence correction yet (needs 45 s of batches with both outcomes)."
+    test = f"(anytime-valid test, alpha {cfg.alpha:g})"
+    more = judge.minutes_more_needed() if state == UNDECIDED else None
+    if state == FAIL:
+        reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is below the "
+                  f"{cfg.target:.0%} target {test}.{corr}")
+    elif state == INSUFFICIENT_WINDOW:
+        lean = " Evidence so far favours PASS." if judge.passing else ""
+        reason = (f"good fraction {pct:.1f}% on {n} requests over {_fmt_minutes(elapsed)}: too few to judge "
+                  f"the {cfg.target:.0%} target honestly.{lean}{corr}")
+    elif state == PASS:
+        reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is at or above the "
+                  f"{cfg.target:.0%} target {test}.{corr} {_episode_note(judge)}")
+    else:
+        reason = (f"good fraction {pct:.1f}% ({good}/{n}): not yet enough evidence either way; "
+                  f"keep the load running.{corr} {_episode_note(judge)}")
+        if more is not None and more > 0 and v > 1.0:
+            when = (f"about {math.ceil(more - 1e-9)} more minutes" if more <= 24 * 60
+                    else "more than a day more")
+            reason += (f" Failures arrive in bursts: {when} at this rate "
+                       f"(until the effective n reaches what PASS needs, if the fraction holds).")
+    e_pass, e_fail = judge.e_values()
+    k, longest_s, _ = judge.episode_summary()
+    return Verdict(
+        state=state, reason=reason, missing=missing if state == INSUFFICIENT_WINDOW else None, n=n, good=good,
+        elapsed_s=elapsed, need_requests=need_n, need_seconds=need_s,
+        e_pass=e_pass, e_fail=e_fail, threshold=judge.test.threshold,
+        vif=v, n_eff=n_eff, bursty=bursty,
+        decided_at_n=judge.state_since_n if state in (PASS, FAIL) else None,
+        target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+        episodes=k, longest_episode_s=longest_s, unseen_episode_period_s=judge.unseen_episode_period_s(),
+        minutes_more=more, vif_point=judge.vif_point,
+    )
 
 
 class _LevelState:
     __slots__ = (
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
-        "ttft", "tpot_sketch", "out_tokens", "seq", "batches", "saturated",
+        "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
     )
 
-    def __init__(self, level, rnd, test: MixtureTest, cfg: MonitorConfig) -> None:
+    def __init__(self, level, rnd, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
         self.level = level
         self.round = rnd
         self.mode: str | None = None
@@ -156,8 +194,9 @@ class _LevelState:
         self.ttft = stats.QuantileStore(EXACT_CAP)
         self.tpot_sketch = stats.QuantileStore(EXACT_CAP)
         self.out_tokens = 0
-        self.seq = SequentialVerdict(test)
-        self.batches = _Batches(cfg.batch_s, cfg.max_batches)
+        self.judge = LevelJudge(test, min_window_s=cfg.min_window_s, min_requests=min_requests,
+                                fail_min_s=min(FAIL_MIN_S, cfg.min_window_s), batch_s=cfg.batch_s)
+        self.verdict_cache: tuple | None = None
         self.saturated = False
         self.lateness_p99_ms: float | None = None
         self.max_waiting: float | None = None
@@ -232,6 +271,10 @@ class Monitor:
         self._host: dict = {}
         self._notes: list[str] = []
         self.step_info: dict[tuple, dict] = {}
+        # every verdict state change a watcher re-checking after each request would have seen
+        self._timeline_head: list[tuple] = []
+        self._timeline_tail: deque = deque(maxlen=TIMELINE_TAIL)
+        self.timeline_omitted = 0
 
     # ------------------------------------------------------------------ ingest
     def add_request(self, r: RequestRecord) -> None:
@@ -300,7 +343,7 @@ class Monitor:
         key = (level, rnd)
         st = self.levels.get(key)
         if st is None:
-            st = self.levels[key] = _LevelState(level, rnd, self.test, self.cfg)
+            st = self.levels[key] = _LevelState(level, rnd, self.test, self.cfg, self.min_requests)
         return st
 
     def _add_step(self, s: StepRecord) -> None:
@@ -368,19 +411,14 @@ class Monitor:
                 if ot > 1:
                     tpot_ms = (t_end - tf) * 1000.0 / (ot - 1)  # type: ignore[operator]
                     st.tpot_sketch.add(tpot_ms)
-        batches = st.batches
-        t0 = batches.t0
-        items = batches.items
-        idx = int((t_end - t0) // batches.width) if t0 is not None and t_end >= t0 else -1
-        if 0 <= idx < len(items):
-            bucket = items[idx]
-            bucket[0] += good
-            bucket[1] += 1
-        elif batches.add(t_end, good):
-            v = batches.vif()
-            st.seq.vif = 1.0 if v is None else v
-        if n <= 4096 or n % (n >> 12) == 0:
-            st.seq.update(st.good, n, force=True)
+        # the verdict: one judge per level, re-checked after every measured outcome
+        judge = st.judge
+        before = judge.state
+        if judge.t_start is None or t_sent < judge.t_start:
+            judge.t_start = t_sent  # the window starts when the first measured request was sent
+        judge.add(t_end, good)
+        if judge.state != before or n == 1:  # the first check of a level is what a watcher sees first
+            self._timeline_add(st, judge.state, n, t_end)
         # rolling window
         roll = self._roll
         if len(roll) == roll.maxlen:
@@ -401,6 +439,21 @@ class Monitor:
         self._bucket_good += good
         if ttft_ms is not None and len(self._bucket_ttfts) < 20_000:
             self._bucket_ttfts.append(ttft_ms)
+
+    def _timeline_add(self, st: _LevelState, state: str, n: int, t: float) -> None:
+        entry = (st.level, st.round, state, n, t)
+        if len(self._timeline_head) < TIMELINE_HEAD:
+            self._timeline_head.append(entry)
+            return
+        tail = self._timeline_tail
+        if len(tail) == tail.maxlen:
+            self.timeline_omitted += 1
+        tail.append(entry)
+
+    def timeline(self) -> tuple[tuple, ...]:
+        """(level, round, state, n, t) for every verdict state change, in arrival order: the first
+        TIMELINE_HEAD and the last TIMELINE_TAIL of them (``timeline_omitted`` counts the rest)."""
+        return tuple(self._timeline_head) + tuple(self._timeline_tail)
 
     def _evict(self, now: float) -> None:
         roll = self._roll
@@ -531,6 +584,8 @@ class Monitor:
         )
 
     def verdict_for(self, st: _LevelState | None) -> Verdict:
+        """The verdict of one level: the state its ``LevelJudge`` reached after the last measured
+        request (the console, report, run, sweep and accept all read it from here)."""
         cfg = self.cfg
         thr = self.test.threshold
         if st is None or st.n == 0:
@@ -541,46 +596,12 @@ class Monitor:
                 e_pass=1.0, e_fail=1.0, threshold=thr, vif=1.0, n_eff=0.0, bursty=False,
                 target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
             )
-        seq = st.seq
-        seq.update(st.good, st.n, force=True)
-        elapsed = max(0.0, (st.last_t or 0) - (st.first_t or 0))
-        need_n = max(0, self.min_requests - st.n)
-        need_s = max(0.0, cfg.min_window_s - elapsed)
-        bursty = seq.vif > 2.0
-        n_eff = st.n / seq.vif if bursty else float(st.n)
-        parts = []
-        if need_n:
-            parts.append(f"need {need_n} more requests")
-        if need_s > 0:
-            parts.append(f"{_fmt_minutes(need_s)} more" if parts else f"need {_fmt_minutes(need_s)} more")
-        missing = ", ".join(parts) or None
-        pct = 100.0 * st.good / st.n
-        burst_note = f" Outcomes are bursty (VIF {seq.vif:.1f} > 2): decided on effective n = {n_eff:.0f}." if bursty else ""
-        if seq.fail_at is not None:
-            state = FAIL
-            reason = (f"good fraction {pct:.1f}% ({st.good}/{st.n}): the evidence shows it is below the "
-                      f"{cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).{burst_note}")
-        elif missing:
-            state = INSUFFICIENT_WINDOW
-            lean = " Evidence so far favours PASS." if seq.pass_at is not None else ""
-            reason = (f"good fraction {pct:.1f}% on {st.n} requests over {_fmt_minutes(elapsed)}: too few to judge "
-                      f"the {cfg.target:.0%} target honestly.{lean}{burst_note}")
-        elif seq.pass_at is not None:
-            state = PASS
-            reason = (f"good fraction {pct:.1f}% ({st.good}/{st.n}): the evidence shows it is at or above the "
-                      f"{cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).{burst_note}")
-        else:
-            state = UNDECIDED
-            reason = (f"good fraction {pct:.1f}% ({st.good}/{st.n}): not yet enough evidence either way; "
-                      f"keep the load running.{burst_note}")
-        return Verdict(
-            state=state, reason=reason, missing=missing if state == INSUFFICIENT_WINDOW else None, n=st.n, good=st.good, elapsed_s=elapsed,
-            need_requests=need_n, need_seconds=need_s,
-            e_pass=safe_exp(seq.last_log_pass), e_fail=safe_exp(seq.last_log_fail), threshold=thr,
-            vif=seq.vif, n_eff=n_eff, bursty=bursty,
-            decided_at_n=seq.fail_at if state == FAIL else (seq.pass_at if state == PASS else None),
-            target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
-        )
+        j = st.judge
+        key = (j.n, j.good, j.t_last, j.vif)
+        c = st.verdict_cache
+        if c is None or c[0] != key:  # the verdict is a function of the judge; the load generator asks often
+            c = st.verdict_cache = (key, verdict_from_judge(j, cfg))
+        return c[1]
 
     def level_rows(self) -> tuple[LevelRow, ...]:
         rows = []
@@ -694,4 +715,6 @@ class Monitor:
             budget_view=self._budget_view,
             provenance=provenance.describe(header),
             provenance_short=provenance.short(header),
+            timeline=self.timeline(),
+            timeline_omitted=self.timeline_omitted,
         )

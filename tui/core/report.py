@@ -162,6 +162,8 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
                 "need_requests": v.need_requests, "need_seconds": v.need_seconds,
                 "e_pass": _jnum(v.e_pass), "e_fail": _jnum(v.e_fail), "threshold": v.threshold,
                 "vif": v.vif, "n_eff": v.n_eff, "bursty": v.bursty, "decided_at_n": v.decided_at_n,
+                "episodes": v.episodes, "longest_episode_s": v.longest_episode_s,
+                "unseen_episode_period_s": v.unseen_episode_period_s, "minutes_more": v.minutes_more,
             },
         },
         "levels": [
@@ -180,6 +182,11 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
                        "budget": None if budget is None else ("feasible" if budget.fits else "does not fit"),
                        "measured": state, "quality": quality or "not run"},
         "notes": list(snap.notes),
+        # every verdict state change a watcher re-checking after each measured request would have seen
+        # (n = measured requests of that level so far, t = that request's t_end); the first 1000 and the
+        # last 1000 changes are kept, "timeline_omitted" counts those in between
+        "timeline": [{"level": lv, "round": rd, "state": stt, "n": n, "t": t} for lv, rd, stt, n, t in snap.timeline],
+        "timeline_omitted": snap.timeline_omitted,
         "exit_code": exit_code(state),
     }
     if budget is not None:
@@ -257,6 +264,15 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"  {rep['judged']['text']}")
     add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else ""))
     add(f"    {vd['reason']}")
+    shown = [e for e in rep.get("timeline", ()) if e["level"] == m["level"] and e["round"] == m["round"]
+             and e["state"] in (PASS, FAIL)]
+    if shown and any(e["state"] != vd["state"] for e in shown):
+        firsts = {}
+        for e in shown:
+            firsts.setdefault(e["state"], e["n"])
+        add("    a watcher re-checking after each request also saw " + ", ".join(
+            f"{st} (from request {n})" for st, n in firsts.items()) + f"; the state at the end of the data is {vd['state']} "
+            f"(see the timeline in --json)")
     if len(rep["levels"]) > 1:
         add("")
         add("  level round      n   good%   P50      P95      P99      req/s  goodput/s verdict")

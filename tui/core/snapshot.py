@@ -75,13 +75,18 @@ class Verdict:
     e_pass: float  # e-value against H0: p <= target (PASS when >= 1/alpha)
     e_fail: float  # e-value against H0: p >= target (FAIL when >= 1/alpha)
     threshold: float  # 1/alpha
-    vif: float  # variance inflation factor from batch means (1.0 when unknown)
-    n_eff: float  # effective sample size used for the decision
-    bursty: bool  # vif > 2: the decision used n_eff
-    decided_at_n: int | None = None  # request count at which PASS/FAIL evidence was reached
+    vif: float  # dependence correction in force: counts are divided by it (>= 1; 1.0 before it can be estimated)
+    n_eff: float  # effective sample size used for the decision (n / vif)
+    bursty: bool  # the point estimate of the variance ratio (vif_point) is >= 2
+    decided_at_n: int | None = None  # request count at which the current PASS/FAIL state began (not latched)
     target: float = 0.95
     slo_ttft_ms: float = 1000.0
     alpha: float = 0.05
+    episodes: int = 0  # failure episodes seen (maximal runs of >= 3 not-good requests)
+    longest_episode_s: float = 0.0
+    unseen_episode_period_s: float | None = None  # episodes rarer than one per this are not ruled out
+    minutes_more: float | None = None  # UNDECIDED only: minutes until the effective n would PASS at this rate
+    vif_point: float | None = None  # point estimate behind vif (max over batch lengths; descriptive)
 
     @property
     def severity(self) -> str:
@@ -185,6 +190,8 @@ class Snapshot:
     budget_view: Any = None  # tui.core.budgetview.BudgetView: what every view shows about the budget
     provenance: str = ""  # tui.core.provenance.describe(header): where the data came from
     provenance_short: str = ""  # the same in a few words (the console header)
+    timeline: tuple[tuple, ...] = ()  # (level, round, state, n, t) per verdict state change (Monitor.timeline)
+    timeline_omitted: int = 0  # state changes past the bound, not kept
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,4 +1,5 @@
-"""The acceptance verdict: an anytime-valid sequential test of "good fraction >= target".
+"""The acceptance verdict: an anytime-valid sequential test of "good fraction >= target",
+with a conservative correction for outcomes that come in bursts.
 
 The console re-checks the verdict after every request while a soak test runs, so a
 fixed-n interval re-checked over and over would declare PASS far more often than its
@@ -9,19 +10,26 @@ nonasymptotic confidence sequences"):
 - E_pass tests H0: p <= target. For each alternative p_k > target the likelihood ratio
   (p_k/target)^S ((1-p_k)/(1-target))^F is a nonnegative supermartingale under every
   p <= target; a fixed-weight mixture of them is too. By Ville's inequality
-  P(sup_t E_pass >= 1/alpha) <= alpha, so "PASS when E_pass reaches 1/alpha, checked at
-  any time, as often as you like" has false-PASS probability <= alpha at p = target.
+  P(sup_t E_pass >= 1/alpha) <= alpha for independent outcomes.
 - E_fail mirrors it for H0: p >= target (alternatives below the target).
 
-S and F are the counts of good and not-good measured requests. When outcomes are
-bursty (variance inflation factor from batch means > 2) the counts are divided by the
-VIF before the test: the decision then rests on the effective sample size.
+``LevelJudge`` turns them into the verdict state of one load level (see
+docs/statistics.md): nothing is latched; the state after each request follows the
+evidence then at hand. Bursty outcomes: S and F are divided by a variance inflation
+factor v >= 1 (an upper 95% confidence bound of the batch-means variance ratio, the
+maximum over batch lengths of 15, 30, 60 and 120 s, recomputed when a batch closes).
+Because sum_k w_k x_k^(1/v) <= (sum_k w_k x_k)^(1/v) for v >= 1 (power means), the
+scaled E_pass never exceeds E_pass^(1/v): every PASS with the correction is also a
+PASS without it, so the correction can never add a false PASS.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
+
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 
 GRID_POINTS = 20
 
@@ -125,39 +133,443 @@ def safe_exp(x: float) -> float:
     return math.exp(x)
 
 
-class SequentialVerdict:
-    """Tracks the sequential decision for one level as requests arrive.
+# --------------------------------------------------------------------------- dependence
+BATCH_S = 15.0  # the shortest batch length; the others are multiples of it
+BATCH_MULTS = (1, 2, 4, 8)  # 15, 30, 60 and 120 s batches
+MIN_BATCHES = 10  # closed, non-empty batches of a longer length before that length is used
+MIN_BATCHES_SHORTEST = 3  # the shortest length is used from 3 batches on (its wide bound covers the rest)
+VIF_CONF = 0.95
+EPISODE_MIN = 3  # an episode is a maximal run of at least this many not-good requests
+FAIL_MIN_S = 60.0
+RATCHET = True  # keep the largest bound from lengths with >= MIN_BATCHES batches (see docs)
+_Z_LOW = NormalDist().inv_cdf(1.0 - VIF_CONF)  # -1.645
 
-    ``update(good, n)`` is called with cumulative counts after each request; the
-    e-processes are evaluated after every request for the first 4096 requests and then
-    on a geometric schedule (every n/4096-th request), which only ever checks *less*
-    often and so keeps the anytime guarantee. Once a boundary is crossed the decision is
-    remembered (``pass_at`` / ``fail_at``); FAIL evidence overrides PASS evidence.
+
+def chi2_lower_quantile(df: int, z: float = _Z_LOW) -> float:
+    """Wilson-Hilferty approximation of the lower chi-square quantile (df >= 1).
+
+    For the 5% quantile and df >= 5 it is within 2% of the exact value (0.5% from df 9) and
+    below it, so a variance upper bound built on it is slightly wider (conservative)."""
+    c = 2.0 / (9.0 * df)
+    x = 1.0 - c + z * math.sqrt(c)
+    return df * max(x, 1e-3) ** 3
+
+
+def vif_upper_bound(k: int, sum_g2_over_n: float, g: int, n: int, conf_quantile: float | None = None) -> tuple[float, float] | None:
+    """(point estimate, upper confidence bound) of the batch-means variance ratio.
+
+    ``k`` closed batches with sum over batches of g_i^2/n_i, total good ``g`` among ``n``.
+    Pearson's statistic X = sum (g_i - n_i p)^2 / (n_i p (1 - p)) = (sum g_i^2/n_i - g^2/n) / (p (1 - p));
+    X/(k-1) estimates the ratio of the batch-count variance to the independent (binomial) one,
+    and X / chi2_{k-1}(5%) is its upper 95% bound when batch means are close to normal.
+    None when it cannot be estimated (k < 2, or no failure / no success at all)."""
+    if k < 2 or n <= 0:
+        return None
+    p = g / n
+    if p <= 0.0 or p >= 1.0:
+        return None
+    x = max(0.0, (sum_g2_over_n - g * g / n) / (p * (1.0 - p)))
+    q = conf_quantile if conf_quantile is not None else chi2_lower_quantile(k - 1)
+    return x / (k - 1), x / q
+
+
+class LevelJudge:
+    """The verdict of one load level, re-checked after every measured outcome.
+
+    States (``state``): INSUFFICIENT_WINDOW until both ``min_window_s`` of data (span of the
+    ``t`` values fed) and ``min_requests`` outcomes; then UNDECIDED until the evidence
+    decides; PASS while the corrected E_pass is at or above 1/alpha; FAIL while the
+    corrected E_fail is at or above 1/alpha and at least ``fail_min_s`` of data have been
+    seen (FAIL is shown even inside an incomplete window). Nothing is remembered: after a
+    burst PASS falls back to UNDECIDED when the evidence no longer carries it.
+
+    Cost per outcome: a few integer operations. E_pass and E_fail are monotone in the
+    counts (E_pass grows with S and falls with F; E_fail the opposite), so the judge keeps,
+    for the current correction v, a bound on the counts up to which the decision cannot
+    change (found by a galloping search when it is reached) and evaluates the e-processes
+    only when a count reaches that bound or v changes. The decisions are exactly those of
+    evaluating both e-processes after every outcome.
     """
 
-    __slots__ = ("test", "vif", "pass_at", "fail_at", "_log_thr", "last_log_pass", "last_log_fail")
+    __slots__ = (
+        "test", "min_window_s", "min_requests", "fail_min_s", "n", "good", "t_first", "t_last", "t_start",
+        "_log_thr", "vif", "vif_point", "vif_lengths", "_t0", "_w", "_next_close", "_atom", "_cg", "_cn",
+        "_acc", "_disp", "_q", "_passing", "_failing", "_pass_bound", "_fail_bound", "state", "state_since_n",
+        "_run", "_run_t0", "_run_t1", "episodes", "longest_episode_s", "longest_episode_n", "episodes_exact",
+        "log_e_pass", "log_e_fail", "_v_floor", "_eval_s", "_eval_f", "_eval_v", "evaluations",
+    )
 
-    def __init__(self, test: MixtureTest) -> None:
+    def __init__(self, test: MixtureTest, *, min_window_s: float, min_requests: int, fail_min_s: float = FAIL_MIN_S,
+                 batch_s: float = BATCH_S) -> None:
         self.test = test
-        self.vif = 1.0
-        self.pass_at: int | None = None
-        self.fail_at: int | None = None
+        self.min_window_s = float(min_window_s)
+        self.min_requests = int(min_requests)
+        self.fail_min_s = float(fail_min_s)
+        self.n = 0
+        self.good = 0
+        self.t_first: float | None = None  # first outcome's t (batches are aligned to it)
+        self.t_last: float | None = None
+        self.t_start: float | None = None  # start of the observation window (see note_start)
         self._log_thr = math.log(test.threshold)
-        self.last_log_pass = 0.0
-        self.last_log_fail = 0.0
+        self.vif = 1.0  # the correction in force (>= 1)
+        self._v_floor = 1.0
+        self.vif_point: float | None = None  # max over lengths of the point estimates (descriptive)
+        self.vif_lengths: tuple = ()  # ((batch seconds, batches, point, upper bound), ...) of the lengths used
+        self._w = float(batch_s)
+        self._t0: float | None = None
+        self._next_close = math.inf
+        self._atom = 0  # index of the open shortest batch
+        self._cg = 0
+        self._cn = 0
+        # longer batch lengths accumulate closed shortest batches: [index, good, total]
+        self._acc = [[0, 0, 0] for _ in BATCH_MULTS]
+        # per length: [closed batches, sum g^2/n, sum g, sum n]
+        self._disp = [[0, 0.0, 0, 0] for _ in BATCH_MULTS]
+        self._q: dict[int, float] = {}
+        self._passing = False
+        self._failing = False
+        # bounds (see class doc); None means "evaluate at the next outcome"
+        self._pass_bound: int | None = None
+        self._fail_bound: int | None = None
+        self.state = INSUFFICIENT_WINDOW
+        self.state_since_n = 0
+        self._run = 0
+        self._run_t0 = 0.0
+        self._run_t1 = 0.0
+        self.episodes = 0
+        self.longest_episode_s = 0.0
+        self.longest_episode_n = 0
+        self.episodes_exact = True
+        self.log_e_pass = 0.0
+        self.log_e_fail = 0.0
+        self._eval_s = -1
+        self._eval_f = -1
+        self._eval_v = 0.0
+        self.evaluations = 0
 
-    def due(self, n: int) -> bool:
-        return n <= 4096 or n % (n >> 12) == 0
+    # ------------------------------------------------------------------ input
+    def note_start(self, t: float) -> None:
+        """The observation began at ``t`` (the Monitor passes each measured request's t_sent, so the
+        window is measured from the first request sent, as the cumulative panel shows it). Optional:
+        without it the window starts at the first outcome's ``t``."""
+        if self.t_start is None or t < self.t_start:
+            self.t_start = t
 
-    def update(self, good: int, n: int, force: bool = False) -> None:
-        if not (force or self.due(n)):
+    def add(self, t: float, good: bool) -> None:
+        """One measured outcome at time ``t`` (the request's t_end)."""
+        n = self.n = self.n + 1
+        if self.t_first is None:
+            self.t_first = self.t_last = t
+            if self.t_start is None or t < self.t_start:
+                self.t_start = t
+            self._t0 = t
+            self._next_close = t + self._w
+        elif t > self.t_last:  # type: ignore[operator]
+            self.t_last = t
+        if t >= self._next_close:
+            self._roll(t)
+        if good:
+            self.good += 1
+            self._cg += 1
+            if self._run:
+                self._end_run()
+        else:
+            if self._run == 0:
+                self._run_t0 = t
+            self._run += 1
+            self._run_t1 = t
+        self._cn += 1
+        self._decide(good)
+        self._update_state(n)
+
+    def add_many(self, t: float, good: int, total: int) -> None:
+        """``total`` outcomes, ``good`` of them good, observed together at time ``t`` (aggregated
+        counters: their order is unknown, so episodes are counted only when a whole aggregate is
+        not good and are marked inexact)."""
+        good, total = int(good), int(total)
+        if total <= 0 or good < 0 or good > total:
             return
-        scale = self.vif if self.vif > 2.0 else 1.0
-        s, f = good / scale, (n - good) / scale
-        lp = self.test.log_e_pass(s, f)
-        lf = self.test.log_e_fail(s, f)
-        self.last_log_pass, self.last_log_fail = lp, lf
-        if self.pass_at is None and lp >= self._log_thr:
-            self.pass_at = n
-        if self.fail_at is None and lf >= self._log_thr:
-            self.fail_at = n
+        if self.t_first is None:
+            self.t_first = self.t_last = t
+            if self.t_start is None or t < self.t_start:
+                self.t_start = t
+            self._t0 = t
+            self._next_close = t + self._w
+        elif t > self.t_last:  # type: ignore[operator]
+            self.t_last = t
+        if t >= self._next_close:
+            self._roll(t)
+        self.n += total
+        self.good += good
+        self._cg += good
+        self._cn += total
+        if good == 0:
+            if self._run == 0:
+                self._run_t0 = t
+            self._run += total
+            self._run_t1 = t
+        else:
+            if total - good:
+                self.episodes_exact = False
+            if self._run:
+                self._end_run()
+        self._pass_bound = self._fail_bound = None  # several counts moved at once: evaluate
+        self._decide(good == total)
+        self._update_state(self.n)
+
+    # ------------------------------------------------------------------ episodes
+    def _end_run(self) -> None:
+        r = self._run
+        if r >= EPISODE_MIN:
+            self.episodes += 1
+            d = self._run_t1 - self._run_t0
+            if d > self.longest_episode_s or (d == self.longest_episode_s and r > self.longest_episode_n):
+                self.longest_episode_s = d
+                self.longest_episode_n = r
+        self._run = 0
+
+    def episode_summary(self) -> tuple[int, float, int]:
+        """(episodes, longest seconds, longest requests), counting a run still open at the end."""
+        k, s, m = self.episodes, self.longest_episode_s, self.longest_episode_n
+        if self._run >= EPISODE_MIN:
+            k += 1
+            d = self._run_t1 - self._run_t0
+            if d > s or (d == s and self._run > m):
+                s, m = d, self._run
+        return k, s, m
+
+    # ------------------------------------------------------------------ batches
+    def _roll(self, t: float) -> None:
+        """``t`` lies past the open shortest batch: close it (and longer batches it completes)."""
+        j = int((t - self._t0) // self._w)  # type: ignore[operator]
+        if self._cn:
+            self._close_atom(self._atom, self._cg, self._cn)
+        self._cg = self._cn = 0
+        self._atom = j
+        self._next_close = self._t0 + (j + 1) * self._w  # type: ignore[operator]
+        # longer batches that end before the new shortest batch are complete now
+        changed = False
+        for i in range(1, len(BATCH_MULTS)):
+            a = self._acc[i]
+            if a[0] != j // BATCH_MULTS[i]:
+                if a[2]:
+                    self._close_batch(i, a[1], a[2])
+                    changed = True
+                a[0], a[1], a[2] = j // BATCH_MULTS[i], 0, 0
+        self._recompute_vif()
+
+    def _close_atom(self, idx: int, g: int, n: int) -> None:
+        self._close_batch(0, g, n)
+        for i in range(1, len(BATCH_MULTS)):
+            a = self._acc[i]
+            li = idx // BATCH_MULTS[i]
+            if a[0] != li:
+                if a[2]:
+                    self._close_batch(i, a[1], a[2])
+                a[0], a[1], a[2] = li, 0, 0
+            a[1] += g
+            a[2] += n
+
+    def _close_batch(self, i: int, g: int, n: int) -> None:
+        d = self._disp[i]
+        d[0] += 1
+        d[1] += g * g / n
+        d[2] += g
+        d[3] += n
+
+    def _quantile(self, df: int) -> float:
+        q = self._q.get(df)
+        if q is None:
+            q = self._q[df] = chi2_lower_quantile(df)
+        return q
+
+    def _recompute_vif(self) -> None:
+        v = 1.0
+        point = None
+        used = []
+        for i, d in enumerate(self._disp):
+            k = d[0]
+            if k < (MIN_BATCHES_SHORTEST if i == 0 else MIN_BATCHES):
+                continue
+            est = vif_upper_bound(k, d[1], d[2], d[3], self._quantile(k - 1))
+            if est is None:
+                continue
+            used.append((self._w * BATCH_MULTS[i], k, est[0], est[1]))
+            point = est[0] if point is None else max(point, est[0])
+            if est[1] > v:
+                v = est[1]
+        self.vif_point = point
+        self.vif_lengths = tuple(used)
+        if RATCHET:
+            mature = max((u[3] for u in used if u[1] >= MIN_BATCHES), default=1.0)
+            if mature > self._v_floor:
+                self._v_floor = mature
+            v = max(v, self._v_floor)
+        if v != self.vif:
+            self.vif = v
+            self._pass_bound = self._fail_bound = None
+
+    # ------------------------------------------------------------------ decisions
+    def _eval(self, s: int, f: int) -> None:
+        v = self.vif
+        if s != self._eval_s or f != self._eval_f or v != self._eval_v:
+            self.evaluations += 1
+            self.log_e_pass = self.test.log_e_pass(s / v, f / v)
+            self.log_e_fail = self.test.log_e_fail(s / v, f / v)
+            self._eval_s, self._eval_f, self._eval_v = s, f, v
+
+    def _pass_at(self, s: int, f: int) -> bool:
+        v = self.vif
+        return self.test.log_e_pass(s / v, f / v) >= self._log_thr
+
+    def _fail_at(self, s: int, f: int) -> bool:
+        v = self.vif
+        return self.test.log_e_fail(s / v, f / v) >= self._log_thr
+
+    @staticmethod
+    def _gallop(pred, lo: int, limit: int = 1 << 40) -> int:
+        """Smallest x >= lo with pred(x) true, for pred monotone false...true (limit if none)."""
+        step = 1
+        hi = lo
+        while not pred(hi):
+            lo = hi + 1
+            hi = lo + step
+            step *= 2
+            if hi > limit:
+                return limit
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if pred(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _decide(self, good_last: bool) -> None:
+        s = self.good
+        f = self.n - s
+        # PASS region: pass(s, f) iff s >= Smin(f) iff f <= Fmax(s); Smin grows with f, Fmax with s.
+        pb = self._pass_bound
+        if self._passing:
+            # bound = Fmax(s') for an earlier s' <= s, so f <= bound still passes
+            if pb is None or f > pb:
+                if self._pass_at(s, f):
+                    self._passing = True
+                    self._pass_bound = self._gallop(lambda x: not self._pass_at(s, x), f + 1) - 1
+                else:
+                    self._passing = False
+                    self._pass_bound = self._gallop(lambda x: self._pass_at(x, f), s + 1)
+        else:
+            # bound = Smin(f') for an earlier f' <= f, so s < bound cannot pass
+            if pb is None or s >= pb:
+                if self._pass_at(s, f):
+                    self._passing = True
+                    self._pass_bound = self._gallop(lambda x: not self._pass_at(s, x), f + 1) - 1
+                else:
+                    self._pass_bound = self._gallop(lambda x: self._pass_at(x, f), s + 1)
+        # FAIL region: fail(s, f) iff f >= Fmin(s) iff s <= Smax(f); both grow with the other count.
+        fb = self._fail_bound
+        if self._failing:
+            if fb is None or s > fb:
+                if self._fail_at(s, f):
+                    self._fail_bound = self._gallop(lambda x: not self._fail_at(x, f), s + 1) - 1
+                else:
+                    self._failing = False
+                    self._fail_bound = self._gallop(lambda x: self._fail_at(s, x), f + 1)
+        else:
+            if fb is None or f >= fb:
+                if self._fail_at(s, f):
+                    self._failing = True
+                    self._fail_bound = self._gallop(lambda x: not self._fail_at(x, f), s + 1) - 1
+                else:
+                    self._fail_bound = self._gallop(lambda x: self._fail_at(s, x), f + 1)
+
+    def _update_state(self, n: int) -> None:
+        el = self.elapsed
+        if self._failing and el >= self.fail_min_s:
+            st = FAIL
+        elif n < self.min_requests or el < self.min_window_s:
+            st = INSUFFICIENT_WINDOW
+        elif self._passing:
+            st = PASS
+        else:
+            st = UNDECIDED
+        if st != self.state:
+            self.state = st
+            self.state_since_n = n
+
+    # ------------------------------------------------------------------ read-only views
+    @property
+    def elapsed(self) -> float:
+        if self.t_first is None:
+            return 0.0
+        return max(0.0, self.t_last - self.t_start)  # type: ignore[operator]
+
+    @property
+    def passing(self) -> bool:
+        """The corrected E_pass is at or above 1/alpha (whatever the window says)."""
+        return self._passing
+
+    @property
+    def failing(self) -> bool:
+        return self._failing
+
+    @property
+    def n_eff(self) -> float:
+        return self.n / self.vif
+
+    @property
+    def window_complete(self) -> bool:
+        return self.n >= self.min_requests and self.elapsed >= self.min_window_s
+
+    def e_values(self) -> tuple[float, float]:
+        """(E_pass, E_fail) on the corrected counts now (evaluated on demand)."""
+        self._eval(self.good, self.n - self.good)
+        return safe_exp(self.log_e_pass), safe_exp(self.log_e_fail)
+
+    @property
+    def e_pass(self) -> float:
+        return self.e_values()[0]
+
+    @property
+    def e_fail(self) -> float:
+        return self.e_values()[1]
+
+    @property
+    def episodes_summary(self) -> tuple[int, float]:
+        k, s, _ = self.episode_summary()
+        return k, s
+
+    def unseen_episode_period_s(self) -> float | None:
+        """Episodes recurring less often than once per this many seconds may simply not have
+        happened yet: a kind of episode at rate r goes unseen in T seconds with probability
+        exp(-r T), which is >= 5% for r <= 3/T. None before any data."""
+        el = self.elapsed
+        if el <= 0:
+            return None
+        return el / -math.log(1.0 - VIF_CONF)
+
+    def minutes_more_needed(self) -> float | None:
+        """Minutes until the corrected evidence would reach PASS if the observed good fraction,
+        request rate and correction all held; None when that cannot be said (fraction at or
+        below the target, no rate yet) and 0.0 when it already passes."""
+        n, g, el = self.n, self.good, self.elapsed
+        if n == 0 or el <= 0:
+            return None
+        p = g / n
+        if p <= self.test.target:
+            return None
+        if self._passing:
+            return 0.0
+        v = self.vif
+        test = self.test
+        thr = self._log_thr
+
+        def ok(m: int) -> bool:
+            return test.log_e_pass(p * m / v, (1 - p) * m / v) >= thr
+
+        m = self._gallop(ok, n, limit=1 << 34)
+        if m >= 1 << 34:
+            return None
+        rate = n / el
+        return max(0.0, (m - n) / rate / 60.0)
