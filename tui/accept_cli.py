@@ -30,11 +30,10 @@ ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (bu
 
 
 def default_set_path() -> str | None:
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent / "quality" / "starter.jsonl", here / "quality" / "starter.jsonl"):
-        if cand.is_file():
-            return str(cand)
-    return None
+    from tui.resources import bundled_file
+
+    p = bundled_file("quality", "starter.jsonl")
+    return None if p is None else str(p)
 
 
 def _err(msg: str) -> None:

@@ -16,7 +16,6 @@ from tui.argtypes import positive_float as _positive_float, positive_int as _pos
 from tui.core.report import EXIT_USAGE
 from tui.report_cli import add_acceptance_arguments, monitor_config_from_args  # noqa: F401 (re-exported)
 
-DEFAULT_SAMPLES = ("default.jsonl", "seed.jsonl")
 
 
 def add_console_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,29 +72,12 @@ def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
 
 def default_sample_path() -> Path | None:
     """The bundled sample run: sample_logs/default.jsonl, else sample_logs/seed.jsonl."""
-    try:
-        from tui.samples import default_sample
+    from tui.samples import default_sample
 
-        p = Path(default_sample())
-        if p.is_file():
-            return p
-    except (ImportError, FileNotFoundError, OSError):
-        pass
-    here = Path(__file__).resolve().parent
-    for folder in (here.parent / "sample_logs", here / "sample_logs"):
-        for name in DEFAULT_SAMPLES:
-            if (folder / name).is_file():
-                return folder / name
     try:
-        from importlib.resources import files
-
-        for name in DEFAULT_SAMPLES:
-            res = files("tui") / "sample_logs" / name
-            if res.is_file():
-                return Path(str(res))
-    except (ImportError, ModuleNotFoundError, TypeError, OSError):
-        pass
-    return None
+        return Path(default_sample())
+    except FileNotFoundError:
+        return None
 
 
 def _sample_speed(path: Path) -> float:

@@ -1,28 +1,27 @@
-"""Where the bundled sample runs live (a source checkout or an installed package)."""
+"""The bundled sample runs (found through ``tui.resources``)."""
 
 from __future__ import annotations
 
-import os
+from tui.resources import bundled_dir, bundled_file
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_SAMPLES = ("default.jsonl", "seed.jsonl")
 
 
 def sample_dir() -> str:
-    for cand in (os.path.join(os.path.dirname(_HERE), "sample_logs"), os.path.join(_HERE, "sample_logs")):
-        if os.path.isdir(cand):
-            return cand
-    raise FileNotFoundError("bundled sample_logs/ not found")
+    d = bundled_dir("sample_logs")
+    if d is None:
+        raise FileNotFoundError("bundled sample_logs/ not found in this installation")
+    return str(d)
 
 
 def sample_path(name: str) -> str:
-    return os.path.join(sample_dir(), name)
+    return str(bundled_file("sample_logs", name) or f"{sample_dir()}/{name}")
 
 
 def default_sample() -> str:
     """The recorded real run when present, else the synthetic teaching log."""
-    d = sample_dir()
-    for name in ("default.jsonl", "seed.jsonl"):
-        p = os.path.join(d, name)
-        if os.path.isfile(p):
-            return p
-    raise FileNotFoundError("no bundled sample run")
+    for name in DEFAULT_SAMPLES:
+        p = bundled_file("sample_logs", name)
+        if p is not None:
+            return str(p)
+    raise FileNotFoundError("no bundled sample run in this installation")

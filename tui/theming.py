@@ -150,19 +150,9 @@ def load_theme_file(path: str | os.PathLike) -> Theme:
 
 def bundled_themes_dir() -> Path | None:
     """The ``themes/`` folder shipped with servewatch (source checkout or installed package)."""
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent / "themes", here / "themes"):
-        if cand.is_dir():
-            return cand
-    try:  # an installed package that ships the themes as package data
-        from importlib.resources import files
+    from tui.resources import bundled_dir
 
-        res = files("tui") / "themes"
-        if res.is_dir():
-            return Path(str(res))
-    except (ImportError, ModuleNotFoundError, TypeError, OSError):
-        pass
-    return None
+    return bundled_dir("themes")
 
 
 @dataclass
