@@ -136,7 +136,7 @@ def test_a_step_that_cannot_decide_ends_at_the_cap(monkeypatch, tmp_path, capsys
     end = _steps(recs)[(1.0, 1)]
     assert 120.0 <= end["duration_s"] < 130.0 and end["verdict"] == "INSUFFICIENT_WINDOW"
     assert "shorter than the 10-min window: no step can PASS" in out
-    assert "concurrency 1 round 1 ended INSUFFICIENT_WINDOW at the step cap" in out
+    assert "concurrency 1 round 1 ended INSUFFICIENT_WINDOW, undecided at its limit" in out
     assert code == 3
 
 

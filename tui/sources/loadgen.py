@@ -1268,7 +1268,7 @@ class LoadGenerator:
                 end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.step_duration, c.mode,
                                            f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})")
                 if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
-                    self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']} at the step cap: "
+                    self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
                              f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
                 if c.stop_on_fail and end.get("verdict") == "FAIL":
                     self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
