@@ -96,9 +96,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--warmup", type=non_negative_int, default=0, metavar="N",
                    help="requests before the first step, recorded as phase warmup (default 0)")
     g.add_argument("--requests", type=positive_int, default=None, metavar="N",
-                   help="requests per step (default 40 when --duration is not given)")
+                   help="requests per step (default: each step runs until its verdict is PASS or FAIL, "
+                        "see --max-step-seconds)")
     g.add_argument("--duration", type=positive_float, default=None, metavar="SECONDS",
                    help="seconds per step (with --requests: whichever comes first)")
+    g.add_argument("--max-step-seconds", type=positive_float, default=None, metavar="S",
+                   help="a step run until decided (the default without --requests/--duration, and every sweep "
+                        "step) ends UNDECIDED after S seconds; default: the minimum window + 300 s (900 s for "
+                        "the 10-min window). Shorter than the window, a step cannot PASS.")
     g.add_argument("--rounds", type=positive_int, default=1, metavar="N", help="repeat the ramp N times")
     g.add_argument("--stop-on-fail", action="store_true", help="end the ramp at the first step whose verdict is FAIL")
     g.add_argument("--seed", type=int, default=0, help="seed for lengths and arrivals (default 0)")
@@ -179,9 +184,55 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         target=float(getattr(args, "target", 0.95)),
         alpha=float(getattr(args, "alpha", 0.05)),
         min_window_minutes=float(getattr(args, "min_window_minutes", 10.0)),
+        min_requests=getattr(args, "min_requests", None),
+        # without --requests/--duration every step runs until its verdict is PASS or FAIL (capped)
+        until_decided=getattr(args, "requests", None) is None and getattr(args, "duration", None) is None,
+        max_step_seconds=getattr(args, "max_step_seconds", None),
+        budget=budget_record_from_args(args),
     )
     cfg.validate()
     return cfg
+
+
+def budget_record_from_args(args: argparse.Namespace) -> dict | None:
+    """The budget JSON (``servewatch budget --json``) when budget inputs were given, else None (no budget is
+    made up for a run). Raises ConfigError on bad budget input."""
+    try:
+        from tui.budget_cli import budget_from_args, budget_given
+        from tui.core.budget import budget_to_dict
+    except ImportError:
+        return None
+    try:
+        if not budget_given(args):
+            return None
+        result = budget_from_args(args)
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"bad budget: {exc}") from None
+    if result is None:
+        return None
+    return budget_to_dict(result)
+
+
+def step_plan(cfg: LoadConfig) -> str:
+    """How each step ends, for the first lines of output."""
+    if cfg.until_decided:
+        cap = cfg.step_duration or 0.0
+        text = f"each step until PASS or FAIL, at most {cap:g} s"
+        if cfg.step_requests is not None:
+            text += f" or {cfg.step_requests} requests"
+        if cap < cfg.min_window_minutes * 60.0:
+            text += (f" (shorter than the {cfg.min_window_minutes:g}-min window: no step can PASS; "
+                     "raise --max-step-seconds)")
+        return text
+    parts = []
+    if cfg.step_requests is not None:
+        parts.append(f"{cfg.step_requests} requests")
+    if cfg.duration is not None:
+        parts.append(f"{cfg.duration:g} s")
+    text = "each step " + " or ".join(parts)
+    if cfg.duration is not None and cfg.duration < cfg.min_window_minutes * 60.0:
+        text += f" (shorter than the {cfg.min_window_minutes:g}-min window: no verdict can PASS)"
+    return text
 
 
 # ------------------------------------------------------------------ commands
@@ -224,7 +275,8 @@ def record_run(cfg: LoadConfig) -> int | None:
         print(f"servewatch: cannot write {cfg.record}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     unit = "concurrency" if cfg.mode == "closed" else "req/s"
-    _print(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}")
+    _print(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
+           f"{step_plan(cfg)}")
     _print(f"recording to {cfg.record}")
     interrupted = False
     try:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from tui.core.report import EXIT_USAGE
-from tui.core.sweep import default_ladder, format_sweep, sweep_summary
+from tui.core.sweep import DEFAULT_MAX_LEVEL, default_ladder, format_sweep, sweep_summary
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,42 +16,46 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser)
     for group in parser._mutually_exclusive_groups:  # the ladder may be left to the default
         group.required = False
-    s = parser.add_argument_group("sweep")
-    s.add_argument("--max-step-seconds", type=float, default=600.0, metavar="S",
-                   help="each step runs until its verdict is PASS or FAIL, or this long (then UNDECIDED); default 600")
+    s = parser.add_argument_group("sweep (each step runs until its verdict is PASS or FAIL, at most "
+                                  "--max-step-seconds)")
     s.add_argument("--max-level", type=int, default=None, metavar="N",
-                   help="top of the default ladder 1,2,4,... (default: twice the memory-only candidate)")
+                   help=f"top of the default ladder 1,2,4,... (default: twice the memory-only candidate when "
+                        f"budget inputs are given, else {DEFAULT_MAX_LEVEL})")
     s.add_argument("--continue-after-fail", action="store_true",
                    help="keep climbing after a step FAILs (default: stop there)")
     s.add_argument("--sweep-json", metavar="FILE", help="also write the sweep table as JSON")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from tui.budget_cli import budget_from_args, budget_title
+    from tui.budget_cli import budget_from_args, budget_given, budget_title
     from tui.report_cli import analyse_file, monitor_config_from_args
-    from tui.run_cli import ConfigError, _print, config_from_args, record_run
+    from tui.run_cli import ConfigError, _print, config_from_args, record_run, step_plan
 
-    try:
-        budget = budget_from_args(args)
+    budget = None
+    try:  # no budget is made up: without budget inputs the ladder does not depend on any model
+        if budget_given(args):
+            budget = budget_from_args(args)
     except (ValueError, OSError) as exc:
         print(f"servewatch: bad budget: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if not args.max_step_seconds > 0:
-        print("servewatch: --max-step-seconds must be > 0", file=sys.stderr)
+    if args.max_level is not None and args.max_level < 1:
+        print("servewatch: --max-level must be >= 1", file=sys.stderr)
         return EXIT_USAGE
     if args.concurrency is None and args.rate is None:
-        args.concurrency = default_ladder(budget.candidate, args.max_level)
+        args.concurrency = default_ladder(budget.candidate if budget is not None else None, args.max_level)
     try:
         cfg = config_from_args(args)
     except ConfigError as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    cfg.until_decided = True
-    cfg.duration = args.max_step_seconds if args.duration is None else min(args.duration, args.max_step_seconds)
+    cfg.until_decided = True  # --requests / --duration, when given, only bound a step further
     cfg.stop_on_fail = not args.continue_after_fail
     unit = "concurrency" if cfg.mode == "closed" else "req/s"
-    _print(f"servewatch sweep: {unit} ladder {','.join(f'{v:g}' for v in cfg.levels)}; each step until PASS/FAIL "
-           f"or {cfg.duration:g} s; budget: {budget_title(budget)}, memory-only candidate {budget.candidate}")
+    if budget is None:
+        about = "budget: unknown (give --params/--config/--budget for a memory-only candidate)"
+    else:
+        about = f"budget: {budget_title(budget)}, memory-only candidate {budget.candidate}"
+    _print(f"servewatch sweep: {unit} ladder {','.join(f'{v:g}' for v in cfg.levels)}; {step_plan(cfg)}; {about}")
     failed = record_run(cfg)
     if failed is not None:
         return failed

@@ -952,6 +952,8 @@ def budget_from_dict(d: Mapping[str, Any]) -> BudgetResult:
     """
     if not isinstance(d, Mapping):
         raise BudgetError("a budget must be a JSON object")
+    if d.get("type") == "budget" and "schema" not in d and isinstance(d.get("budget"), Mapping):
+        d = {**d["budget"], "type": "budget"}  # also the nested record shape {"type": "budget", "budget": {...}}
     if "type" in d and d["type"] != "budget":
         raise BudgetError(f"not a budget record: type is {d['type']!r}")
     if d.get("schema") != SCHEMA:

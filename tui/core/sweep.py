@@ -13,9 +13,19 @@ from tui.core.report import fmt_level, fmt_pct
 from tui.core.snapshot import FAIL, PASS, LevelRow, Snapshot
 
 
+#: Top of the default sweep ladder when no budget (so no memory-only candidate) is given: 1, 2, 4, ..., 64.
+DEFAULT_MAX_LEVEL = 64
+
+
 def default_ladder(candidate: int | None, limit: int | None = None) -> list[float]:
-    """1, 2, 4, 8, ... up to ``limit`` or twice the memory-only candidate (which is included)."""
-    top = limit if limit else max(1, 2 * (candidate or 0))
+    """1, 2, 4, 8, ... up to ``limit``, else twice the memory-only candidate (included) when a budget was given,
+    else DEFAULT_MAX_LEVEL. No example model decides the ladder."""
+    if limit:
+        top = limit
+    elif candidate is not None:
+        top = max(1, 2 * candidate)
+    else:
+        top = DEFAULT_MAX_LEVEL
     out, c = [], 1
     while c <= top:
         out.append(float(c))

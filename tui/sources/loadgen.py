@@ -87,7 +87,10 @@ class LoadConfig:
     duration: float | None = None  # seconds per step
     rounds: int = 1
     stop_on_fail: bool = False
-    until_decided: bool = False  # sweep: end each step as soon as its verdict is PASS or FAIL (duration = the cap)
+    until_decided: bool = False  # end each step as soon as its verdict is PASS or FAIL (capped: step_duration)
+    max_step_seconds: float | None = None  # cap of a step run until decided (None: default_step_cap())
+    min_requests: int | None = None  # the verdict's minimum count (None: the fewest with which PASS is possible)
+    budget: dict | None = None  # budget inputs given for this run: written as a `budget` record after the header
     record: str | None = None
     metrics_url: str | None = None
     metrics_interval: float = 1.0
@@ -137,8 +140,9 @@ class LoadConfig:
             raise ConfigError("--warmup must be >= 0 and --rounds >= 1")
         if self.requests is not None and self.requests < 1:
             raise ConfigError("--requests must be >= 1")
-        if self.until_decided and self.duration is None:
-            raise ConfigError("a step that runs until it is decided needs a maximum duration (--max-step-seconds)")
+        if self.max_step_seconds is not None and not (math.isfinite(self.max_step_seconds)
+                                                       and self.max_step_seconds > 0):
+            raise ConfigError("--max-step-seconds must be > 0")
         if self.duration is not None and not self.duration > 0:
             raise ConfigError("--duration must be > 0")
         if not (self.connect_timeout > 0 and self.read_timeout > 0):
@@ -153,10 +157,29 @@ class LoadConfig:
 
     @property
     def step_requests(self) -> int | None:
-        """Requests per step: the given count, or 40 when neither --requests nor --duration is given."""
-        if self.requests is None and self.duration is None:
+        """Requests per step: the given count; 40 when nothing bounds the step (neither --requests,
+        --duration nor until_decided: programmatic use only, the CLI runs steps until decided)."""
+        if self.requests is None and self.duration is None and not self.until_decided:
             return 40
         return self.requests
+
+    @property
+    def step_duration(self) -> float | None:
+        """Seconds per step: --duration, and for a step run until decided at most the step cap."""
+        if not self.until_decided:
+            return self.duration
+        cap = self.max_step_seconds if self.max_step_seconds is not None else default_step_cap(self.min_window_minutes)
+        return cap if self.duration is None else min(self.duration, cap)
+
+
+#: Time allowed beyond the minimum window for a step to reach the minimum count too (default cap = window + this).
+COUNT_ALLOWANCE_S = 300.0
+
+
+def default_step_cap(min_window_minutes: float) -> float:
+    """Default cap of a step run until decided: the minimum window plus COUNT_ALLOWANCE_S to reach the minimum
+    count (15 min for the default 10-min window). A PASS needs the whole window, so a shorter cap cannot PASS."""
+    return max(0.0, float(min_window_minutes)) * 60.0 + COUNT_ALLOWANCE_S
 
 
 # ------------------------------------------------------------------ URLs and secrets
@@ -511,6 +534,7 @@ class LoadGenerator:
         self._chat = config.api == "chat"
         self._endpoint = self.api_base + ("/chat/completions" if self._chat else "/completions")
         self.server: dict = {}
+        self.server_capacity: dict | None = None  # what the server says it allocated (tui.sources.server_info)
         self.status_line = ""
 
     # -- output ------------------------------------------------------------
@@ -587,8 +611,14 @@ class LoadGenerator:
                 raise SetupError(f"{self.label}/v1/models lists no model (or needs a key, see --api-key-env): "
                                  "pass --model NAME")
             self.model = models[0]
-        if self.cfg.stop_on_fail or self.cfg.until_decided:
-            self._make_monitor()
+        self._make_monitor()  # judges steps (until decided, --stop-on-fail) and feeds the progress line
+        from tui.sources.server_info import server_capacity
+
+        try:
+            self.server_capacity = await server_capacity(self.root, self.server, client=client, headers=self.headers,
+                                                         metrics_url=self.cfg.metrics_url)
+        except Exception:
+            self.server_capacity = None
         sizes = [self.cfg.input_tokens[1]]
         await self.prompts.calibrate(client, self.root, self._prefix("00000000-000000"), sizes)
 
@@ -600,7 +630,8 @@ class LoadGenerator:
             return
         c = self.cfg
         self._monitor = Monitor(MonitorConfig(slo_ttft_ms=c.slo_ttft_ms, target=c.target, alpha=c.alpha,
-                                              min_window_s=c.min_window_minutes * 60.0), source=self.label)
+                                              min_window_s=c.min_window_minutes * 60.0, min_requests=c.min_requests),
+                                source=self.label)
 
     def environment(self, gpu_env: dict | None) -> dict:
         return {
@@ -629,7 +660,8 @@ class LoadGenerator:
                 "ignore_eos": c.ignore_eos,
                 "warmup": c.warmup,
                 "requests": c.step_requests,
-                "duration": c.duration,
+                "duration": c.step_duration,
+                "until_decided": c.until_decided,
                 "rounds": c.rounds,
                 "stop_on_fail": c.stop_on_fail,
                 "seed": c.seed,
@@ -647,6 +679,7 @@ class LoadGenerator:
             slo={"ttft_ms": c.slo_ttft_ms, "target": c.target},
             run_id=self.run_id,
             source=source_block("run"),
+            server_capacity=self.server_capacity,
         )
 
     # -- requests ----------------------------------------------------------
@@ -1144,8 +1177,17 @@ class LoadGenerator:
             if st is None:
                 continue
             unit = "concurrency" if st.mode == "closed" else "req/s"
-            self.say(f"  [{perf_counter() - t0:7.1f} s] {unit} {st.level:g} round {st.round}: {st.sent} sent, "
-                     f"{st.finished} done ({st.finished - st.complete} failed), {self.in_flight} in flight")
+            head = f"  [{perf_counter() - t0:7.1f} s] {unit} {st.level:g} round {st.round}: "
+            mon = self._monitor
+            if mon is not None and st.phase == "measure":
+                from tui.core.progress import evidence_line
+
+                v = mon.verdict_for(mon.levels.get((float(st.level), st.round)))
+                self.say(head + evidence_line(v, mon.cfg.min_window_s)
+                         + f"; {self.in_flight} in flight")
+                continue
+            self.say(head + f"{st.sent} sent, {st.finished} done ({st.finished - st.complete} failed), "
+                     f"{self.in_flight} in flight")
 
     # -- the run -----------------------------------------------------------
 
@@ -1167,8 +1209,14 @@ class LoadGenerator:
             hdr = self.header(gpu_env)
             self.summary.header = hdr
             self.emit(hdr)
+            if c.budget:
+                self.emit({"type": "budget", **c.budget})  # the budget inputs given for this run
             self.say(f"target {self.label}, model {self.model}, api {c.api}")
             self.say(f"note: {self.prompts.note}")
+            if self.server_capacity is not None:
+                from tui.sources.server_info import describe_capacity
+
+                self.say("server: " + describe_capacity(self.server_capacity))
             if c.metrics:
                 from tui.sources.metrics import MetricsScraper
 
@@ -1216,10 +1264,13 @@ class LoadGenerator:
                     limits.append(f"{c.step_requests} requests")
                 if c.until_decided:
                     limits.append("until PASS or FAIL")
-                if c.duration is not None:
-                    limits.append(f"{c.duration:g} s")
-                end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.duration, c.mode,
+                if c.step_duration is not None:
+                    limits.append(f"{c.step_duration:g} s")
+                end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.step_duration, c.mode,
                                            f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})")
+                if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
+                    self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
+                             f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
                 if c.stop_on_fail and end.get("verdict") == "FAIL":
                     self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
                     self.say("note: " + self.summary.stopped_early)
