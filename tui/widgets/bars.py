@@ -76,6 +76,8 @@ class VerdictBar(Static):
         first.append("│ " + budget_phrase(self.budget))
         first.append("│ quality: " + (esc(self.quality) if self.quality else na("not run")))
         lines = ["  ".join(first), f"[$sw-na]{esc(v.reason)}[/]"]
+        if snap.cancelled_note:
+            lines.append(f"[$sw-warn]{esc(snap.cancelled_note)}[/]")
         issues = snap.malformed + snap.truncated + snap.unknown_types
         if issues:
             counts = [f"{snap.malformed} malformed"]
