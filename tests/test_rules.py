@@ -193,18 +193,23 @@ def _round(level, rnd, start, p_good_every, n=200):
 
 
 def test_rounds_combine_into_one_level_verdict_fail_wins_pass_needs_every_round():
-    recs = (_round(2.0, 1, T0, None) + _round(4.0, 1, T0 + 300, None)
-            + _round(2.0, 2, T0 + 600, None) + _round(4.0, 2, T0 + 900, 2))  # level 4, round 2: half slow
+    recs = (_round(2.0, 1, T0, None) + _round(4.0, 1, T0 + 300, 2)  # level 4, round 1: half slow
+            + _round(2.0, 2, T0 + 600, None) + _round(4.0, 2, T0 + 900, None))
     snap = monitor_of(recs, min_window_s=0).snapshot()
     per_round = {(r.level, r.round): r.verdict.state for r in snap.levels}
-    assert per_round == {(2.0, 1): PASS, (4.0, 1): PASS, (2.0, 2): PASS, (4.0, 2): FAIL}
-    assert level_states(snap.levels) == {2.0: PASS, 4.0: FAIL}
+    assert per_round == {(2.0, 1): PASS, (4.0, 1): FAIL, (2.0, 2): PASS, (4.0, 2): PASS}
+    assert level_states(snap.levels) == {2.0: PASS, 4.0: FAIL}  # a later passing round does not undo a FAIL
     assert measured_capacity(snap.levels) == 2.0
     s = sweep_summary(snap)
     assert s["measured_capacity"] == 2.0 and s["exit_code"] == 0
     # the same level passing in every round is the capacity
-    snap2 = monitor_of(recs[:-200] + _round(4.0, 2, T0 + 900, None), min_window_s=0).snapshot()
+    snap2 = monitor_of(_round(2.0, 1, T0, None) + _round(4.0, 1, T0 + 300, None), min_window_s=0).snapshot()
     assert level_states(snap2.levels) == {2.0: PASS, 4.0: PASS} and measured_capacity(snap2.levels) == 4.0
+    # one round still undecided: the level is not a PASS, so it is not the capacity
+    snap3 = monitor_of(_round(2.0, 1, T0, None) + _round(4.0, 1, T0 + 300, None)
+                       + _round(4.0, 2, T0 + 600, 20, n=150), min_window_s=0).snapshot()
+    assert {(r.level, r.round): r.verdict.state for r in snap3.levels}[(4.0, 2)] not in (PASS, FAIL)
+    assert level_states(snap3.levels)[4.0] not in (PASS, FAIL) and measured_capacity(snap3.levels) == 2.0
 
 
 # ------------------------------------------------------------------ warmup exclusion end to end
