@@ -352,6 +352,7 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
         "lateness_p99_ms": row.lateness_p99_ms,
         "max_waiting": row.max_waiting,
         "peak_gpu_gib": row.peak_gpu_gib,
+        **({"cancelled_open": row.cancelled_open} if row.cancelled_open else {}),
     }
 
 
@@ -508,6 +509,9 @@ def measured_section(
     problems = []
     for r in runs:
         sn = r.snapshot
+        if sn.cancelled_note:
+            notes.append(f"`{r.source}`: {sn.cancelled_note} (open ones are excluded from the good fraction and the "
+                         "verdict; all stay in the record file)")
         if sn.malformed or sn.truncated or sn.unknown_types or sn.notes:
             problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
                              "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],

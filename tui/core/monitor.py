@@ -21,6 +21,7 @@ from tui.core.budgetview import (
     budget_view,
 )
 from tui.core.records import (
+    EXCLUDED,
     BudgetRecord,
     GpuSample,
     HostSample,
@@ -29,6 +30,7 @@ from tui.core.records import (
     RequestRecord,
     RunHeader,
     StepRecord,
+    outcome_rule,
 )
 from tui.core.snapshot import (
     BAD,
@@ -231,6 +233,11 @@ class Monitor:
         self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
         self.slo_s = cfg.slo_ttft_ms / 1000.0
         self._slo_ms = cfg.slo_ttft_ms
+        self._classify = outcome_rule(cfg.slo_ttft_ms)
+        # measured requests cancelled (by the user or by servewatch), per (level, round): still open
+        # (excluded from the good fraction and the verdict) / already past the SLO (counted as failed)
+        self.cancelled_open: dict[tuple, int] = {}
+        self.cancelled_late: dict[tuple, int] = {}
         self._rolling_n = cfg.rolling_n
         self._rolling_s = cfg.rolling_s
         self._bucket_s = cfg.bucket_s
@@ -373,18 +380,18 @@ class Monitor:
         err = r.error
         if err is not None:
             self.errors_by_class[err] = self.errors_by_class.get(err, 0) + 1
-        tf = r.t_first_token
-        ttft_ms = None if tf is None else (tf - t_sent) * 1000.0
-        if not r.complete or err is not None or tf is None:
-            outcome = "failed"
-        elif ttft_ms <= self._slo_ms:  # type: ignore[operator]
-            outcome = "good"
-        else:
-            outcome = "slow"
-        self._recent.append((r, outcome))  # rows are built at snapshot time only
+        outcome, ttft_ms = self._classify(r)  # the one rule: tui.core.records.outcome_rule
+        self._recent.append((r, outcome, ttft_ms))  # rows are built at snapshot time only
         if r.phase != "measure":
             self.warmup_total += 1
             return
+        if err is not None and err == "cancelled":
+            key = (r.level, r.round)
+            if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
+                self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
+                return
+            self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
+        tf = r.t_first_token
         st = self.current
         if st is None or st.level != r.level or st.round != r.round:
             st = self.current = self._state_for(r.level, r.round)
@@ -612,6 +619,7 @@ class Monitor:
                 level=st.level, round=st.round, mode=st.mode, window=self._window_from_state(st),
                 verdict=self.verdict_for(st), saturated=st.saturated, lateness_p99_ms=st.lateness_p99_ms,
                 max_waiting=st.max_waiting, peak_gpu_gib=st.peak_gpu_gib,
+                cancelled_open=self.cancelled_open.get((st.level, st.round), 0),
             ))
         return tuple(rows)
 
@@ -692,9 +700,9 @@ class Monitor:
             verdict=self.verdict_for(st),
             levels=self.level_rows(),
             recent=tuple(
-                RequestRow(r.id, r.level, r.round, r.phase, None if r.ttft is None else r.ttft * 1000.0,
+                RequestRow(r.id, r.level, r.round, r.phase, ttft_ms,
                            r.output_tokens, outcome, r.error, (r.t_end - r.t_sent) * 1000.0, r.t_end)
-                for r, outcome in self._recent
+                for r, outcome, ttft_ms in self._recent
             ),
             good_series=tuple(series_good),
             p95_series=tuple(series_p95),
@@ -717,4 +725,6 @@ class Monitor:
             provenance_short=provenance.short(header),
             timeline=self.timeline(),
             timeline_omitted=self.timeline_omitted,
+            cancelled_open=sum(self.cancelled_open.values()),
+            cancelled_late=sum(self.cancelled_late.values()),
         )

@@ -12,10 +12,11 @@ Design rules
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 SCHEMA = "servewatch.record/1"
 SCHEMA_VERSION = 1
@@ -66,26 +67,86 @@ class RequestRecord:
     retried: int = 0
 
     @property
+    def ttft_ms(self) -> float | None:
+        """Client TTFT in ms (the one derivation, ``outcome_rule``); None when no token arrived."""
+        return _TTFT_ONLY(self)[1]
+
+    @property
     def ttft(self) -> float | None:
-        """Client TTFT in seconds, derived from timestamps; None when no token arrived."""
-        if self.t_first_token is None:
-            return None
-        return self.t_first_token - self.t_sent
+        """Client TTFT in seconds (``ttft_ms / 1000``); None when no token arrived."""
+        ms = _TTFT_ONLY(self)[1]
+        return None if ms is None else ms / 1000.0
 
     @property
     def latency(self) -> float:
         return self.t_end - self.t_sent
 
-    def is_good(self, slo_ttft_s: float) -> bool:
-        """Completed AND TTFT within the SLO. A fast failure is never good."""
-        ttft = self.ttft
-        return self.complete and self.error is None and ttft is not None and ttft <= slo_ttft_s
-
     def outcome(self, slo_ttft_s: float) -> str:
-        """'good', 'slow' (completed, TTFT over the SLO) or 'failed' (not completed, an error, or no token)."""
-        if not self.complete or self.error is not None or self.t_first_token is None:
-            return "failed"
-        return "good" if self.is_good(slo_ttft_s) else "slow"
+        """``good`` | ``slow`` | ``failed`` | ``excluded``: ``outcome_rule`` with the SLO given in seconds."""
+        return outcome_rule(slo_ttft_s * 1000.0)(self)[0]
+
+    def is_good(self, slo_ttft_s: float) -> bool:
+        """Completed AND TTFT within the SLO (``outcome_rule``). A fast failure is never good."""
+        return self.outcome(slo_ttft_s) == GOOD
+
+
+# ---------------------------------------------------------------- the rule (its one definition)
+
+GOOD, SLOW, FAILED, EXCLUDED = "good", "slow", "failed", "excluded"
+OUTCOMES = (GOOD, SLOW, FAILED, EXCLUDED)
+CANCELLED = "cancelled"
+
+
+def slo_microseconds(slo_ttft_ms: float) -> float:
+    """The SLO in whole microseconds, the resolution at which TTFTs are judged."""
+    return float(round(slo_ttft_ms * 1000.0))
+
+
+@functools.lru_cache(maxsize=32)
+def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[str, float | None]]:
+    """The good / slow / failed / excluded rule and the TTFT derivation, in ONE place.
+
+    Returns ``classify(record) -> (outcome, ttft_ms)``, built once per SLO: the Monitor calls it for
+    every request (its hot path), ``RequestRecord.outcome``/``is_good``/``ttft`` go through it too.
+
+    - TTFT (ms) = ``(t_first_token - t_sent) * 1000``, ``None`` without a first token.
+    - TTFT and elapsed times are judged in whole microseconds, rounded to the nearest: a TTFT is
+      within the SLO when ``round_half_up(ttft_us) <= slo_us``. Epoch-second floats resolve about
+      0.24 us, so a TTFT recorded as exactly the SLO (``t_first_token = t_sent + 1.0`` with an SLO of
+      1000 ms) can come out as 999.99976 or 1000.00024 ms; at 1 us it is exactly the SLO, and good.
+    - ``good``: ``complete``, no ``error``, a first token, TTFT within the SLO.
+    - ``slow``: ``complete``, no ``error``, a first token, TTFT over the SLO.
+    - ``excluded``: ``error == "cancelled"`` while the outcome was still open: a first token within
+      the SLO, or no first token and ``t_end - t_sent`` (the time at the cancellation) within the SLO.
+      It stays in the record file and is counted and shown, but is not judged.
+    - ``failed``: everything else: not complete, an error, no first token. A cancelled request whose
+      first token came after the SLO, or which had none when it had already waited longer than the
+      SLO, is failed: it could no longer have been good.
+
+    ``round_half_up(x)`` is ``(x + 0.5) // 1.0``: no function call on the hot path.
+    """
+    slo_us = slo_microseconds(slo_ttft_ms)
+
+    def classify(r: RequestRecord) -> tuple[str, float | None]:
+        tf = r.t_first_token
+        err = r.error
+        if tf is None:
+            if err == CANCELLED and ((r.t_end - r.t_sent) * 1000.0 * 1000.0 + 0.5) // 1.0 <= slo_us:
+                return EXCLUDED, None  # no first token yet, but the SLO had not passed either
+            return FAILED, None
+        ttft = (tf - r.t_sent) * 1000.0
+        if err is None:
+            if r.complete:
+                return (GOOD if (ttft * 1000.0 + 0.5) // 1.0 <= slo_us else SLOW), ttft
+            return FAILED, ttft
+        if err == CANCELLED and (ttft * 1000.0 + 0.5) // 1.0 <= slo_us:
+            return EXCLUDED, ttft
+        return FAILED, ttft
+
+    return classify
+
+
+_TTFT_ONLY = outcome_rule(1000.0)  # the TTFT part of the rule does not depend on the SLO
 
 
 @dataclass(slots=True)

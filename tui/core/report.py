@@ -154,6 +154,7 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
         "measured": {
             "level": None if row is None else row.level,
             "round": None if row is None else row.round,
+            "cancelled_open": 0 if row is None else row.cancelled_open,
             "good_fraction": frac,
             "latency_success_gate": None if frac is None else frac >= snap.target,
             "window": window_dict(w),
@@ -169,12 +170,14 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
         "levels": [
             {"level": r.level, "round": r.round, "mode": r.mode, "verdict": r.verdict.state,
              "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
-             "peak_gpu_gib": r.peak_gpu_gib, **window_dict(r.window)}
+             "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open, **window_dict(r.window)}
             for r in snap.levels
         ],
         "requests_total": snap.requests_total,
         "warmup_total": snap.warmup_total,
         "errors_by_class": snap.errors_by_class,
+        "cancelled": {"open_not_judged": snap.cancelled_open, "past_slo_counted_failed": snap.cancelled_late,
+                      "note": snap.cancelled_note},
         "input_problems": {"malformed": snap.malformed, "truncated": snap.truncated,
                            "unknown_types": snap.unknown_types, "examples": list(snap.malformed_examples)},
         "quality": quality or "not run",
@@ -289,6 +292,10 @@ def format_report(rep: dict[str, Any]) -> str:
         add("  (* = insufficient n for that percentile)")
     if rep["errors_by_class"]:
         add("  errors: " + ", ".join(f"{k}={v}" for k, v in sorted(rep["errors_by_class"].items())))
+    cn = (rep.get("cancelled") or {}).get("note")
+    if cn:
+        add(f"  cancelled: {cn} (measured requests, all levels; open ones are excluded from the good fraction "
+            "and the verdict, and all stay in the record file)")
     ip = rep["input_problems"]
     if ip["malformed"] or ip["truncated"] or ip["unknown_types"]:
         add(f"  input problems: {ip['malformed']} malformed, {ip['truncated']} truncated, "

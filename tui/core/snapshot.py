@@ -101,7 +101,7 @@ class RequestRow:
     phase: str
     ttft_ms: float | None
     output_tokens: int | None
-    outcome: str  # good | slow | failed
+    outcome: str  # good | slow | failed | excluded (cancelled while still open: not judged)
     error: str | None
     latency_ms: float
     t_end: float
@@ -155,6 +155,7 @@ class LevelRow:
     lateness_p99_ms: float | None = None
     max_waiting: float | None = None
     peak_gpu_gib: float | None = None
+    cancelled_open: int = 0  # measured requests of this level+round cancelled while still open: not judged
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +193,24 @@ class Snapshot:
     provenance_short: str = ""  # the same in a few words (the console header)
     timeline: tuple[tuple, ...] = ()  # (level, round, state, n, t) per verdict state change (Monitor.timeline)
     timeline_omitted: int = 0  # state changes past the bound, not kept
+    # Measured requests cancelled by the user or by servewatch (all levels; warmup not counted):
+    cancelled_open: int = 0  # still open when cancelled: excluded from good fractions and verdicts, shown
+    cancelled_late: int = 0  # already past the SLO without a first token within it: counted as failed
+
+    @property
+    def cancelled_note(self) -> str | None:
+        """The one line every view shows when requests were cancelled (None when none were)."""
+        return cancelled_note(self.cancelled_open, self.cancelled_late)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def cancelled_note(open_: int, late: int) -> str | None:
+    """"4 cancelled while still open, not judged; 1 cancelled after the SLO had passed, counted as failed"."""
+    parts = []
+    if open_:
+        parts.append(f"{open_} cancelled while still open, not judged")
+    if late:
+        parts.append(f"{late} cancelled after the SLO had passed, counted as failed")
+    return "; ".join(parts) or None

@@ -15,7 +15,7 @@ are monotonic):
 - ``t_first_token``: the first SSE event carrying non-empty generated text (``delta.content``,
   ``delta.reasoning_content`` or completions ``text``); role-only chunks, comments and usage-only
   chunks are not tokens;
-- ``t_end``: ``[DONE]``, end of stream, or the failure.
+- ``t_end``: ``[DONE]``, end of stream, the failure, or the cancellation (error ``cancelled``).
 
 A fresh connection is used per request (servers such as llama-server close the connection after
 every stream although they advertise keep-alive). A failure before any request byte was written
@@ -725,6 +725,9 @@ class LoadGenerator:
             await self._attempts(req)
         except asyncio.CancelledError:
             if req.error is None and req.t_end is None:  # (t_end set: it had completed already)
+                # t_end = when the cancellation reached the request: with t_sent and t_first_token it tells
+                # whether the outcome was still open then (tui.core.records.outcome_rule)
+                req.t_end = perf_counter()
                 req.error = "cancelled"
                 req.detail = "stopped by the user" if req.t_sent is not None else "stopped before the request was sent"
             raise

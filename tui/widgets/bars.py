@@ -183,5 +183,9 @@ class VerdictBar(Static):
     def status_parts(self) -> list[str]:
         """The statuses beside the verdict, each starting with its separator."""
         view = None if self._snap is None else getattr(self._snap, "budget_view", None)
-        return ["│ " + budget_phrase(self.budget, view),
-                "│ quality: " + (esc(self.quality) if self.quality else na("not run"))]
+        parts = ["│ " + budget_phrase(self.budget, view),
+                 "│ quality: " + (esc(self.quality) if self.quality else na("not run"))]
+        note = None if self._snap is None else self._snap.cancelled_note
+        if note:
+            parts.append(f"│ [$sw-warn]{esc(note)}[/]")
+        return parts
