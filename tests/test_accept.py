@@ -69,8 +69,10 @@ def write_records(path: Path, steps, *, header=True, **hkw) -> Path:
     return path
 
 
-def write_quality(path: Path, cand, base="same", n=25) -> Path:
-    """A quality result with n cases; cand/base are pass lists (base "same" = cand, None = no baseline)."""
+def write_quality(path: Path, cand, base="same", n=60) -> Path:
+    """A quality result with n cases; cand/base are pass lists (base "same" = cand, None = no baseline).
+
+    n=60: with every pair concordant PASS needs 59 usable pairs at the default margin and alpha."""
     if isinstance(cand, bool):
         cand = [cand] * n
     rows_c = [{"id": f"q{i}", "category": "key", "fingerprint": f"f{i}", "passed": p} for i, p in enumerate(cand)]
