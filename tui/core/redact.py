@@ -28,8 +28,8 @@ DETAIL_LIMIT = 200  # characters of a one-line error detail
 
 _TOKEN = r"[A-Za-z0-9._~+/=-]"
 _AUTH = re.compile(
-    r"\b(?P<bearer>(?i:bearer))\s+" + _TOKEN + r"{4,}"
-    r"|\b(?P<basic>(?i:basic))\s+(?=[A-Za-z0-9+/]+?[A-Z0-9+/=])[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"
+    r"(?<![A-Za-z])(?P<bearer>(?i:bearer))\s+" + _TOKEN + r"{4,}"
+    r"|(?<![A-Za-z])(?P<basic>(?i:basic))\s+(?=[A-Za-z0-9+/]+?[A-Z0-9+/=])[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])"
 )
 _KEYLIKE = re.compile(r"\b(?:sk|pk|rk|hf|ghp|gho|xox[abp])[-_](?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{8,}")
 
