@@ -247,10 +247,12 @@ def test_quality_honours_insecure_and_ssl_cert_file_like_run(tmp_path, capsys, m
         # the same server on both sides, 22 identical pairs: answered, compared, and (honestly) no evidence
         assert rc == 3 and doc["verdict"]["state"] == "NO_EVIDENCE" and doc["comparison"]["paired"] == 22
         assert doc["candidate"]["errors_by_class"] == {}
+        assert doc["insecure"] is True
         capsys.readouterr()
         monkeypatch.setenv("SSL_CERT_FILE", cert[0])
         rc, out = _quality(tmp_path, "--url", srv.url, "--baseline-url", srv.url)
-        assert rc == 3 and json.loads(out.read_text())["comparison"]["paired"] == 22
+        doc = json.loads(out.read_text())
+        assert rc == 3 and doc["comparison"]["paired"] == 22 and doc["insecure"] is False
 
 
 def test_quality_sends_query_and_basic_auth_from_the_url_and_never_writes_them(tmp_path, capsys):

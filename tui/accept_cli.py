@@ -276,6 +276,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
         generated_at=_now_iso(), tool_version=__version__, notes=notes,
     )
     doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
+    doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header
     doc = scrub_doc(doc, secrets)
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     if args.out:
