@@ -69,8 +69,10 @@ def write_records(path: Path, steps, *, header=True, **hkw) -> Path:
     return path
 
 
-def write_quality(path: Path, cand, base="same", n=25) -> Path:
-    """A quality result with n cases; cand/base are pass lists (base "same" = cand, None = no baseline)."""
+def write_quality(path: Path, cand, base="same", n=60) -> Path:
+    """A quality result with n cases; cand/base are pass lists (base "same" = cand, None = no baseline).
+
+    n=60: with every pair concordant PASS needs 59 usable pairs at the default margin and alpha."""
     if isinstance(cand, bool):
         cand = [cand] * n
     rows_c = [{"id": f"q{i}", "category": "key", "fingerprint": f"f{i}", "passed": p} for i, p in enumerate(cand)]
@@ -420,3 +422,27 @@ def test_bad_lines_and_empty_files_never_crash_and_never_disappear(tmp_path):
     headers_only = write_records(tmp_path / "h.jsonl", [])
     rc, doc, md, _ = accept(tmp_path, "--records", str(headers_only))
     assert rc == 3 and doc["measured"]["levels"] == [] and "No measured requests." in md
+
+
+def test_accept_shows_the_quality_state_as_it_is_never_a_stale_pass(tmp_path, capsys):
+    """A quality file written by the old rule (dead endpoints or 22 identical pairs said PASS) is judged
+    again from its cases: NO_EVIDENCE, and the conclusion is not ready (exit 3)."""
+    rec = write_records(tmp_path / "r.jsonl", PASSING)
+    dead = [{"id": f"q{i}", "category": "key", "fingerprint": f"f{i}", "passed": False, "error": "connect"}
+            for i in range(22)]
+    for name, cand, base in (("dead", dead, dead),
+                             ("same22", None, None)):
+        q = write_quality(tmp_path / f"{name}.json", True, n=22) if cand is None else tmp_path / f"{name}.json"
+        if cand is not None:
+            doc_q = Q.build_result(qset=Q.QualitySet([], []), set_source="s", set_sha256=None,
+                                   candidate=Q.run_section(cand), baseline=Q.run_section(base))
+            q.write_text(json.dumps(doc_q))
+        doc_q = json.loads(q.read_text())
+        doc_q["verdict"] = {"state": "PASS", "reason": "old rule", "fallback": None, "exit_code": 0}
+        q.write_text(json.dumps(doc_q))
+        rc, doc, md, _ = accept(tmp_path, "--records", str(rec), "--quality", str(q), "--min-window-minutes", "0")
+        out = capsys.readouterr().out
+        assert rc == 3 and doc["quality"]["state"] == "NO_EVIDENCE" and doc["conclusion"]["quality"] == "NO_EVIDENCE"
+        assert doc["conclusion"]["ready_for_traffic"] is False and "quality: NO_EVIDENCE" in out
+        assert "Verdict: **NO_EVIDENCE**" in md and "the file says PASS" in " ".join(doc["quality"]["notes"])
+        assert ("Dropped pairs" in md) == (name == "dead")

@@ -1,8 +1,8 @@
 """`servewatch quality` (quality regression) and `servewatch accept` (the acceptance report).
 
 Argparse glue around ``tui.core.quality``, ``tui.core.acceptance`` and
-``tui.sources.quality_runner``. Exit codes: 0 PASS / ready, 1 FAIL, 3 insufficient evidence,
-no baseline or not ready for lack of evidence, 2 bad usage or unreadable input.
+``tui.sources.quality_runner``. Exit codes: 0 PASS / ready, 1 FAIL, 3 no evidence,
+no baseline or not ready for lack of evidence, 2 bad usage, an unusable endpoint or unreadable input.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from tui.core import quality as Q
 
 EXIT_USAGE = 2
 
-QUALITY_EXIT_DOC = ("exit codes: 0 PASS, 1 FAIL (candidate worse than the baseline by more than the margin), "
-                    "3 INSUFFICIENT or no baseline, 2 bad usage or unreadable input")
+QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop is below the margin), 1 FAIL "
+                    "(candidate worse than the baseline by more than the margin), 3 NO_EVIDENCE or no baseline, "
+                    "2 bad usage, an endpoint that cannot be used (unreachable, TLS or HTTP error) or unreadable input")
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
                    "3 evidence missing, 2 bad usage or unreadable input")
 
@@ -74,7 +75,8 @@ def add_quality_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
     parser.add_argument("--alpha", type=float, default=Q.DEFAULT_ALPHA, help="error level of the tests (default 0.05)")
     parser.add_argument("--min-cases", type=int, default=Q.DEFAULT_MIN_CASES,
-                        help="fewest paired cases with which PASS is possible (default 20)")
+                        help="fewest usable paired cases with which PASS is possible (default 20; with every pair "
+                             "concordant the test itself needs 59 at the default margin and alpha)")
     parser.add_argument("--concurrency", type=int, default=1,
                         help="requests in flight at once (default 1: batching can perturb greedy decoding)")
     parser.add_argument("--timeout", type=float, default=120.0, help="read timeout per request in seconds (default 120)")
@@ -85,6 +87,8 @@ def add_quality_arguments(parser: argparse.ArgumentParser) -> None:
                         help="API key variable for the baseline endpoint (default: --api-key-env)")
     parser.add_argument("--header", action="append", default=[], metavar="'K: V'",
                         help="extra request header for both endpoints (repeatable; values never written)")
+    parser.add_argument("--insecure", action="store_true",
+                        help="do not verify TLS certificates (as in `run`; SSL_CERT_FILE / SSL_CERT_DIR add trusted CAs)")
 
 
 def _parse_headers(raw: list[str]) -> dict[str, str]:
@@ -98,14 +102,11 @@ def _parse_headers(raw: list[str]) -> dict[str, str]:
     return out
 
 
-def _headers_for(env_var: str | None, extra: dict[str, str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    if env_var:
-        key = os.environ.get(env_var)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-    headers.update(extra)
-    return headers
+def _headers_for(url: str, env_var: str | None, extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from the URL's user info."""
+    from tui.sources.openai_http import auth_headers
+
+    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()))
 
 
 def _check_url(url: str, flag: str) -> None:
@@ -136,7 +137,7 @@ def _progress(label: str):
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
-    from tui.sources.quality_runner import QualityRunner
+    from tui.sources.quality_runner import ProbeError, QualityRunner
 
     # ---- usage checks
     try:
@@ -180,27 +181,48 @@ def cmd_quality(args: argparse.Namespace) -> int:
     if args.baseline:
         try:
             baseline_doc = Q.baseline_from_result(_read_json(args.baseline, "baseline file"))
-        except (ValueError, Q.SetError) as exc:
+        except Q.SetError as exc:
+            _err(f"{args.baseline}: {exc}")
+            return EXIT_USAGE
+        except ValueError as exc:
             _err(str(exc))
             return EXIT_USAGE
 
-    cand_headers = _headers_for(args.api_key_env, extra)
-    base_headers = _headers_for(args.baseline_api_key_env or args.api_key_env, extra)
-    secrets = list(cand_headers.values()) + list(base_headers.values())
+    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
+    base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
+                                              args.baseline_api_key_env or args.api_key_env, extra)
+    secrets = cand_secrets + base_secrets + list(cand_headers.values()) + list(base_headers.values())
+    insecure = bool(getattr(args, "insecure", False))
     cand = QualityRunner(args.url, model=args.model, headers=cand_headers, concurrency=args.concurrency,
-                         timeout=args.timeout, seed=args.seed, extra_secrets=secrets)
+                         timeout=args.timeout, seed=args.seed, extra_secrets=secrets, insecure=insecure)
     base = None
     if args.baseline_url:
         base = QualityRunner(args.baseline_url, model=args.baseline_model, headers=base_headers,
-                             concurrency=args.concurrency, timeout=args.timeout, seed=args.seed, extra_secrets=secrets)
+                             concurrency=args.concurrency, timeout=args.timeout, seed=args.seed, extra_secrets=secrets,
+                             insecure=insecure)
+
+    async def probe_all() -> None:
+        """Both endpoints answer before any case is sent (as `run` checks before load)."""
+        lc_given = (baseline_doc or {}).get("long_context") or {}
+        calibrate = not isinstance(lc_given.get("chars_per_token"), (int, float))
+        jobs = [cand.probe(calibrate=calibrate)] + ([base.probe(calibrate=False)] if base is not None else [])
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+        for res in results:
+            if isinstance(res, BaseException):
+                raise res
+
+    try:
+        asyncio.run(probe_all())
+    except ProbeError as exc:
+        _err(f"quality: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
 
     async def go() -> tuple[Q.QualitySet, dict, list[dict], list[dict] | None, list[str]]:
         notes: list[str] = []
         lc_given = (baseline_doc or {}).get("long_context") or {}
         cpt_saved = lc_given.get("chars_per_token")
-        await cand.probe(calibrate=not isinstance(cpt_saved, (int, float)))
-        if base is not None:
-            await base.probe(calibrate=False)
         if isinstance(cpt_saved, (int, float)) and not isinstance(cpt_saved, bool):
             cpt, how = float(cpt_saved), "taken from the baseline file (identical long-context prompts)"
         elif cand.chars_per_token:
@@ -242,6 +264,8 @@ def cmd_quality(args: argparse.Namespace) -> int:
         baseline["source"] = f"file: {args.baseline}"
     if candidate["failed_requests"] == len(cand_rows):
         notes.append("every candidate request failed: check --url, the model name and credentials")
+    if baseline is not None and base is not None and baseline["failed_requests"] == len(base_rows or []):
+        notes.append("every baseline request failed: check --baseline-url, --baseline-model and credentials")
     sampling = dict(cand.sampling)
     for k in cand._dropped:
         sampling.pop(k, None)
@@ -251,6 +275,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
         generated_at=_now_iso(), tool_version=__version__, notes=notes,
     )
     doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
+    doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header
     doc = scrub_doc(doc, secrets)
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     if args.out:
@@ -278,28 +303,10 @@ def _httpx_version() -> str | None:
 
 
 def scrub_doc(obj: Any, secrets: list[str]) -> Any:
-    """Every string in ``obj`` with the secret values replaced (belt and braces over the runner's scrubbing)."""
-    secs = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
-    for s in list(secs):
-        if s.lower().startswith("bearer "):
-            secs.append(s[7:])
-    secs = sorted(set(secs), key=len, reverse=True)
-    if not secs:
-        return obj
+    """Every string in ``obj`` scrubbed by the one scrubber (belt and braces over the runner's scrubbing)."""
+    from tui.core.redact import scrub
 
-    def walk(x: Any) -> Any:
-        if isinstance(x, str):
-            for s in secs:
-                if s in x:
-                    x = x.replace(s, "<redacted>")
-            return x
-        if isinstance(x, dict):
-            return {walk(k): walk(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        return x
-
-    return walk(obj)
+    return scrub(obj, secrets)
 
 
 # =====================================================================================

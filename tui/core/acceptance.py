@@ -10,7 +10,7 @@ read here and no statistic is recomputed: every per-level number comes from the 
 
 from __future__ import annotations
 
-from tui.core.redact import redact_url
+from tui.core.redact import redact_url, scrub
 
 import html
 import json
@@ -94,33 +94,6 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     return x
-
-
-_BEARER = re.compile(r"\b([Bb]earer|BEARER)\s+[A-Za-z0-9._~+/=-]{4,}|\b(Basic|BASIC)\s+(?=\S*[0-9=+/])[A-Za-z0-9+/]{8,}={0,2}")
-_KEYLIKE = re.compile(r"\b(sk|pk|rk|hf|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}")
-
-
-def scrub(obj: Any, secrets: Iterable[str] = ()) -> Any:
-    """Every string with known secret values, bearer/basic tokens and key-like strings redacted."""
-    secs = sorted({s for s in secrets if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True)
-
-    def one(s: str) -> str:
-        for sec in secs:
-            if sec in s:
-                s = s.replace(sec, "<redacted>")
-        s = _BEARER.sub(lambda m: (m.group(1) or m.group(2)) + " <redacted>", s)
-        return _KEYLIKE.sub("<redacted>", s)
-
-    def walk(x: Any) -> Any:
-        if isinstance(x, str):
-            return one(x)
-        if isinstance(x, dict):
-            return {(one(k) if isinstance(k, str) else k): walk(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [walk(v) for v in x]
-        return x
-
-    return walk(obj)
 
 
 def _header_secrets(header: Mapping) -> list[str]:
@@ -555,7 +528,8 @@ def measured_section(
 QUALITY_PHRASES = {
     Q.FAIL: ("FAIL: the candidate answers worse than the baseline by more than the margin; "
              "fall back to a larger model or a different quantization"),
-    Q.INSUFFICIENT: "INSUFFICIENT: too few cases or too little evidence to judge a regression",
+    Q.NO_EVIDENCE: ("NO_EVIDENCE: too few usable paired cases, a side with no successful case, or too little "
+                    "evidence to show the drop is below the margin"),
     Q.NO_BASELINE: "no baseline: absolute pass rates only, so a regression cannot be ruled out",
 }
 
@@ -599,9 +573,10 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         "candidate_overall": s_c["overall"],
         "categories": s_c["categories"],
         "baseline_categories": s_b["categories"] if s_b else None,
-        "comparison": None if comparison is None else {k: comparison[k] for k in (
-            "paired", "both_pass", "regressed", "improved", "both_fail", "delta", "margin", "alpha", "min_cases",
-            "mcnemar_p_worse", "p_worse_by_more_than_margin", "p_noninferior")},
+        "comparison": None if comparison is None else {k: comparison.get(k) for k in (
+            "paired", "dropped", "both_pass", "regressed", "improved", "both_fail", "delta", "margin", "alpha",
+            "min_cases", "mcnemar_p_worse", "p_worse_by_more_than_margin", "p_noninferior",
+            "p_noninferior_exact_guard")},
         "failed_requests": s_c["failed_requests"],
         "notes": notes + [n for n in (comparison or {}).get("notes", []) if isinstance(n, str)],
     }
@@ -1038,11 +1013,17 @@ def render_markdown(doc: Mapping) -> str:
         else:
             add("- Baseline: none")
         if q.get("failed_requests"):
-            add(f"- Failed requests (counted as failed cases): {q['failed_requests']}")
+            add(f"- Failed requests: {q['failed_requests']} (HTTP errors are failed cases; a transport error drops "
+                "the pair)")
         cp = q.get("comparison")
         if cp:
-            add(f"- Paired cases {cp['paired']}: both pass {cp['both_pass']}, regressed {cp['regressed']}, improved "
-                f"{cp['improved']}, both fail {cp['both_fail']}; margin {_pct(cp['margin'], 0)}, alpha {cp['alpha']:g}")
+            add(f"- Usable paired cases {cp['paired']}: both pass {cp['both_pass']}, regressed {cp['regressed']}, "
+                f"improved {cp['improved']}, both fail {cp['both_fail']}; margin {_pct(cp['margin'], 0)}, "
+                f"alpha {cp['alpha']:g}")
+            dropped = (cp.get("dropped") or {}).get("pairs") or {}
+            if dropped:
+                add(f"- Dropped pairs (no answer to compare, not scored): "
+                    + ", ".join(f"{k} {v}" for k, v in dropped.items()))
         add("")
         cats = sorted(set(q["categories"]) | set(q.get("baseline_categories") or {}))
         L += _table(("category", "candidate pass rate [Wilson 95%]", "baseline pass rate"), (

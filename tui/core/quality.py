@@ -21,16 +21,25 @@ expands into several long-context cases::
 A case passes when every one of its checks passes. A request that failed is a failed case.
 
 The regression verdict compares the candidate with a baseline on the SAME cases (paired by id,
-and only when both sides ran the same case content). Let n10 be the cases the baseline passed
-and the candidate failed, n01 the reverse, n the paired cases, and
-``delta = (n10 - n01) / n`` the drop in pass rate. With margin m and error level alpha:
+and only when both sides ran the same case content). A pair is *usable* when both sides got an
+HTTP answer: a pair where either side had a transport error (no answer at all: refused, TLS,
+timeout, connection reset; :data:`TRANSPORT_ERRORS`) or the baseline failed to answer (any
+request error) is dropped and counted, never scored. Over the n usable pairs let n10 be the cases
+the baseline passed and the candidate failed, n01 the reverse, and ``delta = (n10 - n01) / n``
+the drop in pass rate. With margin m and error level alpha:
 
+- NO_EVIDENCE when there is nothing to judge: no usable pair; the candidate answered no usable
+  case (every request failed); the baseline passed no usable case (then the candidate has nothing
+  to lose, and no set of pairs can show a regression).
 - FAIL: the candidate is worse by more than m, with evidence: the one-sided exact McNemar
   test (H0: not worse) rejects at alpha AND the paired score test (Tango / Nam) rejects
   H0: delta <= m at alpha.
-- PASS: n >= min_cases and either the score test shows delta < m (non-inferiority at margin m)
-  or the candidate is not worse at all (n10 <= n01).
-- INSUFFICIENT: neither (too few cases, or too little evidence either way).
+- PASS only from the non-inferiority test: n >= min_cases AND the paired score test rejects
+  H0: delta >= m at alpha AND the exact guard P(Bin(n, m) <= n10 - n01) < alpha (the score test
+  alone is slightly liberal when nearly every pair is concordant: 6.8% instead of 5% at 52 pairs).
+  "Lost no more cases than it gained" is not evidence: with every pair concordant PASS needs
+  ``pairs_needed(m, alpha)`` usable pairs (59 at m = 0.05, alpha = 0.05).
+- NO_EVIDENCE otherwise: fewer usable pairs than min_cases, or too little evidence either way.
 - NO_BASELINE: nothing to compare with; absolute pass rates only (never PASS).
 """
 
@@ -49,8 +58,8 @@ from tui.core.stats import wilson
 
 RESULT_SCHEMA = "servewatch.quality/1"
 
-PASS, FAIL, INSUFFICIENT, NO_BASELINE = "PASS", "FAIL", "INSUFFICIENT", "NO_BASELINE"
-EXIT_CODES = {PASS: 0, FAIL: 1, INSUFFICIENT: 3, NO_BASELINE: 3}
+PASS, FAIL, NO_EVIDENCE, NO_BASELINE = "PASS", "FAIL", "NO_EVIDENCE", "NO_BASELINE"
+EXIT_CODES = {PASS: 0, FAIL: 1, NO_EVIDENCE: 3, NO_BASELINE: 3}
 
 CHECK_TYPES = ("exact", "contains", "not_contains", "regex", "json", "number")
 DEFAULT_DEPTHS = (0.1, 0.5, 0.9)
@@ -74,9 +83,11 @@ FALLBACK = (
 
 #: Error classes of a failed quality request.
 ERROR_CLASSES = (
-    "connect", "connect_timeout", "read_timeout", "http_4xx", "http_429", "http_5xx",
+    "connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "http_4xx", "http_429", "http_5xx",
     "malformed_response", "other",
 )
+#: Error classes that mean "no HTTP answer at all" (the same set as tui.sources.openai_http.TRANSPORT_ERRORS).
+TRANSPORT_ERRORS = frozenset({"connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "other"})
 
 
 class SetError(ValueError):
@@ -622,6 +633,75 @@ def score_z(n10: int, n01: int, n: int, margin: float) -> float:
     return (delta_hat - margin) / math.sqrt(var)
 
 
+def usable_pairs(pairs: Iterable[tuple[Mapping, Mapping]]) -> tuple[list[tuple[Mapping, Mapping]], dict]:
+    """(usable pairs, what was dropped). A pair is dropped when either side had a transport error (no
+    HTTP answer) or the baseline had any request error (it gave no answer to compare with).
+
+    ``dropped = {"pairs": {reason: count}, "candidate": {class: count}, "baseline": {class: count}}``.
+    """
+    keep: list[tuple[Mapping, Mapping]] = []
+    why: dict[str, int] = {}
+    side: dict[str, dict[str, int]] = {"candidate": {}, "baseline": {}}
+    for c, b in pairs:
+        ec, eb = c.get("error"), b.get("error")
+        c_t = bool(ec) and ec in TRANSPORT_ERRORS
+        b_any = bool(eb)
+        if not (c_t or b_any):
+            keep.append((c, b))
+            continue
+        if c_t:
+            side["candidate"][str(ec)] = side["candidate"].get(str(ec), 0) + 1
+        if b_any:
+            side["baseline"][str(eb)] = side["baseline"].get(str(eb), 0) + 1
+        key = ("transport error on both sides" if c_t and eb in TRANSPORT_ERRORS else
+               "candidate transport error" if c_t else
+               "baseline transport error" if eb in TRANSPORT_ERRORS else "baseline request error")
+        why[key] = why.get(key, 0) + 1
+    return keep, {"pairs": dict(sorted(why.items())), "candidate": dict(sorted(side["candidate"].items())),
+                  "baseline": dict(sorted(side["baseline"].items()))}
+
+
+def _dropped_text(dropped: Mapping) -> str:
+    parts = [f"{k} {v}" for k, v in dropped["pairs"].items()]
+    for name in ("candidate", "baseline"):
+        if dropped[name]:
+            parts.append(f"{name} errors " + ", ".join(f"{k}={v}" for k, v in dropped[name].items()))
+    return "; ".join(parts)
+
+
+def _count(items: Iterable[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[str(x)] = out.get(str(x), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) (log-space terms: no overflow for large n)."""
+    if k < 0:
+        return 0.0
+    if k >= n or p <= 0:
+        return 1.0
+    if p >= 1:
+        return 0.0
+    lp, lq = math.log(p), math.log1p(-p)
+    total = 0.0
+    for i in range(k + 1):
+        total += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+    return min(1.0, total)
+
+
+def pairs_needed(margin: float, alpha: float) -> int:
+    """Usable pairs PASS needs when every pair is concordant: the score test needs
+    sqrt(n m / (1 - m)) > z_alpha and the exact guard (1 - m)^n < alpha."""
+    if margin <= 0:
+        return 10**9
+    z = NormalDist().inv_cdf(1 - alpha)
+    n_score = int(math.floor(z * z * (1 - margin) / margin)) + 1
+    n_exact = int(math.floor(math.log(alpha) / math.log1p(-margin))) + 1
+    return max(n_score, n_exact)
+
+
 def _case_map(rows: Iterable[Mapping]) -> dict[str, Mapping]:
     out: dict[str, Mapping] = {}
     for r in rows:
@@ -684,6 +764,10 @@ def compare(
                      + (" ..." if len(only_base) > 10 else ""))
     if no_fp:
         notes.append("some cases carry no fingerprint: they were paired by id only")
+    paired, dropped = usable_pairs(paired)
+    n_dropped = sum(dropped["pairs"].values())
+    if n_dropped:
+        notes.append(f"{n_dropped} pair(s) dropped, not scored: {_dropped_text(dropped)}")
     n = len(paired)
     n11 = sum(1 for c, b in paired if c.get("passed") and b.get("passed"))
     n10 = sum(1 for c, b in paired if b.get("passed") and not c.get("passed"))
@@ -694,6 +778,7 @@ def compare(
     z = score_z(n10, n01, n, margin) if n else 0.0
     p_worse_by_margin = 1 - NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z > 0 else 1.0)
     p_noninferior = NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z < 0 else 1.0)
+    p_guard = binom_cdf(n10 - n01, n, margin) if n and margin > 0 else 1.0
     delta = (n10 - n01) / n if n else None
     per_cat: dict[str, dict] = {}
     for c, b in paired:
@@ -712,6 +797,7 @@ def compare(
                          f"(exact McNemar p={d['mcnemar_p_worse']:.3g}); check it even if the overall verdict passes")
     comparison = {
         "paired": n,
+        "dropped": dropped,
         "both_pass": n11,
         "regressed": n10,
         "improved": n01,
@@ -726,34 +812,50 @@ def compare(
         "score_z": z if math.isfinite(z) else (1e308 if z > 0 else -1e308),
         "p_worse_by_more_than_margin": p_worse_by_margin,
         "p_noninferior": p_noninferior,
+        "p_noninferior_exact_guard": p_guard,
         "per_category": dict(sorted(per_cat.items())),
         "notes": notes,
     }
     dpct = "N/A" if delta is None else f"{100 * delta:+.1f} points"
     cp = comparison["candidate_pass_rate"]
     bp = comparison["baseline_pass_rate"]
-    rates = ("" if not n else f"candidate {cp:.0%} vs baseline {bp:.0%} on {n} paired cases "
+    rates = ("" if not n else f"candidate {cp:.0%} vs baseline {bp:.0%} on {n} usable paired cases "
              f"({n10} regressed, {n01} improved; drop {dpct})")
-    if n and p_mc < alpha and z > z_crit:
+    drop_txt = f"; {n_dropped} pair(s) dropped for errors, not scored" if n_dropped else ""
+    answered = sum(1 for c, _b in paired if not c.get("error"))
+    if n == 0:
+        state = NO_EVIDENCE
+        reason = ("no usable paired cases" + (f" ({n_dropped} dropped: {_dropped_text(dropped)})" if n_dropped else "")
+                  + ": nothing was compared")
+    elif answered == 0:
+        errs = _count(c.get("error") for c, _b in paired)
+        state = NO_EVIDENCE
+        reason = (f"the candidate answered none of the {n} usable cases (request errors: "
+                  f"{', '.join(f'{k}={v}' for k, v in errs.items())}): its quality was not measured{drop_txt}")
+    elif n11 + n10 == 0:
+        state = NO_EVIDENCE
+        reason = (f"{rates}: the baseline passed none of the usable cases, so the candidate had nothing to lose and "
+                  f"no regression could show{drop_txt}; use a set the baseline can pass")
+    elif p_mc < alpha and z > z_crit:
         state = FAIL
         reason = (f"{rates}: the candidate is worse than the baseline by more than the {margin:.0%} margin, with "
-                  f"evidence (exact McNemar p={p_mc:.3g}, margin score test p={p_worse_by_margin:.3g}, alpha {alpha:g})")
+                  f"evidence (exact McNemar p={p_mc:.3g}, margin score test p={p_worse_by_margin:.3g}, "
+                  f"alpha {alpha:g}){drop_txt}")
     elif n < min_cases:
-        state = INSUFFICIENT
-        reason = (f"{rates or 'no paired cases'}: {n} paired case(s) are too few to judge "
-                  f"(need at least {min_cases})")
-    elif z < -z_crit:
+        state = NO_EVIDENCE
+        reason = (f"{rates}: {n} usable paired case(s) are too few to judge (need at least {min_cases})"
+                  f"{drop_txt}")
+    elif z < -z_crit and p_guard < alpha:
         state = PASS
-        reason = (f"{rates}: not worse than the baseline by more than the {margin:.0%} margin, with evidence "
-                  f"(margin score test p={p_noninferior:.3g}, alpha {alpha:g})")
-    elif n10 <= n01:
-        state = PASS
-        reason = (f"{rates}: the candidate lost no more paired cases than it gained, over at least "
-                  f"{min_cases} paired cases")
+        reason = (f"{rates}: the drop is below the {margin:.0%} margin, with evidence (non-inferiority score "
+                  f"test p={p_noninferior:.3g}, exact guard p={p_guard:.3g}, alpha {alpha:g}){drop_txt}")
     else:
-        state = INSUFFICIENT
-        reason = (f"{rates}: not enough evidence either way (margin score test p={p_noninferior:.3g} for "
-                  f"non-inferiority, exact McNemar p={p_mc:.3g} for worse); add cases")
+        need = pairs_needed(margin, alpha)
+        more = (f"; with no regressions at all, about {need} usable pairs are needed to show a drop below "
+                f"{margin:.0%}" if n10 == 0 and n < need else "")
+        state = NO_EVIDENCE
+        reason = (f"{rates}: not enough evidence either way (non-inferiority score test p={p_noninferior:.3g}, "
+                  f"exact guard p={p_guard:.3g}, exact McNemar p={p_mc:.3g} for worse, alpha {alpha:g}){more}; add cases{drop_txt}")
     if n and cp is not None and bp is not None and max(cp, bp) < LOW_PASS_RATE:
         low = (f"both sides pass few cases (candidate {cp:.0%}, baseline {bp:.0%}): the regression verdict says "
                "nothing about absolute quality")
@@ -840,11 +942,13 @@ def build_result(
     }
 
 
-def baseline_from_result(doc: Any) -> dict:
+def baseline_from_result(doc: Any, *, require_success: bool = True) -> dict:
     """The baseline side from a saved quality result (its ``candidate`` run), or a bare case list.
 
     Accepts ``{"schema": "servewatch.quality/1", "candidate": {"cases": [...]}, ...}``,
     ``{"cases": [...]}`` or ``[...]``; each case needs ``id`` and ``passed`` (raises SetError).
+    With ``require_success`` (a baseline for a new comparison) a run without one passed case is
+    refused: the candidate could lose nothing against it, so no comparison could show anything.
     """
     run: Any
     if isinstance(doc, list):
@@ -865,6 +969,11 @@ def baseline_from_result(doc: Any) -> dict:
         row = dict(r)
         row.setdefault("category", "general")
         clean.append(row)
+    if require_success and not any(r["passed"] and not r.get("error") for r in clean):
+        errs = _count(r.get("error") for r in clean if r.get("error"))
+        why = f" (request errors: {', '.join(f'{k}={v}' for k, v in errs.items())})" if errs else ""
+        raise SetError(f"baseline has no successful case: 0 of {len(clean)} passed{why}; "
+                       "a baseline must pass some cases for a comparison to show anything")
     out = {k: v for k, v in run.items() if k != "cases"} if isinstance(run, Mapping) else {}
     out = dict(out)
     out["cases"] = clean
@@ -895,8 +1004,8 @@ def recheck(doc: Any) -> tuple[dict | None, dict]:
         min_cases = int(settings.get("min_cases", DEFAULT_MIN_CASES))
         base_rows = None
         if isinstance(base, Mapping):
-            base_rows = baseline_from_result(base)["cases"]
-        _ = baseline_from_result(cand)  # validates the candidate rows
+            base_rows = baseline_from_result(base, require_success=False)["cases"]
+        _ = baseline_from_result(cand, require_success=False)  # validates the candidate rows
         return compare(cand["cases"], base_rows, margin=margin, alpha=alpha, min_cases=min_cases)
     except (TypeError, ValueError) as exc:
         raise SetError(f"quality result cannot be rechecked: {exc}") from None
@@ -920,7 +1029,7 @@ def format_result_text(doc: Mapping) -> str:
         b = None if not base else (base["overall"] if c == "overall" else base["categories"].get(c))
         add(f"  {c:<18} {_fmt_rate(r):>16} {_fmt_ci(r):>14}" + (f" {_fmt_rate(b):>16}" if base else ""))
     if cand.get("errors_by_class"):
-        add("  failed requests (counted as failed cases): "
+        add("  failed requests (HTTP errors are failed cases; a transport error drops the pair): "
             + ", ".join(f"{k}={v}" for k, v in cand["errors_by_class"].items()))
     failed = [r for r in cand["cases"] if not r.get("passed")]
     if failed:
@@ -934,8 +1043,11 @@ def format_result_text(doc: Mapping) -> str:
     comp = doc.get("comparison")
     if comp:
         add("")
-        add(f"  paired {comp['paired']}: both pass {comp['both_pass']}, regressed {comp['regressed']}, "
+        add(f"  usable pairs {comp['paired']}: both pass {comp['both_pass']}, regressed {comp['regressed']}, "
             f"improved {comp['improved']}, both fail {comp['both_fail']}")
+        dropped = comp.get("dropped") or {}
+        if dropped.get("pairs"):
+            add(f"  dropped pairs (not scored): {_dropped_text(dropped)}")
     for n in doc.get("notes") or []:
         add(f"  note: {n}")
     v = doc["verdict"]

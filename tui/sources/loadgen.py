@@ -24,7 +24,7 @@ is retried (at most twice) and counted in ``retried``.
 
 from __future__ import annotations
 
-from tui.core.redact import redact_url
+from tui.core.redact import Scrubber, redact_url
 
 import asyncio
 import json
@@ -32,18 +32,18 @@ import math
 import os
 import platform
 import random
-import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any, Callable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from tui import __version__
 from tui.core.records import parse_object, run_header, source_block
+from tui.sources import openai_http as oh
 from tui.sources.sse import SSEParser
 
 Emit = Callable[[dict], Any]
@@ -53,7 +53,6 @@ SATURATION_LATENESS_MS = 10.0
 MAX_RETRIES = 2  # re-sends of a request that failed before any byte was written
 _OPTIONAL_FIELDS = ("stream_options", "cache_prompt")  # dropped (and remembered) when a server rejects them
 _ERROR_BODY_LIMIT = 4096
-_DETAIL_LIMIT = 200
 
 
 CLIENT_BUSY_LIMIT = 0.9  # closed loop: client CPU-seconds per wall second that flag the step as saturated
@@ -185,77 +184,20 @@ def default_step_cap(min_window_minutes: float) -> float:
 # ------------------------------------------------------------------ URLs and secrets
 
 
-def split_base_url(url: str) -> tuple[str, str, str]:
-    """(server root, API base ending in /v1, query string) from a base URL with or without /v1.
-
-    User info (``user:password@``) is removed from both URLs; ``build_headers`` turns it into a
-    Basic ``Authorization`` header when no API key is given.
-    """
-    p = urlsplit(url.strip())
-    path = p.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    netloc = p.netloc.rpartition("@")[2]
-    root = urlunsplit((p.scheme, netloc, path, "", ""))
-    return root, root + "/v1", p.query
+# (server root, API base ending in /v1, query string); user info removed: the shared HTTP layer's split
+split_base_url = oh.split_url
 
 
 def build_headers(config: LoadConfig, environ: dict | None = None) -> tuple[dict[str, str], list[str]]:
-    """(request headers, secret strings to scrub from any text we write)."""
+    """(request headers, secret strings to scrub from any text we write): ``openai_http.auth_headers``."""
     env = os.environ if environ is None else environ
-    headers: dict[str, str] = {}
-    secrets: list[str] = []
-    if config.api_key_env:
-        key = env.get(config.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-            secrets.append(key)
-    p = urlsplit(config.url.strip())
-    if (p.username or p.password) and "Authorization" not in headers:
-        import base64
-        from urllib.parse import unquote
-
-        token = base64.b64encode(f"{unquote(p.username or '')}:{unquote(p.password or '')}".encode()).decode()
-        headers["Authorization"] = f"Basic {token}"
-        secrets.append(token)
-    for k, v in config.headers:
-        headers[k] = v
-        if len(v) >= 4:
-            secrets.append(v)
-    if p.password:
-        secrets.append(p.password)
-    if p.username and len(p.username) >= 4:
-        secrets.append(p.username)
-    if p.query:
-        secrets.append(p.query)
-        for part in p.query.split("&"):
-            val = part.partition("=")[2]
-            if len(val) >= 4:
-                secrets.append(val)
-    secrets.sort(key=len, reverse=True)
-    return headers, secrets
+    key = env.get(config.api_key_env) if config.api_key_env else None
+    return oh.auth_headers(config.url, key, config.headers)
 
 
 def redacted_header_names(config: LoadConfig, environ: dict | None = None) -> dict[str, str]:
     headers, _ = build_headers(config, environ)
     return {k: "<redacted>" for k in headers}
-
-
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
-
-
-class _Scrubber:
-    def __init__(self, secrets: list[str]) -> None:
-        self.secrets = secrets
-
-    def __call__(self, text: Any, limit: int = _DETAIL_LIMIT) -> str:
-        s = str(text)
-        for sec in self.secrets:
-            if sec in s:
-                s = s.replace(sec, "<redacted>")
-        s = _BEARER.sub(lambda m: m.group(1) + " <redacted>", s)
-        s = " ".join(s.split())
-        return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------ clock
@@ -517,7 +459,7 @@ class LoadGenerator:
         self.root, self.api_base, self._query = split_base_url(config.url)
         self.label = redact_url(config.url)
         self.headers, secrets = build_headers(config, environ)
-        self.scrub = _Scrubber(secrets)
+        self.scrub = Scrubber(secrets)
         self.header_names = {k: "<redacted>" for k in self.headers}
         self.model: str | None = config.model
         self.prompts = PromptBuilder()
@@ -561,31 +503,12 @@ class LoadGenerator:
     def _verify(self) -> Any:
         """TLS verification: off only with --insecure; honours SSL_CERT_FILE / SSL_CERT_DIR
         (the client ignores other environment settings such as proxies, on purpose)."""
-        if self.cfg.insecure:
-            return False
-        cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
-        if (cafile and os.path.isfile(cafile)) or (capath and os.path.isdir(capath)):
-            import ssl
-
-            try:
-                return ssl.create_default_context(cafile=cafile if cafile and os.path.isfile(cafile) else None,
-                                                  capath=capath if capath and os.path.isdir(capath) else None)
-            except (OSError, ssl.SSLError):
-                return True
-        return True
+        return oh.tls_verify(self.cfg.insecure)
 
     def _make_client(self) -> httpx.AsyncClient:
         c = self.cfg
-        return httpx.AsyncClient(
-            headers=self.headers,
-            timeout=httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=c.read_timeout, pool=None),
-            # fresh connection per request: no keep-alive pool to go stale
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
-            verify=self._verify(),
-            trust_env=False,
-            follow_redirects=False,
-            transport=self._transport,
-        )
+        return oh.make_client(headers=self.headers, connect_timeout=c.connect_timeout, read_timeout=c.read_timeout,
+                              insecure=c.insecure, transport=self._transport)
 
     async def _setup(self) -> None:
         from tui.sources.metrics import server_info
@@ -816,33 +739,14 @@ class LoadGenerator:
             pass
         text = body[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
         code = resp.status_code
-        msg = text
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            err = obj.get("error", obj)
-            if isinstance(err, dict):
-                m = err.get("message") or err.get("msg") or err.get("detail")
-                msg = m if isinstance(m, str) else json.dumps(m if m is not None else err)[:200]
-            elif isinstance(err, str):
-                msg = err
+        msg = oh.error_message(text)
         if code == 400:
             # judged on the error message, not the whole body (some servers echo the request back)
-            for fld in _OPTIONAL_FIELDS:
-                if fld not in self._dropped and fld in msg:
-                    self._dropped.add(fld)
-                    self.say(f"note: server rejected {fld}; sending requests without it from now on")
-                    return True
-        if code == 429:
-            cls = "http_429"
-        elif 400 <= code < 500:
-            cls = "http_4xx"
-        elif code >= 500:
-            cls = "http_5xx"
-        else:
-            cls = "other"
+            for fld in oh.rejected_fields(msg, _OPTIONAL_FIELDS, self._dropped)[:1]:
+                self._dropped.add(fld)
+                self.say(f"note: server rejected {fld}; sending requests without it from now on")
+                return True
+        cls = oh.status_class(code)
         self._fail(req, cls, f"HTTP {code}: {msg}" if msg else f"HTTP {code}")
         return False
 

@@ -2,86 +2,36 @@
 
 Every case is sent once with deterministic sampling (temperature 0, top_p 1, a fixed seed,
 ``cache_prompt: false``); chat cases go to ``/v1/chat/completions``, prompt cases to
-``/v1/completions``. A request that fails becomes a failed case with an error class; nothing is
-skipped. Request headers (API keys) are sent, never written anywhere: results carry header
+``/v1/completions``. A request that fails becomes a failed case with an error class (a transport
+error: no HTTP answer, see ``tui.sources.openai_http.TRANSPORT_ERRORS``; the comparison drops such
+pairs and counts them); nothing is skipped. The HTTP layer (client, TLS policy, URL split, error
+classes, the probe) is ``tui.sources.openai_http``, shared with the load generator. Request headers (API keys) are sent, never written anywhere: results carry header
 names only, and error details are scrubbed of every secret value.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from typing import Any, Iterable, Sequence
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Sequence
 
 import httpx
 
 from tui.core.quality import SAMPLING, Case, case_result, filler_text
-from tui.sources.metrics import redact_url, server_info
+from tui.core.redact import Scrubber, redact_url, url_secrets
+from tui.sources import openai_http as oh
+from tui.sources.openai_http import ProbeError, split_url  # noqa: F401  (re-exported for callers)
 
-_OPTIONAL = ("cache_prompt", "seed")  # dropped (once, noted) when a server rejects them
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
-_DETAIL_LIMIT = 200
 CALIBRATION_CHARS = 4000
 
 
-def split_url(url: str) -> tuple[str, str]:
-    """(server root, API base ending in /v1) from a base URL given with or without /v1."""
-    p = urlsplit(url.strip())
-    path = p.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    root = urlunsplit((p.scheme, p.netloc, path, p.query, ""))
-    return root, urlunsplit((p.scheme, p.netloc, path + "/v1", p.query, ""))
-
-
 def _with_path(base: str, path: str) -> str:
-    p = urlsplit(base)
-    return urlunsplit((p.scheme, p.netloc, p.path + path, p.query, ""))
-
-
-class Scrubber:
-    """Removes secret values (and any bearer/basic token) from text we write."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        self.secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
-
-    def redact(self, text: Any) -> str:
-        """The known secret values removed, everything else (whitespace included) kept (for answers)."""
-        s = str(text)
-        for sec in self.secrets:
-            s = s.replace(sec, "<redacted>")
-        return s
-
-    def __call__(self, text: Any, limit: int = _DETAIL_LIMIT) -> str:
-        """An error detail: secrets and anything that looks like a bearer token removed, one line, capped."""
-        s = _BEARER.sub(lambda m: m.group(1) + " <redacted>", self.redact(text))
-        s = " ".join(s.split())
-        return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
-def url_secrets(url: str) -> list[str]:
-    p = urlsplit(url.strip())
-    out = [x for x in (p.password, p.username) if x]
-    if p.query:
-        out.append(p.query)
-        out += [part.partition("=")[2] for part in p.query.split("&")]
-    return [x for x in out if x and len(x) >= 4]
-
-
-def classify(exc: BaseException) -> str:
-    if isinstance(exc, httpx.ConnectTimeout):
-        return "connect_timeout"
-    if isinstance(exc, httpx.ConnectError):
-        return "connect"
-    if isinstance(exc, (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout)):
-        return "read_timeout"
-    return "other"
+    return base.rstrip("/") + path
 
 
 class QualityRunner:
-    """One endpoint. ``await probe()`` once (model, server facts, tokenizer calibration), then ``await run(cases)``."""
+    """One endpoint. ``await probe()`` once (reachability, model, server facts, tokenizer calibration;
+    raises :class:`ProbeError`), then ``await run(cases)``."""
 
     def __init__(
         self,
@@ -95,9 +45,10 @@ class QualityRunner:
         seed: int = SAMPLING["seed"],
         transport: httpx.AsyncBaseTransport | None = None,
         extra_secrets: Sequence[str] = (),
+        insecure: bool = False,
     ) -> None:
         self.url = url
-        self.root, self.api_base = split_url(url)
+        self.root, self.api_base, self.query = split_url(url)
         self.label = redact_url(url)
         self.model = model
         self.headers = dict(headers or {})
@@ -106,6 +57,7 @@ class QualityRunner:
         self.connect_timeout = float(connect_timeout)
         self.sampling = dict(SAMPLING, seed=int(seed))
         self.transport = transport
+        self.insecure = bool(insecure)
         self.scrub = Scrubber(list(self.headers.values()) + url_secrets(url) + list(extra_secrets))
         self.server: dict = {}
         self.notes: list[str] = []
@@ -115,14 +67,8 @@ class QualityRunner:
         self.seconds: float | None = None
 
     def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            headers=self.headers,
-            timeout=httpx.Timeout(connect=self.connect_timeout, read=self.timeout, write=self.timeout, pool=None),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),  # fresh connection per request
-            trust_env=False,
-            follow_redirects=False,
-            transport=self.transport,
-        )
+        return oh.make_client(headers=self.headers, connect_timeout=self.connect_timeout, read_timeout=self.timeout,
+                              insecure=self.insecure, transport=self.transport, params=self.query or None)
 
     @property
     def target(self) -> dict:
@@ -131,14 +77,14 @@ class QualityRunner:
     # -- setup ---------------------------------------------------------------
 
     async def probe(self, calibrate: bool = True) -> None:
-        """Server facts, the model name (first of /v1/models when not given) and chars per token."""
+        """Reachability (:func:`tui.sources.openai_http.probe`: raises ProbeError), server facts, the model
+        name (first of /v1/models when not given) and chars per token."""
         async with self._client() as client:
-            try:
-                self.server = await server_info(self.root, headers=self.headers, client=client)
-            except Exception:
-                self.server = {}
+            res = await oh.probe(client, self.url, scrub=self.scrub,
+                                 connect_timeout=min(self.connect_timeout, oh.PROBE_CONNECT_TIMEOUT))
+            self.server = res.server
             if not self.model:
-                models = self.server.get("models") or []
+                models = res.models or self.server.get("models") or []
                 if models:
                     self.model = models[0]
                 else:
@@ -187,28 +133,23 @@ class QualityRunner:
             body = self._body(case)
             try:
                 r = await client.post(url, json=body)
-            except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
-                if attempts == 1:
-                    continue  # a stale or refused connection: one fresh retry
-                return case_result(case, None, latency_s=time.perf_counter() - t0, error=classify(exc),
-                                   error_detail=self.scrub(f"{type(exc).__name__}: {exc}"))
             except httpx.HTTPError as exc:
-                return case_result(case, None, latency_s=time.perf_counter() - t0, error=classify(exc),
-                                   error_detail=self.scrub(f"{type(exc).__name__}: {exc}"))
-            if r.status_code == 400 and attempts <= 2:
-                text = r.text[:4096]
-                bad = [k for k in _OPTIONAL if k in body and k in text]
+                cls = oh.exception_class(exc)
+                if attempts == 1 and cls in ("connect", "stream_reset"):
+                    continue  # a stale or refused connection: one fresh retry
+                return case_result(case, None, latency_s=time.perf_counter() - t0, error=cls,
+                                   error_detail=self.scrub(f"{type(exc).__name__}: {oh.describe_exception(exc)}"))
+            if r.status_code == 400 and attempts <= len(oh.OPTIONAL_FIELDS):
+                bad = oh.rejected_fields(oh.error_message(r.text[:4096]), body, self._dropped)
                 if bad:
                     for k in bad:
-                        if k not in self._dropped:
-                            self._dropped.add(k)
-                            self.notes.append(f"the server rejected {k!r}: sent without it")
+                        self._dropped.add(k)
+                        self.notes.append(f"the server rejected {k!r}: sent without it")
                     continue
             break
         latency = time.perf_counter() - t0
         if r.status_code != 200:
-            cls = "http_429" if r.status_code == 429 else ("http_5xx" if r.status_code >= 500 else "http_4xx")
-            return case_result(case, None, latency_s=latency, error=cls,
+            return case_result(case, None, latency_s=latency, error=oh.status_class(r.status_code),
                                error_detail=self.scrub(f"HTTP {r.status_code}: {r.text[:300]}"))
         try:
             data = r.json()
@@ -225,7 +166,7 @@ class QualityRunner:
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
         return case_result(
-            case, self.scrub.redact(answer or ""), latency_s=latency,
+            case, self.scrub.text(answer or ""), latency_s=latency,
             prompt_tokens=pt if isinstance(pt, int) else None,
             completion_tokens=ct if isinstance(ct, int) else None,
             finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
