@@ -458,6 +458,22 @@ def test_transport_errors_drop_the_pair_and_are_counted_not_scored():
     assert comp["regressed"] == 30 and v["state"] == Q.FAIL
 
 
+def test_a_candidate_that_hangs_or_resets_on_cases_fails_them_instead_of_losing_them():
+    """Dropping a candidate's read timeouts would let a server that hangs on the hard cases PASS on the rest."""
+    base = _rows([1] * 200)
+    cand = [dict(r) for r in _rows([1] * 200)]
+    for r in cand[:12]:
+        r.update(passed=False, error="read_timeout")
+    for r in cand[12:20]:
+        r.update(passed=False, error="stream_reset")
+    comp, v = Q.compare(cand, base)
+    assert comp["paired"] == 200 and comp["regressed"] == 20 and not comp["dropped"]["candidate"]
+    assert v["state"] != Q.PASS
+    # the same outcomes with those 20 pairs dropped would have looked perfect: that is what must not happen
+    comp2, v2 = Q.compare(_rows([1] * 180), _rows([1] * 180))
+    assert v2["state"] == Q.PASS
+
+
 def test_every_pair_dropped_or_a_side_without_a_successful_case_is_no_evidence():
     dead = [dict(r, passed=False, error="connect") for r in _rows([0] * 22)]
     comp, v = Q.compare(dead, dead)

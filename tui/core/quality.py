@@ -23,8 +23,9 @@ A case passes when every one of its checks passes. A request that failed is a fa
 The regression verdict compares the candidate with a baseline on the SAME cases (paired by id,
 and only when both sides ran the same case content). A pair is *usable* when both sides got an
 HTTP answer: a pair where either side had a transport error (no answer at all: refused, TLS,
-timeout, connection reset; :data:`TRANSPORT_ERRORS`) or the baseline failed to answer (any
-request error) is dropped and counted, never scored. Over the n usable pairs let n10 be the cases
+connect timeout; :data:`TRANSPORT_ERRORS`) or the baseline failed to answer (any request error) is
+dropped and counted, never scored. A candidate that took the request and then timed out or reset
+the stream failed that case (:data:`CANDIDATE_FAILURES`): it is scored, not dropped. Over the n usable pairs let n10 be the cases
 the baseline passed and the candidate failed, n01 the reverse, and ``delta = (n10 - n01) / n``
 the drop in pass rate. With margin m and error level alpha:
 
@@ -86,6 +87,11 @@ ERROR_CLASSES = (
     "connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "http_4xx", "http_429", "http_5xx",
     "malformed_response", "other",
 )
+#: Error classes on the candidate's side that are scored as failed cases, never dropped: the server took the
+#: request and then did not finish the answer (a candidate that hangs or resets on the hard cases must not
+#: lose those pairs and so look better).
+CANDIDATE_FAILURES = frozenset({"read_timeout", "stream_reset"})
+
 #: Error classes that mean "no HTTP answer at all" (the same set as tui.sources.openai_http.TRANSPORT_ERRORS).
 TRANSPORT_ERRORS = frozenset({"connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "other"})
 
@@ -634,8 +640,10 @@ def score_z(n10: int, n01: int, n: int, margin: float) -> float:
 
 
 def usable_pairs(pairs: Iterable[tuple[Mapping, Mapping]]) -> tuple[list[tuple[Mapping, Mapping]], dict]:
-    """(usable pairs, what was dropped). A pair is dropped when either side had a transport error (no
-    HTTP answer) or the baseline had any request error (it gave no answer to compare with).
+    """(usable pairs, what was dropped). A pair is dropped when the candidate had a transport error that
+    never reached an answer (refused, TLS, connect timeout, other), or the baseline had any request error
+    (it gave no answer to compare with). A candidate's read timeout or reset stream is a failed case
+    (:data:`CANDIDATE_FAILURES`), scored: dropping it would favour a candidate that hangs on hard cases.
 
     ``dropped = {"pairs": {reason: count}, "candidate": {class: count}, "baseline": {class: count}}``.
     """
@@ -644,7 +652,7 @@ def usable_pairs(pairs: Iterable[tuple[Mapping, Mapping]]) -> tuple[list[tuple[M
     side: dict[str, dict[str, int]] = {"candidate": {}, "baseline": {}}
     for c, b in pairs:
         ec, eb = c.get("error"), b.get("error")
-        c_t = bool(ec) and ec in TRANSPORT_ERRORS
+        c_t = bool(ec) and ec in TRANSPORT_ERRORS and ec not in CANDIDATE_FAILURES
         b_any = bool(eb)
         if not (c_t or b_any):
             keep.append((c, b))
