@@ -157,7 +157,7 @@ def usage_error(args) -> str | None:
         return "--window-minutes is for --once (the console judges from the start of the watch)"
     if args.once and args.probe_rate:
         return "--once judges server metrics only; the canary runs with the console or --headless"
-    if args.min_window_minutes <= 0 and args.once:
+    if args.once and args.window_minutes is None and args.min_window_minutes <= 0:
         return "--once needs a window: give --window-minutes"
     return None
 

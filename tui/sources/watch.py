@@ -432,6 +432,8 @@ class WatchSession:
         self.started_at: float | None = None
         self._prev: core.Cumulative | None = None
         self._header_written = False
+        self._t_prev: float | None = None
+        self.lock: Any = None  # a threading.Lock when a console thread reads the state
 
     # -- records -----------------------------------------------------------
 
@@ -455,9 +457,13 @@ class WatchSession:
         self.emit(h)
         self._header_written = True
 
-    def _add(self, w: core.Window) -> None:
-        self.last_window = w
-        self.judgement.add(w)
+    def _add(self, w: core.Window, gap: str | None = None) -> None:
+        from contextlib import nullcontext
+
+        with self.lock if self.lock is not None else nullcontext():
+            self.last_window = w
+            self.last_gap = gap or ("; ".join(w.gaps) if w.ttft is None and w.gaps and not w.reset else None)
+            self.judgement.add(w)
         self.emit(core.window_to_record(w))
         self.windows_recorded += 1
 
@@ -467,7 +473,7 @@ class WatchSession:
         eng = self.watcher.engine
         if eng is None:
             return
-        self._add(core.Window(t_start=t0, t_end=t1, engine=eng, source=self.watcher.kind, gaps=(reason,)))
+        self._add(core.Window(t_start=t0, t_end=t1, engine=eng, source=self.watcher.kind, gaps=(reason,)), gap=reason)
 
     # -- one fixed window --------------------------------------------------
 
@@ -501,6 +507,42 @@ class WatchSession:
 
     # -- continuous --------------------------------------------------------
 
+    async def step(self, first_window_s: float | None = None) -> None:
+        """One scrape or query, judged. Raises WatchError (usage-level problems) only."""
+        now = self.clock()
+        if isinstance(self.watcher, PrometheusWatcher):
+            try:
+                if self.watcher.engine is None:
+                    await self.watcher.detect()
+                    self._write_header()
+            except QueryError as exc:
+                self.last_gap = str(exc)
+                return
+            span = (first_window_s or self.interval) if self._t_prev is None else now - self._t_prev
+            try:
+                self._add(await self.watcher.window(span, now))
+            except QueryError as exc:
+                self._gap(now - span, now, str(exc))
+            self._t_prev = now
+            return
+        cur, why = await self.watcher.scrape()
+        if cur is None:
+            self._gap(self._prev.t if self._prev else now, now, why or "scrape failed")
+            return
+        self._write_header()
+        if (cur.ttft is None and self._prev is not None and self._prev.ttft is not None
+                and core.ENGINES[cur.engine].ttft):
+            # the TTFT series vanished from this scrape: a gap; the next good scrape measures from the
+            # last good one (cumulative counters lose nothing in between)
+            self._gap(self._prev.t, now, "; ".join(m for m in cur.missing if "time_to_first_token" in m)
+                      or "TTFT series missing")
+            return
+        if self._prev is not None:
+            self._add(core.window_between(self._prev, cur, "metrics"))
+        else:
+            self.last_gap = None
+        self._prev = cur
+
     async def run(self, stop: asyncio.Event, *, first_window_s: float | None = None,
                   on_update: Callable[[], Any] | None = None) -> None:
         """Judge from the start of the watch until ``stop`` is set. With Prometheus, the first
@@ -512,33 +554,8 @@ class WatchSession:
         loop = asyncio.get_running_loop()
         try:
             nxt = loop.time()
-            t_prev = None
             while not stop.is_set():
-                now = self.clock()
-                try:
-                    if isinstance(self.watcher, PrometheusWatcher):
-                        if self.watcher.engine is None:
-                            await self.watcher.detect()
-                            self._write_header()
-                        span = (first_window_s or self.interval) if t_prev is None else now - t_prev
-                        try:
-                            self._add(await self.watcher.window(span, now))
-                        except QueryError as exc:
-                            self._gap(now - span, now, str(exc))
-                        t_prev = now
-                    else:
-                        cur, why = await self.watcher.scrape()
-                        if cur is None:
-                            self._gap(self._prev.t if self._prev else now, now, why or "scrape failed")
-                        else:
-                            self._write_header()
-                            if self._prev is not None:
-                                self._add(core.window_between(self._prev, cur, "metrics"))
-                            self._prev = cur
-                except WatchError:
-                    raise
-                except QueryError as exc:
-                    self.last_gap = str(exc)
+                await self.step(first_window_s)
                 if on_update is not None:
                     try:
                         on_update()
