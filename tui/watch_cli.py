@@ -347,6 +347,26 @@ def run_console(args) -> int:
             rec.close()
 
 
+def replay_watch_file(path: str, args) -> int:
+    """`servewatch replay` of a watch record file: the console on the recorded windows."""
+    from tui.core.watch import WatchConfig
+    from tui.sources.watch_console import WatchFileSource, WatchSink
+
+    try:
+        cfg = WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+                          min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
+    except (AttributeError, ValueError) as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    source = WatchFileSource(path, cfg)
+    sink = WatchSink(source)
+    from tui.app import build_app
+
+    app = build_app(source, sink, None, theme=getattr(args, "theme", None))
+    code = app.run()
+    return 3 if code is None else int(code)
+
+
 # ------------------------------------------------------------------ report on a watch record file
 
 

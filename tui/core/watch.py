@@ -972,11 +972,11 @@ def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: W
 
     if last is not None and last.ttft is not None:
         br = good_bracket(last.ttft, cfg.slo_s, last.failed)
-        rolling = wstat(f"last window {last.seconds:.0f} s · server-side, pessimistic (bracket)", last,
+        rolling = wstat(f"last window {last.seconds:.0f} s · pessimistic end (bracket in brackets)", last,
                         math.floor(br.good_lo + 1e-6), math.ceil(br.good_hi - 1e-6), math.ceil(br.total - 1e-6))
     else:
         rolling = wstat("last window: gap" if last is not None else "no window yet", last, 0, 0, 0)
-    cumulative = wstat("since the watch started · server-side, pessimistic (bracket)", judgement.span,
+    cumulative = wstat(f"since the watch started · {SERVER_TTFT_LABEL}", judgement.span,
                        judgement.good_lo, judgement.good_hi, judgement.n)
     q = S.QueueState(
         source=f"{engine} (server)" if engine else None,

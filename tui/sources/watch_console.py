@@ -126,6 +126,8 @@ class WatchConsoleSource:
         self._stop = asyncio.Event()
         client = self._client_factory() if self._client_factory is not None else None
         try:
+            if self.session is not None and getattr(self.session.watcher, "client", True) is None:
+                self.session.watcher.client = client  # the client lives on this thread's loop
             if self.session is None:
                 from tui.watch_cli import build_session
 
@@ -176,3 +178,95 @@ class WatchSink:
                 running_series=list(src.running_series), good_series=list(src.good_series),
                 gap=src.error or s.last_gap, header=s.header,
             )
+
+
+class _ReplayedWatcher:
+    kind = "replay"
+
+    def __init__(self, label: str, engine: str | None, scope: str) -> None:
+        self.label = label
+        self.engine = engine
+        self.scope = scope
+
+
+class _ReplayedSession:
+    """The parts of a WatchSession the sink reads, rebuilt from a watch record file."""
+
+    def __init__(self, label: str, cfg: core.WatchConfig) -> None:
+        self.watcher = _ReplayedWatcher(label, None, "recorded watch")
+        self.cfg = cfg
+        self.judgement = core.WatchJudgement(cfg)
+        self.last_window = None
+        self.last_gap = None
+        self.canary_records: list[dict] = []
+        self.header: dict = {}
+        self.lock = None
+
+    def has_ttft(self) -> bool:
+        e = self.watcher.engine
+        return bool(e and core.ENGINES[e].ttft)
+
+
+class WatchFileSource(WatchConsoleSource):
+    """Replays a `servewatch watch --record` file into the console (at once: the windows carry
+    their own times; the verdict is the one `report` gives)."""
+
+    mode = "REPLAY"
+
+    def __init__(self, path: str, cfg: core.WatchConfig, label: str | None = None) -> None:
+        super().__init__(None)
+        self.path = str(path)
+        self.session = _ReplayedSession(label or self.path, cfg)
+        self.session.lock = self.lock
+        self.problems: list[str] = []
+
+    @property
+    def status(self) -> str:
+        return "REPLAY watch record" + (" (finished)" if self.finished else "")
+
+    def start(self, sink: Any = None) -> None:
+        import json
+
+        s = self.session
+        try:
+            with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
+                for n, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        d = json.loads(line)
+                        if not isinstance(d, dict):
+                            raise ValueError("line is not a JSON object")
+                        if d.get("type") == "run":
+                            if not s.header:
+                                s.header = d
+                                sc = (d.get("watch") or {}).get("scope")
+                                if sc:
+                                    s.watcher.scope = f"recorded: {sc}"
+                            continue
+                        if d.get("type") == "request":
+                            s.canary_records.append(d)
+                            continue
+                        if d.get("type") != "watch":
+                            continue
+                        w = core.window_from_record(d)
+                    except ValueError as exc:
+                        self.problems.append(f"{self.path}:{n}: {str(exc)[:80]}")
+                        continue
+                    s.watcher.engine = w.engine
+                    with self.lock:
+                        s.last_window = w
+                        s.judgement.add(w)
+                        s.last_gap = "; ".join(w.gaps) if w.ttft is None and w.gaps and not w.reset else None
+                    self._updated()
+        except OSError as exc:
+            self.error = f"cannot read {self.path}: {exc.strerror or exc}"
+            self.notices.append(self.error)
+        for p in self.problems[:5]:
+            self.notices.append(p)
+        with self.lock:
+            self.seq += 1
+        self._done.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        pass
