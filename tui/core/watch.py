@@ -131,8 +131,9 @@ ENGINES: dict[str, WatchMetrics] = {
         ttft=None,
         e2e="tgi_request_duration",
         queue_time="tgi_request_queue_duration",
-        success=(("tgi_request_success", None, ()),),
-        failed=(("tgi_request_failure", None, ()),),
+        # the Rust exporter's counter names with and without _total have both been seen; only one exists
+        success=(("tgi_request_success", None, ()), ("tgi_request_success_total", None, ())),
+        failed=(("tgi_request_failure", None, ()), ("tgi_request_failure_total", None, ())),
         waiting=("tgi_queue_size",),
         running=("tgi_batch_current_size",),
         detect=("tgi_queue_size", "tgi_request_duration_count"),
