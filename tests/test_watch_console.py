@@ -114,3 +114,30 @@ def test_watch_snapshot(snap_compare, tmp_path):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_console_from_command_line_arguments(tmp_path):
+    """The `servewatch watch` console path: arguments -> source -> console, recording as it goes."""
+    from tui.cli import build_parser
+
+    rec = tmp_path / "w.jsonl"
+    with MetricsServer("sglang") as ms:
+        args = build_parser().parse_args(["watch", "--metrics-url", ms.url, "--interval", "0.1",
+                                          "--min-window-minutes", "0", "--record", str(rec)])
+        from tui.sources.recorder import Recorder
+
+        recorder = Recorder(str(rec))
+        source = WatchConsoleSource(args, emit=recorder.write)
+        sink = WatchSink(source)
+        app = build_app(source, sink, None, export_dir=tmp_path / "exports")
+        async with app.run_test(size=SIZE) as pilot:
+            await _until(pilot, lambda: source.session is not None and source.session.windows_recorded >= 1,
+                         "a first window")
+            ms.state.observe(fast=300)
+            await _until(pilot, lambda: app.snapshot is not None and app.snapshot.cumulative.good.n >= 300,
+                         "the requests")
+            assert "one replica" in _text(app.query_one(HeaderBar))
+            await pilot.press("q")
+        recorder.close()
+    kinds = [json.loads(x)["type"] for x in rec.read_text().splitlines()]
+    assert kinds[0] == "run" and "watch" in kinds

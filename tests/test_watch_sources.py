@@ -292,3 +292,26 @@ def test_secrets_never_written(tmp_path, monkeypatch):
     assert "sk-very-secret-1234" not in blob and "hdr-secret-5678" not in blob
     assert json.loads(rec.read_text().splitlines()[0])["headers"] == {"Authorization": "<redacted>",
                                                                       "X-Token": "<redacted>"}
+
+
+def test_canary_records_each_probe_once_and_asks_nothing_else(tmp_path):
+    """--probe-rate: small streamed requests through the load generator's request path, each recorded
+    exactly once; the model server sees completions only (no model listing, no /tokenize)."""
+    from tests.fault_server import FaultServer
+
+    rec = tmp_path / "w.jsonl"
+    with MetricsServer("vllm") as ms, FaultServer() as fs:
+        code, out, err = _main(["watch", "--metrics-url", ms.url, "--url", fs.url("ok", tokens=3), "--model", "m",
+                                "--probe-rate", "5", "--headless", "--duration", "1.2", "--interval", "0.2",
+                                "--min-window-minutes", "10", "--json", "--record", str(rec)])
+        served = fs.completions()
+        connections = fs.connections
+    assert code == 3, err  # 10-min window not reached
+    doc = json.loads(out)
+    reqs = [json.loads(x) for x in rec.read_text().splitlines() if '"type":"request"' in x]
+    ids = [r["id"] for r in reqs]
+    assert len(ids) == len(set(ids)) == len(served) >= 1
+    assert connections == len(served)  # one connection per probe, nothing else asked
+    c = doc["canary"]
+    assert c["sent"] == len(ids) and c["client_ttft_p50_ms"] is not None and c["good"] >= 1
+    assert all(e["body"]["stream"] is True and e["body"]["model"] == "m" for e in served)

@@ -195,7 +195,7 @@ def format_state(session, out_json: bool = False) -> str:
     lines = [f"servewatch watch: {session.watcher.engine or '?'} via {session.watcher.kind} "
              f"{session.watcher.label}", f"  scope: {session.watcher.scope}"]
     if desc is not None:
-        lines.append(f"  window: {desc['seconds']:.0f} s")
+        lines.append(f"  window: {desc['seconds']:.1f} s")
         lines.append(f"  {desc['server_ttft_label']}")
         lines.append(f"  finished: {_fmt(desc['finished_per_s'], ' req/s', 2)}; success {_fmt(desc['success'], '', 0)}, "
                      f"aborted/errored {_fmt(desc['aborted_or_errored'], '', 0)}")

@@ -777,7 +777,11 @@ class WatchJudgement:
             reason = f"{frac} over {int(n)} requests: the pessimistic end is at or above the {cfg.target:.0%} target ({rule})."
         elif ps == INSUFFICIENT_WINDOW:
             state = INSUFFICIENT_WINDOW
-            reason = f"{frac} on {int(n)} requests over {_fmt_min(elapsed)}: too few to judge the {cfg.target:.0%} target."
+            if not n:
+                reason = f"no finished requests yet: nothing to judge the {cfg.target:.0%} target on."
+            else:
+                reason = (f"{frac} on {int(n)} requests over {_fmt_min(elapsed)}: too few to judge the "
+                          f"{cfg.target:.0%} target.")
         else:
             state = UNDECIDED
             reason = f"{frac} over {int(n)} requests: not yet enough evidence either way."
