@@ -216,3 +216,49 @@ def test_detect_engine():
     assert W.detect_engine(["llamacpp:requests_processing"]) == "llamacpp"
     assert W.detect_engine(["tgi_queue_size"]) == "tgi"
     assert W.detect_engine(["foo"]) is None
+
+
+def test_seeded_false_pass_at_the_target_under_continuous_watching():
+    """Seeded simulation: a fleet whose true good fraction is exactly the target (0.95), watched in
+    30-s windows for 30 min, every window checked, SLO between bucket bounds (bracket). PASS shown
+    at any check must stay within alpha (+2 standard errors): the pessimistic end only lowers it."""
+    runs, alpha = 300, 0.05
+    rng = random.Random(20261130)
+    cfg = W.WatchConfig(slo_ttft_ms=750.0, target=0.95, alpha=alpha, min_window_s=600.0)
+    false_pass = 0
+    for _ in range(runs):
+        j = W.WatchJudgement(cfg)
+        seen_pass = False
+        for k in range(60):
+            n = 40 + rng.randint(0, 20)
+            good_sure = good_maybe = bad = 0
+            for _i in range(n):
+                u = rng.random()
+                if u < 0.90:
+                    good_sure += 1  # <= 0.5 s
+                elif u < 0.95:
+                    good_maybe += 1  # in (0.5, 0.75]: good, but only the optimistic end knows
+                else:
+                    bad += 1  # > 1.0 s
+            ttft = hist({0.5: good_sure, 1.0: good_maybe, 2.5: bad})
+            j.add(W.Window(30.0 * k, 30.0 * (k + 1), "vllm", "metrics", ttft=ttft, waiting_start=0, waiting_end=0))
+            if j.verdict().state == PASS:
+                seen_pass = True
+                break
+        false_pass += seen_pass
+    rate = false_pass / runs
+    se = math.sqrt(alpha * (1 - alpha) / runs)
+    assert rate <= alpha + 2 * se, rate
+
+
+def test_seeded_power_a_good_fleet_passes_and_a_bad_one_fails():
+    rng = random.Random(5)
+    cfg = W.WatchConfig(slo_ttft_ms=1000.0, target=0.95, min_window_s=600.0)
+    for p_good, want in ((0.995, PASS), (0.80, FAIL)):
+        j = W.WatchJudgement(cfg)
+        for k in range(40):
+            n = 60
+            good = sum(rng.random() < p_good for _ in range(n))
+            j.add(W.Window(30.0 * k, 30.0 * (k + 1), "vllm", "metrics", ttft=hist({0.5: good, 2.5: n - good}),
+                           waiting_start=0, waiting_end=0))
+        assert j.verdict().state == want

@@ -588,10 +588,6 @@ class WatchLevelJudge:
         self.good += max(0.0, float(good))
         self.n += max(0.0, float(total))
 
-    def start_at(self, t0: float) -> None:
-        """Evidence starts earlier than the first add (a first window of known length)."""
-        self.t0 = float(t0)
-
     @property
     def elapsed(self) -> float:
         if self.t0 is None or self.t is None:
@@ -723,9 +719,12 @@ class WatchJudgement:
             return  # a gap: nothing invented, the judges wait
         br = good_bracket(w.ttft, self.cfg.slo_s, w.failed)
         if not self._started:
-            self.pess.start_at(w.t_start)
-            self.opt.start_at(w.t_start)
+            # anchor the evidence at the window's start (same call shape as LevelJudge: no new method)
+            self.pess.add_many(w.t_start, 0, 0)
+            self.opt.add_many(w.t_start, 0, 0)
+            self._t0 = w.t_start
             self._started = True
+        self._t = w.t_end
         # conservative rounding: Prometheus' increase() extrapolates to non-integer counts
         total = math.ceil(br.total - 1e-6)
         g_lo = math.floor(br.good_lo + 1e-6)
@@ -746,7 +745,7 @@ class WatchJudgement:
             return WatchVerdict(state=INSUFFICIENT_WINDOW, reason=f"{NO_TTFT_NOTE} R to judge from a gentle canary",
                                 lo=None, hi=None, exact=False, n=0, good_lo=0, good_hi=0, elapsed_s=0.0,
                                 missing=NO_TTFT_NOTE, notes=(NOT_EXPOSED + ": server-side TTFT",), **common)
-        elapsed = self.pess.elapsed if self._started else 0.0
+        elapsed = max(0.0, self._t - self._t0) if self._started else 0.0
         n = self.n
         lo = self.good_lo / n if n else None
         hi = self.good_hi / n if n else None
