@@ -262,3 +262,19 @@ def test_seeded_power_a_good_fleet_passes_and_a_bad_one_fails():
             j.add(W.Window(30.0 * k, 30.0 * (k + 1), "vllm", "metrics", ttft=hist({0.5: good, 2.5: n - good}),
                            waiting_start=0, waiting_end=0))
         assert j.verdict().state == want
+
+
+def test_advance_feeds_only_the_new_part_and_holds_shrinking_counts():
+    c1 = W.Window(0, 60, "vllm", "prometheus", ttft=hist({0.1: 100}), failed=1.0, waiting_end=0)
+    d1, fed = W.advance(None, c1)
+    assert d1 is c1
+    c2 = W.Window(0, 90, "vllm", "prometheus", ttft=hist({0.1: 130, 2.5: 5}), failed=1.0, waiting_end=3)
+    d2, fed = W.advance(fed, c2)
+    assert W.count_of(d2.ttft) == 35 and d2.failed == 0 and (d2.t_start, d2.t_end) == (60, 90)
+    assert d2.waiting_start == 0 and d2.waiting_end == 3
+    c3 = W.Window(0, 120, "vllm", "prometheus", ttft=hist({0.1: 128, 2.5: 5}), failed=1.0)  # extrapolation settled
+    d3, fed = W.advance(fed, c3)
+    assert W.count_of(d3.ttft) == 0 and W.count_of(fed.ttft) == 135
+    gap = W.Window(0, 150, "vllm", "prometheus", gaps=("q: query failed",))
+    d4, fed2 = W.advance(fed, gap)
+    assert d4.ttft is None and d4.gaps and fed2 is fed

@@ -1012,3 +1012,51 @@ def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: W
         slo_ttft_ms=cfg.slo_ttft_ms, queue=q, gpu=gpu, errors_by_class={}, requests_total=len(rows),
         warmup_total=0, malformed=0, malformed_examples=(), unknown_types=0, truncated=0, notes=notes,
     )
+
+
+def advance(fed: Window | None, cur: Window) -> tuple[Window, Window]:
+    """Prometheus' sequential windows: ``cur`` holds ``increase()`` over the whole span since the
+    watch's anchor; ``fed`` what was already judged. Returns (the new part as a window, the new
+    ``fed``). Non-overlapping ``increase()`` windows would lose every increment that falls between
+    the last sample of one window and the first of the next; a growing span loses none. A count
+    that shrinks (extrapolation settling) is held, never fed back negative."""
+    if fed is None:
+        return cur, cur
+    if cur.ttft is None:
+        gap = Window(t_start=fed.t_end, t_end=cur.t_end, engine=cur.engine, source=cur.source,
+                     waiting_start=fed.waiting_end, waiting_end=cur.waiting_end, running=cur.running,
+                     kv_cache=cur.kv_cache, gaps=cur.gaps)
+        return gap, fed
+
+    def bdiff(a: Buckets | None, b: Buckets | None) -> tuple[Buckets | None, Buckets | None]:
+        if b is None:
+            return None, a
+        if a is None:
+            return b, b
+        da = dict(a)
+        if set(da) != {le for le, _ in b}:
+            return None, b
+        held = tuple((le, max(c, da[le])) for le, c in b)
+        return tuple((le, max(0.0, c - da[le])) for le, c in held), held
+
+    def sdiff(a, b):
+        if b is None:
+            return None, a
+        if a is None:
+            return b, b
+        h = max(a, b)
+        return h - a, h
+
+    t, t_f = bdiff(fed.ttft, cur.ttft)
+    e, e_f = bdiff(fed.e2e, cur.e2e)
+    q, q_f = bdiff(fed.queue_time, cur.queue_time)
+    s, s_f = sdiff(fed.success, cur.success)
+    f, f_f = sdiff(fed.failed, cur.failed)
+    p, p_f = sdiff(fed.preemptions, cur.preemptions)
+    delta = Window(t_start=fed.t_end, t_end=cur.t_end, engine=cur.engine, source=cur.source, ttft=t, e2e=e,
+                   queue_time=q, success=s, failed=f, preemptions=p, waiting_start=fed.waiting_end,
+                   waiting_end=cur.waiting_end, running=cur.running, kv_cache=cur.kv_cache, gaps=cur.gaps)
+    new_fed = Window(t_start=fed.t_start, t_end=cur.t_end, engine=cur.engine, source=cur.source, ttft=t_f, e2e=e_f,
+                     queue_time=q_f, success=s_f, failed=f_f, preemptions=p_f, waiting_start=fed.waiting_start,
+                     waiting_end=cur.waiting_end, running=cur.running, kv_cache=cur.kv_cache)
+    return delta, new_fed

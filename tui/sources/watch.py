@@ -254,7 +254,7 @@ class PrometheusWatcher:
     async def _hist(self, base: str | None, w: float, t: float, gaps: list) -> core.Buckets | None:
         if base is None:
             return None
-        rng = f"{max(1, round(w))}s"
+        rng = f"{max(1, math.ceil(w - 1e-6))}s"
         try:
             res = await self.query(f"sum by (le) (increase({base}_bucket{self._sel()}[{rng}]))", t)
         except QueryError as exc:
@@ -273,7 +273,8 @@ class PrometheusWatcher:
                 return None
             acc[le] = max(0.0, v)
         if not acc:
-            gaps.append(f"{base}: series missing in the window")
+            gaps.append(f"{base}: series missing in the window (or the window is shorter than two scrape "
+                        "intervals)")
             return None
         if math.inf not in acc:
             gaps.append(f"{base}: no +Inf bucket")
@@ -287,7 +288,7 @@ class PrometheusWatcher:
     async def _counter(self, spec, w: float, t: float, gaps: list, zero_if_missing: bool) -> float | None:
         if not spec:
             return None
-        rng = f"{max(1, round(w))}s"
+        rng = f"{max(1, math.ceil(w - 1e-6))}s"
         total, seen = 0.0, False
         for name, label, values in spec:
             extra = f'{label}=~"{"|".join(values)}"' if label else ""
@@ -433,6 +434,8 @@ class WatchSession:
         self._prev: core.Cumulative | None = None
         self._header_written = False
         self._t_prev: float | None = None
+        self._anchor: float | None = None  # Prometheus: the start of the evidence (increase() since then)
+        self._fed: core.Window | None = None  # Prometheus: the cumulative window already judged
         self.lock: Any = None  # a threading.Lock when a console thread reads the state
 
     # -- records -----------------------------------------------------------
@@ -518,11 +521,15 @@ class WatchSession:
             except QueryError as exc:
                 self.last_gap = str(exc)
                 return
-            span = (first_window_s or self.interval) if self._t_prev is None else now - self._t_prev
+            if self._anchor is None:
+                self._anchor = now - (first_window_s or self.interval)
             try:
-                self._add(await self.watcher.window(span, now))
+                cur = await self.watcher.window(now - self._anchor, now)
             except QueryError as exc:
-                self._gap(now - span, now, str(exc))
+                self._gap(self._fed.t_end if self._fed is not None else self._anchor, now, str(exc))
+                return
+            delta, self._fed = core.advance(self._fed, cur)
+            self._add(delta)
             self._t_prev = now
             return
         cur, why = await self.watcher.scrape()
