@@ -278,3 +278,11 @@ def test_advance_feeds_only_the_new_part_and_holds_shrinking_counts():
     gap = W.Window(0, 150, "vllm", "prometheus", gaps=("q: query failed",))
     d4, fed2 = W.advance(fed, gap)
     assert d4.ttft is None and d4.gaps and fed2 is fed
+
+
+def test_canary_text_puts_client_beside_server():
+    s = {"sent": 4, "good": 4, "client_ttft_p50_ms": 230.0, "server_ttft_p50_bucket_ms": [100.0, 250.0],
+         "client_minus_server_p50_ms": [-20.0, 130.0]}
+    t = W.canary_text(s)
+    assert "client TTFT P50 230 ms" in t and "server-side P50 bucket 100..250 ms" in t and "-20..130" in t
+    assert W.canary_text(None) is None

@@ -216,11 +216,11 @@ def format_state(session, out_json: bool = False) -> str:
         lines.append(f"  gap: {session.error}")
     elif session.last_gap:
         lines.append(f"  last gap: {session.last_gap}")
-    cs = session.canary_summary()
-    if cs is not None:
-        lines.append(f"  canary: {cs['sent']} sent, {cs['good']} good; client TTFT P50 {_fmt(cs['client_ttft_p50_ms'], ' ms', 0)}"
-                     f" vs server-side P50 bucket {cs['server_ttft_p50_bucket_ms']}; difference "
-                     f"{cs['client_minus_server_p50_ms']}")
+    from tui.core.watch import canary_text
+
+    cs = canary_text(session.canary_summary())
+    if cs:
+        lines.append("  " + cs)
     lines.append(f"verdict: {v.state}: {v.reason}")
     if v.missing:
         lines.append(f"  missing: {v.missing}")

@@ -940,7 +940,7 @@ class WatchState:
 def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: Window | None, has_ttft: bool,
                    engine: str | None, scope: str, canary: Sequence[dict] = (), waiting_series: Sequence[float] = (),
                    running_series: Sequence[float] = (), good_series: Sequence[float] = (), gap: str | None = None,
-                   header: dict | None = None):
+                   header: dict | None = None, canary_line: str | None = None):
     """A console ``Snapshot`` of a watch: the verdict (with the server-side label and scope in its
     reason), the good fraction of the last window (rolling) and since the start (cumulative) as
     the pessimistic end with the bracket beside it, the queue, and the canary's requests.
@@ -958,6 +958,8 @@ def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: W
         extra.append(f"gap: {gap}")
     if judgement.resets:
         extra.append(judgement.resets[-1])
+    if canary_line:
+        extra.append(canary_line)
     reason = " · ".join([v.reason] + extra + [SERVER_TTFT_LABEL, f"scope: {scope}", COMPLETION_NOTE])
     verdict = S.Verdict(
         state=v.state, reason=reason, missing=v.missing, n=int(v.n), good=int(v.good_lo), elapsed_s=v.elapsed_s,
@@ -1060,3 +1062,21 @@ def advance(fed: Window | None, cur: Window) -> tuple[Window, Window]:
                      queue_time=q_f, success=s_f, failed=f_f, preemptions=p_f, waiting_start=fed.waiting_start,
                      waiting_end=cur.waiting_end, running=cur.running, kv_cache=cur.kv_cache)
     return delta, new_fed
+
+
+def canary_text(summary: dict | None) -> str | None:
+    """One line: the canary's client-side TTFT beside the server-side figure, and the difference."""
+    if not summary:
+        return None
+    c = summary.get("client_ttft_p50_ms")
+    srv = summary.get("server_ttft_p50_bucket_ms")
+    diff = summary.get("client_minus_server_p50_ms")
+    line = f"canary: {summary.get('sent', 0)} sent, {summary.get('good', 0)} good"
+    if c is not None:
+        line += f", client TTFT P50 {c:.0f} ms"
+    if srv:
+        hi = "+Inf" if srv[1] is None else f"{srv[1]:.0f}"
+        line += f" vs server-side P50 bucket {srv[0]:.0f}..{hi} ms"
+    if diff:
+        line += f" (client minus server {diff[0]:.0f}..{diff[1]:.0f} ms)"
+    return line

@@ -177,6 +177,7 @@ class WatchSink:
                 canary=list(s.canary_records), waiting_series=list(src.waiting_series),
                 running_series=list(src.running_series), good_series=list(src.good_series),
                 gap=src.error or s.last_gap, header=s.header,
+                canary_line=core.canary_text(s.canary_summary()) if hasattr(s, "canary_summary") else None,
             )
 
 
