@@ -140,6 +140,10 @@ def test_prometheus_missing_series_is_a_gap(fleet):
     code, out, err = _main(["watch", "--prometheus-url", base, "--selector", 'model_name="nosuch"', "--once",
                             "--window-minutes", "0.2"])
     assert code == 2 and "no serving metrics" in err
+    # a failing query (a selector Prometheus cannot parse): one line with Prometheus' reason, exit 2
+    code, out, err = _main(["watch", "--prometheus-url", base, "--selector", 'model_name=="m"', "--once",
+                            "--window-minutes", "0.2"])
+    assert code == 2 and "query failed: HTTP 400" in err and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_prometheus_unreachable():
