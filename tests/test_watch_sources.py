@@ -315,3 +315,54 @@ def test_canary_records_each_probe_once_and_asks_nothing_else(tmp_path):
     c = doc["canary"]
     assert c["sent"] == len(ids) and c["client_ttft_p50_ms"] is not None and c["good"] >= 1
     assert all(e["body"]["stream"] is True and e["body"]["model"] == "m" for e in served)
+
+
+def test_prometheus_query_failing_mid_watch_is_a_gap():
+    """Prometheus answers the engine detection, then fails: each failed window is a gap with the
+    reason (recorded), never a crash, and nothing is judged from it."""
+    import httpx
+
+    from tui.sources.watch import PrometheusWatcher
+
+    state = {"down": False}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        q = request.url.params.get("query", "")
+        if state["down"]:
+            return httpx.Response(503, text="unavailable")
+        if q.startswith("group by (__name__)"):
+            res = [{"metric": {"__name__": "vllm:num_requests_waiting"}, "value": [0, "1"]}]
+        elif q.startswith("group by"):
+            res = [{"metric": {"model_name": "m"}, "value": [0, "1"]}]
+        elif "_bucket" in q:
+            res = [{"metric": {"le": le}, "value": [0, v]} for le, v in (("0.5", "90"), ("1.0", "95"), ("+Inf", "100"))]
+        else:
+            res = [{"metric": {}, "value": [0, "0"]}]
+        return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": res}})
+
+    clock = FakeClock()
+    records: list[dict] = []
+
+    async def main():
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        try:
+            s = WatchSession(PrometheusWatcher("http://prom.invalid", client=client, clock=clock), _cfg(), emit=records.append,
+                             clock=clock, header={"type": "run", "schema_version": 1})
+            await s.step(first_window_s=600)
+            assert s.judgement.n == 100 and s.last_gap is None
+            state["down"] = True
+            clock.t += 30
+            await s.step()
+            assert s.judgement.n == 100 and s.last_window.ttft is None
+            assert "query failed: HTTP 503" in (s.last_gap or "")
+            state["down"] = False
+            clock.t += 30
+            await s.step()
+            assert s.last_gap is None
+            return s
+        finally:
+            await client.aclose()
+
+    run(main())
+    gaps = [r for r in records if r["type"] == "watch" and r["ttft_buckets"] is None]
+    assert gaps and "HTTP 503" in " ".join(gaps[0]["gaps"])
