@@ -286,3 +286,15 @@ def test_canary_text_puts_client_beside_server():
     t = W.canary_text(s)
     assert "client TTFT P50 230 ms" in t and "server-side P50 bucket 100..250 ms" in t and "-20..130" in t
     assert W.canary_text(None) is None
+
+
+def test_canary_verdict_for_a_server_without_ttft_histogram():
+    cfg = W.WatchConfig(slo_ttft_ms=1000.0, min_window_s=60.0, fail_min_s=0.0)
+    good = [{"type": "request", "t_sent": 10.0 * i, "t_first_token": 10.0 * i + 0.2, "t_end": 10.0 * i + 1,
+             "complete": True, "error": None, "phase": "measure"} for i in range(200)]
+    v = W.canary_verdict(good, cfg)
+    assert v.state == PASS and "canary" in v.reason and v.n == 200
+    bad = [dict(r, t_first_token=r["t_sent"] + 3.0, t_end=r["t_sent"] + 4.0) for r in good[:100]]
+    assert W.canary_verdict(bad, cfg).state == FAIL
+    few = W.canary_verdict(good[:3], cfg)
+    assert few.state == INSUFFICIENT_WINDOW and "more canary requests" in (few.missing or "")

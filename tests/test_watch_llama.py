@@ -73,3 +73,5 @@ def test_watch_llama_probe_moves_the_counters(llama_server, tmp_path):
     reqs = [json.loads(x) for x in rec.read_text().splitlines() if '"type":"request"' in x]
     assert doc["canary"]["sent"] == len(reqs) >= 1
     assert after["llamacpp:n_decode_total"] > before["llamacpp:n_decode_total"]
+    # no TTFT histogram: with a canary the verdict comes from the canary's own requests (too few here)
+    assert "verdict from the canary" in doc["verdict"]["reason"] and doc["verdict"]["state"] == "INSUFFICIENT_WINDOW"

@@ -312,9 +312,7 @@ async def _headless(args) -> int:
                 return EXIT_USAGE
             raise
         sys.stdout.write(format_state(session, out_json=args.json))
-        if session.has_ttft():
-            return exit_code(session.verdict().state)
-        return EXIT_INSUFFICIENT
+        return exit_code(session.verdict().state)  # no TTFT histogram and no canary: INSUFFICIENT (3)
     finally:
         await client.aclose()
         if rec is not None:

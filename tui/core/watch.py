@@ -940,7 +940,8 @@ class WatchState:
 def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: Window | None, has_ttft: bool,
                    engine: str | None, scope: str, canary: Sequence[dict] = (), waiting_series: Sequence[float] = (),
                    running_series: Sequence[float] = (), good_series: Sequence[float] = (), gap: str | None = None,
-                   header: dict | None = None, canary_line: str | None = None):
+                   header: dict | None = None, canary_line: str | None = None,
+                   verdict: "WatchVerdict | None" = None):
     """A console ``Snapshot`` of a watch: the verdict (with the server-side label and scope in its
     reason), the good fraction of the last window (rolling) and since the start (cumulative) as
     the pessimistic end with the bracket beside it, the queue, and the canary's requests.
@@ -950,7 +951,7 @@ def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: W
     from tui.core.monitor import fraction_severity
 
     cfg = judgement.cfg
-    v = judgement.verdict(has_ttft=has_ttft)
+    v = verdict if verdict is not None else judgement.verdict(has_ttft=has_ttft)
     extra = []
     if v.blocked:
         extra.append("PASS blocked: " + "; ".join(v.blocked))
@@ -1080,3 +1081,46 @@ def canary_text(summary: dict | None) -> str | None:
     if diff:
         line += f" (client minus server {diff[0]:.0f}..{diff[1]:.0f} ms)"
     return line
+
+
+def canary_verdict(records: Sequence[dict], cfg: WatchConfig) -> WatchVerdict:
+    """For a server without a TTFT histogram: the verdict from the canary's own requests (client-side
+    TTFT, completion observed), with the same judge and window rules. Good = complete, no error, first
+    token within the SLO. A canary is sparse: the minimum request count takes long at gentle rates."""
+    test = MixtureTest(cfg.target, cfg.alpha)
+    min_n = max(cfg.min_requests or 0, test.min_requests_to_pass())
+    judge = make_judge(test, min_window_s=cfg.min_window_s, min_requests=min_n, fail_min_s=cfg.fail_min_s)
+    rows = []
+    for r in records:
+        if r.get("phase", "measure") != "measure" or not (_finite(r.get("t_sent")) and _finite(r.get("t_end"))):
+            continue
+        tf = r.get("t_first_token")
+        good = bool(r.get("complete")) and r.get("error") is None and _finite(tf) and (tf - r["t_sent"]) <= cfg.slo_s
+        rows.append((r["t_sent"], r["t_end"], good))
+    rows.sort(key=lambda x: x[1])
+    n = g = 0
+    if rows:
+        judge.add_many(rows[0][0], 0, 0)
+    for _ts, te, good in rows:
+        judge.add_many(te, 1 if good else 0, 1)
+        n += 1
+        g += good
+    elapsed = (rows[-1][1] - rows[0][0]) if rows else 0.0
+    st = judge.state if rows else INSUFFICIENT_WINDOW
+    frac = f"canary good fraction {100 * g / n:.1f}% ({g}/{n})" if n else "no canary request finished yet"
+    need_n = max(0, min_n - n)
+    need_s = max(0.0, cfg.min_window_s - elapsed)
+    parts = ([f"need {need_n} more canary requests"] if need_n else []) + ([f"{_fmt_min(need_s)} more"] if need_s > 0 else [])
+    reason = {
+        PASS: f"{frac}: at or above the {cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).",
+        FAIL: f"{frac}: below the {cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).",
+        UNDECIDED: f"{frac}: not yet enough evidence either way.",
+    }.get(st, f"{frac}: too few to judge the {cfg.target:.0%} target.")
+    return WatchVerdict(
+        state=st, reason=f"no TTFT histogram on this server; verdict from the canary: {reason}",
+        lo=(g / n if n else None), hi=(g / n if n else None), exact=True, n=n, good_lo=g, good_hi=g,
+        elapsed_s=elapsed, missing=", ".join(parts) or None if st == INSUFFICIENT_WINDOW else None,
+        notes=("canary: client-side TTFT of the probe requests, completion observed; it measures only what "
+               "the canary's own requests met", NOT_EXPOSED + ": server-side TTFT"),
+        target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+    )

@@ -591,6 +591,8 @@ class WatchSession:
         return bool(eng and core.ENGINES[eng].ttft)
 
     def verdict(self) -> core.WatchVerdict:
+        if not self.has_ttft() and self.canary is not None and self.watcher.engine:
+            return core.canary_verdict(self.canary_records, self.cfg)
         return self.judgement.verdict(has_ttft=self.has_ttft())
 
     def canary_summary(self) -> dict | None:

@@ -178,6 +178,7 @@ class WatchSink:
                 running_series=list(src.running_series), good_series=list(src.good_series),
                 gap=src.error or s.last_gap, header=s.header,
                 canary_line=core.canary_text(s.canary_summary()) if hasattr(s, "canary_summary") else None,
+                verdict=s.verdict() if hasattr(s, "verdict") and s.watcher.engine else None,
             )
 
 
