@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("sweep", "tui.sweep_cli", "add_sweep_arguments", "cmd_sweep", "capacity sweep: step the load up until it fails"),
         ("quality", "tui.accept_cli", "add_quality_arguments", "cmd_quality", "quality regression: candidate vs baseline"),
         ("accept", "tui.accept_cli", "add_accept_arguments", "cmd_accept", "write the acceptance report"),
+        ("watch", "tui.watch_cli", "add_watch_arguments", "cmd_watch",
+         "on-call spot check: judge a running service from its own metrics (sends it nothing)"),
     ):
         adder, func = _optional(mod, add), _optional(mod, cmd)
         if adder is None or func is None:

@@ -141,6 +141,12 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """`servewatch replay FILE`: the console replaying a record file."""
+    from tui.watch_cli import is_watch_file
+
+    if os.path.isfile(args.file) and is_watch_file(args.file):  # a `servewatch watch --record` file
+        from tui.watch_cli import replay_watch_file
+
+        return replay_watch_file(args.file, args)
     from tui.budget_cli import view_budget
 
     try:

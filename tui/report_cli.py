@@ -153,6 +153,12 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     if problem:
         print(f"servewatch: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    from tui.watch_cli import is_watch_file
+
+    if is_watch_file(path):  # a `servewatch watch --record` file: judged like the watch itself
+        from tui.watch_cli import report_watch_file
+
+        return report_watch_file(path, args, out)
     try:
         mon = analyse_file(path, cfg, budget, origin)
     except OSError as exc:

@@ -39,7 +39,7 @@ ERROR_CLASSES = (
     "other",
 )
 
-KNOWN_TYPES = ("run", "request", "gpu", "queue", "budget", "step", "host")
+KNOWN_TYPES = ("run", "request", "gpu", "queue", "budget", "step", "host", "watch")
 
 
 class RecordError(ValueError):
@@ -210,6 +210,13 @@ class BudgetRecord:
 
 
 @dataclass(slots=True)
+class WatchRecord:
+    """One window of a `servewatch watch` session (see tui.core.watch.window_from_record)."""
+
+    data: dict
+
+
+@dataclass(slots=True)
 class UnknownRecord:
     type: str
     data: dict
@@ -228,7 +235,8 @@ class LineIssue:
         return f"{self.source}:{self.line}: {self.reason}"
 
 
-Record = RequestRecord | GpuSample | QueueSample | HostSample | StepRecord | RunHeader | BudgetRecord | UnknownRecord
+Record = (RequestRecord | GpuSample | QueueSample | HostSample | StepRecord | RunHeader | BudgetRecord | WatchRecord
+          | UnknownRecord)
 
 
 def _is_num(v: Any) -> bool:
@@ -416,6 +424,14 @@ def parse_object(d: Any) -> Record:
         return RunHeader(d)
     if typ == "budget":
         return BudgetRecord(d)
+    if typ == "watch":
+        from tui.core.watch import window_from_record
+
+        try:
+            window_from_record(d)
+        except ValueError as exc:
+            raise RecordError(f"watch record: {exc}") from None
+        return WatchRecord(d)
     if typ is None:
         raise RecordError("missing required field 'type'")
     return UnknownRecord(str(typ)[:40], d)

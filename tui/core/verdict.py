@@ -287,7 +287,10 @@ class LevelJudge:
         counters: their order is unknown, so episodes are counted only when a whole aggregate is
         not good and are marked inexact)."""
         good, total = int(good), int(total)
-        if total <= 0 or good < 0 or good > total:
+        if total == 0 and good == 0:  # nothing observed yet: the observation window starts here
+            self.note_start(t)
+            return
+        if total < 0 or good < 0 or good > total:
             return
         if self.t_first is None:
             self.t_first = self.t_last = t

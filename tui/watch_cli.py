@@ -1,0 +1,449 @@
+"""`servewatch watch`: on-call spot check of a running service from what it already measures.
+
+    servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name="m"' --once
+    servewatch watch --metrics-url http://10.0.0.5:8000/metrics            # console, one replica
+    servewatch watch --metrics-url http://h:8080/metrics --url http://h:8080 --probe-rate 0.2
+
+Without --probe-rate nothing is sent to the model server (only its metrics page, or Prometheus).
+Thin glue: the logic is in tui/core/watch.py and tui/sources/watch.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import sys
+import time
+
+from tui.core.report import EXIT_USAGE, exit_code
+
+EXIT_INSUFFICIENT = 3
+
+
+def add_watch_arguments(p: argparse.ArgumentParser) -> None:
+    from tui.argtypes import non_negative_float, positive_float
+    from tui.report_cli import add_acceptance_arguments
+    from tui.run_cli import header_arg
+
+    s = p.add_argument_group("what to watch (one of)")
+    m = s.add_mutually_exclusive_group(required=True)
+    m.add_argument("--prometheus-url", metavar="URL",
+                   help="the team's Prometheus: the whole fleet, the last window at once (HTTP API /api/v1/query)")
+    m.add_argument("--metrics-url", metavar="URL",
+                   help="one server's metrics page (TensorRT-LLM: /prometheus/metrics): one replica, judged from "
+                        "when the watch starts")
+    s.add_argument("--selector", metavar="LABELS", default=None,
+                   help="label selector such as 'model_name=\"x\"' (required when several models are present)")
+    w = p.add_argument_group("windows and output")
+    w.add_argument("--once", action="store_true", help="judge one fixed window, print the verdict, exit")
+    w.add_argument("--window-minutes", type=positive_float, default=None, metavar="MIN",
+                   help="--once window (default: the minimum window, --min-window-minutes)")
+    w.add_argument("--interval", type=positive_float, default=None, metavar="S",
+                   help="seconds between scrapes / queries (default 5 for --metrics-url, 30 for --prometheus-url; "
+                        "with Prometheus keep it at least twice its scrape interval)")
+    w.add_argument("--headless", action="store_true", help="no console: print one line per update")
+    w.add_argument("--duration", type=non_negative_float, default=None, metavar="S",
+                   help="stop after S seconds (headless; default: until Ctrl-C)")
+    w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
+    w.add_argument("--record", metavar="FILE", default=None,
+                   help="write the windows (and canary requests) as records, for replay and report")
+    c = p.add_argument_group("canary (off by default: without it watch sends the model server nothing)")
+    c.add_argument("--url", default=None, help="the model server's base URL (for --probe-rate)")
+    c.add_argument("--probe-rate", type=positive_float, default=None, metavar="R",
+                   help="one small streamed request every 1/R seconds, recorded like any load request")
+    c.add_argument("--model", default=None, help="model name for the canary (default: the first listed)")
+    n = p.add_argument_group("connection")
+    n.add_argument("--api-key-env", default=None, metavar="VAR",
+                   help="environment variable holding a key sent as Authorization: Bearer (never written anywhere)")
+    n.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'K: V'",
+                   help="extra request header, repeatable (values never written anywhere)")
+    n.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    add_acceptance_arguments(p)
+
+
+def _headers(args) -> dict:
+    h = {}
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if key:
+            h["Authorization"] = f"Bearer {key}"
+    for k, v in args.headers:
+        h[k] = v
+    return h
+
+
+def _config(args):
+    from tui.core.watch import WatchConfig
+
+    return WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+                       min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
+
+
+def _check_url(u: str, flag: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    p = urlsplit(u or "")
+    if p.scheme not in ("http", "https") or not p.hostname:
+        return f"{flag} must be an http(s) URL"
+    return None
+
+
+def _header_record(args, watcher, cfg) -> dict:
+    from tui import __version__
+    from tui.core.records import run_header
+    from tui.core.redact import redact_url
+
+    return run_header(
+        target={"url": redact_url(args.url) if args.url else None,
+                "metrics_url": redact_url(args.metrics_url) if args.metrics_url else None,
+                "prometheus_url": redact_url(args.prometheus_url) if args.prometheus_url else None,
+                "model": args.model},
+        load={"mode": "watch", "probe_rate": args.probe_rate},
+        synthetic=False,
+        started_at=time.time(),
+        headers={k: "<redacted>" for k in _headers(args)},
+        insecure=bool(args.insecure),
+        acceptance={"slo_ttft_ms": cfg.slo_ttft_ms, "target": cfg.target, "alpha": cfg.alpha,
+                    "min_window_s": cfg.min_window_s},
+        source={"kind": "watch", "tool": "servewatch", "version": __version__, "file": None, "sha256": None,
+                "derived": ["good fraction bracket from histogram bucket bounds",
+                            "window counts from counter deltas (metrics) or increase() (Prometheus)"]},
+        watch={"source": "prometheus" if args.prometheus_url else "metrics", "selector": args.selector,
+               "interval_s": args.interval},
+    )
+
+
+def build_session(args, client, emit=None):
+    """(session, error line) from parsed args; no network traffic happens here."""
+    from tui.sources.watch import Canary, MetricsWatcher, PrometheusWatcher, WatchSession
+
+    cfg = _config(args)
+    try:
+        if args.prometheus_url:
+            watcher = PrometheusWatcher(args.prometheus_url, selector=args.selector, client=client)
+        else:
+            watcher = MetricsWatcher(args.metrics_url, selector=args.selector, client=client)
+    except ValueError as exc:
+        return None, f"--selector: {exc}"
+    canary = None
+    if args.probe_rate:
+        canary = Canary(args.url, args.probe_rate, lambda d: session.emit(d), model=args.model,
+                        api_key_env=args.api_key_env, headers=args.headers, insecure=args.insecure,
+                        slo_ttft_ms=cfg.slo_ttft_ms)
+    interval = args.interval or (30.0 if args.prometheus_url else 5.0)
+    session = WatchSession(watcher, cfg, emit=emit, interval=interval, canary=canary,
+                           header=_header_record(args, watcher, cfg))
+    return session, None
+
+
+def usage_error(args) -> str | None:
+    for flag, val in (("--prometheus-url", args.prometheus_url), ("--metrics-url", args.metrics_url)):
+        if val is not None:
+            err = _check_url(val, flag)
+            if err:
+                return err
+    if args.probe_rate and not args.url:
+        return "--probe-rate needs --url (the model server to send the canary to)"
+    if args.url and not args.probe_rate:
+        return "--url is only for the canary: add --probe-rate R (without it watch sends the server nothing)"
+    if args.url:
+        err = _check_url(args.url, "--url")
+        if err:
+            return err
+    if args.window_minutes is not None and not args.once:
+        return "--window-minutes is for --once (the console judges from the start of the watch)"
+    if args.once and args.probe_rate:
+        return "--once judges server metrics only; the canary runs with the console or --headless"
+    if args.once and args.window_minutes is None and args.min_window_minutes <= 0:
+        return "--once needs a window: give --window-minutes"
+    return None
+
+
+# ------------------------------------------------------------------ printing
+
+
+def _fmt(v, unit="", digits=1) -> str:
+    if v is None:
+        return "N/A"
+    if isinstance(v, str):
+        return v
+    return f"{v:.{digits}f}{unit}"
+
+
+def _hist_text(d) -> str:
+    if isinstance(d, dict):
+        return ", ".join(f"{k} {v}" for k, v in d.items() if k != "n")
+    return str(d)
+
+
+def format_state(session, out_json: bool = False) -> str:
+    from tui.core.watch import describe_window
+
+    v = session.verdict()
+    w = session.judgement.span or session.last_window
+    desc = describe_window(w, session.cfg) if w is not None else None
+    last = describe_window(session.last_window, session.cfg) if session.last_window is not None else None
+    if out_json:
+        return json.dumps({
+            "verdict": v.to_dict(), "engine": session.watcher.engine, "source": session.watcher.kind,
+            "scope": session.watcher.scope, "window": desc, "last_window": last,
+            "canary": session.canary_summary(), "error": session.error, "last_gap": session.last_gap,
+        }, indent=2, default=_json_default) + "\n"
+    lines = [f"servewatch watch: {session.watcher.engine or '?'} via {session.watcher.kind} "
+             f"{session.watcher.label}", f"  scope: {session.watcher.scope}"]
+    if desc is not None:
+        lines.append(f"  window: {desc['seconds']:.1f} s")
+        lines.append(f"  {desc['server_ttft_label']}")
+        lines.append(f"  finished: {_fmt(desc['finished_per_s'], ' req/s', 2)}; success {_fmt(desc['success'], '', 0)}, "
+                     f"aborted/errored {_fmt(desc['aborted_or_errored'], '', 0)}")
+        lines.append(f"  TTFT (server-side): {_hist_text(desc['ttft'])}")
+        lines.append(f"  end-to-end latency: {_hist_text(desc['e2e'])}")
+        lines.append(f"  queue time: {_hist_text(desc['queue_time'])}")
+        kv = desc["kv_cache_usage"]
+        lines.append(f"  queue: waiting {_fmt(desc['waiting'], '', 0)} (at start {_fmt(desc['waiting_at_start'], '', 0)}), "
+                     f"running {_fmt(desc['running'], '', 0)}, KV cache "
+                     f"{kv if isinstance(kv, str) else _fmt(None if kv is None else 100 * kv, '%', 0)}, "
+                     f"preemptions {_fmt(desc['preemptions'], '', 0)}")
+        gf = desc.get("good_fraction")
+        if gf:
+            lines.append(f"  good fraction (TTFT <= {session.cfg.slo_ttft_ms:g} ms): {gf['text']}")
+        if desc["gaps"]:
+            lines.append("  gaps: " + "; ".join(desc["gaps"]))
+    if session.error:
+        lines.append(f"  gap: {session.error}")
+    elif session.last_gap:
+        lines.append(f"  last gap: {session.last_gap}")
+    from tui.core.watch import canary_text
+
+    cs = canary_text(session.canary_summary())
+    if cs:
+        lines.append("  " + cs)
+    lines.append(f"verdict: {v.state}: {v.reason}")
+    if v.missing:
+        lines.append(f"  missing: {v.missing}")
+    for b in v.blocked:
+        lines.append(f"  PASS blocked: {b}")
+    for note in v.notes:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def _json_default(o):
+    if isinstance(o, float) and not math.isfinite(o):
+        return str(o)
+    return str(o)
+
+
+# ------------------------------------------------------------------ commands
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    err = usage_error(args)
+    if err:
+        print(f"servewatch: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        _config(args)
+    except ValueError as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not (args.once or args.headless):
+        return run_console(args)
+    return asyncio.run(_headless(args))
+
+
+def _open_recorder(path):
+    from tui.sources.recorder import Recorder
+
+    return Recorder(path)
+
+
+async def _headless(args) -> int:
+    from tui.sources.watch import WatchError, make_client
+
+    rec = None
+    if args.record:
+        try:
+            rec = _open_recorder(args.record)
+        except OSError as exc:
+            print(f"servewatch: cannot write {args.record}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+    client = make_client(_headers(args), insecure=args.insecure)
+    try:
+        session, err = build_session(args, client, emit=rec.write if rec else None)
+        if err:
+            print(f"servewatch: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            if args.once:
+                minutes = args.window_minutes if args.window_minutes is not None else args.min_window_minutes
+                w = await session.once(minutes * 60.0)
+                if w is None and session.watcher.engine is None:
+                    print(f"servewatch: {session.watcher.label}: {session.error}", file=sys.stderr)
+                    return EXIT_USAGE
+            else:
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                if args.duration:
+                    loop.call_later(args.duration, stop.set)
+
+                def tick():
+                    if not args.json:
+                        v = session.verdict()
+                        lw = session.last_window
+                        extra = f" gap: {session.last_gap}" if session.last_gap and (lw is None or lw.ttft is None) else ""
+                        print(f"[{time.strftime('%H:%M:%S')}] {v.state}: {v.reason}{extra}", flush=True)
+
+                try:
+                    await session.run(stop, first_window_s=args.min_window_minutes * 60.0 or None, on_update=tick)
+                except asyncio.CancelledError:
+                    pass
+        except WatchError as exc:
+            print(f"servewatch: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except Exception as exc:  # the first query/scrape could not even start
+            from tui.sources.watch import QueryError
+
+            if isinstance(exc, QueryError):
+                print(f"servewatch: {session.watcher.label}: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            raise
+        sys.stdout.write(format_state(session, out_json=args.json))
+        return exit_code(session.verdict().state)  # no TTFT histogram and no canary: INSUFFICIENT (3)
+    finally:
+        await client.aclose()
+        if rec is not None:
+            rec.close()
+
+
+# ------------------------------------------------------------------ console
+
+
+def run_console(args) -> int:
+    from tui.sources.watch_console import WatchConsoleSource, WatchSink
+
+    rec = None
+    if args.record:
+        try:
+            rec = _open_recorder(args.record)
+        except OSError as exc:
+            print(f"servewatch: cannot write {args.record}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        source = WatchConsoleSource(args, emit=rec.write if rec else None)
+        sink = WatchSink(source)
+        from tui.app import build_app
+
+        app = build_app(source, sink, None, theme=getattr(args, "theme", None))
+        code = app.run()
+        return int(code if code is not None else exit_code(sink.snapshot().verdict.state))
+    finally:
+        if rec is not None:
+            rec.close()
+
+
+def replay_watch_file(path: str, args) -> int:
+    """`servewatch replay` of a watch record file: the console on the recorded windows."""
+    from tui.core.watch import WatchConfig
+    from tui.sources.watch_console import WatchFileSource, WatchSink
+
+    try:
+        cfg = WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+                          min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
+    except (AttributeError, ValueError) as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    source = WatchFileSource(path, cfg)
+    sink = WatchSink(source)
+    from tui.app import build_app
+
+    app = build_app(source, sink, None, theme=getattr(args, "theme", None))
+    code = app.run()
+    return 3 if code is None else int(code)
+
+
+# ------------------------------------------------------------------ report on a watch record file
+
+
+def is_watch_file(path: str, probe_lines: int = 50) -> bool:
+    """True when the file's header says kind watch, or it carries watch records."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for i, line in enumerate(fh):
+                if i >= probe_lines:
+                    break
+                if '"type":"watch"' in line.replace(" ", ""):
+                    return True
+                if '"kind":"watch"' in line.replace(" ", "") and '"type":"run"' in line.replace(" ", ""):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def judge_watch_file(path: str, cfg):
+    """(WatchJudgement, engine, header, problems) from a watch record file; never raises on content."""
+    from tui.core.records import RecordError
+    from tui.core.watch import WatchJudgement, window_from_record
+
+    j = WatchJudgement(cfg)
+    header, engine, problems = {}, None, []
+    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except ValueError as exc:
+                problems.append(f"{path}:{n}: invalid JSON: {str(exc)[:60]}")
+                continue
+            if not isinstance(d, dict):
+                problems.append(f"{path}:{n}: line is not a JSON object")
+                continue
+            if d.get("type") == "run" and not header:
+                header = d
+            elif d.get("type") == "watch":
+                try:
+                    w = window_from_record(d)
+                except (ValueError, RecordError) as exc:
+                    problems.append(f"{path}:{n}: {exc}")
+                    continue
+                engine = w.engine
+                j.add(w)
+    return j, engine, header, problems
+
+
+def report_watch_file(path: str, args, out=None) -> int:
+    """`servewatch report` on a watch record file: the same judgement as the live watch."""
+    from tui.core.watch import ENGINES, WatchConfig, describe_window
+
+    out = out or sys.stdout
+    cfg = WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+                      min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
+    j, engine, header, problems = judge_watch_file(path, cfg)
+    for p in problems[:5]:
+        print(f"servewatch: {p}", file=sys.stderr)
+    if len(problems) > 5:
+        print(f"servewatch: ... and {len(problems) - 5} more problem lines", file=sys.stderr)
+    if engine is None:
+        print(f"servewatch: {path}: a watch file without usable watch records (0 windows)", file=sys.stderr)
+        return EXIT_USAGE
+    v = j.verdict(has_ttft=bool(ENGINES[engine].ttft))
+    src = (header.get("source") or {}) if isinstance(header, dict) else {}
+    w = j.span or j.last
+    if getattr(args, "json", False):
+        out.write(json.dumps({"source": src, "engine": engine, "windows": j.windows, "verdict": v.to_dict(),
+                              "window": describe_window(w, cfg) if w else None, "problems": len(problems)},
+                             indent=2, default=_json_default) + "\n")
+    else:
+        out.write(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}\n")
+        out.write(f"  engine {engine}, {j.windows} windows, scope: {(header.get('watch') or {}).get('scope', 'unknown')}\n")
+        out.write(f"verdict: {v.state}: {v.reason}\n")
+        for b in v.blocked:
+            out.write(f"  PASS blocked: {b}\n")
+        for note in v.notes:
+            out.write(f"  note: {note}\n")
+    return exit_code(v.state) if ENGINES[engine].ttft else EXIT_INSUFFICIENT
