@@ -33,7 +33,10 @@ async def wait_for(pilot, pred, what: str, source: LiveSource, timeout: float = 
     while not pred():
         assert source.error is None, f"the live run failed: {source.error}"
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; last progress: {source.last_progress!r}")
+            snap = pilot.app.snapshot
+            raise AssertionError(f"timed out waiting for {what}; last progress: {source.last_progress!r}; "
+                                 f"good pane: {pilot.app.query_one('#good-text').visual.plain!r}; "
+                                 f"queue: {None if snap is None else (snap.queue.waiting, snap.queue.running, snap.queue.client_in_flight)}")
         await pilot.pause(0.05)
 
 
