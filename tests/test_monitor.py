@@ -12,12 +12,12 @@ def mk(i, t, ttft, ok=True, level=4, phase="measure", error=None, out=32):
                          phase=phase, level=level, output_tokens=out)
 
 
-def feed(mon, n, p_good, rate=1.0, seed=0, start=0.0, level=4):
+def feed(mon, n, p_good, rate=1.0, seed=0, start=0.0, level=4, first_id=0):
     rng = random.Random(seed)
     for i in range(n):
         t = start + i / rate
         ttft = 0.2 if rng.random() < p_good else 1.5
-        mon.add(mk(i, t, ttft, level=level))
+        mon.add(mk(first_id + i, t, ttft, level=level))
 
 
 def test_seed_like_log_insufficient_window_with_what_is_missing():
@@ -82,7 +82,7 @@ def test_levels_rolling_queue_issues_and_recent_cap():
     m.add(StepRecord(t=0.0, event="start", level=1, mode="closed"))
     feed(m, 100, 1.0, level=1)
     m.add(StepRecord(t=100.0, event="end", level=1, mode="closed", info={"lateness_p99_ms": 3.0}))
-    feed(m, 100, 0.0, level=8, start=200.0)
+    feed(m, 100, 0.0, level=8, start=200.0, first_id=100)  # request ids are unique within a run
     m.add(QueueSample(t=250.0, source="llamacpp", waiting=4, running=4, client_in_flight=8))
     m.add(LineIssue("f.jsonl", 7, "invalid JSON"))
     s = m.snapshot()
@@ -92,7 +92,7 @@ def test_levels_rolling_queue_issues_and_recent_cap():
     assert s.rolling.good.n <= 11  # 10 s window at 1 req/s
     assert s.queue.waiting == 4 and s.queue.client_in_flight == 8
     assert s.malformed == 1 and s.malformed_examples == ("f.jsonl:7: invalid JSON",)
-    assert len(s.recent) == 50 and s.recent[-1].id == "r99"
+    assert len(s.recent) == 50 and s.recent[-1].id == "r199"
 
 
 def test_gpu_state_without_telemetry_and_with_budget():

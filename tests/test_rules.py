@@ -121,7 +121,7 @@ records_strategy = st.builds(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(records_strategy, min_size=1, max_size=40))
+@given(st.lists(records_strategy, min_size=1, max_size=40, unique_by=lambda d: d["id"]))  # ids are unique in a run
 def test_monitor_record_and_report_agree_on_every_outcome(records):
     recs = [parse_line(json.dumps(d)) for d in records]
     m = Monitor(MonitorConfig(slo_ttft_ms=1000.0, min_window_s=0))

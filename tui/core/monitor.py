@@ -71,6 +71,10 @@ class MonitorConfig:
     min_requests: int | None = None  # default: the fewest requests with which PASS is possible
     rolling_s: float = 60.0
     rolling_n: int | None = None  # when set, the rolling window is the last N requests instead
+    # A request id seen again is an input problem: counted and shown, never counted twice (a file with
+    # each request repeated ten times must not reach PASS on a tenth of the evidence). The load generator
+    # makes ids unique by construction and turns this off so a soak's memory stays flat.
+    check_duplicate_ids: bool = True
     recent_rows: int = 500
     bucket_s: float = 5.0  # sparkline bucket width (record time)
     batch_s: float = 15.0  # shortest batch length of the dependence correction (also x2, x4, x8)
@@ -248,6 +252,8 @@ class Monitor:
         self.malformed = 0
         self.truncated = 0
         self.unknown_types = 0
+        self.duplicates = 0
+        self._ids: set[int] | None = set() if cfg.check_duplicate_ids else None
         self.examples: list[str] = []
         self.errors_by_class: dict[str, int] = {}
         self.levels: dict[tuple, _LevelState] = {}
@@ -370,6 +376,13 @@ class Monitor:
 
     def _add_request(self, r: RequestRecord) -> None:
         # The hot path of every reader (1M-record replays): locals, no per-record objects beyond tuples.
+        ids = self._ids
+        if ids is not None:
+            h = hash(r.id)  # 64-bit: a collision among a million ids has odds of about 1 in 10^7
+            if h in ids:
+                self._duplicate(r)
+                return
+            ids.add(h)
         self.requests_total += 1
         t_end = r.t_end
         t_sent = r.t_sent
@@ -461,6 +474,12 @@ class Monitor:
         """(level, round, state, n, t) for every verdict state change, in arrival order: the first
         TIMELINE_HEAD and the last TIMELINE_TAIL of them (``timeline_omitted`` counts the rest)."""
         return tuple(self._timeline_head) + tuple(self._timeline_tail)
+
+    def _duplicate(self, r: RequestRecord) -> None:
+        self.duplicates += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            where = f"{self.source}: " if self.source else ""
+            self.examples.append(f"{where}request id {r.id!r} appears again: counted once (the first)")
 
     def _evict(self, now: float) -> None:
         roll = self._roll
@@ -716,6 +735,7 @@ class Monitor:
             malformed=self.malformed,
             malformed_examples=tuple(self.examples),
             unknown_types=self.unknown_types,
+            duplicates=self.duplicates,
             truncated=self.truncated,
             host=dict(self._host),
             notes=tuple(notes),

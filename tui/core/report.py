@@ -179,7 +179,8 @@ def build_report(snap: Snapshot, budget=None, level: float | None = None, qualit
         "cancelled": {"open_not_judged": snap.cancelled_open, "past_slo_counted_failed": snap.cancelled_late,
                       "note": snap.cancelled_note},
         "input_problems": {"malformed": snap.malformed, "truncated": snap.truncated,
-                           "unknown_types": snap.unknown_types, "examples": list(snap.malformed_examples)},
+                           "unknown_types": snap.unknown_types, "duplicate_request_ids": snap.duplicates,
+                           "examples": list(snap.malformed_examples)},
         "quality": quality or "not run",
         "conclusion": {"ready_for_traffic": ready, "missing_or_failed": missing,
                        "budget": None if budget is None else ("feasible" if budget.fits else "does not fit"),
@@ -297,9 +298,10 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"  cancelled: {cn} (measured requests, all levels; open ones are excluded from the good fraction "
             "and the verdict, and all stay in the record file)")
     ip = rep["input_problems"]
-    if ip["malformed"] or ip["truncated"] or ip["unknown_types"]:
+    if ip["malformed"] or ip["truncated"] or ip["unknown_types"] or ip["duplicate_request_ids"]:
         add(f"  input problems: {ip['malformed']} malformed, {ip['truncated']} truncated, "
-            f"{ip['unknown_types']} unknown-type lines")
+            f"{ip['unknown_types']} unknown-type lines, {ip['duplicate_request_ids']} repeated request ids "
+            "(counted once)")
         for e in ip["examples"]:
             add(f"    {e}")
     for n in rep["notes"]:

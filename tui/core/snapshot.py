@@ -196,6 +196,7 @@ class Snapshot:
     # Measured requests cancelled by the user or by servewatch (all levels; warmup not counted):
     cancelled_open: int = 0  # still open when cancelled: excluded from good fractions and verdicts, shown
     cancelled_late: int = 0  # already past the SLO without a first token within it: counted as failed
+    duplicates: int = 0  # request records whose id was seen before: not counted again (an input problem)
 
     @property
     def cancelled_note(self) -> str | None:

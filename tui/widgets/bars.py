@@ -165,13 +165,15 @@ class VerdictBar(Static):
             head += f"  [{var}]{esc(v.missing)}[/]"
         lines = pack([head, *self.status_parts()], width)
         lines += [f"[$sw-na]{esc(part)}[/]" for part in wrap_reason(v.reason, width, self.max_reason_lines)]
-        issues = snap.malformed + snap.truncated + snap.unknown_types
+        issues = snap.malformed + snap.truncated + snap.unknown_types + snap.duplicates
         if issues:
             counts = [f"{snap.malformed} malformed"]
             if snap.truncated:
                 counts.append(f"{snap.truncated} truncated")
             if snap.unknown_types:
                 counts.append(f"{snap.unknown_types} unknown type")
+            if snap.duplicates:
+                counts.append(f"{snap.duplicates} repeated id")
             examples = "; ".join(esc(e) for e in snap.malformed_examples[:3])
             lines.append(f"[$sw-bad]lines skipped: {', '.join(counts)}[/]  [$sw-na]{examples}[/]")
         self.update("\n".join(lines))
