@@ -23,7 +23,8 @@ from tui.core import quality as Q
 from tui.core.report import conclusion as three_part_conclusion
 from tui.core import provenance as _prov
 from tui.core.budgetview import budget_view, server_capacity
-from tui.core.levels import LevelNotInFile, combine_states, judge_level, row_mode  # noqa: F401 (re-exported)
+from tui.core.capacity import CapRow, cap_rows, goodput_drop, measure_capacity  # noqa: F401 (goodput_drop re-exported)
+from tui.core.levels import LevelNotInFile, combine_states, judge_level, level_key, row_mode  # noqa: F401 (re-exported)
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot
 
 SCHEMA = "servewatch.acceptance/1"
@@ -329,156 +330,42 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
     }
 
 
-_STATE_ORDER = {FAIL: 0, UNDECIDED: 1, INSUFFICIENT_WINDOW: 2, PASS: 3}
-
-
-def _level_key(level: float | None) -> float:
-    return -math.inf if level is None else level
-
-
-def goodput_drop(rows: Sequence[dict], unit: str = "level") -> str | None:
-    """Effective throughput can fall as load rises: one sentence when the highest level's goodput is
-    more than 10% below the best level's (rows: level_row_dict rows of one mode)."""
-    gp = [(r["level"], r["goodput_per_s"]) for r in sorted(rows, key=lambda r: _level_key(r["level"]))
-          if r.get("goodput_per_s") is not None]
-    if len(gp) < 2:
-        return None
-    best = max(gp, key=lambda x: x[1])
-    last = gp[-1]
-    if last[0] == best[0] or not last[1] < 0.9 * best[1]:
-        return None
-    return (f"Goodput fell from {best[1]:.2f} good requests/s at {unit} {_fmt_level(best[0])} to {last[1]:.2f} at "
-            f"{unit} {_fmt_level(last[0])}: more load delivered fewer good requests.")
-
-
-def _diagnose(rows: list[dict], limiting: list[dict], base_rows: list[dict], unit: str) -> list[str]:
-    """Why the limiting level does not pass: errors, slow TTFT, queueing, TPOT growth, client saturation."""
-    out: list[str] = []
-    n = sum(r["n"] for r in limiting)
-    if not n:
-        return out
-    lvl = _fmt_level(limiting[0]["level"])
-    failed = sum(r["failed"] for r in limiting)
-    slow = sum(r["slow"] for r in limiting)
-    waits = [r["max_waiting"] for r in limiting if r["max_waiting"] is not None]
-    tp = [r["tpot_ms_p50"] for r in limiting if r["tpot_ms_p50"] is not None]
-    tp0 = [r["tpot_ms_p50"] for r in base_rows if r["tpot_ms_p50"] is not None]
-    causes = []
-    if failed:
-        causes.append((failed / n, f"errors: {failed} of {n} requests failed ({_pct(failed / n)})"))
-    if slow:
-        causes.append((slow / n, f"slow first tokens: {slow} of {n} requests completed with TTFT over the SLO "
-                                 f"({_pct(slow / n)})"))
-    causes.sort(key=lambda c: -c[0])
-    out += [f"At {unit} {lvl}: " + "; ".join(c[1] for c in causes) + "." if causes else
-            f"At {unit} {lvl}: no failed or slow requests, but the window is not yet conclusive."]
-    if waits and max(waits) > 0:
-        out.append(f"Queueing: the server queue held up to {max(waits):g} waiting requests at {unit} {lvl} "
-                   "(queue records): requests waited for a free slot, which adds directly to TTFT.")
-    elif waits:
-        out.append(f"Queueing: the server reported no waiting requests at {unit} {lvl}.")
-    else:
-        out.append("Queueing: no server queue telemetry in the records.")
-    if tp and tp0 and min(tp0) > 0 and limiting[0]["level"] != base_rows[0]["level"]:
-        growth = max(tp) / min(tp0)
-        out.append(f"TPOT: the median time per output token grew {growth:.1f}x from the lowest level "
-                   f"({min(tp0):.1f} ms to {max(tp):.1f} ms)" + (": decoding slows as the batch grows." if growth >= 1.5
-                                                                     else ", not the main limit."))
-    if any(r["saturated"] for r in limiting):
-        out.append("The load generator could not keep its schedule at this level (client saturated): "
-                   "its results are not valid.")
-    return out
-
-
 def measured_section(
     runs: Sequence[RunInput], budget_candidate: int | None, required_level: float | None
 ) -> dict:
+    """Section 4: every level row, the judged level and the measured capacity with what limits it
+    (``tui.core.capacity.measure_capacity``, the function the console and `sweep` use too)."""
     rows: list[dict] = []
+    crows: list[CapRow] = []
     for r in runs:
+        crows += cap_rows(r.source, r.snapshot.levels, r.snapshot.header)
         for lr in r.snapshot.levels:
             rows.append(level_row_dict(r.source, lr, r.snapshot.header))
-    rows.sort(key=lambda x: (str(x["mode"]), _level_key(x["level"]), x["round"], x["source"]))
-    modes = sorted({r["mode"] for r in rows}, key=lambda m: (m != "closed", m != "open", str(m)))
-    per_mode: dict[str, dict] = {}
-    for mode in modes:
-        mrows = [r for r in rows if r["mode"] == mode]
-        levels = sorted({r["level"] for r in mrows}, key=_level_key)
-        states = []
-        for lv in levels:
-            lrs = [r for r in mrows if r["level"] == lv]
-            states.append({"level": lv, "state": combine_states(r["verdict"] for r in lrs),
-                           "rounds": len(lrs), "n": sum(r["n"] for r in lrs)})
-        passing = [s for s in states if s["state"] == PASS]
-        cap = passing[-1] if passing else None
-        per_mode[str(mode)] = {"mode": mode, "unit": {"closed": "concurrency", "open": "req/s"}.get(mode, "level"),
-                               "levels": states, "capacity": None if cap is None else cap["level"],
-                               "has_capacity": cap is not None}
-    primary = per_mode[str(modes[0])] if modes else None
-    notes: list[str] = []
-    comparison: list[str] = []
-    state = INSUFFICIENT_WINDOW
-    reason = "no measured requests in the record files"
-    judged = None
-    capacity = None
-    has_cap = False
-    unit = "level"
-    if primary is not None:
-        unit = primary["unit"]
-        states = primary["levels"]
-        has_cap = primary["has_capacity"]
-        capacity = primary["capacity"]
-        cap_txt = "the recorded load (no level recorded)" if has_cap and capacity is None else f"{unit} {_fmt_level(capacity)}"
-        if has_cap:
-            below_fail = [s for s in states if s["state"] == FAIL and _level_key(s["level"]) < _level_key(capacity)]
-            if below_fail:
-                notes.append(f"non-monotonic results: {unit} {_fmt_level(below_fail[0]['level'])} FAILed although "
-                             f"{cap_txt} PASSed; repeat the ramp before trusting the capacity")
-        judged = judge_level(((r["level"], r["mode"], r["verdict"]) for r in rows), required_level)
-    if primary is not None and judged is not None:
+    rows.sort(key=lambda x: (str(x["mode"]), level_key(x["level"]), x["round"], x["source"]))
+    cap = measure_capacity(crows, budget_candidate)
+    n_by = {(m, lv): n for m, lv, n in cap.n_by_level}
+    by_mode = [{"mode": t.mode, "unit": t.unit,
+                "levels": [{"level": s.level, "state": s.state, "rounds": s.rounds, "n": n_by[(t.mode, s.level)]}
+                           for s in t.levels],
+                "capacity": t.capacity, "has_capacity": t.has_capacity} for t in cap.tables]
+    judged = judge_level(((r["level"], r["mode"], r["verdict"]) for r in rows), required_level)
+    state, reason, summary = INSUFFICIENT_WINDOW, "no measured requests in the record files", None
+    unit, has_cap, capacity = cap.unit, cap.has_capacity, cap.capacity
+    if judged is not None:
         state = judged.state
         reason = f"{judged.unit} {_fmt_level(judged.level)} ({judged.why}): {state}"
         if judged.rounds > 1:
             reason += f" ({judged.rounds} rounds combined: FAIL if any FAILs, PASS only if all PASS)"
         if has_cap and judged.level != capacity:
-            reason += f"; measured capacity {cap_txt}"
+            reason += f"; measured capacity {cap.capacity_text}"
         elif not has_cap:
             reason += "; no level PASSes"
-        # capacity beside the memory-only candidate
-        mrows = [r for r in rows if r["mode"] == primary["mode"]]
-        lowest_rows = [r for r in mrows if r["level"] == states[0]["level"]]
-        above = [s for s in states if s["state"] != PASS and (not has_cap or _level_key(s["level"]) > _level_key(capacity))]
-        # explain the first level that FAILs (the gate broke there); else the first one not yet passing
-        failing = [s for s in above if s["state"] == FAIL]
-        limiting_level = (failing or above)[0]["level"] if above else None
-        limiting_rows = [r for r in mrows if above and r["level"] == limiting_level]
-        if not has_cap:
-            comparison.append("No level PASSes, so there is no measured capacity to set beside the memory-only "
-                              f"candidate{'' if budget_candidate is None else f' ({budget_candidate})'}.")
-        elif primary["mode"] != "closed":
-            comparison.append(f"Measured capacity {cap_txt} is a request rate; the memory-only candidate "
-                              f"{'' if budget_candidate is None else f'({budget_candidate} sequences) '}counts concurrent "
-                              "sequences, so the two are not directly comparable.")
-        elif budget_candidate is not None and capacity is not None:
-            if capacity < budget_candidate:
-                if above:
-                    comparison.append(f"Measured capacity ({unit} {capacity:g}) is below the memory-only candidate "
-                                      f"({budget_candidate}): latency limits the deployment before memory does.")
-                else:
-                    comparison.append(f"Measured capacity is at least {unit} {capacity:g}, the highest level tested; "
-                                      f"levels up to the memory-only candidate ({budget_candidate}) were not tested, so "
-                                      "the true capacity may be higher.")
-            elif capacity == budget_candidate:
-                comparison.append(f"Measured capacity equals the memory-only candidate ({budget_candidate}): memory is "
-                                  "the binding limit at this workload.")
-            else:
-                comparison.append(f"Measured capacity ({unit} {capacity:g}) exceeds the memory-only candidate "
-                                  f"({budget_candidate}): the budget assumes every sequence holds max_seq tokens; this "
-                                  "workload's sequences are shorter. Full-length sequences would still be limited by memory.")
-        if limiting_rows:
-            comparison += _diagnose(mrows, limiting_rows, lowest_rows, unit)
-        drop = goodput_drop(mrows, unit)
-        if drop:
-            comparison.append(drop)
+        frows = [r for r in rows if r["mode"] == cap.mode and r["level"] == judged.level]
+        if frows:
+            summary = "; ".join(
+                f"{_pct(r['good_fraction'], 0)} good on {r['n']} requests at {unit} {_fmt_level(r['level'])}"
+                + (f" round {r['round']}" if len(frows) > 1 else "") for r in frows)
+    notes = list(cap.notes)
     problems = []
     for r in runs:
         sn = r.snapshot
@@ -489,21 +376,11 @@ def measured_section(
             problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
                              "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
                              "notes": [_str(n) for n in sn.notes]})
-    summary = None
-    if primary is None:
-        judged = judge_level((), required_level)  # raises LevelNotInFile when a level was asked for
-    if primary is not None and judged is not None:
-        focus = judged.level
-        frows = [r for r in rows if r["mode"] == primary["mode"] and r["level"] == focus]
-        if frows:
-            summary = "; ".join(
-                f"{_pct(r['good_fraction'], 0)} good on {r['n']} requests at {unit} {_fmt_level(r['level'])}"
-                + (f" round {r['round']}" if len(frows) > 1 else "") for r in frows)
     return {
         "levels": rows,
         "summary": summary,
-        "by_mode": list(per_mode.values()),
-        "primary_mode": None if primary is None else primary["mode"],
+        "by_mode": by_mode,
+        "primary_mode": cap.mode if cap.tables else None,
         "unit": unit,
         "measured_capacity": capacity if has_cap else None,
         "has_measured_capacity": has_cap,
@@ -514,7 +391,7 @@ def measured_section(
             "rounds": judged.rounds, "measured_capacity": judged.capacity,
             "has_measured_capacity": judged.has_capacity, "levels_present": list(judged.present),
             "text": judged.describe()},
-        "capacity_vs_memory": comparison,
+        "capacity_vs_memory": list(cap.limits),
         "state": state,
         "reason": reason,
         "notes": notes,
