@@ -196,6 +196,9 @@ class Snapshot:
     # Measured requests cancelled by the user or by servewatch (all levels; warmup not counted):
     cancelled_open: int = 0  # still open when cancelled: excluded from good fractions and verdicts, shown
     cancelled_late: int = 0  # already past the SLO without a first token within it: counted as failed
+    #: tui.core.capacity.Capacity of ``levels`` against the budget's candidate: the sweep pane's (and `sweep`'s
+    #: and `accept`'s) measured capacity, per-level states and what limits it; None: not computed
+    capacity: Any = None
 
     @property
     def cancelled_note(self) -> str | None:
