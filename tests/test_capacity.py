@@ -80,10 +80,10 @@ def test_pane_sweep_and_accept_agree_on_one_ramp(tmp_path):
 
 
 def test_the_pane_shows_the_same_capacity_and_limits():
-    from tui.widgets.sweep import sweep_markup  # noqa: PLC0415 (Textual only in this test)
-
     import tempfile
     from pathlib import Path
+
+    from tui.widgets.sweep import sweep_markup
 
     with tempfile.TemporaryDirectory() as d:
         path = ramp_file(Path(d))

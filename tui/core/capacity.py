@@ -112,8 +112,8 @@ def _diagnose(limiting: list[LevelRow], base_rows: list[LevelRow], unit: str) ->
     if failed:
         causes.append((failed / n, f"errors: {failed} of {n} requests failed ({_pct(failed / n)})"))
     if slow:
-        causes.append((slow / n, f"slow first tokens: {slow} of {n} requests completed with TTFT over the SLO "
-                                 f"({_pct(slow / n)})"))
+        causes.append((slow / n, (f"slow first tokens: {slow} of {n} requests completed with TTFT over the SLO "
+                                 f"({_pct(slow / n)})")))
     causes.sort(key=lambda c: -c[0])
     out += [f"At {unit} {lvl}: " + "; ".join(c[1] for c in causes) + "." if causes else
             f"At {unit} {lvl}: no failed or slow requests, but the window is not yet conclusive."]
@@ -139,27 +139,27 @@ def _versus_candidate(t: ModeTable, cap_txt: str, candidate: int | None, unteste
     """The measured capacity beside the memory-only candidate, in one sentence (or none)."""
     capacity, unit = t.capacity, t.unit
     if not t.has_capacity:
-        return ["No level PASSes, so there is no measured capacity to set beside the memory-only "
-                f"candidate{'' if candidate is None else f' ({candidate})'}."]
+        return [("No level PASSes, so there is no measured capacity to set beside the memory-only "
+                f"candidate{'' if candidate is None else f' ({candidate})'}.")]
     if t.mode != "closed":
-        return [f"Measured capacity {cap_txt} is a request rate; the memory-only candidate "
+        return [(f"Measured capacity {cap_txt} is a request rate; the memory-only candidate "
                 f"{'' if candidate is None else f'({candidate} sequences) '}counts concurrent "
-                "sequences, so the two are not directly comparable."]
+                "sequences, so the two are not directly comparable.")]
     if candidate is None or capacity is None:
         return []
     if capacity < candidate:
         if untested_above:
-            return [f"Measured capacity ({unit} {capacity:g}) is below the memory-only candidate "
-                    f"({candidate}): latency limits the deployment before memory does."]
-        return [f"Measured capacity is at least {unit} {capacity:g}, the highest level tested; "
+            return [(f"Measured capacity ({unit} {capacity:g}) is below the memory-only candidate "
+                    f"({candidate}): latency limits the deployment before memory does.")]
+        return [(f"Measured capacity is at least {unit} {capacity:g}, the highest level tested; "
                 f"levels up to the memory-only candidate ({candidate}) were not tested, so "
-                "the true capacity may be higher."]
+                "the true capacity may be higher.")]
     if capacity == candidate:
-        return [f"Measured capacity equals the memory-only candidate ({candidate}): memory is "
-                "the binding limit at this workload."]
-    return [f"Measured capacity ({unit} {capacity:g}) exceeds the memory-only candidate "
+        return [(f"Measured capacity equals the memory-only candidate ({candidate}): memory is "
+                "the binding limit at this workload.")]
+    return [(f"Measured capacity ({unit} {capacity:g}) exceeds the memory-only candidate "
             f"({candidate}): the budget assumes every sequence holds max_seq tokens; this "
-            "workload's sequences are shorter. Full-length sequences would still be limited by memory."]
+            "workload's sequences are shorter. Full-length sequences would still be limited by memory.")]
 
 
 def measure_capacity(rows: Iterable[CapRow], candidate: int | None = None, fits: bool | None = None) -> Capacity:
@@ -202,5 +202,13 @@ def measure_capacity(rows: Iterable[CapRow], candidate: int | None = None, fits:
                     t.has_capacity, candidate, tuple(limits), tuple(notes), ax, why)
 
 
-__all__ = ["Capacity", "CapRow", "axis_candidate", "budget_candidate", "cap_rows", "goodput_drop",
-           "measure_capacity", "snapshot_rows"]
+__all__ = [
+    "CapRow",
+    "Capacity",
+    "axis_candidate",
+    "budget_candidate",
+    "cap_rows",
+    "goodput_drop",
+    "measure_capacity",
+    "snapshot_rows",
+]

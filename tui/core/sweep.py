@@ -14,7 +14,6 @@ from tui.core.capacity import cap_rows, measure_capacity
 from tui.core.report import fmt_level, fmt_pct
 from tui.core.snapshot import FAIL, LevelRow, Snapshot
 
-
 #: Top of the default sweep ladder when no budget (so no memory-only candidate) is given: 1, 2, 4, ..., 64.
 DEFAULT_MAX_LEVEL = 64
 
@@ -78,8 +77,8 @@ def sweep_summary(snapshot: Snapshot, budget=None, source: str = "") -> dict[str
 
 def format_sweep(s: dict[str, Any]) -> str:
     lines = ["Capacity sweep (measured; good = completed AND TTFT <= SLO)",
-             f"  {s['unit'][:11]:>11} rnd      n  good%  interval      P50      P95      P99   TPOT  req/s  tok/s "
-             "goodput  wait  GPU GiB  verdict"]
+             (f"  {s['unit'][:11]:>11} rnd      n  good%  interval      P50      P95      P99   TPOT  req/s  tok/s "
+             "goodput  wait  GPU GiB  verdict")]
 
     def ms(t, k):
         v = t[k]["value_ms"]

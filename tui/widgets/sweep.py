@@ -57,8 +57,8 @@ def bar_markup(fraction: float | None, target: float | None, cells: int, var: st
     """``cells`` bar cells for a 0..1 fraction (eighth-block resolution), coloured ``var``, with the
     target line drawn as an extra column between the cells below and above the target."""
     cells = max(1, cells)
-    tcol = None if target is None else min(cells, max(0, int(round(target * cells))))
-    eighths = 0 if fraction is None else int(round(min(1.0, max(0.0, fraction)) * cells * 8))
+    tcol = None if target is None else min(cells, max(0, round(target * cells)))
+    eighths = 0 if fraction is None else round(min(1.0, max(0.0, fraction)) * cells * 8)
     out: list[str] = []
     run_var: str | None = None
     run: list[str] = []
@@ -118,7 +118,7 @@ def sweep_markup(snap: Snapshot, width: int) -> str:
     if wide:
         cells = min(cells, WIDE_BAR_MAX)
     target = snap.target
-    tcol = min(cells, max(0, int(round(target * cells))))
+    tcol = min(cells, max(0, round(target * cells)))
     tested = {r.level for r in rows}
 
     lines: list[str] = []
