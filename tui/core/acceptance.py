@@ -95,6 +95,11 @@ def _f(v: float | None, digits: int = 2) -> str:
     return "N/A" if v is None else f"{v:.{digits}f}"
 
 
+def _map(v: Any) -> Mapping[str, Any]:
+    """``v`` when it is a mapping, else an empty one (a field a record file may lack or get wrong)."""
+    return v if isinstance(v, Mapping) else {}
+
+
 def _jsonable(x: Any) -> Any:
     """Replace non-finite floats (JSON cannot hold them) by strings."""
     if isinstance(x, float) and not math.isfinite(x):
@@ -185,7 +190,7 @@ def budget_section(budget: Any, source: str | None, header: Mapping | None = Non
 
 
 def _gpu_from_run(snap: Snapshot) -> dict:
-    env = snap.header.get("environment") if isinstance(snap.header.get("environment"), Mapping) else {}
+    env = _map(snap.header.get("environment"))
     g = env.get("gpu")
     if isinstance(g, Mapping) and isinstance(g.get("devices"), list) and g["devices"]:
         devs = []
@@ -214,9 +219,9 @@ def environment_section(runs: Sequence[RunInput], generator: Mapping) -> dict:
     out_runs = []
     for r in runs:
         h = r.snapshot.header
-        env = h.get("environment") if isinstance(h.get("environment"), Mapping) else {}
-        srv = env.get("server") if isinstance(env.get("server"), Mapping) else {}
-        tgt = h.get("target") if isinstance(h.get("target"), Mapping) else {}
+        env = _map(h.get("environment"))
+        srv = _map(env.get("server"))
+        tgt = _map(h.get("target"))
         out_runs.append({
             "source": r.source,
             "provenance": provenance(r.snapshot),
@@ -262,7 +267,7 @@ def load_section(runs: Sequence[RunInput]) -> list[dict]:
     out = []
     for r in runs:
         h = r.snapshot.header
-        ld = h.get("load") if isinstance(h.get("load"), Mapping) else {}
+        ld = _map(h.get("load"))
         levels = ld.get("levels")
         out.append({
             "source": r.source,
@@ -425,18 +430,18 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         return {"run": False, "state": "not run", "source": None}
     comparison, verdict = Q.recheck(doc)
     notes: list[str] = []
-    saved = doc.get("verdict") if isinstance(doc.get("verdict"), Mapping) else {}
+    saved = _map(doc.get("verdict"))
     if saved.get("state") and saved.get("state") != verdict["state"]:
         notes.append(f"the file says {saved.get('state')}, its cases say {verdict['state']}: the recomputed verdict is used")
-    cand = doc.get("candidate") or {}
+    cand = _map(doc.get("candidate"))
     base = doc.get("baseline") if isinstance(doc.get("baseline"), Mapping) else None
     s_c = Q.summarize(cand.get("cases") or [])
     s_b = Q.summarize(base.get("cases") or []) if base else None
-    tgt = cand.get("target") if isinstance(cand.get("target"), Mapping) else {}
+    tgt = _map(cand.get("target"))
     qmodel = _str(tgt.get("model"))
     if qmodel and measured_models and qmodel not in measured_models:
         notes.append(f"quality was run against model {qmodel}, the load test against {', '.join(measured_models)}")
-    st = doc.get("set") if isinstance(doc.get("set"), Mapping) else {}
+    st = _map(doc.get("set"))
     if st.get("starter"):
         notes.append("quality used the STARTER set: replace it with the team's own key tasks")
     return {
@@ -455,7 +460,7 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         },
         "set": {"source": _str(st.get("source")), "label": _str(st.get("label")), "starter": bool(st.get("starter")),
                 "cases": len(cand.get("cases") or []),
-                "long_context": st.get("long_context") if isinstance(st.get("long_context"), Mapping) else {}},
+                "long_context": _map(st.get("long_context"))},
         "candidate_overall": s_c["overall"],
         "categories": s_c["categories"],
         "baseline_categories": s_b["categories"] if s_b else None,

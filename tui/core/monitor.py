@@ -182,26 +182,9 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
 
 class _LevelState:
     __slots__ = (
-        "_sorted_cache",
-        "completed",
-        "failed",
-        "first_t",
-        "good",
-        "judge",
-        "last_t",
-        "lateness_p99_ms",
-        "level",
-        "max_waiting",
-        "mode",
-        "n",
-        "out_tokens",
-        "peak_gpu_gib",
-        "round",
-        "saturated",
-        "slow",
-        "tpot_sketch",
-        "ttft",
-        "verdict_cache",
+        "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
+        "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
+        "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
     )
 
     def __init__(self, level, rnd, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -450,7 +433,9 @@ class Monitor:
             self._roll_good -= roll[0][1]
         roll.append((t_end, good, ttft_ms, failed, ot, tpot_ms))
         self._roll_good += good
-        if self._rolling_n or roll[0][0] < t_end - self._rolling_s:
+        if self._rolling_n:
+            self._evict(t_end)
+        elif roll[0][0] < t_end - self._rolling_s:
             self._evict(t_end)
         # sparkline buckets
         bidx = int(t_end // self._bucket_s)

@@ -140,7 +140,7 @@ def sweep_markup(snap: Snapshot, width: int) -> str:
     cand_pending = cand is not None and cand not in tested
     last_of_level = {r.level: i for i, r in enumerate(rows)}
     for i, (r, lab) in enumerate(zip(rows, labels)):
-        if cand_pending and cand < r.level:
+        if cand_pending and cand is not None and r.level is not None and cand < r.level:
             lines.append(candidate_line(False))
             cand_pending = False
         state = r.verdict.state
@@ -181,7 +181,7 @@ def sweep_markup(snap: Snapshot, width: int) -> str:
     return "\n".join(lines)
 
 
-class SweepPane(PaneMixin, VerticalScroll):
+class SweepPane(PaneMixin, VerticalScroll):  # type: ignore[misc]  # (PaneMixin.border_title, as every pane)
     """Good fraction per level (and round) against the target, candidate marker, measured capacity."""
 
     def __init__(self, budget: Any = None, **kw) -> None:  # budget: kept for the app's call; the snapshot has it
