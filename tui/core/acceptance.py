@@ -1,11 +1,14 @@
-"""The acceptance report: budget, environment, load, measured results, quality, cost, rollback, conclusion.
+"""The acceptance report's analysis: budget, environment, load, measured results, quality, cost, rollback, conclusion.
 
 Pure domain, standard library only. The inputs are already-analysed snapshots (one per record
 file, from the core ``Monitor``), the budget, a quality result dict and a few numbers; nothing is
-read here and no statistic is recomputed: every per-level number comes from the snapshot.
+read here and no statistic is recomputed: every per-level number comes from the snapshot, and the
+measured capacity with what limits it from ``tui.core.capacity.measure_capacity`` (the function the
+console's sweep pane and `servewatch sweep` use). Each section is one ``*_section`` function returning
+plain data; ``build_acceptance(...) -> dict`` assembles the JSON document.
 
-``build_acceptance(...) -> dict`` (the JSON document), ``render_markdown(doc) -> str`` and
-``render_html(doc, md) -> str`` (a plain escaped rendering). See ``docs/acceptance.md``.
+Rendering lives in ``tui.core.acceptance_render`` (one markdown function per section, and the HTML
+page); ``render_markdown`` and ``render_html`` are re-exported here. See ``docs/acceptance.md``.
 """
 
 from __future__ import annotations
