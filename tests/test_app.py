@@ -556,7 +556,7 @@ async def test_sweep_view_shows_levels_target_candidate_and_measured_capacity(tm
         # colours: each level's bar and figure take its verdict's theme variable
         from tui.widgets.sweep import sweep_markup
 
-        markup = sweep_markup(snap, app.budget, 37).splitlines()
+        markup = sweep_markup(snap, 37).splitlines()
         row8 = next(ln for ln in markup if ln.lstrip().startswith("8 "))
         row4 = next(ln for ln in markup if ln.lstrip().startswith("4 "))
         assert "$sw-bad]" in row8 and "$sw-good" not in row8

@@ -1,30 +1,43 @@
-"""The acceptance report: budget, environment, load, measured results, quality, cost, rollback, conclusion.
+"""The acceptance report's analysis: budget, environment, load, measured results, quality, cost, rollback, conclusion.
 
 Pure domain, standard library only. The inputs are already-analysed snapshots (one per record
 file, from the core ``Monitor``), the budget, a quality result dict and a few numbers; nothing is
-read here and no statistic is recomputed: every per-level number comes from the snapshot.
+read here and no statistic is recomputed: every per-level number comes from the snapshot, and the
+measured capacity with what limits it from ``tui.core.capacity.measure_capacity`` (the function the
+console's sweep pane and `servewatch sweep` use). Each section is one ``*_section`` function returning
+plain data; ``build_acceptance(...) -> dict`` assembles the JSON document.
 
-``build_acceptance(...) -> dict`` (the JSON document), ``render_markdown(doc) -> str`` and
-``render_html(doc, md) -> str`` (a plain escaped rendering). See ``docs/acceptance.md``.
+Rendering lives in ``tui.core.acceptance_render`` (one markdown function per section, and the HTML
+page); ``render_markdown`` and ``render_html`` are re-exported here. See ``docs/acceptance.md``.
 """
 
 from __future__ import annotations
 
-from tui.core.redact import redact_url, scrub
-
-import html
 import json
 import math
-import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from tui.core import quality as Q
-from tui.core.report import conclusion as three_part_conclusion
 from tui.core import provenance as _prov
+from tui.core import quality as Q
 from tui.core.budgetview import budget_view, server_capacity
-from tui.core.levels import LevelNotInFile, combine_states, judge_level, row_mode  # noqa: F401 (re-exported)
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot
+from tui.core.capacity import CapRow, cap_rows, goodput_drop, measure_capacity  # noqa: F401 (goodput_drop re-exported)
+from tui.core.levels import (  # noqa: F401 (re-exported)
+    LevelNotInFile,
+    combine_states,
+    judge_level,
+    level_key,
+    row_mode,
+)
+from tui.core.redact import redact_url, scrub
+from tui.core.report import conclusion as three_part_conclusion
+from tui.core.snapshot import (
+    FAIL,
+    INSUFFICIENT_WINDOW,
+    LevelRow,
+    Snapshot,
+)
 
 SCHEMA = "servewatch.acceptance/1"
 GIB = 2**30
@@ -85,6 +98,11 @@ def _f(v: float | None, digits: int = 2) -> str:
     return "N/A" if v is None else f"{v:.{digits}f}"
 
 
+def _map(v: Any) -> Mapping[str, Any]:
+    """``v`` when it is a mapping, else an empty one (a field a record file may lack or get wrong)."""
+    return v if isinstance(v, Mapping) else {}
+
+
 def _jsonable(x: Any) -> Any:
     """Replace non-finite floats (JSON cannot hold them) by strings."""
     if isinstance(x, float) and not math.isfinite(x):
@@ -138,7 +156,7 @@ def budget_section(budget: Any, source: str | None, header: Mapping | None = Non
     if budget is None:
         return {"given": False, "source": source, "fits": None, **extra}
     i = budget.inputs
-    gib = lambda x: round(float(x), 6)  # noqa: E731
+    gib = lambda x: round(float(x), 6)
     table = [
         {"item": "gpu_memory", "value": gib(i.gpu_gib), "unit": "GiB", "basis": "given (one GPU)"},
         {"item": "weights", "value": gib(budget.weights_gib), "unit": "GiB",
@@ -175,7 +193,7 @@ def budget_section(budget: Any, source: str | None, header: Mapping | None = Non
 
 
 def _gpu_from_run(snap: Snapshot) -> dict:
-    env = snap.header.get("environment") if isinstance(snap.header.get("environment"), Mapping) else {}
+    env = _map(snap.header.get("environment"))
     g = env.get("gpu")
     if isinstance(g, Mapping) and isinstance(g.get("devices"), list) and g["devices"]:
         devs = []
@@ -204,9 +222,9 @@ def environment_section(runs: Sequence[RunInput], generator: Mapping) -> dict:
     out_runs = []
     for r in runs:
         h = r.snapshot.header
-        env = h.get("environment") if isinstance(h.get("environment"), Mapping) else {}
-        srv = env.get("server") if isinstance(env.get("server"), Mapping) else {}
-        tgt = h.get("target") if isinstance(h.get("target"), Mapping) else {}
+        env = _map(h.get("environment"))
+        srv = _map(env.get("server"))
+        tgt = _map(h.get("target"))
         out_runs.append({
             "source": r.source,
             "provenance": provenance(r.snapshot),
@@ -252,7 +270,7 @@ def load_section(runs: Sequence[RunInput]) -> list[dict]:
     out = []
     for r in runs:
         h = r.snapshot.header
-        ld = h.get("load") if isinstance(h.get("load"), Mapping) else {}
+        ld = _map(h.get("load"))
         levels = ld.get("levels")
         out.append({
             "source": r.source,
@@ -329,156 +347,42 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
     }
 
 
-_STATE_ORDER = {FAIL: 0, UNDECIDED: 1, INSUFFICIENT_WINDOW: 2, PASS: 3}
-
-
-def _level_key(level: float | None) -> float:
-    return -math.inf if level is None else level
-
-
-def goodput_drop(rows: Sequence[dict], unit: str = "level") -> str | None:
-    """Effective throughput can fall as load rises: one sentence when the highest level's goodput is
-    more than 10% below the best level's (rows: level_row_dict rows of one mode)."""
-    gp = [(r["level"], r["goodput_per_s"]) for r in sorted(rows, key=lambda r: _level_key(r["level"]))
-          if r.get("goodput_per_s") is not None]
-    if len(gp) < 2:
-        return None
-    best = max(gp, key=lambda x: x[1])
-    last = gp[-1]
-    if last[0] == best[0] or not last[1] < 0.9 * best[1]:
-        return None
-    return (f"Goodput fell from {best[1]:.2f} good requests/s at {unit} {_fmt_level(best[0])} to {last[1]:.2f} at "
-            f"{unit} {_fmt_level(last[0])}: more load delivered fewer good requests.")
-
-
-def _diagnose(rows: list[dict], limiting: list[dict], base_rows: list[dict], unit: str) -> list[str]:
-    """Why the limiting level does not pass: errors, slow TTFT, queueing, TPOT growth, client saturation."""
-    out: list[str] = []
-    n = sum(r["n"] for r in limiting)
-    if not n:
-        return out
-    lvl = _fmt_level(limiting[0]["level"])
-    failed = sum(r["failed"] for r in limiting)
-    slow = sum(r["slow"] for r in limiting)
-    waits = [r["max_waiting"] for r in limiting if r["max_waiting"] is not None]
-    tp = [r["tpot_ms_p50"] for r in limiting if r["tpot_ms_p50"] is not None]
-    tp0 = [r["tpot_ms_p50"] for r in base_rows if r["tpot_ms_p50"] is not None]
-    causes = []
-    if failed:
-        causes.append((failed / n, f"errors: {failed} of {n} requests failed ({_pct(failed / n)})"))
-    if slow:
-        causes.append((slow / n, f"slow first tokens: {slow} of {n} requests completed with TTFT over the SLO "
-                                 f"({_pct(slow / n)})"))
-    causes.sort(key=lambda c: -c[0])
-    out += [f"At {unit} {lvl}: " + "; ".join(c[1] for c in causes) + "." if causes else
-            f"At {unit} {lvl}: no failed or slow requests, but the window is not yet conclusive."]
-    if waits and max(waits) > 0:
-        out.append(f"Queueing: the server queue held up to {max(waits):g} waiting requests at {unit} {lvl} "
-                   "(queue records): requests waited for a free slot, which adds directly to TTFT.")
-    elif waits:
-        out.append(f"Queueing: the server reported no waiting requests at {unit} {lvl}.")
-    else:
-        out.append("Queueing: no server queue telemetry in the records.")
-    if tp and tp0 and min(tp0) > 0 and limiting[0]["level"] != base_rows[0]["level"]:
-        growth = max(tp) / min(tp0)
-        out.append(f"TPOT: the median time per output token grew {growth:.1f}x from the lowest level "
-                   f"({min(tp0):.1f} ms to {max(tp):.1f} ms)" + (": decoding slows as the batch grows." if growth >= 1.5
-                                                                     else ", not the main limit."))
-    if any(r["saturated"] for r in limiting):
-        out.append("The load generator could not keep its schedule at this level (client saturated): "
-                   "its results are not valid.")
-    return out
-
-
 def measured_section(
     runs: Sequence[RunInput], budget_candidate: int | None, required_level: float | None
 ) -> dict:
+    """Section 4: every level row, the judged level and the measured capacity with what limits it
+    (``tui.core.capacity.measure_capacity``, the function the console and `sweep` use too)."""
     rows: list[dict] = []
+    crows: list[CapRow] = []
     for r in runs:
+        crows += cap_rows(r.source, r.snapshot.levels, r.snapshot.header)
         for lr in r.snapshot.levels:
             rows.append(level_row_dict(r.source, lr, r.snapshot.header))
-    rows.sort(key=lambda x: (str(x["mode"]), _level_key(x["level"]), x["round"], x["source"]))
-    modes = sorted({r["mode"] for r in rows}, key=lambda m: (m != "closed", m != "open", str(m)))
-    per_mode: dict[str, dict] = {}
-    for mode in modes:
-        mrows = [r for r in rows if r["mode"] == mode]
-        levels = sorted({r["level"] for r in mrows}, key=_level_key)
-        states = []
-        for lv in levels:
-            lrs = [r for r in mrows if r["level"] == lv]
-            states.append({"level": lv, "state": combine_states(r["verdict"] for r in lrs),
-                           "rounds": len(lrs), "n": sum(r["n"] for r in lrs)})
-        passing = [s for s in states if s["state"] == PASS]
-        cap = passing[-1] if passing else None
-        per_mode[str(mode)] = {"mode": mode, "unit": {"closed": "concurrency", "open": "req/s"}.get(mode, "level"),
-                               "levels": states, "capacity": None if cap is None else cap["level"],
-                               "has_capacity": cap is not None}
-    primary = per_mode[str(modes[0])] if modes else None
-    notes: list[str] = []
-    comparison: list[str] = []
-    state = INSUFFICIENT_WINDOW
-    reason = "no measured requests in the record files"
-    judged = None
-    capacity = None
-    has_cap = False
-    unit = "level"
-    if primary is not None:
-        unit = primary["unit"]
-        states = primary["levels"]
-        has_cap = primary["has_capacity"]
-        capacity = primary["capacity"]
-        cap_txt = "the recorded load (no level recorded)" if has_cap and capacity is None else f"{unit} {_fmt_level(capacity)}"
-        if has_cap:
-            below_fail = [s for s in states if s["state"] == FAIL and _level_key(s["level"]) < _level_key(capacity)]
-            if below_fail:
-                notes.append(f"non-monotonic results: {unit} {_fmt_level(below_fail[0]['level'])} FAILed although "
-                             f"{cap_txt} PASSed; repeat the ramp before trusting the capacity")
-        judged = judge_level(((r["level"], r["mode"], r["verdict"]) for r in rows), required_level)
-    if primary is not None and judged is not None:
+    rows.sort(key=lambda x: (str(x["mode"]), level_key(x["level"]), x["round"], x["source"]))
+    cap = measure_capacity(crows, budget_candidate)
+    n_by = {(m, lv): n for m, lv, n in cap.n_by_level}
+    by_mode = [{"mode": t.mode, "unit": t.unit,
+                "levels": [{"level": s.level, "state": s.state, "rounds": s.rounds, "n": n_by[(t.mode, s.level)]}
+                           for s in t.levels],
+                "capacity": t.capacity, "has_capacity": t.has_capacity} for t in cap.tables]
+    judged = judge_level(((r["level"], r["mode"], r["verdict"]) for r in rows), required_level)
+    state, reason, summary = INSUFFICIENT_WINDOW, "no measured requests in the record files", None
+    unit, has_cap, capacity = cap.unit, cap.has_capacity, cap.capacity
+    if judged is not None:
         state = judged.state
         reason = f"{judged.unit} {_fmt_level(judged.level)} ({judged.why}): {state}"
         if judged.rounds > 1:
             reason += f" ({judged.rounds} rounds combined: FAIL if any FAILs, PASS only if all PASS)"
         if has_cap and judged.level != capacity:
-            reason += f"; measured capacity {cap_txt}"
+            reason += f"; measured capacity {cap.capacity_text}"
         elif not has_cap:
             reason += "; no level PASSes"
-        # capacity beside the memory-only candidate
-        mrows = [r for r in rows if r["mode"] == primary["mode"]]
-        lowest_rows = [r for r in mrows if r["level"] == states[0]["level"]]
-        above = [s for s in states if s["state"] != PASS and (not has_cap or _level_key(s["level"]) > _level_key(capacity))]
-        # explain the first level that FAILs (the gate broke there); else the first one not yet passing
-        failing = [s for s in above if s["state"] == FAIL]
-        limiting_level = (failing or above)[0]["level"] if above else None
-        limiting_rows = [r for r in mrows if above and r["level"] == limiting_level]
-        if not has_cap:
-            comparison.append("No level PASSes, so there is no measured capacity to set beside the memory-only "
-                              f"candidate{'' if budget_candidate is None else f' ({budget_candidate})'}.")
-        elif primary["mode"] != "closed":
-            comparison.append(f"Measured capacity {cap_txt} is a request rate; the memory-only candidate "
-                              f"{'' if budget_candidate is None else f'({budget_candidate} sequences) '}counts concurrent "
-                              "sequences, so the two are not directly comparable.")
-        elif budget_candidate is not None and capacity is not None:
-            if capacity < budget_candidate:
-                if above:
-                    comparison.append(f"Measured capacity ({unit} {capacity:g}) is below the memory-only candidate "
-                                      f"({budget_candidate}): latency limits the deployment before memory does.")
-                else:
-                    comparison.append(f"Measured capacity is at least {unit} {capacity:g}, the highest level tested; "
-                                      f"levels up to the memory-only candidate ({budget_candidate}) were not tested, so "
-                                      "the true capacity may be higher.")
-            elif capacity == budget_candidate:
-                comparison.append(f"Measured capacity equals the memory-only candidate ({budget_candidate}): memory is "
-                                  "the binding limit at this workload.")
-            else:
-                comparison.append(f"Measured capacity ({unit} {capacity:g}) exceeds the memory-only candidate "
-                                  f"({budget_candidate}): the budget assumes every sequence holds max_seq tokens; this "
-                                  "workload's sequences are shorter. Full-length sequences would still be limited by memory.")
-        if limiting_rows:
-            comparison += _diagnose(mrows, limiting_rows, lowest_rows, unit)
-        drop = goodput_drop(mrows, unit)
-        if drop:
-            comparison.append(drop)
+        frows = [r for r in rows if r["mode"] == cap.mode and r["level"] == judged.level]
+        if frows:
+            summary = "; ".join(
+                f"{_pct(r['good_fraction'], 0)} good on {r['n']} requests at {unit} {_fmt_level(r['level'])}"
+                + (f" round {r['round']}" if len(frows) > 1 else "") for r in frows)
+    notes = list(cap.notes)
     problems = []
     for r in runs:
         sn = r.snapshot
@@ -489,21 +393,11 @@ def measured_section(
             problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
                              "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
                              "notes": [_str(n) for n in sn.notes]})
-    summary = None
-    if primary is None:
-        judged = judge_level((), required_level)  # raises LevelNotInFile when a level was asked for
-    if primary is not None and judged is not None:
-        focus = judged.level
-        frows = [r for r in rows if r["mode"] == primary["mode"] and r["level"] == focus]
-        if frows:
-            summary = "; ".join(
-                f"{_pct(r['good_fraction'], 0)} good on {r['n']} requests at {unit} {_fmt_level(r['level'])}"
-                + (f" round {r['round']}" if len(frows) > 1 else "") for r in frows)
     return {
         "levels": rows,
         "summary": summary,
-        "by_mode": list(per_mode.values()),
-        "primary_mode": None if primary is None else primary["mode"],
+        "by_mode": by_mode,
+        "primary_mode": cap.mode if cap.tables else None,
         "unit": unit,
         "measured_capacity": capacity if has_cap else None,
         "has_measured_capacity": has_cap,
@@ -514,7 +408,7 @@ def measured_section(
             "rounds": judged.rounds, "measured_capacity": judged.capacity,
             "has_measured_capacity": judged.has_capacity, "levels_present": list(judged.present),
             "text": judged.describe()},
-        "capacity_vs_memory": comparison,
+        "capacity_vs_memory": list(cap.limits),
         "state": state,
         "reason": reason,
         "notes": notes,
@@ -539,18 +433,18 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         return {"run": False, "state": "not run", "source": None}
     comparison, verdict = Q.recheck(doc)
     notes: list[str] = []
-    saved = doc.get("verdict") if isinstance(doc.get("verdict"), Mapping) else {}
+    saved = _map(doc.get("verdict"))
     if saved.get("state") and saved.get("state") != verdict["state"]:
         notes.append(f"the file says {saved.get('state')}, its cases say {verdict['state']}: the recomputed verdict is used")
-    cand = doc.get("candidate") or {}
+    cand = _map(doc.get("candidate"))
     base = doc.get("baseline") if isinstance(doc.get("baseline"), Mapping) else None
     s_c = Q.summarize(cand.get("cases") or [])
     s_b = Q.summarize(base.get("cases") or []) if base else None
-    tgt = cand.get("target") if isinstance(cand.get("target"), Mapping) else {}
+    tgt = _map(cand.get("target"))
     qmodel = _str(tgt.get("model"))
     if qmodel and measured_models and qmodel not in measured_models:
         notes.append(f"quality was run against model {qmodel}, the load test against {', '.join(measured_models)}")
-    st = doc.get("set") if isinstance(doc.get("set"), Mapping) else {}
+    st = _map(doc.get("set"))
     if st.get("starter"):
         notes.append("quality used the STARTER set: replace it with the team's own key tasks")
     return {
@@ -569,7 +463,7 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         },
         "set": {"source": _str(st.get("source")), "label": _str(st.get("label")), "starter": bool(st.get("starter")),
                 "cases": len(cand.get("cases") or []),
-                "long_context": st.get("long_context") if isinstance(st.get("long_context"), Mapping) else {}},
+                "long_context": _map(st.get("long_context"))},
         "candidate_overall": s_c["overall"],
         "categories": s_c["categories"],
         "baseline_categories": s_b["categories"] if s_b else None,
@@ -791,347 +685,4 @@ def build_acceptance(
     return _jsonable(scrub(doc, secrets))
 
 
-# ------------------------------------------------------------------ markdown
-
-
-def _md_cell(v: Any) -> str:
-    s = "N/A" if v is None else str(v)
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
-    return out
-
-
-def _ms(p: Mapping) -> str:
-    v = p.get("value_ms")
-    if v is None:
-        return "N/A"
-    s = "inf" if v == "inf" else f"{v:.0f} ms"
-    if p.get("approximate"):
-        s += " (approx.)"
-    if p.get("label"):
-        s += f" ({p['label']}: n={p['n']} < {p['n_needed']})"
-    return s
-
-
-def _rate(r: Mapping | None) -> str:
-    if not r or r.get("pass_rate") is None:
-        return "N/A"
-    lo, hi = r.get("wilson_95") or [None, None]
-    ci = "" if lo is None else f" [{_pct(lo, 0)}-{_pct(hi, 0)}]"
-    return f"{r['passed']}/{r['n']} ({_pct(r['pass_rate'], 0)}){ci}"
-
-
-def render_markdown(doc: Mapping) -> str:
-    L: list[str] = []
-    add = L.append
-    c = doc["conclusion"]
-    if doc.get("banner"):
-        add(f"> **{doc['banner']}**")
-        add("")
-    add("# Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else ""))
-    add("")
-    g = doc.get("generator") or {}
-    add(f"Generated {doc.get('generated_at') or 'N/A'} by servewatch {g.get('servewatch') or 'N/A'} "
-        f"(Python {g.get('python') or 'N/A'}, httpx {g.get('httpx') or 'N/A'}).")
-    inp = doc["inputs"]
-    add("")
-    add(f"- Record files: {', '.join(inp['records']) or 'none'}")
-    add(f"- Quality result: {inp['quality'] or 'not run'}")
-    add(f"- Budget: {inp['budget'] or 'none'}")
-    add(f"- Rollback rules file: {inp['rollback'] or 'none (defaults only)'}")
-    slo = doc["slo"]
-    add(f"- SLO: good = {slo['good']}; target {_pct(slo['target'], 0)} good; alpha {slo['alpha']:g}; "
-        f"minimum observation window {slo['min_window_minutes']:g} min")
-    add("")
-    add(f"**Conclusion: {c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "")
-        + f" - budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']}")
-    for line in c["missing_or_failed"]:
-        add(f"- {line}")
-    add("")
-
-    # 1
-    b = doc["budget"]
-    add("## 1. Memory budget (formula output, not a measurement)")
-    add("")
-    if not b.get("given"):
-        add(f"Budget unknown: no budget was given for this run. {b.get('hint') or ''}".rstrip())
-    else:
-        if b.get("teaching"):
-            add("**TEACHING CASE**: the budget below is the teaching example (7B bf16 on a 24 GiB GPU), not the "
-                "model of this run.")
-            add("")
-        if b.get("model"):
-            add(f"Model: {b['model']}. Source: {b.get('source') or 'N/A'}.")
-        else:
-            add(f"Source: {b.get('source') or 'N/A'}.")
-        add("")
-        L += _table(("item", "value", "basis"), (
-            (t["item"], f"{t['value']:.2f} {t['unit']}" if t["unit"] == "GiB" else f"{t['value']} {t['unit']}", t["basis"])
-            for t in b["table"]))
-        add("")
-        add(f"Verdict: {b['verdict']}.")
-        add("")
-        add("Variants (same assumptions, one change each):")
-        add("")
-        L += _table(("variant", "weights GiB", "KV/seq GiB", "cache budget GiB", "candidate"), (
-            (v["name"], f"{v['weights_gib']:.2f}", f"{v['kv_per_seq_gib']:.2f}", f"{v['cache_budget_gib']:.2f}",
-             v["candidate"]) for v in b["variants"]))
-        add("")
-        add("Assumptions (not measured):")
-        add("")
-        for a in b["assumptions"]:
-            add(f"- {a['text']} *({a['status']})*")
-        add("")
-        add(b["note"])
-    if b.get("capacity_vs_server"):
-        add("")
-        add(f"Server allocation: {b['capacity_vs_server']}")
-    add("")
-
-    # 2
-    e = doc["environment"]
-    add("## 2. Environment")
-    add("")
-    rg = e["report_generator"]
-    add(f"- Report generator: servewatch {rg.get('servewatch') or 'N/A'}, Python {rg.get('python') or 'N/A'}, "
-        f"httpx {rg.get('httpx') or 'N/A'}")
-    for r in e["runs"]:
-        add(f"- Run `{r['source']}` (provenance: {r['provenance']}; data from: {r.get('data_from') or 'N/A'})")
-        lg = r["load_generator"]
-        add(f"  - load generator: servewatch {lg['servewatch'] or _MISSING}, Python {lg['python'] or _MISSING}, "
-            f"httpx {lg['httpx'] or _MISSING}" + (f", {lg['os']}" if lg.get("os") else ""))
-        s = r["server"]
-        add(f"  - server: engine {s['engine'] or _MISSING}, build {s['build'] or _MISSING}, model {s['model'] or _MISSING}"
-            + (f", quantization {s['quantization']}" if s.get("quantization") else "")
-            + (f", {s['slots']} slots" if s.get("slots") else "")
-            + (f", {s['context_per_slot']} tokens per slot" if s.get("context_per_slot") else ""))
-        t = r["target"]
-        add(f"  - target: {t['url'] or _MISSING}, model {t['model'] or _MISSING}" + (f", API {t['api']}" if t.get("api") else ""))
-        gpu = r["gpu"]
-        if gpu.get("available"):
-            devs = "; ".join(f"{d.get('name') or 'GPU'} {d['memory_gib']:.1f} GiB" if d.get("memory_gib") is not None
-                             else f"{d.get('name') or 'GPU'}" for d in gpu["devices"])
-            add(f"  - GPU ({gpu['from']}): {devs}" + (f", driver {gpu['driver']}" if gpu.get("driver") else "")
-                + (f", CUDA {gpu['cuda']}" if gpu.get("cuda") else ""))
-        else:
-            add(f"  - GPU: {gpu['note']}")
-        if r["request_headers"]:
-            add(f"  - request headers sent (values never shown): {', '.join(r['request_headers'])}")
-        if r.get("note"):
-            add(f"  - note: {r['note']}")
-    add("")
-
-    # 3
-    add("## 3. Load configuration")
-    add("")
-    L += _table(("run", "mode", "arrival", "input tokens", "output tokens", "levels", "requests/step", "duration s",
-                 "warmup", "rounds", "seed"), (
-        (f"`{x['source']}`", x["mode"] or _MISSING,
-         (x["arrival"] or "-") + (f" (burstiness {x['burstiness']:g})" if x.get("burstiness") is not None else ""),
-         x["input_tokens"] or _MISSING, x["output_tokens"] or _MISSING,
-         ", ".join(f"{v:g}" for v in x["levels"]) + (f" {x['level_unit']}" if x.get("level_unit") else "")
-         if x["levels"] else _MISSING,
-         x["requests_per_step"] if x["requests_per_step"] is not None else "-",
-         f"{x['duration_s']:g}" if x["duration_s"] is not None else "-",
-         x["warmup"] if x["warmup"] is not None else _MISSING,
-         x["rounds"] if x["rounds"] is not None else _MISSING,
-         x["seed"] if x["seed"] is not None else _MISSING) for x in doc["load_configuration"]))
-    for x in doc["load_configuration"]:
-        if x.get("note"):
-            add("")
-            add(f"Note on `{x['source']}`: {x['note']}")
-    add("")
-
-    # 4
-    m = doc["measured"]
-    add("## 4. Measured results")
-    add("")
-    if not m["levels"]:
-        add("No measured requests.")
-    else:
-        L += _table(("run", "mode", "level", "round", "n", "good (Wilson 95%)", "TTFT P50", "TTFT P95", "TTFT P99",
-                     "TPOT P50", "req/s", "out tok/s", "goodput/s", "verdict", "window"), (
-            (f"`{r['source']}`", r["mode"] or "-", _fmt_level(r["level"]), r["round"], r["n"],
-             f"{_pct(r['good_fraction'])} ({r['good']}/{r['n']}) [{_pct(r['wilson_95'][0], 0)}-{_pct(r['wilson_95'][1], 0)}]",
-             _ms(r["ttft_ms"]["P50"]), _ms(r["ttft_ms"]["P95"]), _ms(r["ttft_ms"]["P99"]),
-             "N/A" if r["tpot_ms_p50"] is None else f"{r['tpot_ms_p50']:.1f} ms",
-             _f(r["req_per_s"]), _f(r["output_tok_per_s"], 1), _f(r["goodput_per_s"]),
-             r["verdict"] + (" (client saturated: not valid)" if r["saturated"] else ""),
-             f"n={r['window']['n']}, {r['window']['minutes']:.1f} min, VIF {r['window']['vif']:.2f}"
-             + (" (bursty)" if r["window"]["bursty"] else "")) for r in m["levels"]))
-        add("")
-        add("TTFT percentiles are over completed requests; failed requests count against the good fraction. "
-            "Good-fraction intervals are descriptive; the verdict is the anytime-valid test.")
-        add("")
-        for r in m["levels"]:
-            add(f"- `{r['source']}` level {_fmt_level(r['level'])} round {r['round']}: **{r['verdict']}**"
-                + (f" ({r['missing']})" if r["missing"] else "") + f". {r['reason']}")
-    add("")
-    cap = m["measured_capacity"]
-    cand = m["memory_only_candidate"]
-    add(f"**Measured capacity:** {(m['unit'] + ' ' + _fmt_level(cap)) if m['has_measured_capacity'] else 'none (no level PASSes)'}"
-        f" | **memory-only candidate:** {cand if cand is not None else 'N/A'} sequences")
-    add("")
-    for s in m["capacity_vs_memory"]:
-        add(f"- {s}")
-    for s in m["notes"]:
-        add(f"- Note: {s}")
-    for p in m.get("input_problems") or []:
-        if p["malformed"] or p["truncated"] or p["unknown_types"]:
-            add(f"- Input problems in `{p['source']}`: {p['malformed']} malformed, {p['truncated']} truncated, "
-                f"{p['unknown_types']} unknown-type lines (counted, not used)"
-                + ("; e.g. " + "; ".join(p["examples"][:3]) if p["examples"] else ""))
-        for n in p["notes"]:
-            add(f"- Note on `{p['source']}`: {n}")
-    add("")
-    add(f"Measured verdict: **{m['state']}**: {m['reason']}.")
-    add("")
-
-    # 5
-    q = doc["quality"]
-    add("## 5. Quality regression")
-    add("")
-    if not q["run"]:
-        add("Not run. Run `servewatch quality --url URL --baseline-url URL` (or `--baseline FILE`) and pass "
-            "`--quality FILE`.")
-    else:
-        add(f"Verdict: **{q['state']}**: {q['reason']}.")
-        if q.get("fallback"):
-            add("")
-            add(f"Fallback: {q['fallback']}.")
-        add("")
-        st = q["set"]
-        add(f"- Set: {st['source'] or 'N/A'} ({st['cases']} cases{', STARTER set' if st['starter'] else ''})")
-        add(f"- Candidate: {q['target']['url'] or 'N/A'}, model {q['target']['model'] or 'N/A'}: {_rate(q['candidate_overall'])}")
-        if q["baseline"]:
-            bl = q["baseline"]
-            add(f"- Baseline: {bl.get('url') or bl.get('source') or 'N/A'}, model {bl.get('model') or 'N/A'}: {_rate(bl.get('overall'))}")
-        else:
-            add("- Baseline: none")
-        if q.get("failed_requests"):
-            add(f"- Failed requests: {q['failed_requests']} (HTTP errors are failed cases; a transport error drops "
-                "the pair)")
-        cp = q.get("comparison")
-        if cp:
-            add(f"- Usable paired cases {cp['paired']}: both pass {cp['both_pass']}, regressed {cp['regressed']}, "
-                f"improved {cp['improved']}, both fail {cp['both_fail']}; margin {_pct(cp['margin'], 0)}, "
-                f"alpha {cp['alpha']:g}")
-            dropped = (cp.get("dropped") or {}).get("pairs") or {}
-            if dropped:
-                add(f"- Dropped pairs (no answer to compare, not scored): "
-                    + ", ".join(f"{k} {v}" for k, v in dropped.items()))
-        add("")
-        cats = sorted(set(q["categories"]) | set(q.get("baseline_categories") or {}))
-        L += _table(("category", "candidate pass rate [Wilson 95%]", "baseline pass rate"), (
-            (cat, _rate(q["categories"].get(cat)),
-             _rate((q.get("baseline_categories") or {}).get(cat)) if q.get("baseline_categories") else "no baseline")
-            for cat in cats))
-        if q["notes"]:
-            add("")
-        for n in q["notes"]:
-            add(f"- Note: {n}")
-    add("")
-
-    # 6
-    cs = doc["cost"]
-    add("## 6. Cost basis")
-    add("")
-    if cs["gpu_hour_usd"] is None:
-        add(f"{cs['status']}.")
-    else:
-        add(f"- Price: ${cs['gpu_hour_usd']:g} per GPU-hour x {cs['gpus']} GPU(s)"
-            + (" (1 GPU assumed: pass --gpus)" if cs["gpus_assumed"] else "") + f" = ${cs['usd_per_hour']:g} per hour")
-        if cs["usd_per_1m_output_tokens"] is None and cs["usd_per_1000_good_requests"] is None:
-            add(f"- {cs['status']}")
-        else:
-            add(f"- At the measured capacity ({m['unit']} {_fmt_level(cs['capacity_level'])}): "
-                f"{_f(cs['output_tok_per_s'], 1)} output tok/s, {_f(cs['goodput_per_s'])} good requests/s")
-            add(f"- **${_f(cs['usd_per_1m_output_tokens'], 4)} per 1M output tokens**, "
-                f"**${_f(cs['usd_per_1000_good_requests'], 4)} per 1,000 good requests**")
-        add(f"- Basis: {cs['basis']}.")
-    add("")
-
-    # 7
-    rb = doc["rollback"]
-    add("## 7. Rollback conditions")
-    add("")
-    add(f"Default: multi-window burn-rate rules on the same SLO (error budget = 1 - target = "
-        f"{_pct(rb['defaults'][0]['error_budget'])}).")
-    add("")
-    L += _table(("rule", "windows", "burn rate", "bad share threshold", "budget spent (30-day)", "action"), (
-        (r["name"], f"{r['long_window']} and {r['short_window']}", f"{r['burn_rate']:g}x",
-         _pct(r["bad_fraction_threshold"]), _pct(r["budget_spent_in_long_window"]), r["action"]) for r in rb["defaults"]))
-    add("")
-    for r in rb["defaults"]:
-        add(f"- {r['name']}: when {r['condition']}: {r['action']}.")
-    for n in rb["notes"]:
-        add(f"- Note: {n}")
-    if rb["user"]:
-        add("")
-        add(f"From {rb['user_source'] or 'the user'}:")
-        add("")
-        for u in rb["user"]:
-            add(f"- {u}")
-    add("")
-
-    # 8
-    add("## 8. Conclusion")
-    add("")
-    bq = doc["budget"]
-    L += _table(("evidence", "question", "answer"), (
-        ("budget", "does it fit?", "N/A (no budget)" if not bq.get("given") else
-         (f"yes: feasible, memory-only candidate {bq['memory_only_candidate']}" if bq["fits"] else "no: does not fit")),
-        ("measured", "does it finish in time at the target load?", m["state"] + (
-            f" (capacity {m['unit']} {_fmt_level(cap)})" if m["has_measured_capacity"] else "")
-         + (f": {m['summary']}" if m.get("summary") else "")),
-        ("quality", "are the answers still usable?", c["quality"]),
-    ))
-    add("")
-    add(f"**{c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "") + ".")
-    add("")
-    for line in c["missing_or_failed"]:
-        add(f"- {line}")
-    if not c["missing_or_failed"]:
-        add("All three kinds of evidence agree; none of them replaces another.")
-    add("")
-    add(f"Exit code: {doc['exit_code']}.")
-    return "\n".join(L).rstrip("\n") + "\n"
-
-
-def render_html(doc: Mapping, md: str | None = None) -> str:
-    """A plain, escaped HTML rendering of the markdown (headings as headings, everything else preformatted)."""
-    md = md if md is not None else render_markdown(doc)
-    title = "Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else "")
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             f"<title>{html.escape(title)}</title>",
-             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}pre{white-space:pre-wrap}"
-             ".banner{background:#fee;border:2px solid #c00;padding:.5em;font-weight:bold}</style>",
-             "</head><body>"]
-    if doc.get("banner"):
-        parts.append(f"<p class=\"banner\">{html.escape(doc['banner'])}</p>")
-    block: list[str] = []
-
-    def flush() -> None:
-        if block:
-            text = "\n".join(block).strip("\n")
-            if text:
-                parts.append(f"<pre>{html.escape(text)}</pre>")
-            block.clear()
-
-    for line in md.splitlines():
-        m = re.match(r"^(#{1,3}) (.*)$", line)
-        if m:
-            flush()
-            lvl = len(m.group(1))
-            parts.append(f"<h{lvl}>{html.escape(m.group(2))}</h{lvl}>")
-        elif line.startswith("> **") and doc.get("banner"):
-            continue  # the banner is shown above
-        else:
-            block.append(line)
-    flush()
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+from tui.core.acceptance_render import render_html, render_markdown  # noqa: F401 (the public names)

@@ -79,36 +79,66 @@ def row_mode(row_mode_field: str | None, header: Mapping | None) -> str | None:
     return m if m in ("closed", "open") else None
 
 
-def primary_mode(modes: Iterable[str | None]) -> str | None:
-    ms = sorted(set(modes), key=lambda m: (m != "closed", m != "open", str(m)))
-    return ms[0] if ms else None
+@dataclass(frozen=True, slots=True)
+class LevelState:
+    """One level of one loop mode: its rounds (and files) combined into one state."""
+
+    level: float | None
+    state: str
+    rounds: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModeTable:
+    """The levels of one loop mode, ascending, and the measured capacity: the highest level that PASSes."""
+
+    mode: str | None
+    unit: str
+    levels: tuple[LevelState, ...]
+    capacity: float | None  # None with has_capacity True: the recorded load (no level recorded) PASSes
+    has_capacity: bool
+
+    def state_of(self, level: float | None) -> str:
+        return next(s.state for s in self.levels if s.level == level)
+
+
+def mode_tables(rows: Iterable[tuple[float | None, str | None, str]]) -> list[ModeTable]:
+    """THE capacity rule. ``rows``: (level, mode, state) per level row (round, file). One table per loop
+    mode, the primary mode (closed loop, then open loop) first; [] when there are no rows."""
+    rows = list(rows)
+    out = []
+    for mode in sorted({m for _, m, _ in rows}, key=lambda m: (m != "closed", m != "open", str(m))):
+        mrows = [(lv, st) for lv, m, st in rows if m == mode]
+        present = sorted({lv for lv, _ in mrows}, key=level_key)
+        states = tuple(LevelState(lv, combine_states(st for x, st in mrows if x == lv),
+                                  sum(1 for x, _ in mrows if x == lv)) for lv in present)
+        passing = [s.level for s in states if s.state == PASS]
+        out.append(ModeTable(mode, UNITS.get(str(mode), "level"), states, passing[-1] if passing else None,
+                             bool(passing)))
+    return out
 
 
 def judge_level(rows: Iterable[tuple[float | None, str | None, str]], required_level: float | None = None) -> JudgedLevel | None:
     """``rows``: (level, mode, state) per level row (round, file). None when there are no rows.
 
     Raises LevelNotInFile when ``required_level`` is given and not among the primary mode's levels."""
-    rows = list(rows)
-    if not rows:
+    tables = mode_tables(rows)
+    if not tables:
         if required_level is not None:
             raise LevelNotInFile(required_level, ())
         return None
-    mode = primary_mode(m for _, m, _ in rows)
-    mrows = [(lv, st) for lv, m, st in rows if m == mode]
-    present = tuple(sorted({lv for lv, _ in mrows}, key=level_key))
-    unit = UNITS.get(str(mode), "level")
-    states = {lv: combine_states(st for x, st in mrows if x == lv) for lv in present}
-    passing = [lv for lv in present if states[lv] == PASS]
+    t = tables[0]
+    present = tuple(s.level for s in t.levels)
     level: float | None
     if required_level is not None:
         if required_level not in present:
-            raise LevelNotInFile(required_level, present, unit)
+            raise LevelNotInFile(required_level, present, t.unit)
         level, why = required_level, f"--required-level {required_level:g}"
     else:
         level = present[-1]
         why = "the highest level tested" if len(present) > 1 else "the only level tested"
+    at = next(s for s in t.levels if s.level == level)
     return JudgedLevel(
-        level=level, mode=mode, unit=unit, state=states[level],
-        rounds=sum(1 for x, _ in mrows if x == level), why=why,
-        capacity=passing[-1] if passing else None, has_capacity=bool(passing), present=present,
+        level=level, mode=t.mode, unit=t.unit, state=at.state, rounds=at.rounds, why=why,
+        capacity=t.capacity, has_capacity=t.has_capacity, present=present,
     )

@@ -20,6 +20,7 @@ from tui.core.budgetview import (
     budget_from_record,
     budget_view,
 )
+from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.records import (
     EXCLUDED,
     BudgetRecord,
@@ -706,6 +707,9 @@ class Monitor:
         if key != self._budget_view_key:
             self._budget_view_key = key
             self._budget_view = budget_view(self.budget, self.budget_origin, header, self.budget_problem)
+        levels = self.level_rows()
+        cand, fits = budget_candidate(self.budget)
+        cap = measure_capacity(cap_rows(self.source, levels, header), cand, fits)
         return Snapshot(
             seq=self.seq_no,
             source=self.source,
@@ -717,7 +721,7 @@ class Monitor:
             cumulative=self._window_from_state(st),
             rolling=self._rolling(),
             verdict=self.verdict_for(st),
-            levels=self.level_rows(),
+            levels=levels,
             recent=tuple(
                 RequestRow(r.id, r.level, r.round, r.phase, ttft_ms,
                            r.output_tokens, outcome, r.error, (r.t_end - r.t_sent) * 1000.0, r.t_end)
@@ -747,4 +751,5 @@ class Monitor:
             timeline_omitted=self.timeline_omitted,
             cancelled_open=sum(self.cancelled_open.values()),
             cancelled_late=sum(self.cancelled_late.values()),
+            capacity=cap,
         )

@@ -197,6 +197,9 @@ class Snapshot:
     cancelled_open: int = 0  # still open when cancelled: excluded from good fractions and verdicts, shown
     cancelled_late: int = 0  # already past the SLO without a first token within it: counted as failed
     duplicates: int = 0  # request records whose id was seen before: not counted again (an input problem)
+    #: tui.core.capacity.Capacity of ``levels`` against the budget's candidate: the sweep pane's (and `sweep`'s
+    #: and `accept`'s) measured capacity, per-level states and what limits it; None: not computed
+    capacity: Any = None
 
     @property
     def cancelled_note(self) -> str | None:

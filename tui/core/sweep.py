@@ -1,17 +1,18 @@
 """Capacity sweep: the ladder, the per-level table, measured capacity beside the memory-only candidate.
 
 Pure. The capacity and the explanation of what limits (queueing, TPOT, errors, falling goodput) come from
-the acceptance report's logic (``tui.core.acceptance.measured_section``), so `sweep` and `accept` always agree.
+``tui.core.capacity.measure_capacity``, the one function the acceptance report and the console's sweep pane
+(through ``Snapshot.capacity``) use too, so the three always agree.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tui.core.acceptance import RunInput, combine_states, measured_section
+from tui.core.acceptance import RunInput, measured_section
+from tui.core.capacity import cap_rows, measure_capacity
 from tui.core.report import fmt_level, fmt_pct
-from tui.core.snapshot import FAIL, PASS, LevelRow, Snapshot
-
+from tui.core.snapshot import FAIL, LevelRow, Snapshot
 
 #: Top of the default sweep ladder when no budget (so no memory-only candidate) is given: 1, 2, 4, ..., 64.
 DEFAULT_MAX_LEVEL = 64
@@ -35,29 +36,31 @@ def default_ladder(candidate: int | None, limit: int | None = None) -> list[floa
     return out
 
 
-def level_states(rows: tuple[LevelRow, ...]) -> dict[float, str]:
-    """One verdict per level (all rounds): FAIL if any round FAILs, PASS only if every round PASSes."""
-    by: dict[float, list[str]] = {}
-    for r in rows:
-        if r.level is not None:
-            by.setdefault(r.level, []).append(r.verdict.state)
-    return {lvl: combine_states(states) for lvl, states in sorted(by.items())}
+def level_states(rows: tuple[LevelRow, ...], header: dict | None = None) -> dict[float | None, str]:
+    """One verdict per level of the primary mode (all rounds): FAIL if any round FAILs, PASS only if every
+    round PASSes (``tui.core.levels.mode_tables``)."""
+    t = measure_capacity(_rows(rows, header)).tables
+    return {s.level: s.state for s in t[0].levels} if t else {}
 
 
-def measured_capacity(rows: tuple[LevelRow, ...]) -> float | None:
-    """The highest level that PASSes (every round), or None."""
-    passing = [lvl for lvl, state in level_states(rows).items() if state == PASS]
-    return max(passing) if passing else None
+def measured_capacity(rows: tuple[LevelRow, ...], header: dict | None = None) -> float | None:
+    """The highest level that PASSes (every round), or None (``tui.core.capacity.measure_capacity``)."""
+    return measure_capacity(_rows(rows, header)).capacity
+
+
+def _rows(rows: tuple[LevelRow, ...], header: dict | None):
+    return cap_rows("", rows, header)
 
 
 def sweep_summary(snapshot: Snapshot, budget=None, source: str = "") -> dict[str, Any]:
+    """The sweep table and its capacity: the acceptance report's section 4 of this one run."""
     cand = None if budget is None else budget.candidate
     m = measured_section([RunInput(source or snapshot.source, snapshot)], cand, None)
-    states = level_states(snapshot.levels)
+    states = [s["state"] for t in m["by_mode"][:1] for s in t["levels"]]
     cap = m["measured_capacity"]
-    if cap is not None:
+    if m["has_measured_capacity"]:
         code = 0
-    elif any(s == FAIL for s in states.values()):
+    elif FAIL in states:
         code = 1
     else:
         code = 3
@@ -74,8 +77,8 @@ def sweep_summary(snapshot: Snapshot, budget=None, source: str = "") -> dict[str
 
 def format_sweep(s: dict[str, Any]) -> str:
     lines = ["Capacity sweep (measured; good = completed AND TTFT <= SLO)",
-             f"  {s['unit'][:11]:>11} rnd      n  good%  interval      P50      P95      P99   TPOT  req/s  tok/s "
-             "goodput  wait  GPU GiB  verdict"]
+             (f"  {s['unit'][:11]:>11} rnd      n  good%  interval      P50      P95      P99   TPOT  req/s  tok/s "
+             "goodput  wait  GPU GiB  verdict")]
 
     def ms(t, k):
         v = t[k]["value_ms"]

@@ -2,8 +2,9 @@
 and the measured capacity on the same level axis.
 
 Every figure comes from elsewhere: the good fraction, n, interval and verdict of each level and
-round from the snapshot (``Snapshot.levels``, one ``LevelRow`` per level and round), the measured
-capacity from ``tui.core.sweep.measured_capacity`` and the candidate from the budget. The pane only
+round from the snapshot (``Snapshot.levels``, one ``LevelRow`` per level and round); the measured
+capacity, what limits it and the candidate's place on the axis from ``Snapshot.capacity`` (the core's
+``tui.core.capacity.measure_capacity``, the function `servewatch sweep` and `accept` use). The pane only
 scales fractions into bar cells and picks the theme variable of each row's verdict.
 
 One row per (level, round), lowest level first::
@@ -26,7 +27,6 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tui.core.snapshot import LevelRow, Snapshot
-from tui.core.sweep import measured_capacity
 from tui.widgets import fmt
 from tui.widgets.fmt import VERDICT_STYLE, esc, na
 from tui.widgets.panes import PaneMixin
@@ -57,8 +57,8 @@ def bar_markup(fraction: float | None, target: float | None, cells: int, var: st
     """``cells`` bar cells for a 0..1 fraction (eighth-block resolution), coloured ``var``, with the
     target line drawn as an extra column between the cells below and above the target."""
     cells = max(1, cells)
-    tcol = None if target is None else min(cells, max(0, int(round(target * cells))))
-    eighths = 0 if fraction is None else int(round(min(1.0, max(0.0, fraction)) * cells * 8))
+    tcol = None if target is None else min(cells, max(0, round(target * cells)))
+    eighths = 0 if fraction is None else round(min(1.0, max(0.0, fraction)) * cells * 8)
     out: list[str] = []
     run_var: str | None = None
     run: list[str] = []
@@ -86,35 +86,21 @@ def bar_markup(fraction: float | None, target: float | None, cells: int, var: st
     return "".join(out)
 
 
-def limits(snap: Snapshot, budget: Any) -> list[str]:
-    """What limits capacity, in the core's sentences (``tui.core.sweep.sweep_summary``); [] if unavailable."""
-    try:
-        from tui.core.sweep import sweep_summary
-
-        return [str(x) for x in (sweep_summary(snap, budget).get("limits") or [])]
-    except Exception:  # the console shows the chart even if the explanation cannot be had
-        return []
+def limits(snap: Snapshot) -> list[str]:
+    """What limits capacity, in the core's sentences (``Snapshot.capacity``); [] if unavailable."""
+    cap = snap.capacity
+    return [] if cap is None else [*cap.limits, *cap.notes]
 
 
-def _candidate(budget: Any) -> tuple[int | None, str | None]:
-    """(candidate, why there is none) from the budget."""
-    if budget is None:
-        return None, "no budget given"
-    cand = getattr(budget, "candidate", None)
-    if not getattr(budget, "fits", bool(cand)) or not isinstance(cand, int) or cand < 1:
-        return None, "budget does not fit"
-    return cand, None
-
-
-def sweep_markup(snap: Snapshot, budget: Any, width: int) -> str:
+def sweep_markup(snap: Snapshot, width: int) -> str:
     """The pane's text for ``width`` content columns."""
     rows = tested_rows(snap)
-    cand, no_cand = _candidate(budget)
-    open_loop = any(r.mode == "open" for r in rows)
-    budget_cand = cand
-    if open_loop and cand is not None:  # levels are req/s, the candidate is a concurrency: not one axis
-        cand, no_cand = None, "a concurrency: not on this req/s axis"
-    cap = measured_capacity(snap.levels)
+    capacity = snap.capacity
+    if capacity is None:
+        cap, open_loop, budget_cand, cand, no_cand = None, False, None, None, "not computed"
+    else:
+        cap, open_loop, budget_cand = capacity.capacity, capacity.mode == "open", capacity.candidate
+        cand, no_cand = capacity.axis_candidate, capacity.axis_candidate_note
     wide = width >= WIDE_AT
     multi_round = any(r.round != 1 for r in rows)
 
@@ -132,7 +118,7 @@ def sweep_markup(snap: Snapshot, budget: Any, width: int) -> str:
     if wide:
         cells = min(cells, WIDE_BAR_MAX)
     target = snap.target
-    tcol = min(cells, max(0, int(round(target * cells))))
+    tcol = min(cells, max(0, round(target * cells)))
     tested = {r.level for r in rows}
 
     lines: list[str] = []
@@ -154,7 +140,7 @@ def sweep_markup(snap: Snapshot, budget: Any, width: int) -> str:
     cand_pending = cand is not None and cand not in tested
     last_of_level = {r.level: i for i, r in enumerate(rows)}
     for i, (r, lab) in enumerate(zip(rows, labels)):
-        if cand_pending and cand < r.level:
+        if cand_pending and cand is not None and r.level is not None and cand < r.level:
             lines.append(candidate_line(False))
             cand_pending = False
         state = r.verdict.state
@@ -189,18 +175,17 @@ def sweep_markup(snap: Snapshot, budget: Any, width: int) -> str:
     if wide and rows:  # maximised: what limits, in the core's words
         lines.append("")
         lines.append("[b]What limits[/] [$sw-na](measured capacity vs the memory-only candidate)[/]")
-        for sentence in limits(snap, budget if budget_cand is not None else None):
+        for sentence in limits(snap):
             for k, part in enumerate(textwrap.wrap(sentence, max(20, width - 2))):
                 lines.append(("• " if k == 0 else "  ") + esc(part))
     return "\n".join(lines)
 
 
-class SweepPane(PaneMixin, VerticalScroll):
+class SweepPane(PaneMixin, VerticalScroll):  # type: ignore[misc]  # (PaneMixin.border_title, as every pane)
     """Good fraction per level (and round) against the target, candidate marker, measured capacity."""
 
-    def __init__(self, budget: Any = None, **kw) -> None:
+    def __init__(self, budget: Any = None, **kw) -> None:  # budget: kept for the app's call; the snapshot has it
         super().__init__(**kw)
-        self.budget = budget
         self._init_pane(7)
         self.border_subtitle = "per level · 7 maximises"
 
@@ -209,4 +194,4 @@ class SweepPane(PaneMixin, VerticalScroll):
 
     def update_snapshot(self, snap: Snapshot) -> None:
         width = max(24, (self.content_size.width or 38) - 1)  # one column kept for the scrollbar
-        self.query_one("#sweep-text", Static).update(sweep_markup(snap, self.budget, width))
+        self.query_one("#sweep-text", Static).update(sweep_markup(snap, width))

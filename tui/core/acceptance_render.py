@@ -1,0 +1,425 @@
+"""The acceptance report's rendering: markdown (one function per section) and a plain escaped HTML page.
+
+Reads only the JSON-ready document that ``tui.core.acceptance.build_acceptance`` builds; computes no
+statistic and decides nothing. Pure, standard library only.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tui.core.levels import fmt_level as _fmt_level
+from tui.core.report import fmt_pct
+
+_MISSING = "not recorded"
+
+
+def _pct(v: float | None, digits: int = 1) -> str:
+    return fmt_pct(v, digits)
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "N/A" if v is None else f"{v:.{digits}f}"
+
+
+def _md_cell(v: Any) -> str:
+    s = "N/A" if v is None else str(v)
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _ms(p: Mapping) -> str:
+    v = p.get("value_ms")
+    if v is None:
+        return "N/A"
+    s = "inf" if v == "inf" else f"{v:.0f} ms"
+    if p.get("approximate"):
+        s += " (approx.)"
+    if p.get("label"):
+        s += f" ({p['label']}: n={p['n']} < {p['n_needed']})"
+    return s
+
+
+def _rate(r: Mapping | None) -> str:
+    if not r or r.get("pass_rate") is None:
+        return "N/A"
+    lo, hi = r.get("wilson_95") or [None, None]
+    ci = "" if lo is None else f" [{_pct(lo, 0)}-{_pct(hi, 0)}]"
+    return f"{r['passed']}/{r['n']} ({_pct(r['pass_rate'], 0)}){ci}"
+
+
+def md_title(doc: Mapping) -> list[str]:
+    """The banner, title, inputs, SLO and the conclusion line."""
+    L: list[str] = []
+    add = L.append
+    c = doc["conclusion"]
+    if doc.get("banner"):
+        add(f"> **{doc['banner']}**")
+        add("")
+    add("# Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else ""))
+    add("")
+    g = doc.get("generator") or {}
+    add(f"Generated {doc.get('generated_at') or 'N/A'} by servewatch {g.get('servewatch') or 'N/A'} "
+        f"(Python {g.get('python') or 'N/A'}, httpx {g.get('httpx') or 'N/A'}).")
+    inp = doc["inputs"]
+    add("")
+    add(f"- Record files: {', '.join(inp['records']) or 'none'}")
+    add(f"- Quality result: {inp['quality'] or 'not run'}")
+    add(f"- Budget: {inp['budget'] or 'none'}")
+    add(f"- Rollback rules file: {inp['rollback'] or 'none (defaults only)'}")
+    slo = doc["slo"]
+    add(f"- SLO: good = {slo['good']}; target {_pct(slo['target'], 0)} good; alpha {slo['alpha']:g}; "
+        f"minimum observation window {slo['min_window_minutes']:g} min")
+    add("")
+    add(f"**Conclusion: {c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "")
+        + f" - budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']}")
+    for line in c["missing_or_failed"]:
+        add(f"- {line}")
+    add("")
+    return L
+
+
+def md_budget(doc: Mapping) -> list[str]:
+    """1. Memory budget."""
+    L: list[str] = []
+    add = L.append
+    b = doc["budget"]
+    add("## 1. Memory budget (formula output, not a measurement)")
+    add("")
+    if not b.get("given"):
+        add(f"Budget unknown: no budget was given for this run. {b.get('hint') or ''}".rstrip())
+    else:
+        if b.get("teaching"):
+            add("**TEACHING CASE**: the budget below is the teaching example (7B bf16 on a 24 GiB GPU), not the "
+                "model of this run.")
+            add("")
+        if b.get("model"):
+            add(f"Model: {b['model']}. Source: {b.get('source') or 'N/A'}.")
+        else:
+            add(f"Source: {b.get('source') or 'N/A'}.")
+        add("")
+        L += _table(("item", "value", "basis"), (
+            (t["item"], f"{t['value']:.2f} {t['unit']}" if t["unit"] == "GiB" else f"{t['value']} {t['unit']}", t["basis"])
+            for t in b["table"]))
+        add("")
+        add(f"Verdict: {b['verdict']}.")
+        add("")
+        add("Variants (same assumptions, one change each):")
+        add("")
+        L += _table(("variant", "weights GiB", "KV/seq GiB", "cache budget GiB", "candidate"), (
+            (v["name"], f"{v['weights_gib']:.2f}", f"{v['kv_per_seq_gib']:.2f}", f"{v['cache_budget_gib']:.2f}",
+             v["candidate"]) for v in b["variants"]))
+        add("")
+        add("Assumptions (not measured):")
+        add("")
+        for a in b["assumptions"]:
+            add(f"- {a['text']} *({a['status']})*")
+        add("")
+        add(b["note"])
+    if b.get("capacity_vs_server"):
+        add("")
+        add(f"Server allocation: {b['capacity_vs_server']}")
+    add("")
+    return L
+
+
+def md_environment(doc: Mapping) -> list[str]:
+    """2. Environment."""
+    L: list[str] = []
+    add = L.append
+    e = doc["environment"]
+    add("## 2. Environment")
+    add("")
+    rg = e["report_generator"]
+    add(f"- Report generator: servewatch {rg.get('servewatch') or 'N/A'}, Python {rg.get('python') or 'N/A'}, "
+        f"httpx {rg.get('httpx') or 'N/A'}")
+    for r in e["runs"]:
+        add(f"- Run `{r['source']}` (provenance: {r['provenance']}; data from: {r.get('data_from') or 'N/A'})")
+        lg = r["load_generator"]
+        add(f"  - load generator: servewatch {lg['servewatch'] or _MISSING}, Python {lg['python'] or _MISSING}, "
+            f"httpx {lg['httpx'] or _MISSING}" + (f", {lg['os']}" if lg.get("os") else ""))
+        s = r["server"]
+        add(f"  - server: engine {s['engine'] or _MISSING}, build {s['build'] or _MISSING}, model {s['model'] or _MISSING}"
+            + (f", quantization {s['quantization']}" if s.get("quantization") else "")
+            + (f", {s['slots']} slots" if s.get("slots") else "")
+            + (f", {s['context_per_slot']} tokens per slot" if s.get("context_per_slot") else ""))
+        t = r["target"]
+        add(f"  - target: {t['url'] or _MISSING}, model {t['model'] or _MISSING}" + (f", API {t['api']}" if t.get("api") else ""))
+        gpu = r["gpu"]
+        if gpu.get("available"):
+            devs = "; ".join(f"{d.get('name') or 'GPU'} {d['memory_gib']:.1f} GiB" if d.get("memory_gib") is not None
+                             else f"{d.get('name') or 'GPU'}" for d in gpu["devices"])
+            add(f"  - GPU ({gpu['from']}): {devs}" + (f", driver {gpu['driver']}" if gpu.get("driver") else "")
+                + (f", CUDA {gpu['cuda']}" if gpu.get("cuda") else ""))
+        else:
+            add(f"  - GPU: {gpu['note']}")
+        if r["request_headers"]:
+            add(f"  - request headers sent (values never shown): {', '.join(r['request_headers'])}")
+        if r.get("note"):
+            add(f"  - note: {r['note']}")
+    add("")
+    return L
+
+
+def md_load(doc: Mapping) -> list[str]:
+    """3. Load configuration."""
+    L: list[str] = []
+    add = L.append
+    add("## 3. Load configuration")
+    add("")
+    L += _table(("run", "mode", "arrival", "input tokens", "output tokens", "levels", "requests/step", "duration s",
+                 "warmup", "rounds", "seed"), (
+        (f"`{x['source']}`", x["mode"] or _MISSING,
+         (x["arrival"] or "-") + (f" (burstiness {x['burstiness']:g})" if x.get("burstiness") is not None else ""),
+         x["input_tokens"] or _MISSING, x["output_tokens"] or _MISSING,
+         ", ".join(f"{v:g}" for v in x["levels"]) + (f" {x['level_unit']}" if x.get("level_unit") else "")
+         if x["levels"] else _MISSING,
+         x["requests_per_step"] if x["requests_per_step"] is not None else "-",
+         f"{x['duration_s']:g}" if x["duration_s"] is not None else "-",
+         x["warmup"] if x["warmup"] is not None else _MISSING,
+         x["rounds"] if x["rounds"] is not None else _MISSING,
+         x["seed"] if x["seed"] is not None else _MISSING) for x in doc["load_configuration"]))
+    for x in doc["load_configuration"]:
+        if x.get("note"):
+            add("")
+            add(f"Note on `{x['source']}`: {x['note']}")
+    add("")
+    return L
+
+
+def md_measured(doc: Mapping) -> list[str]:
+    """4. Measured results: every level row, the measured capacity and what limits it."""
+    L: list[str] = []
+    add = L.append
+    m = doc["measured"]
+    add("## 4. Measured results")
+    add("")
+    if not m["levels"]:
+        add("No measured requests.")
+    else:
+        L += _table(("run", "mode", "level", "round", "n", "good (Wilson 95%)", "TTFT P50", "TTFT P95", "TTFT P99",
+                     "TPOT P50", "req/s", "out tok/s", "goodput/s", "verdict", "window"), (
+            (f"`{r['source']}`", r["mode"] or "-", _fmt_level(r["level"]), r["round"], r["n"],
+             f"{_pct(r['good_fraction'])} ({r['good']}/{r['n']}) [{_pct(r['wilson_95'][0], 0)}-{_pct(r['wilson_95'][1], 0)}]",
+             _ms(r["ttft_ms"]["P50"]), _ms(r["ttft_ms"]["P95"]), _ms(r["ttft_ms"]["P99"]),
+             "N/A" if r["tpot_ms_p50"] is None else f"{r['tpot_ms_p50']:.1f} ms",
+             _f(r["req_per_s"]), _f(r["output_tok_per_s"], 1), _f(r["goodput_per_s"]),
+             r["verdict"] + (" (client saturated: not valid)" if r["saturated"] else ""),
+             f"n={r['window']['n']}, {r['window']['minutes']:.1f} min, VIF {r['window']['vif']:.2f}"
+             + (" (bursty)" if r["window"]["bursty"] else "")) for r in m["levels"]))
+        add("")
+        add("TTFT percentiles are over completed requests; failed requests count against the good fraction. "
+            "Good-fraction intervals are descriptive; the verdict is the anytime-valid test.")
+        add("")
+        for r in m["levels"]:
+            add(f"- `{r['source']}` level {_fmt_level(r['level'])} round {r['round']}: **{r['verdict']}**"
+                + (f" ({r['missing']})" if r["missing"] else "") + f". {r['reason']}")
+    add("")
+    cap = m["measured_capacity"]
+    cand = m["memory_only_candidate"]
+    add(f"**Measured capacity:** {(m['unit'] + ' ' + _fmt_level(cap)) if m['has_measured_capacity'] else 'none (no level PASSes)'}"
+        f" | **memory-only candidate:** {cand if cand is not None else 'N/A'} sequences")
+    add("")
+    for s in m["capacity_vs_memory"]:
+        add(f"- {s}")
+    for s in m["notes"]:
+        add(f"- Note: {s}")
+    for p in m.get("input_problems") or []:
+        if p["malformed"] or p["truncated"] or p["unknown_types"]:
+            add(f"- Input problems in `{p['source']}`: {p['malformed']} malformed, {p['truncated']} truncated, "
+                f"{p['unknown_types']} unknown-type lines (counted, not used)"
+                + ("; e.g. " + "; ".join(p["examples"][:3]) if p["examples"] else ""))
+        for n in p["notes"]:
+            add(f"- Note on `{p['source']}`: {n}")
+    add("")
+    add(f"Measured verdict: **{m['state']}**: {m['reason']}.")
+    add("")
+    return L
+
+
+def md_quality(doc: Mapping) -> list[str]:
+    """5. Quality regression."""
+    L: list[str] = []
+    add = L.append
+    q = doc["quality"]
+    add("## 5. Quality regression")
+    add("")
+    if not q["run"]:
+        add("Not run. Run `servewatch quality --url URL --baseline-url URL` (or `--baseline FILE`) and pass "
+            "`--quality FILE`.")
+    else:
+        add(f"Verdict: **{q['state']}**: {q['reason']}.")
+        if q.get("fallback"):
+            add("")
+            add(f"Fallback: {q['fallback']}.")
+        add("")
+        st = q["set"]
+        add(f"- Set: {st['source'] or 'N/A'} ({st['cases']} cases{', STARTER set' if st['starter'] else ''})")
+        add(f"- Candidate: {q['target']['url'] or 'N/A'}, model {q['target']['model'] or 'N/A'}: {_rate(q['candidate_overall'])}")
+        if q["baseline"]:
+            bl = q["baseline"]
+            add(f"- Baseline: {bl.get('url') or bl.get('source') or 'N/A'}, model {bl.get('model') or 'N/A'}: {_rate(bl.get('overall'))}")
+        else:
+            add("- Baseline: none")
+        if q.get("failed_requests"):
+            add(f"- Failed requests: {q['failed_requests']} (HTTP errors are failed cases; a transport error drops "
+                "the pair)")
+        cp = q.get("comparison")
+        if cp:
+            add(f"- Usable paired cases {cp['paired']}: both pass {cp['both_pass']}, regressed {cp['regressed']}, "
+                f"improved {cp['improved']}, both fail {cp['both_fail']}; margin {_pct(cp['margin'], 0)}, "
+                f"alpha {cp['alpha']:g}")
+            dropped = (cp.get("dropped") or {}).get("pairs") or {}
+            if dropped:
+                add("- Dropped pairs (no answer to compare, not scored): "
+                    + ", ".join(f"{k} {v}" for k, v in dropped.items()))
+        add("")
+        cats = sorted(set(q["categories"]) | set(q.get("baseline_categories") or {}))
+        L += _table(("category", "candidate pass rate [Wilson 95%]", "baseline pass rate"), (
+            (cat, _rate(q["categories"].get(cat)),
+             _rate((q.get("baseline_categories") or {}).get(cat)) if q.get("baseline_categories") else "no baseline")
+            for cat in cats))
+        if q["notes"]:
+            add("")
+        for n in q["notes"]:
+            add(f"- Note: {n}")
+    add("")
+    return L
+
+
+def md_cost(doc: Mapping) -> list[str]:
+    """6. Cost basis."""
+    L: list[str] = []
+    add = L.append
+    m = doc["measured"]
+    cs = doc["cost"]
+    add("## 6. Cost basis")
+    add("")
+    if cs["gpu_hour_usd"] is None:
+        add(f"{cs['status']}.")
+    else:
+        add(f"- Price: ${cs['gpu_hour_usd']:g} per GPU-hour x {cs['gpus']} GPU(s)"
+            + (" (1 GPU assumed: pass --gpus)" if cs["gpus_assumed"] else "") + f" = ${cs['usd_per_hour']:g} per hour")
+        if cs["usd_per_1m_output_tokens"] is None and cs["usd_per_1000_good_requests"] is None:
+            add(f"- {cs['status']}")
+        else:
+            add(f"- At the measured capacity ({m['unit']} {_fmt_level(cs['capacity_level'])}): "
+                f"{_f(cs['output_tok_per_s'], 1)} output tok/s, {_f(cs['goodput_per_s'])} good requests/s")
+            add(f"- **${_f(cs['usd_per_1m_output_tokens'], 4)} per 1M output tokens**, "
+                f"**${_f(cs['usd_per_1000_good_requests'], 4)} per 1,000 good requests**")
+        add(f"- Basis: {cs['basis']}.")
+    add("")
+    return L
+
+
+def md_rollback(doc: Mapping) -> list[str]:
+    """7. Rollback conditions."""
+    L: list[str] = []
+    add = L.append
+    rb = doc["rollback"]
+    add("## 7. Rollback conditions")
+    add("")
+    add(f"Default: multi-window burn-rate rules on the same SLO (error budget = 1 - target = "
+        f"{_pct(rb['defaults'][0]['error_budget'])}).")
+    add("")
+    L += _table(("rule", "windows", "burn rate", "bad share threshold", "budget spent (30-day)", "action"), (
+        (r["name"], f"{r['long_window']} and {r['short_window']}", f"{r['burn_rate']:g}x",
+         _pct(r["bad_fraction_threshold"]), _pct(r["budget_spent_in_long_window"]), r["action"]) for r in rb["defaults"]))
+    add("")
+    for r in rb["defaults"]:
+        add(f"- {r['name']}: when {r['condition']}: {r['action']}.")
+    for n in rb["notes"]:
+        add(f"- Note: {n}")
+    if rb["user"]:
+        add("")
+        add(f"From {rb['user_source'] or 'the user'}:")
+        add("")
+        for u in rb["user"]:
+            add(f"- {u}")
+    add("")
+    return L
+
+
+def md_conclusion(doc: Mapping) -> list[str]:
+    """8. Conclusion: the three kinds of evidence side by side, and the exit code."""
+    L: list[str] = []
+    add = L.append
+    c = doc["conclusion"]
+    m = doc["measured"]
+    cap = m["measured_capacity"]
+    add("## 8. Conclusion")
+    add("")
+    bq = doc["budget"]
+    L += _table(("evidence", "question", "answer"), (
+        ("budget", "does it fit?", "N/A (no budget)" if not bq.get("given") else
+         (f"yes: feasible, memory-only candidate {bq['memory_only_candidate']}" if bq["fits"] else "no: does not fit")),
+        ("measured", "does it finish in time at the target load?", m["state"] + (
+            f" (capacity {m['unit']} {_fmt_level(cap)})" if m["has_measured_capacity"] else "")
+         + (f": {m['summary']}" if m.get("summary") else "")),
+        ("quality", "are the answers still usable?", c["quality"]),
+    ))
+    add("")
+    add(f"**{c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "") + ".")
+    add("")
+    for line in c["missing_or_failed"]:
+        add(f"- {line}")
+    if not c["missing_or_failed"]:
+        add("All three kinds of evidence agree; none of them replaces another.")
+    add("")
+    add(f"Exit code: {doc['exit_code']}.")
+    return L
+
+
+#: The report's sections in order, one function each (each returns its markdown lines).
+MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_quality, md_cost, md_rollback, md_conclusion)
+
+
+def render_markdown(doc: Mapping) -> str:
+    """The acceptance document as markdown: the sections of MD_SECTIONS, in order."""
+    L: list[str] = []
+    for section in MD_SECTIONS:
+        L += section(doc)
+    return "\n".join(L).rstrip("\n") + "\n"
+
+
+def render_html(doc: Mapping, md: str | None = None) -> str:
+    """A plain, escaped HTML rendering of the markdown (headings as headings, everything else preformatted)."""
+    md = md if md is not None else render_markdown(doc)
+    title = "Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else "")
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{html.escape(title)}</title>",
+             ("<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}pre{white-space:pre-wrap}"
+             ".banner{background:#fee;border:2px solid #c00;padding:.5em;font-weight:bold}</style>"),
+             "</head><body>"]
+    if doc.get("banner"):
+        parts.append(f"<p class=\"banner\">{html.escape(doc['banner'])}</p>")
+    block: list[str] = []
+
+    def flush() -> None:
+        if block:
+            text = "\n".join(block).strip("\n")
+            if text:
+                parts.append(f"<pre>{html.escape(text)}</pre>")
+            block.clear()
+
+    for line in md.splitlines():
+        m = re.match(r"^(#{1,3}) (.*)$", line)
+        if m:
+            flush()
+            lvl = len(m.group(1))
+            parts.append(f"<h{lvl}>{html.escape(m.group(2))}</h{lvl}>")
+        elif line.startswith("> **") and doc.get("banner"):
+            continue  # the banner is shown above
+        else:
+            block.append(line)
+    flush()
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
