@@ -8,7 +8,7 @@ import os
 import sys
 
 from tui.core.monitor import Monitor, MonitorConfig
-from tui.core.records import RequestRecord, read_file
+from tui.core.records import RequestRecord
 from tui.core.report import EXIT_CODES_DOC, EXIT_USAGE, build_report, exit_code, format_report
 
 
@@ -60,9 +60,11 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 def analyse_file(path: str, config: MonitorConfig, budget=None) -> Monitor:
     """Read a whole record file into a Monitor (raises OSError when unreadable)."""
+    from tui.sources.importing import open_run  # other tools' files are converted on the fly (by content)
+
     mon = Monitor(config, budget=budget, source=path)
     add, add_request = mon.add, mon.add_request
-    for item in read_file(path):
+    for item in open_run(path)[0]:
         if type(item) is RequestRecord:
             add_request(item)
         else:
@@ -97,7 +99,12 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     except OSError as exc:
         print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    snap = mon.snapshot()
+    except ValueError as exc:  # ImportProblem: another tool's file that cannot be imported
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from tui.core.importers.limits import limit_snapshot
+
+    snap = limit_snapshot(mon.snapshot())  # imported data without a time axis, or a sample: no verdict
     rep = build_report(snap, budget, level=getattr(args, "level", None))
     if budget is not None:
         rep["budget"]["title"] = budget_title(budget)

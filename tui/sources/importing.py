@@ -1,0 +1,257 @@
+"""Open any run file servewatch can read: its own record files, or another tool's output converted on
+the fly (AIPerf, GuideLLM, vllm bench serve, LLMPerf, inference-perf). Recognised by content.
+
+The one entry point for readers: ``open_run(path) -> (records iterator, RunSource)``. The iterator
+yields parsed records (``tui.core.records``) and ``LineIssue`` objects exactly like
+``records.read_file``; for a servewatch file it IS ``read_file``. File reading, SHA-256, sibling
+files that name the load level, and YAML (PyYAML, only when importable) live here; the conversion
+itself is pure (``tui.core.importers``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from tui.core import importers as I
+from tui.core.records import LineIssue, parse_object, read_file
+
+HEAD_BYTES = 65536
+MAX_DOCUMENT_BYTES = 512 << 20
+
+
+class ImportProblem(ValueError):
+    """The file cannot be imported at all (one line for the user, exit 2)."""
+
+
+@dataclass
+class RunSource:
+    path: str
+    format: str | None  # detected format (None: not recognised; read as a servewatch file)
+    imported: bool = False
+    line_based: bool = True
+    result: Any = None  # ImportResult for imported files
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tool(self) -> str:
+        return I.TOOL_NAMES.get(self.format or "", "servewatch")
+
+
+def _read_head(path: str) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    return head.decode("utf-8", errors="replace")
+
+
+def detect_file(path: str) -> str | None:
+    """The format of ``path`` by content (reads the head, and the whole file for JSON documents)."""
+    head = _read_head(path)
+    fmt = I.detect_format(head)
+    if fmt is not None:
+        return fmt
+    body = head.lstrip("\ufeff \t\r\n")
+    if body[:1] in ("{", "[") and os.path.getsize(path) > HEAD_BYTES:
+        return I.detect_format(_read_text(path))
+    return None
+
+
+def _read_text(path: str) -> str:
+    if os.path.getsize(path) > MAX_DOCUMENT_BYTES:
+        raise ImportProblem(f"{path}: larger than {MAX_DOCUMENT_BYTES >> 20} MiB; too big to import as one document")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return data.decode("utf-8", errors="replace")
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _load_yaml(text: str, path: str) -> Any:
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise ImportProblem(f"{path}: a GuideLLM YAML file, but PyYAML is not installed here; convert it to JSON "
+                            "(guidellm writes benchmarks.json too) or install PyYAML") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ImportProblem(f"{path}: GuideLLM YAML does not parse: {str(exc).splitlines()[0][:120]}") from None
+
+
+def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
+    """Facts the per-request file lacks but a file the same tool wrote beside it holds (the load level).
+    Read only when present and parseable; what was used is said in the notes."""
+    opts: dict = {}
+    notes: list[str] = []
+    folder = Path(path).parent
+    try:
+        if fmt == "aiperf":
+            side = folder / "profile_export_aiperf.json"
+            if side.is_file():
+                d = json.loads(side.read_text(encoding="utf-8"))
+                conc = _find_key(d, ("concurrency",))
+                if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
+                    opts["level"] = float(conc)
+                    notes.append(f"level (concurrency {conc:g}) read from {side.name} beside the file")
+                v = _find_key(d, ("aiperf_version", "version"))
+                if isinstance(v, str):
+                    opts["version"] = v
+        elif fmt == "llmperf":
+            for side in sorted(folder.glob("*_summary.json")):
+                d = json.loads(side.read_text(encoding="utf-8"))
+                conc = d.get("num_concurrent_requests") if isinstance(d, dict) else None
+                if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
+                    opts["level"] = float(conc)
+                    notes.append(f"level (concurrency {conc:g}) read from {side.name} beside the file")
+                    break
+        elif fmt == "inference-perf":
+            levels = {}
+            for side in sorted(folder.glob("stage_*_lifecycle_metrics.json")):
+                d = json.loads(side.read_text(encoding="utf-8"))
+                rate = _find_key(d, ("rate",))
+                stage = side.name.split("_")[1]
+                if stage.isdigit() and isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                    levels[int(stage)] = float(rate)
+            if levels:
+                opts["stage_levels"] = levels
+                opts["mode"] = "open"
+                notes.append("stage rates read from stage_*_lifecycle_metrics.json beside the file")
+    except (OSError, ValueError, AttributeError):
+        notes.append("a summary file beside it could not be read: level unknown")
+    return opts, notes
+
+
+def _find_key(d: Any, names: tuple[str, ...], depth: int = 0) -> Any:
+    if depth > 6:
+        return None
+    if isinstance(d, dict):
+        for k in names:
+            if k in d and not isinstance(d[k], (dict, list)):
+                return d[k]
+        for v in d.values():
+            got = _find_key(v, names, depth + 1)
+            if got is not None:
+                return got
+    return None
+
+
+def import_file(path: str, fmt: str | None = None, *, label: str | None = None, sidecars: bool = True):
+    """Convert another tool's file; returns an ``ImportResult``. Raises ImportProblem (one line) when it
+    cannot be imported at all, OSError when unreadable."""
+    fmt = fmt or detect_file(path)
+    label = label or path
+    if fmt is None:
+        raise ImportProblem(f"{path}: not a format servewatch can import (AIPerf profile_export.jsonl, GuideLLM "
+                            "benchmarks.json/.yaml, vllm bench serve --save-detailed JSON, LLMPerf "
+                            "*_individual_responses.json, inference-perf per_request_lifecycle_metrics.json)")
+    why = I.unusable_reason(fmt)
+    if why:
+        raise ImportProblem(f"{path}: {why}")
+    if fmt == I.SERVEWATCH:
+        raise ImportProblem(f"{path}: already a servewatch record file; nothing to import")
+    text = _read_text(path)
+    opts, notes = _sidecar_opts(path, fmt) if sidecars else ({}, [])
+    doc = _load_yaml(text, path) if fmt == "guidellm-yaml" else None
+    try:
+        res = I.convert_text(text, fmt, label, file=os.path.basename(path), sha256=_sha256(path), doc=doc, **opts)
+    except (ValueError, RecursionError) as exc:
+        # a whole document that does not decode: say where, count it, import nothing
+        res = I.ImportResult(format=fmt, header={})
+        from tui.core.importers import common as C
+
+        res.header = C.header(C.source_block(tool=I.TOOL_NAMES.get(fmt, fmt), version=None, file=os.path.basename(path),
+                                             sha256=_sha256(path), derived=[], ttft_definition="",
+                                             time_axis=C.AXIS_NONE, fmt=fmt), started_at=None)
+        res.entries = 1
+        pos = f"line {exc.lineno}" if hasattr(exc, "lineno") else "document"
+        res.issues.append(LineIssue(label, getattr(exc, "lineno", 0),
+                                    f"{I.TOOL_NAMES.get(fmt, fmt)} document does not decode (truncated or damaged "
+                                    f"JSON at {pos}): {str(exc)[:100]}", "truncated"))
+    res.notes = notes + res.notes
+    if notes:
+        res.header.setdefault("source", {}).setdefault("derived", []).extend(notes)
+    return res
+
+
+def records_of(result) -> Iterator:
+    """The parsed records of an ImportResult (header first), then its issues: like ``read_file``."""
+    for d in result.all_records():
+        if not d:
+            continue
+        yield parse_object(d)
+    yield from result.issues
+
+
+def open_run(path: str | os.PathLike) -> tuple[Iterator, RunSource]:
+    """Records of any readable run file, and where they came from. A servewatch file (or one that is not
+    recognised at all) is read by ``read_file`` unchanged, so its bad lines are reported as before."""
+    p = os.fspath(path)
+    try:
+        fmt = detect_file(p)
+    except OSError:
+        fmt = None
+    if fmt is None or fmt == I.SERVEWATCH or I.unusable_reason(fmt):
+        src = RunSource(p, fmt, imported=False, line_based=True)
+        if I.unusable_reason(fmt):
+            src.notes.append(I.unusable_reason(fmt))  # type: ignore[arg-type]
+        return read_file(p), src
+    res = import_file(p, fmt)
+    src = RunSource(p, fmt, imported=True, line_based=fmt in I.LINE_FORMATS, result=res, notes=list(res.notes))
+    return records_of(res), src
+
+
+def follow_refusal(path: str | os.PathLike) -> str | None:
+    """Why ``replay --follow`` cannot follow this file (a whole JSON document), else None."""
+    p = os.fspath(path)
+    try:
+        fmt = detect_file(p)
+    except (OSError, ImportProblem):
+        return None
+    if fmt in I.DOCUMENT_FORMATS:
+        return (f"{p}: a {I.TOOL_NAMES.get(fmt, fmt)} file is one JSON document, written once at the end of the run: "
+                "it cannot be followed while being written; replay it without --follow")
+    return None
+
+
+def line_parser_for(path: str | os.PathLike):
+    """For a line-based foreign format (AIPerf), a ``parse_lines``-compatible function that converts
+    each new line as it is read (for replay and --follow), else None (servewatch files)."""
+    p = os.fspath(path)
+    try:
+        fmt = detect_file(p)
+    except OSError:
+        return None
+    if fmt != "aiperf":
+        return None
+    from tui.core.importers import aiperf
+
+    opts, _ = _sidecar_opts(p, fmt)
+    conv = aiperf.LineConverter(p, level=opts.get("level"), source_info=aiperf.source(os.path.basename(p)))
+
+    def parse(numbered, source):
+        for item in conv.feed(numbered):
+            yield item if isinstance(item, LineIssue) else parse_object(item)
+
+    return parse
+
+
+def write_records(result, out_path: str) -> int:
+    """Write an ImportResult as a servewatch record file; returns the number of lines written."""
+    from tui.core.records import dumps
+
+    n = 0
+    with open(out_path, "w", encoding="utf-8") as fh:
+        for d in result.all_records():
+            fh.write(dumps(d))
+            n += 1
+    return n
