@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("sweep", "tui.sweep_cli", "add_sweep_arguments", "cmd_sweep", "capacity sweep: step the load up until it fails"),
         ("quality", "tui.accept_cli", "add_quality_arguments", "cmd_quality", "quality regression: candidate vs baseline"),
         ("accept", "tui.accept_cli", "add_accept_arguments", "cmd_accept", "write the acceptance report"),
+        ("import", "tui.import_cli", "add_import_arguments", "cmd_import",
+         "convert another tool's run (AIPerf, GuideLLM, vLLM bench, LLMPerf, inference-perf) to a record file"),
+        ("compare", "tui.compare_cli", "add_compare_arguments", "cmd_compare",
+         "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
     ):
         adder, func = _optional(mod, add), _optional(mod, cmd)
         if adder is None or func is None:
