@@ -392,7 +392,12 @@ def cmd_accept(args: argparse.Namespace) -> int:
         except OSError as exc:
             _err(f"cannot read {path}: {exc.strerror or exc}")
             return EXIT_USAGE
-        snap = mon.snapshot()
+        except ValueError as exc:  # another tool's file that cannot be imported
+            _err(str(exc))
+            return EXIT_USAGE
+        from tui.core.importers.limits import limit_snapshot
+
+        snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict
         for issue in snap.malformed_examples:
             _err(str(issue))
         runs.append(A.RunInput(source=path, snapshot=snap))

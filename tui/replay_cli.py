@@ -126,8 +126,19 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     except ValueError as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    source = ReplaySource(path, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
-                          follow=bool(getattr(args, "follow", False)), label=label)
+    from tui.sources.importing import prepare_replay  # other tools' files, recognised by content
+
+    try:
+        play, line_parser, refusal = prepare_replay(path, bool(getattr(args, "follow", False)))
+    except (OSError, ValueError) as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if refusal:
+        print(f"servewatch: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
+    source = ReplaySource(play, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
+                          follow=bool(getattr(args, "follow", False)), label=label or os.fspath(path),
+                          line_parser=line_parser)
     return open_console(source, args, budget, cfg)
 
 

@@ -255,3 +255,67 @@ def write_records(result, out_path: str) -> int:
             fh.write(dumps(d))
             n += 1
     return n
+
+
+_TEMP_FILES: list[str] = []
+
+
+def _cleanup_temp() -> None:
+    for p in _TEMP_FILES:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def prepare_replay(path: str | os.PathLike, follow: bool = False) -> tuple[str, Any, str | None]:
+    """What the replay should read: ``(path_to_read, line_parser or None, refusal or None)``.
+
+    servewatch files (and anything not recognised, which the reader then reports): the file itself.
+    AIPerf (line based): the file itself, converted line by line (so ``--follow`` works on a file AIPerf
+    is still writing). Whole-document formats: refused with ``--follow``; otherwise converted once into a
+    temporary record file (removed at exit). Raises ImportProblem / OSError when it cannot be imported."""
+    p = os.fspath(path)
+    try:
+        fmt = detect_file(p)
+    except OSError:
+        return p, None, None  # not there yet (--follow waits for it) or unreadable: the replay says so
+    if fmt is None or fmt == I.SERVEWATCH or I.unusable_reason(fmt):
+        return p, None, None
+    if fmt in I.LINE_FORMATS:
+        return p, line_parser_for(p), None
+    if follow:
+        return p, None, follow_refusal(p)
+    import atexit
+    import tempfile
+
+    res = import_file(p, fmt)
+    fd, tmp = tempfile.mkstemp(prefix="servewatch-import-", suffix=".jsonl")
+    os.close(fd)
+    if not _TEMP_FILES:
+        atexit.register(_cleanup_temp)
+    _TEMP_FILES.append(tmp)
+    from tui.core.records import dumps
+
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for d in res.all_records():
+            fh.write(dumps(d))
+        for issue in res.issues:  # every problem entry stays visible (and counted) in the replay
+            fh.write(dumps({"type": "import_problem", "source": issue.source, "line": issue.line,
+                            "reason": issue.reason, "kind": issue.kind}))
+    return tmp, _converted_parser, None
+
+
+def _converted_parser(numbered, label):
+    """``parse_lines`` for a converted temporary file: its problem lines become the original LineIssues
+    (with the original file and line), everything else parses as usual."""
+    from tui.core.importers.common import EntryIssue
+    from tui.core.records import parse_lines
+
+    for lineno, line, terminated in numbered:
+        if b'"import_problem"' in (line if isinstance(line, bytes) else line.encode()):
+            d = json.loads(line)
+            cls = EntryIssue if d.get("line") == 0 else LineIssue
+            yield cls(d.get("source", label), d.get("line", 0), d.get("reason", ""), d.get("kind", "malformed"))
+            continue
+        yield from parse_lines([(lineno, line, terminated)], label)
