@@ -52,7 +52,8 @@ def detect_object(obj: Any) -> str | None:
         if isinstance(obj.get("records"), list) and "input_config" in obj or (
                 "input_config" in obj and "request_latency" in obj):
             return "aiperf-summary"
-        if "results" in obj and isinstance(obj.get("results"), dict) and "num_concurrent_requests" in obj:
+        if "results_num_completed_requests" in obj or "results_number_errors" in obj or (
+                isinstance(obj.get("results"), dict) and "num_concurrent_requests" in obj):
             return "llmperf-summary"
         if "load_summary" in obj or "successes" in obj and "failures" in obj:
             return "inference-perf-summary"

@@ -53,8 +53,8 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
     level, mode = _level(obj)
     arrays = {k: obj.get(k) for k in ARRAYS}
     for k, v in arrays.items():
-        if k == "start_times" and not has_starts:
-            continue
+        if k == "start_times" and starts is None:
+            continue  # older versions: no start times at all (said in the header, verdict withheld)
         if v is not None and (not isinstance(v, list) or len(v) != n):
             issues.append(C.entry_issue(label, f"{where}'{k}'", f"has {len(v) if isinstance(v, list) else 'no'} "
                                         f"entries, 'ttfts' has {n}: the requests it lacks are reported"))
@@ -67,7 +67,13 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
             return v[i] if isinstance(v, list) and i < len(v) else default
 
         try:
+            lacking = [k for k in ("itls", "errors", "output_lens") if isinstance(arrays.get(k), list)
+                       and i >= len(arrays[k])]
+            if lacking:
+                raise ValueError(f"missing from {', '.join(lacking)} (the lists have different lengths)")
             ttft = at("ttfts")
+            if ttft is not None and not C.is_num(ttft):
+                raise ValueError(f"ttfts entry is not a number ({str(ttft)[:20]!r})")
             err = at("errors", "")
             itl = at("itls") or []
             if not isinstance(itl, list) or not all(C.is_num(x) for x in itl):
