@@ -49,8 +49,7 @@ def detect_object(obj: Any) -> str | None:
             return "vllm-bench"
         if vllm.looks_like_summary_only(obj):
             return "vllm-bench-summary"
-        if isinstance(obj.get("records"), list) and "input_config" in obj or (
-                "input_config" in obj and "request_latency" in obj):
+        if "input_config" in obj and ("aiperf_version" in obj or "request_count" in obj or "request_latency" in obj):
             return "aiperf-summary"
         if "results_num_completed_requests" in obj or "results_number_errors" in obj or (
                 isinstance(obj.get("results"), dict) and "num_concurrent_requests" in obj):
