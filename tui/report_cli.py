@@ -116,7 +116,10 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     if getattr(args, "json", False):
         out.write(json.dumps(rep, indent=2, default=str) + "\n")
     else:
-        out.write(format_report(rep))
+        from tui.core.importers.limits import describe_source
+
+        line = describe_source(snap.header)
+        out.write(format_report(rep) if line is None else f"{line}\n" + format_report(rep))
     return exit_code(rep["measured"]["verdict"]["state"])
 
 

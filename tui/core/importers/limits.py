@@ -65,3 +65,17 @@ def tool_of(header: dict | None) -> str:
     if src.get("kind") == "import":
         return str(src.get("tool") or "unknown")
     return str((header or {}).get("tool") or "servewatch")
+
+
+def describe_source(header: dict | None) -> str | None:
+    """One line saying where imported data came from (None for servewatch's own runs)."""
+    src = source_of(header)
+    if src.get("kind") != "import":
+        return None
+    axis = {"epoch": "wall-clock start times", "relative": "relative start times (clock origin unknown)",
+            "none": "NO start times (no observation window)"}.get(str(src.get("time_axis")), "time axis unknown")
+    s = (f"source: imported from {src.get('file')} ({src.get('tool')}{' ' + str(src['version']) if src.get('version') else ''}"
+         f", sha256 {str(src.get('sha256'))[:12]}); {axis}; TTFT as {src.get('tool')} defines it")
+    if src.get("sample"):
+        s += f"; a SAMPLE of {src['sample'].get('listed')} of {src['sample'].get('total')} requests"
+    return s
