@@ -55,7 +55,7 @@ def detect_file(path: str) -> str | None:
     if fmt is not None:
         return fmt
     body = head.lstrip("\ufeff \t\r\n")
-    if body[:1] in ("{", "[") and os.path.getsize(path) > HEAD_BYTES:
+    if body[:1] in ("{", "[") and HEAD_BYTES < os.path.getsize(path) <= MAX_DOCUMENT_BYTES:
         return I.detect_format(_read_text(path))
     return None
 
