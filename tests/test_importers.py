@@ -356,3 +356,23 @@ def test_detect_format_is_pure_and_knows_every_format():
     assert I.detect_format('[{"ttft_s": 0.1, "end_to_end_latency_s": 0.3, "error_code": null}]') == "llmperf"
     assert I.detect_format('{"ttfts": [0.1], "itls": [[]], "errors": [""]') == "vllm-bench"  # cut short
     assert I.detect_format("hello world") is None
+
+
+def test_guidellm_yaml_is_read_when_pyyaml_is_importable(tmp_path):
+    yaml = pytest.importorskip("yaml")
+    doc = json.loads((FIX / "from_source" / "guidellm" / "benchmarks_from_source.json").read_text())
+    p = tmp_path / "benchmarks.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    assert detect_file(str(p)) == "guidellm-yaml"
+    res = import_file(str(p))
+    assert res.counts() == import_file(str(FIX / "from_source" / "guidellm" / "benchmarks_from_source.json")).counts()
+
+
+def test_guidellm_yaml_without_pyyaml_says_so(tmp_path, monkeypatch):
+    import sys
+
+    p = tmp_path / "benchmarks.yaml"
+    p.write_text("benchmarks:\n  - requests: {}\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml -> ImportError
+    with pytest.raises(ImportProblem, match="PyYAML is not installed"):
+        import_file(str(p))
