@@ -115,17 +115,27 @@ def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
                     notes.append(f"level (concurrency {conc:g}) read from {side.name} beside the file")
                     break
         elif fmt == "inference-perf":
-            levels = {}
+            levels, counts = {}, {}
             for side in sorted(folder.glob("stage_*_lifecycle_metrics.json")):
-                d = json.loads(side.read_text(encoding="utf-8"))
-                rate = _find_key(d, ("rate",))
                 stage = side.name.split("_")[1]
-                if stage.isdigit() and isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                if not stage.isdigit():
+                    continue  # stage_N_session_lifecycle_metrics.json and the like
+                d = json.loads(side.read_text(encoding="utf-8"))
+                ls = d.get("load_summary") if isinstance(d, dict) else None
+                if not isinstance(ls, dict):
+                    continue
+                rate, count = ls.get("requested_rate"), ls.get("count")
+                if isinstance(rate, (int, float)) and not isinstance(rate, bool):
                     levels[int(stage)] = float(rate)
+                if isinstance(count, int) and not isinstance(count, bool):
+                    counts[int(stage)] = count
             if levels:
                 opts["stage_levels"] = levels
                 opts["mode"] = "open"
-                notes.append("stage rates read from stage_*_lifecycle_metrics.json beside the file")
+                notes.append("stage rates (load_summary.requested_rate) read from stage_N_lifecycle_metrics.json "
+                             "beside the file")
+            if counts:
+                opts["stage_counts"] = counts
     except (OSError, ValueError, AttributeError):
         notes.append("a summary file beside it could not be read: level unknown")
     return opts, notes

@@ -101,7 +101,7 @@ def detect_format(text: str) -> str | None:
 _SNIFF = (
     ("vllm-bench", ('"ttfts"', '"itls"')),
     ("llmperf", ('"ttft_s"', '"end_to_end_latency_s"')),
-    ("inference-perf", ('"scheduled_time"', '"start_time"', '"end_time"')),
+    ("inference-perf", ('"start_time"', '"end_time"', '"response_metrics"')),
     ("guidellm", ('"benchmarks"', '"requests"')),
     ("guidellm", ('"benchmarks"', '"scheduler_metrics"')),
 )
@@ -179,5 +179,5 @@ def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sh
         return llmperf.convert(doc, label, file=file, sha256=sha256, level=opts.get("level"))
     if fmt == "inference-perf":
         return inference_perf.convert(doc, label, file=file, sha256=sha256, stage_levels=opts.get("stage_levels"),
-                                      mode=opts.get("mode"))
+                                      stage_counts=opts.get("stage_counts"), mode=opts.get("mode"))
     raise ValueError(f"no importer for format {fmt!r}")

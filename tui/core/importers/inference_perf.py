@@ -21,8 +21,10 @@ TTFT_DEFINITION = (
 
 
 def _is_lifecycle(d: Any) -> bool:
-    return isinstance(d, dict) and "start_time" in d and "end_time" in d and "info" in d and (
-        "request_data" in d or "scheduled_time" in d)
+    """0.7.0 writes {start_time, end_time, request?, response?, info?, computed_metrics?, error}
+    (reportgen/base.py build_per_request_lifecycle_entry); older versions the raw RequestLifecycleMetric."""
+    return isinstance(d, dict) and "start_time" in d and "end_time" in d and "error" in d and (
+        "info" in d or "request" in d or "request_data" in d or "computed_metrics" in d)
 
 
 def looks_like(obj: Any) -> bool:
@@ -33,13 +35,20 @@ def looks_like(obj: Any) -> bool:
 
 
 def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None = None,
-            stage_levels: dict[int, float] | None = None, mode: str | None = None) -> C.ImportResult:
-    """``stage_levels``: stage_id -> rate (req/s) from the run's config or stage summaries, when known."""
+            stage_levels: dict[int, float] | None = None, stage_counts: dict[int, int] | None = None,
+            mode: str | None = None) -> C.ImportResult:
+    """``stage_levels``: stage -> rate (req/s); ``stage_counts``: stage -> request count (both from the
+    stage_N_lifecycle_metrics.json files beside the file, when present). 0.7.0's per-request entries do
+    not name their stage: stages run one after another, so the k-th request in start-time order belongs
+    to the stage whose cumulative count first exceeds k (only when the counts add up exactly)."""
     stage_levels = stage_levels or {}
     items = doc if isinstance(doc, list) else []
+    by_start = _stage_by_start(items, stage_counts)
     starts = [d.get("start_time") for d in items if isinstance(d, dict) and C.is_num(d.get("start_time"))]
     origin = min(starts) if starts else 0.0
     derived = ["t_sent = start_time - min(start_time) (perf_counter, origin unknown: relative times)",
+               "stage = stage_id when written, else position in start-time order against the stage counts of "
+               "stage_N_lifecycle_metrics.json (stages run one after another)",
                "t_intended = scheduled_time on the same clock",
                "t_first_token = info.response_metrics.output_token_times[0] (streaming only)",
                "t_end = end_time", "failed = error not null; class from error.error_type / error_msg",
@@ -65,11 +74,14 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             err = d.get("error")
             failed = err is not None
             e = err if isinstance(err, dict) else {}
-            stage = d.get("stage_id")
+            stage = d.get("stage_id", by_start.get(i))
             level = stage_levels.get(stage, float(stage) if C.is_num(stage) else None)
             reqm = info.get("request_metrics") if isinstance(info.get("request_metrics"), dict) else {}
             text = reqm.get("text") if isinstance(reqm.get("text"), dict) else {}
-            itok = text.get("input_tokens", info.get("input_tokens"))
+            cm = d.get("computed_metrics") if isinstance(d.get("computed_metrics"), dict) else {}
+            itok = text.get("input_tokens", info.get("input_tokens", cm.get("input_tokens")))
+            if not rm.get("output_tokens") and cm.get("output_tokens") is not None:
+                rm = dict(rm, output_tokens=cm.get("output_tokens"))
             rec = C.request(rid=f"ip-{i:06d}", t_sent=float(st) - origin, t_end=float(en) - origin, t_first=t_first,
                             complete=not failed,
                             error=C.classify_error(kind=e.get("error_type"), message=e.get("error_msg"))
@@ -96,3 +108,21 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                          "not rates")
     res.header = C.header(src, started_at=None, load={"mode": mode, "levels": levels})
     return res
+
+
+def _stage_by_start(items: list, stage_counts: dict[int, int] | None) -> dict[int, int]:
+    """entry index -> stage, from start-time order and the per-stage counts (empty when they do not add up)."""
+    if not stage_counts or any(isinstance(d, dict) and "stage_id" in d for d in items):
+        return {}
+    usable = [(d["start_time"], i) for i, d in enumerate(items)
+              if _is_lifecycle(d) and C.is_num(d.get("start_time"))]
+    if sum(stage_counts.values()) != len(usable):
+        return {}
+    order = sorted(usable)
+    out: dict[int, int] = {}
+    pos = 0
+    for stage in sorted(stage_counts):
+        for _ in range(stage_counts[stage]):
+            out[order[pos][1]] = stage
+            pos += 1
+    return out
