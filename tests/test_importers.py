@@ -46,8 +46,13 @@ def _avg(d: dict, key: str) -> int:
 
 
 def aiperf_summary(path: Path) -> dict:
+    """AIPerf's own counts: request_count (successful), error_request_count (all errors, cancellations
+    included: its error_summary lists them as RequestCancellationError / code 499)."""
     d = json.loads((path.parent / "profile_export_aiperf.json").read_text())
-    return {"completed": _avg(d, "request_count"), "errors": _avg(d, "error_request_count")}
+    cancelled = sum(e["count"] for e in d.get("error_summary") or []
+                    if "Cancel" in str(e["error_details"].get("type")) or e["error_details"].get("code") == 499)
+    return {"completed": _avg(d, "request_count"), "errors": _avg(d, "error_request_count") - cancelled,
+            "cancelled": cancelled}
 
 
 def guidellm_summary(path: Path) -> dict:

@@ -99,10 +99,24 @@ def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
             side = folder / "profile_export_aiperf.json"
             if side.is_file():
                 d = json.loads(side.read_text(encoding="utf-8"))
-                conc = _find_key(d, ("concurrency",))
-                if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
-                    opts["level"] = float(conc)
-                    notes.append(f"level (concurrency {conc:g}) read from {side.name} beside the file")
+                ic = d.get("input_config") if isinstance(d.get("input_config"), dict) else {}
+                phases = [ph for ph in (ic.get("phases") or []) if isinstance(ph, dict)
+                          and ph.get("kind") == "profiling"]
+                lv = None
+                if len(phases) == 1:  # one profiling phase: its concurrency (closed) or request rate (open)
+                    ph = phases[0]
+                    for key, mode in (("concurrency", "closed"), ("request_rate", "open")):
+                        v = ph.get(key)
+                        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                            lv = (float(v), mode, key)
+                            break
+                elif not phases:  # older summaries: a single loadgen concurrency
+                    v = _find_key(ic, ("concurrency",))
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                        lv = (float(v), "closed", "concurrency")
+                if lv:
+                    opts["level"], opts["mode"] = lv[0], lv[1]
+                    notes.append(f"level ({lv[2]} {lv[0]:g}) read from {side.name} beside the file")
                 v = _find_key(d, ("aiperf_version", "version"))
                 if isinstance(v, str):
                     opts["version"] = v

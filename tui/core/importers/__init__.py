@@ -147,7 +147,10 @@ def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sh
     """Convert a whole file's text (``doc``: the already decoded document, e.g. from YAML)."""
     if fmt == "aiperf":
         src = aiperf.source(file=file, sha256=sha256, version=opts.get("version"))
-        return aiperf.convert_lines(_numbered(text), label, level=opts.get("level"), source_info=src)
+        res = aiperf.convert_lines(_numbered(text), label, level=opts.get("level"), source_info=src)
+        if opts.get("mode"):
+            res.header["load"]["mode"] = opts["mode"]
+        return res
     if fmt == "vllm-bench":
         try:
             return vllm.convert_runs([(1, json.loads(text) if doc is None else doc)], label, file=file, sha256=sha256)
