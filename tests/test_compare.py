@@ -193,3 +193,32 @@ def test_cli_compares_two_imported_tools_and_warns_about_ttft(tmp_path):
     assert c["warnings"] and "TTFT definitions differ" in c["warnings"][0]
     assert c["base"]["tool"] == "vllm bench serve" and c["candidate"]["tool"] == "aiperf"
     assert code == 3  # tens of requests: not enough evidence either way
+
+
+def test_replay_baseline_levels_from_any_importable_file(tmp_path):
+    from tui.replay_cli import load_baseline
+
+    b = load_baseline(str(FIX / "vllm" / "vllm_bench_appended_c1_c4_from_source.jsonl"), 1000.0)
+    assert set(b["levels"]) == {1.0, 4.0} and b["limit"] is None
+    assert b["levels"][1.0]["n"] == 20 and b["levels"][1.0]["fraction"] == 1.0
+    assert K.baseline_for(b, 4.1) is b["levels"][4.0] and K.baseline_for(b, 2.0) is None
+    assert "no such file" in load_baseline(str(tmp_path / "nope.json"), 1000.0)
+    nb = load_baseline(str(FIX / "llmperf" / "gemma_128_32_from_source_individual_responses.json"), 1000.0)
+    assert "no observation window" in nb["limit"]
+
+
+def test_sweep_pane_draws_the_base_run_beside_each_level():
+    pytest.importorskip("textual")
+    from tui.core.monitor import Monitor, MonitorConfig
+    from tui.widgets.sweep import sweep_markup
+
+    mon = Monitor(MonitorConfig())
+    for r in run_records(1.0, 50, level=1.0, seed=1) + run_records(0.9, 50, level=4.0, seed=2,
+                                                                     t0=1_780_000_100.0):
+        mon.add_request(r)
+    snap = mon.snapshot()
+    base = K.baseline_levels(run_records(1.0, 40, level=1.0) + run_records(0.5, 40, level=4.0), 1000.0,
+                             label="base.jsonl")
+    text = sweep_markup(snap, None, 100, base)
+    assert text.count("base ") >= 2 and "50.0%" in text and "base run: base.jsonl" in text
+    assert "base run" not in sweep_markup(snap, None, 100)

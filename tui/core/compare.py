@@ -275,3 +275,26 @@ def to_markdown(cmp: dict) -> str:
         lines.append("")
     lines.append(f"Exit code {cmp['exit_code']} (0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE, 2 bad input)")
     return "\n".join(lines) + "\n"
+
+
+def baseline_levels(requests: Iterable[RequestRecord], slo_ttft_ms: float, header: dict | None = None,
+                    label: str = "") -> dict:
+    """Per-level good fraction of a base run, for the console's sweep pane (`replay CAND --baseline BASE`):
+    {"label", "limit", "levels": {level: {"good", "n", "fraction", "lo", "hi"}}}."""
+    lv = level_stats(requests, slo_ttft_ms / 1000.0)
+    out = {}
+    for level, st in lv.items():
+        lo, hi = stats.wilson(st.good, st.n)
+        out[level] = {"good": st.good, "n": st.n, "fraction": st.good / st.n if st.n else None, "lo": lo, "hi": hi}
+    lim = verdict_limit(header)
+    return {"label": label, "limit": lim[1] if lim else None, "levels": out}
+
+
+def baseline_for(baseline: dict | None, level: float | None) -> dict | None:
+    """The base run's entry for ``level`` (levels match within 5%), or None."""
+    if not baseline or level is None:
+        return None
+    for lv, entry in baseline.get("levels", {}).items():
+        if same_level(lv, level):
+            return entry
+    return None
