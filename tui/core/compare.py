@@ -6,7 +6,8 @@ interval (built from the two Wilson intervals of ``stats.wilson``) at one-sided 
 - WORSE when the upper bound of d is below -margin (the evidence shows a drop larger than the margin),
 - otherwise NOT ENOUGH EVIDENCE.
 Each side's counts are divided by its variance inflation factor first (bursty outcomes: the effective
-sample), the VIF being the largest ``stats.dispersion_vif`` over batch lengths of 15, 30, 60 and 120 s.
+sample), the VIF being the largest ``stats.dispersion_vif`` over batch lengths of 15, 30, 60 and 120 s, each
+at its upper 95% confidence bound (so that a VIF estimated from few batches is not taken as exact).
 A run without a time axis (no start times) or a sampled run gets NOT ENOUGH EVIDENCE with that reason.
 This is a one-shot test on two finished runs (not re-checked as data arrives), so a fixed-n interval is
 valid here. Levels match by value (within 5%) and loop mode. Pure, standard library only.
@@ -43,7 +44,8 @@ class LevelStats:
     t1: float | None = None
 
     def vif(self) -> float | None:
-        """Largest batch-means VIF over several batch lengths (None when none can be estimated)."""
+        """Largest batch-means VIF over several batch lengths, each taken at its upper 95% confidence
+        bound (None when none can be estimated)."""
         if not self.outcomes or self.t0 is None:
             return None
         best = None
@@ -55,6 +57,7 @@ class LevelStats:
                 b[1] += 1
             v = stats.dispersion_vif([(g, n) for g, n in buckets.values()])
             if v is not None:
+                v *= _upper_factor(sum(1 for _, n in buckets.values() if n > 0) - 1)
                 best = v if best is None else max(best, v)
         return best
 
@@ -74,6 +77,17 @@ class LevelStats:
             "goodput_per_s": (self.good / span) if span and span > 0 else None,
             "seconds": span, "vif": vif, "n_eff": (self.n / max(1.0, vif)) if vif else self.n,
         }
+
+
+def _upper_factor(df: int, conf: float = 0.95) -> float:
+    """df / chi2_{1-conf}(df): turns a dispersion estimate on ``df`` degrees of freedom into its upper
+    ``conf`` confidence bound (Wilson-Hilferty approximation of the chi-square quantile)."""
+    if df < 1:
+        return 1.0
+    z = NormalDist().inv_cdf(1.0 - conf)
+    a = 2.0 / (9.0 * df)
+    q = df * max(1e-9, 1.0 - a + z * math.sqrt(a)) ** 3
+    return df / q
 
 
 def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float) -> dict[tuple[float | None, str | None], LevelStats]:
@@ -136,7 +150,8 @@ def judge(base: dict, cand: dict, margin: float, alpha: float) -> dict[str, Any]
         out.update(verdict=NOT_ENOUGH, reason=f"interval {100 * lo:+.1f} to {100 * hi:+.1f} points straddles "
                                               f"-{100 * margin:.1f}: more requests needed")
     if vb > 1.0 or vc > 1.0:
-        out["reason"] += f" (bursty outcomes: effective n {base['n'] / vb:.0f} base, {cand['n'] / vc:.0f} candidate)"
+        out["reason"] += (f" (effective n after the dependence correction: {base['n'] / vb:.0f} base, "
+                          f"{cand['n'] / vc:.0f} candidate)")
     return out
 
 
