@@ -220,7 +220,11 @@ def test_sweep_pane_draws_the_base_run_beside_each_level():
     base = K.baseline_levels(run_records(1.0, 40, level=1.0) + run_records(0.5, 40, level=4.0), 1000.0,
                              label="base.jsonl")
     text = sweep_markup(snap, None, 100, base)
-    assert text.count("base ") >= 2 and "50.0%" in text and "base run: base.jsonl" in text
+    from tui.widgets import fmt
+
+    base_lines = [ln for ln in text.splitlines() if ln.startswith("base ")]
+    assert len(base_lines) == 2 and "base run: base.jsonl" in text
+    assert fmt.pct(base["levels"][4.0]["fraction"]) in base_lines[1] and "n[/]     40" in base_lines[1]
     assert "base run" not in sweep_markup(snap, None, 100)
 
 
