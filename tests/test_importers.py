@@ -381,3 +381,19 @@ def test_guidellm_yaml_without_pyyaml_says_so(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml -> ImportError
     with pytest.raises(ImportProblem, match="PyYAML is not installed"):
         import_file(str(p))
+
+
+def test_cli_commands_are_registered(tmp_path, capsys):
+    from tui.cli import main
+
+    out = tmp_path / "run.jsonl"
+    assert main(["import", str(CASES["llmperf"][0]()), "--out", str(out)]) == 0
+    assert out.is_file() and "imported" in capsys.readouterr().out
+    assert main(["report", str(out)]) == 3  # the converted file: still no window
+    a = str(FIX / "vllm" / "vllm_bench_c2_from_source.json")
+    assert main(["compare", a, a]) == 3
+    assert main(["compare", a, a, "--margin", "2"]) == 2  # bad usage: one line, exit 2
+    # --follow of a whole JSON document is refused with the reason, before any console starts
+    assert main(["replay", str(CASES["guidellm"][0]()), "--follow"]) == 2
+    err = capsys.readouterr().err
+    assert "one JSON document" in err and "Traceback" not in err
