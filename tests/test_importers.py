@@ -397,3 +397,13 @@ def test_cli_commands_are_registered(tmp_path, capsys):
     assert main(["replay", str(CASES["guidellm"][0]()), "--follow"]) == 2
     err = capsys.readouterr().err
     assert "one JSON document" in err and "Traceback" not in err
+
+
+def test_accept_on_an_imported_file_without_start_times_gives_no_measured_verdict(tmp_path):
+    from tui.cli import main
+
+    out = tmp_path / "report"
+    rc = main(["accept", "--records", str(CASES["llmperf"][0]()), "--min-window-minutes", "0",
+               "--min-requests", "1", "--out", str(out)])
+    doc = json.loads((out / "acceptance.json").read_text())
+    assert rc == 3 and doc["measured"]["state"] == "INSUFFICIENT_WINDOW"
