@@ -407,3 +407,23 @@ def test_accept_on_an_imported_file_without_start_times_gives_no_measured_verdic
                "--min-requests", "1", "--out", str(out)])
     doc = json.loads((out / "acceptance.json").read_text())
     assert rc == 3 and doc["measured"]["state"] == "INSUFFICIENT_WINDOW"
+
+
+def test_guidellm_0_3_shape_start_first_end_times(tmp_path):
+    # shape of vllm-project/guidellm v0.3.0 src/guidellm/benchmark/benchmark.py (written from source)
+    t = 1_760_000_000.0
+    ok = [{"request_id": f"s{i}", "prompt_tokens": 64, "output_tokens": 32, "start_time": t + i,
+           "first_token_time": t + i + 0.2, "end_time": t + i + 0.7} for i in range(5)]
+    bad = [{"request_id": "e0", "prompt_tokens": 64, "output_tokens": 0, "start_time": t + 6, "first_token_time": None,
+            "end_time": t + 6.01, "error": "ClientResponseError: 500"}]
+    doc = {"benchmarks": [{"type_": "generative_benchmark", "args": {"strategy": {"type_": "concurrent", "streams": 2}},
+                           "run_stats": {"requests_made": {"successful": 5, "incomplete": 0, "errored": 1, "total": 6}},
+                           "requests": {"successful": ok, "incomplete": [], "errored": bad}}]}
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(doc))
+    res = import_file(str(p))
+    assert res.counts() == {"requests": 6, "measured": 6, "warmup": 0, "completed": 5, "errors": 1, "cancelled": 0}
+    assert res.header["load"]["levels"] == [2.0] and "sample" not in res.header["source"]
+    req = next(r for r in res.records if r.get("id") == "s0")
+    assert req["t_first_token"] - req["t_sent"] == pytest.approx(0.2)
+    assert next(r for r in res.records if r.get("id") == "e0")["error"] == "http_5xx"

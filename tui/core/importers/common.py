@@ -7,6 +7,7 @@ library only (tui/core rule).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,11 @@ def int_or_none(v: Any) -> int | None:
 
 
 _TIMEOUT_WORDS = ("timeout", "timed out")
+_STATUS_RE = re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
+_STATUS_PHRASES = (("too many requests", "http_429"), ("internal server error", "http_5xx"),
+                   ("service unavailable", "http_5xx"), ("bad gateway", "http_5xx"), ("gateway timeout", "http_5xx"),
+                   ("bad request", "http_4xx"), ("not found", "http_4xx"), ("unauthorized", "http_4xx"),
+                   ("forbidden", "http_4xx"), ("unprocessable", "http_4xx"))
 _CONNECT_WORDS = ("connect", "connection refused", "cannot connect", "name or service", "unreachable")
 
 
@@ -135,6 +141,13 @@ def classify_error(*, status: Any = None, kind: str | None = None, message: str 
     text = f"{kind or ''} {message or ''}".lower()
     if "cancel" in text:
         return "cancelled"
+    if code is None:  # an HTTP status named in the message ("ClientResponseError: 500, ...", "HTTP 429")
+        for phrase, cls in _STATUS_PHRASES:
+            if phrase in text:
+                return cls
+        m = _STATUS_RE.search(text)
+        if m and any(w in text for w in ("http", "status", "response")):
+            return classify_error(status=int(m.group(1)))
     if any(w in text for w in _TIMEOUT_WORDS):
         if "connect" in text:
             return "connect_timeout"
