@@ -427,3 +427,11 @@ def test_guidellm_0_3_shape_start_first_end_times(tmp_path):
     req = next(r for r in res.records if r.get("id") == "s0")
     assert req["t_first_token"] - req["t_sent"] == pytest.approx(0.2)
     assert next(r for r in res.records if r.get("id") == "e0")["error"] == "http_5xx"
+
+
+def test_report_on_another_tools_summary_says_where_the_requests_are(capsys):
+    from tui.cli import main
+
+    assert main(["report", str(FIX / "aiperf" / "profile_export_aiperf.json")]) == 2
+    err = capsys.readouterr().err
+    assert "profile_export.jsonl" in err and err.count("\n") == 1

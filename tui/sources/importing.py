@@ -218,17 +218,17 @@ def records_of(result) -> Iterator:
 
 def open_run(path: str | os.PathLike) -> tuple[Iterator, RunSource]:
     """Records of any readable run file, and where they came from. A servewatch file (or one that is not
-    recognised at all) is read by ``read_file`` unchanged, so its bad lines are reported as before."""
+    recognised at all) is read by ``read_file`` unchanged, so its bad lines are reported as before.
+    Raises ImportProblem (a ValueError, one line for the user) for a file that cannot be imported."""
     p = os.fspath(path)
     try:
         fmt = detect_file(p)
     except OSError:
         fmt = None
-    if fmt is None or fmt == I.SERVEWATCH or I.unusable_reason(fmt):
-        src = RunSource(p, fmt, imported=False, line_based=True)
-        if I.unusable_reason(fmt):
-            src.notes.append(I.unusable_reason(fmt))  # type: ignore[arg-type]
-        return read_file(p), src
+    if I.unusable_reason(fmt):  # another tool's summary: say where its per-request data is
+        raise ImportProblem(f"{p}: {I.unusable_reason(fmt)}")
+    if fmt is None or fmt == I.SERVEWATCH:
+        return read_file(p), RunSource(p, fmt, imported=False, line_based=True)
     res = import_file(p, fmt)
     src = RunSource(p, fmt, imported=True, line_based=fmt in I.LINE_FORMATS, result=res, notes=list(res.notes))
     return records_of(res), src
