@@ -304,7 +304,9 @@ def prepare_replay(path: str | os.PathLike, follow: bool = False) -> tuple[str, 
         fmt = detect_file(p)
     except OSError:
         return p, None, None  # not there yet (--follow waits for it) or unreadable: the replay says so
-    if fmt is None or fmt == I.SERVEWATCH or I.unusable_reason(fmt):
+    if I.unusable_reason(fmt):
+        raise ImportProblem(f"{p}: {I.unusable_reason(fmt)}")
+    if fmt is None or fmt == I.SERVEWATCH:
         return p, None, None
     if fmt in I.LINE_FORMATS:
         return p, line_parser_for(p), None
