@@ -16,8 +16,9 @@ from tui.core.records import LineIssue
 FORMAT = "vllm-bench"
 TOOL = "vllm bench serve"
 TTFT_DEFINITION = (
-    "vLLM bench: perf_counter at the first streamed chunk that carries text (or usage) minus perf_counter "
-    "just before the HTTP POST (vllm/benchmarks/lib/endpoint_request_func.py)"
+    "vLLM bench: perf_counter at the first streamed chunk with a non-empty 'choices' list (for chat even a "
+    "role-only chunk with no content, which llama.cpp sends first) minus perf_counter just before the HTTP POST "
+    "(vllm/benchmarks/lib/endpoint_request_func.py)"
 )
 ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "start_times")
 
