@@ -147,10 +147,18 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
 
 def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, **app_kw: Any) -> int:
     """Run the console on ``source`` until the user quits; returns the verdict's exit code (3 when none)."""
+    from tui.core.importers.limits import limit_snapshot
     from tui.core.monitor import Monitor
     from tui.sources.base import MonitorSink
 
-    sink = MonitorSink(Monitor(monitor_config, budget=budget, source=source.label))
+    class LimitedSink(MonitorSink):
+        """Every verdict limited by what an imported source supports (no time axis, a sample): the
+        console shows, and exits with, the same state as `report`."""
+
+        def snapshot(self):
+            return limit_snapshot(super().snapshot())
+
+    sink = LimitedSink(Monitor(monitor_config, budget=budget, source=source.label))
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
                     themes_dir=getattr(args, "themes_dir", None),
                     export_dir=getattr(args, "export_dir", None) or "exports", **app_kw)
