@@ -147,13 +147,23 @@ def _warm_errors(res) -> int:
     return sum(1 for r in res.records if r.get("type") == "request" and r["phase"] == "warmup" and not r["complete"])
 
 
+#: What `report` (SLO 1 s, target 95%) must say about each real-run fixture. Tens of requests are never enough
+#: for the 10-minute window, unless they fail so plainly that FAIL is decided early: the real llama-server runs
+#: on the loaded 2-core machine had TTFTs of many seconds (REAL_RUNS.md).
+EXPECTED = {"aiperf/profile_export.jsonl": ("FAIL", 1)}
+
+
+def expected_verdict(path: Path) -> tuple[str, int]:
+    return EXPECTED.get(str(path.relative_to(FIX)), ("INSUFFICIENT_WINDOW", 3))
+
+
 @pytest.mark.parametrize("fmt", sorted(CASES))
 def test_report_verdict_and_exit_code(fmt):
     path = CASES[fmt][0]()
     code, rep, _ = report(path)
-    # tens of requests: never enough for the 10-minute window
-    assert rep["measured"]["verdict"]["state"] == "INSUFFICIENT_WINDOW"
-    assert code == 3
+    state, exit_ = expected_verdict(path)
+    assert rep["measured"]["verdict"]["state"] == state
+    assert code == exit_
     assert rep["header"]["source"]["kind"] == "import"
     assert rep["requests_total"] > 0
 
@@ -244,7 +254,7 @@ def test_every_entry_of_a_bad_variant_is_accounted_for(variant):
     code, rep, _ = report(path)
     probs = rep["input_problems"]
     assert probs["malformed"] + probs["truncated"] + probs["unknown_types"] == len(res.issues)
-    assert code in (2, 3)
+    assert code in (1, 2, 3)
 
 
 def test_unusable_summaries_and_unknown_files_are_refused_with_the_reason(tmp_path):
