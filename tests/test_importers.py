@@ -150,7 +150,8 @@ def _warm_errors(res) -> int:
 #: What `report` (SLO 1 s, target 95%) must say about each real-run fixture. Tens of requests are never enough
 #: for the 10-minute window, unless they fail so plainly that FAIL is decided early: the real llama-server runs
 #: on the loaded 2-core machine had TTFTs of many seconds (REAL_RUNS.md).
-EXPECTED = {"aiperf/profile_export.jsonl": ("FAIL", 1)}
+EXPECTED = {"aiperf/profile_export.jsonl": ("FAIL", 1), "guidellm/benchmarks.json": ("FAIL", 1),
+            "inference_perf/per_request_lifecycle_metrics.json": ("FAIL", 1)}
 
 
 def expected_verdict(path: Path) -> tuple[str, int]:
