@@ -409,11 +409,16 @@ def cmd_accept(args: argparse.Namespace) -> int:
         except OSError as exc:
             _err(f"cannot read {path}: {exc.strerror or exc}")
             return EXIT_USAGE
+        except ValueError as exc:  # another tool's file that cannot be imported
+            _err(str(exc))
+            return EXIT_USAGE
         problem = not_record_file_problem(mon)
         if problem:
             _err(problem)
             return EXIT_USAGE
-        snap = mon.snapshot()
+        from tui.core.importers.limits import limit_snapshot
+
+        snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict
         for issue in snap.malformed_examples:
             _err(str(issue))
         if budget is None and snap.budget is not None and record_budget is None:

@@ -132,8 +132,10 @@ class ServewatchApp(App[int]):
         quality: str | None = None,
         help_facts: HelpFacts | None = None,
         start_source: bool = True,
+        baseline: dict | None = None,
     ) -> None:
         super().__init__()
+        self.baseline = baseline  # `replay CAND --baseline BASE`: the base run's per-level good fraction
         self.source = source
         self.sink = sink
         self.budget = budget
@@ -196,7 +198,7 @@ class ServewatchApp(App[int]):
                 yield BudgetPane(self.budget, id="budget")
                 yield GoodFractionPane(id="good")
                 yield TtftPane(id="ttft")
-                yield SweepPane(self.budget, id="sweep")  # under the budget when shown (grid.-sweep)
+                yield SweepPane(self.budget, baseline=self.baseline, id="sweep")  # under the budget when shown (grid.-sweep)
                 yield QueuePane(id="queue")
                 yield GpuPane(id="gpu")
                 yield RequestsPane(id="requests")

@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("accept", "tui.accept_cli", "add_accept_arguments", "cmd_accept", "write the acceptance report"),
         ("watch", "tui.watch_cli", "add_watch_arguments", "cmd_watch",
          "on-call spot check: judge a running service from its own metrics (sends it nothing)"),
+        ("import", "tui.import_cli", "add_import_arguments", "cmd_import",
+         "convert another tool's run (AIPerf, GuideLLM, vLLM bench, LLMPerf, inference-perf) to a record file"),
+        ("compare", "tui.compare_cli", "add_compare_arguments", "cmd_compare",
+         "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
     ):
         adder, func = _optional(mod, add), _optional(mod, cmd)
         if adder is None or func is None:

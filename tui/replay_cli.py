@@ -50,6 +50,9 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
                    help="replay N times faster than recorded (default 1; +/- change it while running)")
     g.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
     g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
+    g.add_argument("--baseline", metavar="BASE", default=None,
+                   help="a base run (any importable format): its per-level good fraction is drawn beside this "
+                        "run's in the sweep pane")
     add_console_arguments(parser)
     add_verdict_arguments(parser)
     from tui.budget_cli import add_budget_arguments, add_teaching_argument
@@ -105,33 +108,53 @@ def _sample_speed(path: Path) -> float:
 
 
 def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, *, label: str | None = None,
-                speed: float = 1.0, budget_origin: str | None = None) -> int:
+                speed: float = 1.0, budget_origin: str | None = None, baseline: dict | None = None) -> int:
     from tui.sources.replay import ReplaySource, validate_record_file
 
-    problem = validate_record_file(path, follow=bool(getattr(args, "follow", False)))
-    if problem:
-        print(f"servewatch: {problem}", file=sys.stderr)
-        return EXIT_USAGE
     try:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    source = ReplaySource(path, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
-                          follow=bool(getattr(args, "follow", False)), label=label)
-    return open_console(source, args, budget, cfg, budget_origin=budget_origin)
+    from tui.sources.importing import prepare_replay  # other tools' files, recognised by content
+
+    follow = bool(getattr(args, "follow", False))
+    try:
+        play, line_parser, refusal = prepare_replay(path, follow)
+    except (OSError, ValueError) as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if refusal:
+        print(f"servewatch: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
+    if line_parser is None:  # a servewatch record file (or one converted from another tool's document)
+        problem = validate_record_file(play, follow=follow)
+        if problem:
+            print(f"servewatch: {problem.replace(str(play), os.fspath(path))}", file=sys.stderr)
+            return EXIT_USAGE
+    source = ReplaySource(play, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
+                          follow=follow, label=label or os.fspath(path), line_parser=line_parser)
+    return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
 
 
 def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, *,
-                 budget_origin: str | None = None) -> int:
+                 budget_origin: str | None = None, **app_kw: Any) -> int:
     """Run the console on ``source`` until the user quits; returns the verdict's exit code (3 when none)."""
+    from tui.core.importers.limits import limit_snapshot
     from tui.core.monitor import Monitor
     from tui.sources.base import MonitorSink
 
-    sink = MonitorSink(Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin))
+    class LimitedSink(MonitorSink):
+        """Every verdict limited by what an imported source supports (no time axis, a sample): the
+        console shows, and exits with, the same state as `report`."""
+
+        def snapshot(self):
+            return limit_snapshot(super().snapshot())
+
+    sink = LimitedSink(Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin))
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
                     themes_dir=getattr(args, "themes_dir", None),
-                    export_dir=getattr(args, "export_dir", None) or "exports")
+                    export_dir=getattr(args, "export_dir", None) or "exports", **app_kw)
     try:
         code = app.run()
     finally:
@@ -154,7 +177,30 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"servewatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0), budget_origin=origin)
+    baseline = None
+    if getattr(args, "baseline", None):
+        baseline = load_baseline(args.baseline, getattr(args, "slo_ttft_ms", 1000.0))
+        if isinstance(baseline, str):
+            print(f"servewatch: {baseline}", file=sys.stderr)
+            return EXIT_USAGE
+    return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0), budget_origin=origin,
+                       baseline=baseline)
+
+
+def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:
+    """The base run's per-level good fractions for the sweep pane, or a one-line problem."""
+    from tui.compare_cli import load_run
+    from tui.core.compare import baseline_levels
+
+    if not os.path.isfile(path):
+        return f"cannot read baseline {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}"
+    try:
+        run = load_run(path)
+    except OSError as exc:
+        return f"cannot read baseline {path}: {exc.strerror or exc}"
+    except ValueError as exc:
+        return str(exc)
+    return baseline_levels(run["requests"], slo_ttft_ms, run["header"], label=path)
 
 
 def cmd_console_default(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import os
 import sys
 
 from tui.core.monitor import Monitor, MonitorConfig
-from tui.core.records import RequestRecord, not_a_record_file, parse_lines, read_file
+from tui.core.records import RequestRecord, not_a_record_file, parse_lines
 from tui.core.report import (
     EXIT_CODES_DOC,
     EXIT_USAGE,
@@ -99,7 +99,9 @@ def _items(path: str):
     if path == "-":
         stdin = sys.stdin.buffer
         return parse_lines(((n, line, line[-1:] == b"\n") for n, line in enumerate(stdin, 1)), "<stdin>")
-    return read_file(path)
+    from tui.sources.importing import open_run  # other tools' files are converted on the fly (by content)
+
+    return open_run(path)[0]
 
 
 def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None) -> Monitor:
@@ -164,11 +166,16 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     except OSError as exc:
         print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ValueError as exc:  # ImportProblem: another tool's file that cannot be imported
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     problem = not_record_file_problem(mon)
     if problem:
         print(f"servewatch: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    snap = mon.snapshot()
+    from tui.core.importers.limits import limit_snapshot
+
+    snap = limit_snapshot(mon.snapshot())  # imported data without a time axis, or a sample: no verdict
     try:
         rep = build_report(snap, level=getattr(args, "required_level", None))
     except LevelNotInFile as exc:
@@ -184,7 +191,10 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     if getattr(args, "json", False):
         out.write(json.dumps(rep, indent=2, default=str) + "\n")
     else:
-        out.write(format_report(rep))
+        from tui.core.importers.limits import describe_source
+
+        line = describe_source(snap.header)
+        out.write(format_report(rep) if line is None else f"{line}\n" + format_report(rep))
     return exit_code(rep["measured"]["verdict"]["state"])
 
 

@@ -116,9 +116,10 @@ def _parse_clean_block(body: bytes, n: int) -> list | None:
 class _Reader:
     """Reads a file incrementally: complete lines now, a partial last line kept for later."""
 
-    def __init__(self, path: str, label: str, chunk_size: int) -> None:
+    def __init__(self, path: str, label: str, chunk_size: int, line_parser: Callable | None = None) -> None:
         self.path = path
         self.label = label
+        self.parse = line_parser or parse_lines  # another tool's line format: converted per line (importing)
         self.chunk_size = chunk_size
         self.fh = None
         self.pos = 0
@@ -153,7 +154,7 @@ class _Reader:
             return []
         body, self.partial = buf[:cut], buf[cut + 1:]
         n = body.count(b"\n") + 1
-        fast = _parse_clean_block(body, n)
+        fast = _parse_clean_block(body, n) if self.parse is parse_lines else None
         if fast is not None:
             self.lineno += n
             return fast
@@ -161,7 +162,7 @@ class _Reader:
         for line in body.split(b"\n"):
             self.lineno += 1
             numbered.append((self.lineno, line, True))
-        return list(parse_lines(numbered, self.label))
+        return list(self.parse(numbered, self.label))
 
     def flush_partial(self) -> list:
         """The kept partial line as a final (unterminated) line: a record or a truncation issue."""
@@ -169,7 +170,7 @@ class _Reader:
             return []
         self.lineno += 1
         line, self.partial = self.partial, b""
-        return list(parse_lines([(self.lineno, line, False)], self.label))
+        return list(self.parse([(self.lineno, line, False)], self.label))
 
     def check_replaced(self) -> tuple[str, list] | None:
         """At end of file: has the file been truncated or replaced?
@@ -224,8 +225,10 @@ class ReplaySource:
         poll_interval: float = 0.2,
         chunk_size: int = 1 << 20,
         clock: Callable[[], float] = time.monotonic,
+        line_parser: Callable | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self.line_parser = line_parser
         self.label = label if label is not None else self.path
         self.follow = bool(follow)
         self.batch_size = max(1, int(batch_size))
@@ -423,7 +426,7 @@ class ReplaySource:
         return not self._stop
 
     def _run(self, sink) -> None:
-        reader = _Reader(self.path, self.label, self.chunk_size)
+        reader = _Reader(self.path, self.label, self.chunk_size, self.line_parser)
         if self.follow and not self._wait_for_file():
             self._finished = True
             return

@@ -26,6 +26,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tui.core.compare import baseline_for
 from tui.core.snapshot import LevelRow, Snapshot
 from tui.widgets import fmt
 from tui.widgets.fmt import VERDICT_STYLE, esc, na
@@ -92,8 +93,9 @@ def limits(snap: Snapshot) -> list[str]:
     return [] if cap is None else [*cap.limits, *cap.notes]
 
 
-def sweep_markup(snap: Snapshot, width: int) -> str:
-    """The pane's text for ``width`` content columns."""
+def sweep_markup(snap: Snapshot, width: int, baseline: dict | None = None) -> str:
+    """The pane's text for ``width`` content columns (``baseline``: a base run's per-level good fraction,
+    from ``tui.core.compare.baseline_levels``, drawn under each matching level)."""
     rows = tested_rows(snap)
     capacity = snap.capacity
     if capacity is None:
@@ -157,6 +159,13 @@ def sweep_markup(snap: Snapshot, width: int) -> str:
         if r.saturated:
             line += " [$sw-warn]client saturated[/]"
         lines.append(line)
+        base = baseline_for(baseline, r.level) if baseline else None
+        if base is not None:
+            bline = f"{'base'.rjust(labw)}   " + bar_markup(base["fraction"], target, cells, "$sw-na") + \
+                f" [$sw-na]{fmt.pct(base['fraction']).rjust(6)}[/]"
+            if wide:
+                bline += f"  [$sw-na]n[/] {base['n']:>6,}  [$sw-na]({fmt.interval(base['lo'], base['hi'])})[/]"
+            lines.append(bline)
         if cap is not None and r.level == cap and last_of_level[r.level] == i:
             text = f" measured capacity {fmt.level(cap)}{' req/s' if open_loop else ''} "
             fill = max(2, cells + 8 - 2 - len(text))  # under the bar, the target column and the percentage
@@ -166,6 +175,9 @@ def sweep_markup(snap: Snapshot, width: int) -> str:
 
     if cand_pending:
         lines.append(candidate_line(bool(rows)))
+    if baseline:
+        note(f"base run: {baseline.get('label')} (grey bars; levels matched within 5%)"
+             + (f"; {baseline['limit']}" if baseline.get("limit") else ""))
     if cap is None and rows:
         note("measured capacity: none yet (no level has passed)")
     if cand is None:
@@ -184,8 +196,9 @@ def sweep_markup(snap: Snapshot, width: int) -> str:
 class SweepPane(PaneMixin, VerticalScroll):  # type: ignore[misc]  # (PaneMixin.border_title, as every pane)
     """Good fraction per level (and round) against the target, candidate marker, measured capacity."""
 
-    def __init__(self, budget: Any = None, **kw) -> None:  # budget: kept for the app's call; the snapshot has it
-        super().__init__(**kw)
+    def __init__(self, budget: Any = None, baseline: dict | None = None, **kw) -> None:
+        super().__init__(**kw)  # budget: kept for the app's call; the snapshot has it
+        self.baseline = baseline
         self._init_pane(7)
         self.border_subtitle = "per level · 7 maximises"
 
@@ -194,4 +207,4 @@ class SweepPane(PaneMixin, VerticalScroll):  # type: ignore[misc]  # (PaneMixin.
 
     def update_snapshot(self, snap: Snapshot) -> None:
         width = max(24, (self.content_size.width or 38) - 1)  # one column kept for the scrollbar
-        self.query_one("#sweep-text", Static).update(sweep_markup(snap, width))
+        self.query_one("#sweep-text", Static).update(sweep_markup(snap, width, self.baseline))

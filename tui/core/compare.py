@@ -1,0 +1,315 @@
+"""Compare two runs level by level: is the candidate's good fraction NOT WORSE than the base's?
+
+Per matched level the difference d = p_cand - p_base of the good fractions gets a Newcombe hybrid score
+interval (built from the two Wilson intervals of ``stats.wilson``) at one-sided level ``alpha``:
+- NOT WORSE when the lower bound of d is above -margin (the evidence shows any drop is below the margin),
+- WORSE when the upper bound of d is below -margin (the evidence shows a drop larger than the margin),
+- otherwise NOT ENOUGH EVIDENCE.
+Each side's counts are divided by its variance inflation factor first (bursty outcomes: the effective
+sample), the VIF being the largest ``stats.dispersion_vif`` over batch lengths of 15, 30, 60 and 120 s, each
+at its upper 95% confidence bound (so that a VIF estimated from few batches is not taken as exact).
+A run without a time axis (no start times) or a sampled run gets NOT ENOUGH EVIDENCE with that reason.
+This is a one-shot test on two finished runs (not re-checked as data arrives), so a fixed-n interval is
+valid here. Levels match by value (within 5%) and loop mode. Pure, standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any, Iterable
+
+from tui.core import stats
+from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
+from tui.core.records import RequestRecord
+
+NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
+EXIT = {NOT_WORSE: 0, WORSE: 1, NOT_ENOUGH: 3}
+LEVEL_TOLERANCE = 0.05
+BATCH_SECONDS = (15.0, 30.0, 60.0, 120.0)
+
+
+@dataclass
+class LevelStats:
+    level: float | None
+    mode: str | None
+    n: int = 0  # measured requests judged (cancelled-while-open excluded)
+    good: int = 0
+    excluded_open: int = 0
+    ttft_ms: list[float] = field(default_factory=list)
+    tpot_ms: list[float] = field(default_factory=list)
+    outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (t_end, good)
+    t0: float | None = None
+    t1: float | None = None
+
+    def vif(self) -> float | None:
+        """Largest batch-means VIF over several batch lengths, each taken at its upper 95% confidence
+        bound (None when none can be estimated)."""
+        if not self.outcomes or self.t0 is None:
+            return None
+        best = None
+        for length in BATCH_SECONDS:
+            buckets: dict[int, list[int]] = {}
+            for t, g in self.outcomes:
+                b = buckets.setdefault(int((t - self.t0) // length), [0, 0])
+                b[0] += g
+                b[1] += 1
+            v = stats.dispersion_vif([(g, n) for g, n in buckets.values()])
+            if v is not None:
+                v *= _upper_factor(sum(1 for _, n in buckets.values() if n > 0) - 1)
+                best = v if best is None else max(best, v)
+        return best
+
+    def summary(self, has_axis: bool) -> dict[str, Any]:
+        lo, hi = stats.wilson(self.good, self.n)
+        pct = stats.percentiles(sorted(self.ttft_ms))
+        span = (self.t1 - self.t0) if (has_axis and self.t0 is not None and self.t1 is not None) else None
+        vif = self.vif() if has_axis else None
+        tp = sorted(self.tpot_ms)
+        return {
+            "level": self.level, "mode": self.mode, "n": self.n, "good": self.good,
+            "good_fraction": self.good / self.n if self.n else None, "wilson_95": [lo, hi],
+            "excluded_cancelled_open": self.excluded_open,
+            "ttft_ms": {p.label: {"value": p.value_ms, "n": p.n, "supported": p.supported, "n_needed": p.n_needed}
+                        for p in pct},
+            "tpot_ms_p50": stats.nearest_rank(tp, 0.5) if tp else None,
+            "goodput_per_s": (self.good / span) if span and span > 0 else None,
+            "seconds": span, "vif": vif, "n_eff": (self.n / max(1.0, vif)) if vif else self.n,
+        }
+
+
+def _upper_factor(df: int, conf: float = 0.95) -> float:
+    """df / chi2_{1-conf}(df): turns a dispersion estimate on ``df`` degrees of freedom into its upper
+    ``conf`` confidence bound (Wilson-Hilferty approximation of the chi-square quantile)."""
+    if df < 1:
+        return 1.0
+    z = NormalDist().inv_cdf(1.0 - conf)
+    a = 2.0 / (9.0 * df)
+    q = df * max(1e-9, 1.0 - a + z * math.sqrt(a)) ** 3
+    return df / q
+
+
+def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float) -> dict[tuple[float | None, str | None], LevelStats]:
+    """Measured requests grouped by (level, mode=None). Cancelled requests follow the verdict issue's rule:
+    cancelled with elapsed time over the SLO and no first token: not good; otherwise still open: excluded."""
+    out: dict[Any, LevelStats] = {}
+    for r in requests:
+        if r.phase != "measure":
+            continue
+        st = out.get(r.level)
+        if st is None:
+            st = out[r.level] = LevelStats(r.level, None)
+        if r.error == "cancelled":
+            if r.t_first_token is None and r.t_end - r.t_sent > slo_ttft_s:
+                good = False
+            else:
+                st.excluded_open += 1
+                continue
+        else:
+            good = r.is_good(slo_ttft_s)
+        st.n += 1
+        st.good += good
+        st.outcomes.append((r.t_end, good))
+        st.t0 = r.t_sent if st.t0 is None else min(st.t0, r.t_sent)
+        st.t1 = r.t_end if st.t1 is None else max(st.t1, r.t_end)
+        if r.complete and r.error is None and r.ttft is not None:
+            st.ttft_ms.append(1000.0 * r.ttft)
+            if r.output_tokens and r.output_tokens > 1:
+                st.tpot_ms.append(1000.0 * (r.t_end - r.t_first_token) / (r.output_tokens - 1))  # type: ignore[operator]
+    return out
+
+
+def newcombe(g1: float, n1: float, g2: float, n2: float, z: float) -> tuple[float, float, float]:
+    """(d, lo, hi) for d = p1 - p2, Newcombe's hybrid score interval from two Wilson intervals."""
+    p1, p2 = g1 / n1, g2 / n2
+    l1, u1 = stats.wilson(g1, n1, z)  # type: ignore[arg-type]
+    l2, u2 = stats.wilson(g2, n2, z)  # type: ignore[arg-type]
+    d = p1 - p2
+    lo = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)  # type: ignore[operator]
+    hi = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)  # type: ignore[operator]
+    return d, lo, hi
+
+
+def judge(base: dict, cand: dict, margin: float, alpha: float) -> dict[str, Any]:
+    """Three-way verdict on one matched level from the two summaries."""
+    if not base["n"] or not cand["n"]:
+        return {"verdict": NOT_ENOUGH, "reason": "a side has no judged requests at this level"}
+    vb, vc = max(1.0, base["vif"] or 1.0), max(1.0, cand["vif"] or 1.0)
+    z = NormalDist().inv_cdf(1.0 - alpha)
+    d, lo, hi = newcombe(cand["good"] / vc, cand["n"] / vc, base["good"] / vb, base["n"] / vb, z)
+    out = {"difference": d, "interval": [lo, hi], "confidence_one_sided": 1.0 - alpha, "margin": margin,
+           "vif_base": vb, "vif_cand": vc, "n_eff_base": base["n"] / vb, "n_eff_cand": cand["n"] / vc}
+    if lo > -margin:
+        out.update(verdict=NOT_WORSE, reason=f"the drop is below {100 * margin:.1f} points (lower bound "
+                                              f"{100 * lo:+.1f} points)")
+    elif hi < -margin:
+        out.update(verdict=WORSE, reason=f"the drop exceeds {100 * margin:.1f} points (upper bound "
+                                          f"{100 * hi:+.1f} points)")
+    else:
+        out.update(verdict=NOT_ENOUGH, reason=f"interval {100 * lo:+.1f} to {100 * hi:+.1f} points straddles "
+                                              f"-{100 * margin:.1f}: more requests needed")
+    if vb > 1.0 or vc > 1.0:
+        out["reason"] += (f" (effective n after the dependence correction: {base['n'] / vb:.0f} base, "
+                          f"{cand['n'] / vc:.0f} candidate)")
+    return out
+
+
+def same_level(a: float | None, b: float | None, tol: float = LEVEL_TOLERANCE) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= tol * max(abs(a), abs(b))
+
+
+def _mode(header: dict) -> str | None:
+    load = header.get("load") if isinstance(header.get("load"), dict) else {}
+    m = load.get("mode")
+    return m if m in ("closed", "open") else None
+
+
+def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = 0.02, alpha: float = 0.05) -> dict:
+    """``base`` / ``cand``: {"label", "header", "requests": [RequestRecord], "issues": int}. Returns the
+    comparison as a JSON-able dict with ``verdict`` and ``exit_code``."""
+    slo = slo_ttft_ms / 1000.0
+    sides = []
+    for run in (base, cand):
+        header = run.get("header") or {}
+        axis = source_of(header).get("time_axis", "epoch")
+        lim = verdict_limit(header)
+        lv = level_stats(run["requests"], slo)
+        mode = _mode(header)
+        sides.append({"label": run["label"], "header": header, "has_axis": axis != "none", "limit": lim,
+                      "mode": mode,
+                      "levels": {k: v.summary(axis != "none") for k, v in sorted(
+                          lv.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))}})
+    b, c = sides
+    rows, unmatched_c = [], list(c["levels"].keys())
+    unmatched_b = []
+    modes_conflict = b["mode"] and c["mode"] and b["mode"] != c["mode"]
+    for lb, sb in b["levels"].items():
+        match = None if modes_conflict else next((lc for lc in unmatched_c if same_level(lb, lc)), None)
+        if match is None:
+            unmatched_b.append(lb)
+            continue
+        unmatched_c.remove(match)
+        sc = c["levels"][match]
+        reasons = [s["limit"][1] for s in (b, c) if s["limit"]]
+        if reasons:
+            j = {"verdict": NOT_ENOUGH, "reason": "; ".join(reasons)}
+        else:
+            j = judge(sb, sc, margin, alpha)
+        rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j})
+    warnings = []
+    tb, tc = tool_of(b["header"]), tool_of(c["header"])
+    db, dc = ttft_definition(b["header"]), ttft_definition(c["header"])
+    if tb != tc or db != dc:
+        warnings.append(f"the runs come from different tools ({tb} vs {tc}) whose TTFT definitions differ: "
+                        f"base: {db}; candidate: {dc}. Differences in TTFT (and so in the good fraction) may "
+                        "come from the measurement, not the server")
+    if modes_conflict:
+        warnings.append(f"load modes differ (base {b['mode']} loop, candidate {c['mode']} loop): levels not matched")
+    verdicts = [r["verdict"] for r in rows]
+    if any(v == WORSE for v in verdicts):
+        overall = WORSE
+    elif verdicts and all(v == NOT_WORSE for v in verdicts):
+        overall = NOT_WORSE
+    else:
+        overall = NOT_ENOUGH
+    return {
+        "schema": "servewatch.compare/1",
+        "base": {"file": b["label"], "tool": tb, "ttft_definition": db, "time_axis": b["has_axis"],
+                 "source": source_of(b["header"]) or None, "issues": base.get("issues", 0)},
+        "candidate": {"file": c["label"], "tool": tc, "ttft_definition": dc, "time_axis": c["has_axis"],
+                      "source": source_of(c["header"]) or None, "issues": cand.get("issues", 0)},
+        "slo_ttft_ms": slo_ttft_ms, "margin": margin, "alpha": alpha,
+        "levels": rows,
+        "unmatched": {"base": unmatched_b, "candidate": unmatched_c},
+        "warnings": warnings,
+        "verdict": overall,
+        "reason": ("no level is present in both runs" if not rows else
+                   f"{verdicts.count(WORSE)} worse, {verdicts.count(NOT_WORSE)} not worse, "
+                   f"{verdicts.count(NOT_ENOUGH)} undecided of {len(rows)} matched levels"),
+        "exit_code": EXIT[overall],
+    }
+
+
+def _pct(v: float | None, digits: int = 1) -> str:
+    return "N/A" if v is None else f"{100 * v:.{digits}f}%"
+
+
+def _ms(p: dict) -> str:
+    v = p.get("value")
+    if v is None:
+        return "N/A"
+    s = "inf" if math.isinf(v) else f"{v:.0f}"
+    return s if p.get("supported") else f"{s} (n<{p.get('n_needed')})"
+
+
+def _num(v: float | None, fmt: str = "{:.2f}") -> str:
+    return "N/A" if v is None else fmt.format(v)
+
+
+def to_markdown(cmp: dict) -> str:
+    b, c = cmp["base"], cmp["candidate"]
+    lines = [f"# servewatch compare: {cmp['verdict']}", "",
+             f"- base: `{b['file']}` ({b['tool']}{'' if b['time_axis'] else ', no time axis'})",
+             f"- candidate: `{c['file']}` ({c['tool']}{'' if c['time_axis'] else ', no time axis'})",
+             f"- good = completed AND client TTFT <= {cmp['slo_ttft_ms']:g} ms; margin {100 * cmp['margin']:.1f} points; "
+             f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
+             f"- {cmp['reason']}", ""]
+    for w in cmp["warnings"]:
+        lines.append(f"> WARNING: {w}")
+        lines.append("")
+    lines.append("| level | run | n | good fraction (Wilson 95%) | TTFT P50 / P95 / P99 ms | TPOT P50 ms | goodput/s "
+                 "| VIF | verdict |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for r in cmp["levels"]:
+        for name, s in (("base", r["base"]), ("cand", r["cand"])):
+            lo, hi = s["wilson_95"]
+            t = s["ttft_ms"]
+            lvl = r["level_base"] if name == "base" else r["level_cand"]
+            lines.append(
+                f"| {'-' if lvl is None else f'{lvl:g}'} | {name} | {s['n']} | {_pct(s['good_fraction'])} "
+                f"({_pct(lo)}-{_pct(hi)}) | {_ms(t['P50'])} / {_ms(t['P95'])} / {_ms(t['P99'])} "
+                f"| {_num(s['tpot_ms_p50'], '{:.1f}')} | {_num(s['goodput_per_s'])} | {_num(s['vif'])} "
+                f"| {r['verdict'] if name == 'cand' else ''} |")
+        lines.append("")
+        diff = r.get("difference")
+        tail = "" if diff is None else (f"difference {100 * diff:+.1f} points, interval "
+                                        f"{100 * r['interval'][0]:+.1f} to {100 * r['interval'][1]:+.1f}; ")
+        lines.append(f"- level {'-' if r['level_base'] is None else format(r['level_base'], 'g')}: "
+                     f"**{r['verdict']}**: {tail}{r['reason']}")
+        for name, s in (("base", r["base"]), ("candidate", r["cand"])):
+            if s["excluded_cancelled_open"]:
+                lines.append(f"  - {name}: {s['excluded_cancelled_open']} cancelled while still open, not judged")
+        lines.append("")
+    um = cmp["unmatched"]
+    if um["base"] or um["candidate"]:
+        fmt = lambda xs: ", ".join("-" if x is None else f"{x:g}" for x in xs) or "none"  # noqa: E731
+        lines.append(f"Unmatched levels (listed, not judged): base {fmt(um['base'])}; candidate {fmt(um['candidate'])}")
+        lines.append("")
+    lines.append(f"Exit code {cmp['exit_code']} (0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE, 2 bad input)")
+    return "\n".join(lines) + "\n"
+
+
+def baseline_levels(requests: Iterable[RequestRecord], slo_ttft_ms: float, header: dict | None = None,
+                    label: str = "") -> dict:
+    """Per-level good fraction of a base run, for the console's sweep pane (`replay CAND --baseline BASE`):
+    {"label", "limit", "levels": {level: {"good", "n", "fraction", "lo", "hi"}}}."""
+    lv = level_stats(requests, slo_ttft_ms / 1000.0)
+    out = {}
+    for level, st in lv.items():
+        lo, hi = stats.wilson(st.good, st.n)
+        out[level] = {"good": st.good, "n": st.n, "fraction": st.good / st.n if st.n else None, "lo": lo, "hi": hi}
+    lim = verdict_limit(header)
+    return {"label": label, "limit": lim[1] if lim else None, "levels": out}
+
+
+def baseline_for(baseline: dict | None, level: float | None) -> dict | None:
+    """The base run's entry for ``level`` (levels match within 5%), or None."""
+    if not baseline or level is None:
+        return None
+    for lv, entry in baseline.get("levels", {}).items():
+        if same_level(lv, level):
+            return entry
+    return None

@@ -1,0 +1,173 @@
+"""AIPerf ``profile_export.jsonl`` (also named ``*_records.jsonl`` by some versions): one JSON object
+per request, ``{"metadata": {...}, "metrics": {name: {"value", "unit"}}, "error": {...} | null}``.
+
+Line based, so a file AIPerf is still writing can be followed. Field mapping and the source files it
+was checked against: docs/record-format.md, "Importing other tools' runs".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Iterator
+
+from tui.core.importers import common as C
+from tui.core.records import LineIssue
+
+FORMAT = "aiperf"
+TOOL = "aiperf"
+TTFT_DEFINITION = (
+    "AIPerf: time of the first response chunk carrying content (content_responses[0]) minus the request "
+    "start, both perf_counter_ns in the worker (aiperf/metrics/types/ttft_metric.py)"
+)
+DERIVED = [
+    "t_sent = metadata.request_start_ns / 1e9",
+    "t_end = metadata.request_end_ns / 1e9 (cancellation_time_ns when cancelled and later)",
+    "t_first_token = t_sent + metrics.time_to_first_token (converted from its unit)",
+    "error class from error.code / error.type / was_cancelled",
+]
+
+_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0}
+
+
+def looks_like(obj: Any) -> bool:
+    """One decoded line of an AIPerf per-request export."""
+    if not isinstance(obj, dict):
+        return False
+    md = obj.get("metadata")
+    return isinstance(md, dict) and "request_start_ns" in md and ("metrics" in obj or "error" in obj)
+
+
+def _metric_s(metrics: dict, name: str) -> float | None:
+    m = metrics.get(name)
+    if not isinstance(m, dict):
+        return None
+    v = m.get("value")
+    if not C.is_num(v):
+        return None
+    scale = _UNIT_S.get(str(m.get("unit", "ms")).strip().lower())
+    return None if scale is None else float(v) * scale
+
+
+def _metric_num(metrics: dict, name: str) -> float | None:
+    m = metrics.get(name)
+    if isinstance(m, dict):
+        return C.num(m.get("value"))
+    return None
+
+
+def convert_object(obj: dict, *, level: float | None = None, fallback_id: str = "") -> dict:
+    """One AIPerf record -> one request dict (raises ValueError with the reason when unusable)."""
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        raise ValueError("no 'metadata' object")
+    start_ns, end_ns = md.get("request_start_ns"), md.get("request_end_ns")
+    if not C.is_num(start_ns):
+        raise ValueError("metadata.request_start_ns missing or not a number")
+    t_sent = start_ns / 1e9
+    cancelled = md.get("was_cancelled") is True
+    if not C.is_num(end_ns):
+        cend = md.get("cancellation_time_ns")
+        if cancelled and C.is_num(cend):
+            end_ns = cend
+        else:
+            raise ValueError("metadata.request_end_ns missing or not a number")
+    t_end = end_ns / 1e9
+    metrics = obj.get("metrics") if isinstance(obj.get("metrics"), dict) else {}
+    ttft = _metric_s(metrics, "time_to_first_token")
+    t_first = None if ttft is None else t_sent + ttft
+    err = obj.get("error")
+    error = detail = status = None
+    if isinstance(err, dict) or cancelled:
+        e = err if isinstance(err, dict) else {}
+        status = e.get("code")
+        error = C.classify_error(status=status, kind=e.get("type"), message=e.get("message"), cancelled=cancelled)
+        detail = " ".join(str(x) for x in (e.get("type"), e.get("message")) if x) or ("cancelled" if cancelled else None)
+    elif err is not None:
+        error, detail = "other", str(err)
+    complete = error is None  # a success without time_to_first_token (non-streaming) has no TTFT: never good
+    phase_raw = str(md.get("benchmark_phase", "profiling")).lower()
+    phase = "warmup" if phase_raw == "warmup" else "measure"
+    rid = md.get("x_request_id") or (f"aiperf-{md.get('session_num')}" if md.get("session_num") is not None
+                                      else fallback_id)
+    osl = _metric_num(metrics, "output_sequence_length")
+    if osl is None:
+        osl = _metric_num(metrics, "output_token_count")
+    isl = _metric_num(metrics, "input_sequence_length")
+    if isl is None:
+        isl = _metric_num(metrics, "error_isl")
+    return C.request(rid=str(rid), t_sent=t_sent, t_end=t_end, t_first=t_first, complete=complete, error=error,
+                     error_detail=detail, input_tokens=isl, output_tokens=osl, phase=phase, level=level,
+                     http_status=status if C.is_num(status) else (200 if complete else None))
+
+
+def source(file: str | None = None, sha256: str | None = None, version: str | None = None) -> dict:
+    return C.source_block(tool=TOOL, version=version, file=file, sha256=sha256, derived=DERIVED,
+                          ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT)
+
+
+class LineConverter:
+    """Stateful: numbered raw lines in, record dicts and LineIssues out (a header before the first
+    request). Usable on a growing file: feed it each new batch of complete lines."""
+
+    def __init__(self, label: str, *, level: float | None = None, source_info: dict | None = None) -> None:
+        self.label = label
+        self.level = level
+        self.source_info = source_info or source(label)
+        self.header_sent = False
+        self.entries = 0
+        self.converted = 0
+
+    def header(self, started_at: float | None = None) -> dict:
+        return C.header(self.source_info, started_at=started_at,
+                        load={"mode": None, "levels": [] if self.level is None else [self.level]})
+
+    def feed(self, numbered: Iterable[tuple[int, bytes | str, bool]]) -> Iterator[dict | LineIssue]:
+        for lineno, line, terminated in numbered:
+            text = line.decode("utf-8", "replace") if isinstance(line, (bytes, bytearray)) else line
+            if not text.strip():
+                continue
+            self.entries += 1
+            try:
+                obj = json.loads(text)
+            except (ValueError, RecursionError) as exc:
+                reason = f"invalid JSON: {str(exc)[:80]}"
+                if not terminated:
+                    yield LineIssue(self.label, lineno, f"truncated final line ({reason})", "truncated")
+                else:
+                    yield LineIssue(self.label, lineno, reason)
+                continue
+            if not looks_like(obj):
+                yield LineIssue(self.label, lineno, "not an AIPerf per-request record (no metadata.request_start_ns)")
+                continue
+            try:
+                rec = convert_object(obj, level=self.level, fallback_id=f"aiperf-line{lineno}")
+            except ValueError as exc:
+                yield LineIssue(self.label, lineno, f"AIPerf record unusable: {exc}")
+                continue
+            if not self.header_sent:
+                self.header_sent = True
+                yield self.header(rec["t_sent"])
+            self.converted += 1
+            yield rec
+
+
+def convert_lines(numbered: Iterable[tuple[int, bytes | str, bool]], label: str, *,
+                  level: float | None = None, source_info: dict | None = None) -> C.ImportResult:
+    conv = LineConverter(label, level=level, source_info=source_info)
+    res = C.ImportResult(format=FORMAT, header=conv.header())
+    reqs: list[dict] = []
+    for item in conv.feed(numbered):
+        if isinstance(item, LineIssue):
+            res.issues.append(item)
+        elif item.get("type") == "run":
+            res.header = item
+        else:
+            reqs.append(item)
+    res.entries, res.converted = conv.entries, conv.converted
+    measured = [r for r in reqs if r["phase"] == "measure"]
+    warm = [r for r in reqs if r["phase"] == "warmup"]
+    res.records = warm + (C.add_steps(measured, level, None) if measured else [])
+    if level is None:
+        res.notes.append("AIPerf's per-request export does not name the load level: one unnamed level "
+                         "(profile_export_aiperf.json beside it gives the concurrency when present)")
+    return res

@@ -1,0 +1,235 @@
+"""Shared pieces of the importers: the result of a conversion, error classes, request building.
+
+Pure: callers hand in decoded JSON (or lines) and get record-format-v1 dicts back. Standard
+library only (tui/core rule).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.core.records import SCHEMA, SCHEMA_VERSION, LineIssue
+
+#: Time axis kinds a source can give (``source.time_axis`` in the run header).
+AXIS_EPOCH = "epoch"  # absolute wall-clock start times (AIPerf, GuideLLM)
+AXIS_RELATIVE = "relative"  # start times on one clock of unknown origin (vLLM perf_counter, inference-perf)
+AXIS_NONE = "none"  # no start times at all (LLMPerf, old vLLM files): no observation window
+
+
+@dataclass
+class ImportResult:
+    """What one import produced: record dicts (header first), the problems, and the counts."""
+
+    format: str
+    header: dict
+    records: list[dict] = field(default_factory=list)  # step and request dicts, in file order
+    issues: list[LineIssue] = field(default_factory=list)
+    entries: int = 0  # per-request entries seen in the source (lines or list elements)
+    converted: int = 0  # of which became request records
+    notes: list[str] = field(default_factory=list)
+    tool_summary: dict | None = None  # the tool's own counts where the file holds them
+
+    @property
+    def skipped(self) -> int:
+        return self.entries - self.converted
+
+    def counts(self) -> dict[str, int]:
+        """requests / completed / errors / cancelled / warmup over the converted request records."""
+        out = {"requests": 0, "measured": 0, "warmup": 0, "completed": 0, "errors": 0, "cancelled": 0}
+        for r in self.records:
+            if r.get("type") != "request":
+                continue
+            out["requests"] += 1
+            out["warmup" if r.get("phase") == "warmup" else "measured"] += 1
+            if r.get("complete") and r.get("error") is None:
+                out["completed"] += 1
+            elif r.get("error") == "cancelled":
+                out["cancelled"] += 1
+            else:
+                out["errors"] += 1
+        return out
+
+    def all_records(self) -> list[dict]:
+        return [self.header] + self.records
+
+
+def source_block(*, tool: str, version: str | None, file: str | None, sha256: str | None,
+                 derived: list[str], ttft_definition: str, time_axis: str, fmt: str,
+                 sample: dict | None = None, lacks: list[str] | None = None) -> dict:
+    """The run header's ``source`` block (docs/record-format.md, "source")."""
+    d: dict[str, Any] = {
+        "kind": "import",
+        "tool": tool,
+        "version": version,
+        "format": fmt,
+        "file": file,
+        "sha256": sha256,
+        "derived": list(derived),
+        "ttft_definition": ttft_definition,
+        "time_axis": time_axis,
+    }
+    if lacks:
+        d["lacks"] = list(lacks)
+    if sample:
+        d["sample"] = sample
+    return d
+
+
+def header(source: dict, *, started_at: float | None, target: dict | None = None, load: dict | None = None,
+           environment: dict | None = None) -> dict:
+    """A ``run`` header for imported data. ``synthetic`` is False: the data was measured by the other
+    tool against a real server (a fixture written from source says so in its own file and README)."""
+    from tui import __version__
+
+    return {
+        "type": "run",
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "tool": "servewatch",
+        "tool_version": __version__,
+        "started_at": started_at,
+        "target": target or {},
+        "load": load or {},
+        "environment": environment or {},
+        "synthetic": False,
+        "source": source,
+    }
+
+
+def is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def num(v: Any) -> float | None:
+    return float(v) if is_num(v) else None
+
+
+def int_or_none(v: Any) -> int | None:
+    return int(v) if is_num(v) else None
+
+
+_TIMEOUT_WORDS = ("timeout", "timed out")
+_STATUS_RE = re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
+_STATUS_PHRASES = (("too many requests", "http_429"), ("internal server error", "http_5xx"),
+                   ("service unavailable", "http_5xx"), ("bad gateway", "http_5xx"), ("gateway timeout", "http_5xx"),
+                   ("bad request", "http_4xx"), ("not found", "http_4xx"), ("unauthorized", "http_4xx"),
+                   ("forbidden", "http_4xx"), ("unprocessable", "http_4xx"))
+_CONNECT_WORDS = ("connect", "connection refused", "cannot connect", "name or service", "unreachable")
+
+
+def classify_error(*, status: Any = None, kind: str | None = None, message: str | None = None,
+                   cancelled: bool = False) -> str:
+    """Map another tool's error (HTTP status, exception type, message) to a record error class.
+
+    Faithful where the source says enough; ``other`` (with the message kept in ``error_detail``)
+    when it does not."""
+    if cancelled:
+        return "cancelled"
+    code = int(status) if is_num(status) else None
+    if code is not None:
+        if code == 429:
+            return "http_429"
+        if code == 499:  # client closed request: what AIPerf writes for its own cancellations
+            return "cancelled"
+        if 400 <= code < 500:
+            return "http_4xx"
+        if 500 <= code < 600:
+            return "http_5xx"
+    text = f"{kind or ''} {message or ''}".lower()
+    if "cancel" in text:
+        return "cancelled"
+    if code is None:  # an HTTP status named in the message ("ClientResponseError: 500, ...", "HTTP 429")
+        for phrase, cls in _STATUS_PHRASES:
+            if phrase in text:
+                return cls
+        m = _STATUS_RE.search(text)
+        if m and any(w in text for w in ("http", "status", "response")):
+            return classify_error(status=int(m.group(1)))
+    if any(w in text for w in _TIMEOUT_WORDS):
+        if "connect" in text:
+            return "connect_timeout"
+        return "read_timeout"
+    if any(w in text for w in _CONNECT_WORDS):
+        return "connect"
+    if "incomplete" in text or "payload" in text or "reset" in text or "disconnect" in text:
+        return "stream_reset"
+    return "other"
+
+
+def short(text: Any, limit: int = 200) -> str | None:
+    if text is None:
+        return None
+    s = str(text).replace("\n", " ").strip()
+    return s[:limit] if s else None
+
+
+def request(*, rid: str, t_sent: float, t_end: float, t_first: float | None, complete: bool,
+            error: str | None, error_detail: str | None = None, input_tokens: Any = None,
+            output_tokens: Any = None, phase: str = "measure", level: float | None = None, rnd: int = 1,
+            http_status: Any = None, finish_reason: str | None = None) -> dict:
+    """A request record dict; raises ValueError when the timestamps cannot be put in order.
+
+    A first token a hair past the end (float rounding of ms values, < 1 ms) is clamped to the end;
+    anything worse is a problem the caller reports."""
+    if t_end < t_sent:
+        if t_sent - t_end < 1e-6:
+            t_end = t_sent
+        else:
+            raise ValueError(f"end before start ({t_end - t_sent:.6f} s)")
+    if t_first is not None:
+        if t_first < t_sent - 1e-6:
+            raise ValueError("first token before the request was sent")
+        if t_first > t_end:
+            if t_first - t_end <= 1e-3:
+                t_first = t_end
+            else:
+                raise ValueError(f"first token {1000 * (t_first - t_end):.1f} ms after the end")
+        t_first = max(t_first, t_sent)
+    return {
+        "type": "request",
+        "id": rid,
+        "t_intended": t_sent,
+        "t_sent": t_sent,
+        "t_first_token": t_first,
+        "t_end": t_end,
+        "input_tokens": int_or_none(input_tokens),
+        "output_tokens": int_or_none(output_tokens),
+        "finish_reason": finish_reason,
+        "http_status": int_or_none(http_status),
+        "complete": bool(complete),
+        "error": error,
+        "error_detail": short(error_detail),
+        "phase": phase,
+        "level": level,
+        "round": rnd,
+    }
+
+
+def step(t: float, event: str, level: float | None, mode: str | None, rnd: int = 1, **info: Any) -> dict:
+    d = {"type": "step", "t": t, "event": event, "level": level, "round": rnd, "mode": mode}
+    d.update(info)
+    return d
+
+
+def add_steps(records: list[dict], level: float | None, mode: str | None, rnd: int = 1, **info: Any) -> list[dict]:
+    """Wrap one level's request dicts in step start/end records (times from the requests)."""
+    reqs = [r for r in records if r.get("type") == "request"]
+    if not reqs:
+        return records
+    t0 = min(r["t_sent"] for r in reqs)
+    t1 = max(r["t_end"] for r in reqs)
+    return [step(t0, "start", level, mode, rnd)] + records + [step(t1, "end", level, mode, rnd, **info)]
+
+
+class EntryIssue(LineIssue):
+    """A problem with one entry of a whole-document file (no line numbers there): ``FILE: entry I: reason``."""
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.reason}"
+
+
+def entry_issue(label: str, where: str, reason: str) -> EntryIssue:
+    return EntryIssue(label, 0, f"{where}: {reason}")

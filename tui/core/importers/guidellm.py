@@ -1,0 +1,198 @@
+"""GuideLLM ``benchmarks.json`` (or ``.yaml``, decoded by the caller): ``{"benchmarks": [...]}``, each
+benchmark one load level with per-request lists ``requests.successful / incomplete / errored``.
+0.4+ files carry ``info.timings.request_start / first_token_iteration / request_end`` (epoch seconds);
+0.3 files ``start_time / first_token_time / end_time``. The lists may be a reservoir SAMPLE of the
+requests (``--sample-requests``): then the import is labelled a sample and no verdict is given on the
+whole run. Whole-document JSON. Field mapping and sources: docs/record-format.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.core.importers import common as C
+
+FORMAT = "guidellm"
+TOOL = "guidellm"
+TTFT_DEFINITION = (
+    "GuideLLM: info.timings.first_token_iteration (time.time() when the first streamed iteration carrying "
+    "tokens arrived) minus info.timings.request_start (time.time() when the HTTP request started) "
+    "(src/guidellm/schemas/request_stats.py time_to_first_token_ms)"
+)
+STATUSES = (("successful", None), ("incomplete", "cancelled"), ("errored", "error"))
+
+
+def looks_like(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    b = obj.get("benchmarks")
+    if not isinstance(b, list):
+        return False
+    first = next((x for x in b if isinstance(x, dict)), None)
+    if first is None:
+        return "args" in obj or "metadata" in obj
+    return isinstance(first.get("requests"), dict) or "scheduler_metrics" in first or "run_stats" in first
+
+
+def _strategy(bench: dict) -> dict:
+    for holder in (bench.get("config"), bench.get("args"), bench):
+        if isinstance(holder, dict) and isinstance(holder.get("strategy"), dict):
+            return holder["strategy"]
+    return {}
+
+
+def _level(bench: dict) -> tuple[float | None, str | None, str]:
+    s = _strategy(bench)
+    kind = str(s.get("type_") or s.get("type") or "")
+    if kind == "synchronous":
+        return 1.0, "closed", kind
+    if kind == "concurrent" and C.is_num(s.get("streams")):
+        return float(s["streams"]), "closed", kind
+    if kind in ("constant", "poisson") and C.is_num(s.get("rate")):
+        return float(s["rate"]), "open", kind
+    if kind == "throughput" and C.is_num(s.get("max_concurrency")):
+        return float(s["max_concurrency"]), "closed", kind
+    return None, None, kind or "unknown"
+
+
+def _totals(bench: dict) -> dict | None:
+    for path in (("scheduler_metrics", "requests_made"), ("run_stats", "requests_made"), ("request_totals",),
+                 ("metrics", "request_totals")):
+        cur: Any = bench
+        for k in path:
+            cur = cur.get(k) if isinstance(cur, dict) else None
+        if isinstance(cur, dict) and C.is_num(cur.get("total")):
+            return {k: int(cur[k]) for k in ("successful", "incomplete", "errored", "total") if C.is_num(cur.get(k))}
+    return None
+
+
+def _times(r: dict) -> tuple[float | None, float | None, float | None]:
+    info = r.get("info") if isinstance(r.get("info"), dict) else {}
+    t = info.get("timings") if isinstance(info.get("timings"), dict) else None
+    if t is not None:
+        start = t.get("request_start") if C.is_num(t.get("request_start")) else t.get("resolve_start")
+        end = t.get("request_end") if C.is_num(t.get("request_end")) else t.get("resolve_end")
+        first = t.get("first_token_iteration")
+        return C.num(start), C.num(first), C.num(end)
+    # 0.3.x
+    return C.num(r.get("start_time")), C.num(r.get("first_token_time")), C.num(r.get("end_time"))
+
+
+def _tokens(r: dict) -> tuple[Any, Any]:
+    om = r.get("output_metrics") if isinstance(r.get("output_metrics"), dict) else {}
+    im = r.get("input_metrics") if isinstance(r.get("input_metrics"), dict) else {}
+    out = r.get("output_tokens", om.get("total_tokens"))
+    inp = r.get("prompt_tokens", im.get("total_tokens"))
+    return inp, out
+
+
+def _error_text(r: dict) -> str | None:
+    info = r.get("info") if isinstance(r.get("info"), dict) else {}
+    return info.get("error") or r.get("error")
+
+
+def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None = None,
+            version: str | None = None) -> C.ImportResult:
+    res = C.ImportResult(format=FORMAT, header={})
+    benches = doc.get("benchmarks") if isinstance(doc, dict) else None
+    benches = benches if isinstance(benches, list) else []
+    levels_meta = []
+    sampled_any = False
+    summary = {"successful": 0, "incomplete": 0, "errored": 0, "total": 0}
+    started = None
+    rnd_by_level: dict[Any, int] = {}
+    for bi, bench in enumerate(benches):
+        where_b = f"benchmarks[{bi}]"
+        if not isinstance(bench, dict):
+            res.entries += 1
+            res.issues.append(C.entry_issue(label, where_b, "not an object"))
+            continue
+        level, mode, kind = _level(bench)
+        rnd = rnd_by_level[level] = rnd_by_level.get(level, 0) + 1
+        reqs = bench.get("requests") if isinstance(bench.get("requests"), dict) else {}
+        sm = bench.get("scheduler_metrics") if isinstance(bench.get("scheduler_metrics"), dict) else {}
+        m_start, m_end = C.num(sm.get("measure_start_time")), C.num(sm.get("measure_end_time"))
+        recs: list[dict] = []
+        listed = 0
+        for status, err_kind in STATUSES:
+            items = reqs.get(status)
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                res.issues.append(C.entry_issue(label, f"{where_b}.requests.{status}", "not a list"))
+                continue
+            for ri, r in enumerate(items):
+                res.entries += 1
+                listed += 1
+                where = f"{where_b}.requests.{status}[{ri}]"
+                if not isinstance(r, dict):
+                    res.issues.append(C.entry_issue(label, where, "not an object"))
+                    continue
+                try:
+                    t_sent, t_first, t_end = _times(r)
+                    if t_sent is None or t_end is None:
+                        raise ValueError("no request start/end time (info.timings.request_start/request_end)")
+                    inp, out = _tokens(r)
+                    if err_kind is None:
+                        error = detail = None
+                    elif err_kind == "cancelled":
+                        error, detail = "cancelled", "GuideLLM 'incomplete': cancelled after it started"
+                    else:
+                        detail = _error_text(r) or "errored"
+                        error = C.classify_error(message=detail)
+                    phase = "measure"
+                    if m_start is not None and t_sent < m_start - 1e-9:
+                        phase = "warmup"
+                    rid = r.get("request_id") or (r.get("info") or {}).get("request_id") or f"gl-{bi}-{status}-{ri}"
+                    rec = C.request(rid=str(rid), t_sent=t_sent, t_end=t_end, t_first=t_first,
+                                    complete=err_kind is None, error=error, error_detail=detail,
+                                    input_tokens=inp, output_tokens=out, phase=phase, level=level, rnd=rnd)
+                except (ValueError, TypeError) as exc:
+                    res.issues.append(C.entry_issue(label, where, str(exc)))
+                    continue
+                recs.append(rec)
+                res.converted += 1
+        recs.sort(key=lambda x: x["t_sent"])
+        if recs:
+            started = recs[0]["t_sent"] if started is None else min(started, recs[0]["t_sent"])
+        totals = _totals(bench)
+        sampled = totals is not None and listed < totals.get("total", listed)
+        sampled_any |= sampled
+        if totals:
+            for k in summary:
+                summary[k] += totals.get(k, 0)
+        levels_meta.append({"benchmark": bi, "strategy": kind, "level": level, "mode": mode, "listed": listed,
+                            "totals": totals, "sampled": sampled, "measure_start": m_start, "measure_end": m_end})
+        res.records.extend(C.add_steps(recs, level, mode, rnd, strategy=kind, **({"sample": True} if sampled else {})))
+        if level is None:
+            res.notes.append(f"{where_b}: strategy '{kind}' has no fixed level: its requests have no level")
+    derived = ["t_sent = info.timings.request_start (0.3: start_time)",
+               "t_first_token = info.timings.first_token_iteration (0.3: first_token_time)",
+               "t_end = info.timings.request_end (0.3: end_time)",
+               "successful -> complete; incomplete -> error 'cancelled'; errored -> error class from info.error",
+               "phase warmup when request_start < scheduler_metrics.measure_start_time",
+               "level = strategy streams (concurrent, closed) / rate (constant, poisson: open) / 1 (synchronous)"]
+    sample = None
+    if sampled_any:
+        sample = {"listed": sum(x["listed"] for x in levels_meta), "total": summary["total"],
+                  "note": "GuideLLM kept a sample of the per-request lists (fewer listed than its totals): "
+                          "statistics describe the sample; no verdict on the whole run"}
+        res.notes.append(sample["note"])
+    src = C.source_block(tool=TOOL, version=version or _version(doc), file=file, sha256=sha256, derived=derived,
+                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT, sample=sample)
+    src["levels_summary"] = levels_meta
+    lv = sorted({x["level"] for x in levels_meta if x["level"] is not None})
+    modes = {x["mode"] for x in levels_meta if x["mode"]}
+    res.header = C.header(src, started_at=started,
+                          load={"mode": modes.pop() if len(modes) == 1 else None, "levels": lv})
+    res.tool_summary = summary if any(x["totals"] for x in levels_meta) else None
+    return res
+
+
+def _version(doc: Any) -> str | None:
+    if isinstance(doc, dict):
+        md = doc.get("metadata")
+        if isinstance(md, dict):
+            v = md.get("guidellm_version") or md.get("version")
+            return str(v) if v else None
+    return None

@@ -1,0 +1,128 @@
+"""inference-perf (kubernetes-sigs/inference-perf) ``per_request_lifecycle_metrics.json``: a JSON list of
+request lifecycle objects (``stage_id``, ``scheduled_time``, ``start_time``, ``end_time``, ``info``,
+``error``), written when ``report.request_lifecycle.per_request`` is true. Times are
+``time.perf_counter()`` values: one clock of unknown origin (relative). Whole-document JSON.
+Field mapping and sources: docs/record-format.md, "Importing other tools' runs".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.core.importers import common as C
+
+FORMAT = "inference-perf"
+TOOL = "inference-perf"
+TTFT_DEFINITION = (
+    "inference-perf: the time of the first content-bearing SSE chunk (info.response_metrics."
+    "output_token_times[0], perf_counter) minus start_time, taken just before the POST "
+    "(inference_perf/reportgen/base.py, inference_perf/apis/streaming_parser.py)"
+)
+
+
+def _is_lifecycle(d: Any) -> bool:
+    """0.7.0 writes {start_time, end_time, request?, response?, info?, computed_metrics?, error}
+    (reportgen/base.py build_per_request_lifecycle_entry); older versions the raw RequestLifecycleMetric."""
+    return isinstance(d, dict) and "start_time" in d and "end_time" in d and "error" in d and (
+        "info" in d or "request" in d or "request_data" in d or "computed_metrics" in d)
+
+
+def looks_like(obj: Any) -> bool:
+    if not isinstance(obj, list) or not obj:
+        return False
+    first = next((x for x in obj if isinstance(x, dict)), None)
+    return _is_lifecycle(first)
+
+
+def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None = None,
+            stage_levels: dict[int, float] | None = None, stage_counts: dict[int, int] | None = None,
+            mode: str | None = None) -> C.ImportResult:
+    """``stage_levels``: stage -> rate (req/s); ``stage_counts``: stage -> request count (both from the
+    stage_N_lifecycle_metrics.json files beside the file, when present). 0.7.0's per-request entries do
+    not name their stage: stages run one after another, so the k-th request in start-time order belongs
+    to the stage whose cumulative count first exceeds k (only when the counts add up exactly)."""
+    stage_levels = stage_levels or {}
+    items = doc if isinstance(doc, list) else []
+    by_start = _stage_by_start(items, stage_counts)
+    starts = [d.get("start_time") for d in items if isinstance(d, dict) and C.is_num(d.get("start_time"))]
+    origin = min(starts) if starts else 0.0
+    derived = ["t_sent = start_time - min(start_time) (perf_counter, origin unknown: relative times)",
+               "stage = stage_id when written, else position in start-time order against the stage counts of "
+               "stage_N_lifecycle_metrics.json (stages run one after another)",
+               "t_intended = scheduled_time on the same clock",
+               "t_first_token = info.response_metrics.output_token_times[0] (streaming only)",
+               "t_end = end_time", "failed = error not null; class from error.error_type / error_msg",
+               "level = the stage's rate when known, else stage_id (labelled)"]
+    src = C.source_block(tool=TOOL, version=None, file=file, sha256=sha256, derived=derived,
+                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_RELATIVE, fmt=FORMAT)
+    res = C.ImportResult(format=FORMAT, header={})
+    by_stage: dict[Any, list[dict]] = {}
+    for i, d in enumerate(items):
+        res.entries += 1
+        where = f"entry {i}"
+        if not _is_lifecycle(d):
+            res.issues.append(C.entry_issue(label, where, "not a request lifecycle object (start_time/end_time/info)"))
+            continue
+        try:
+            st, en = d.get("start_time"), d.get("end_time")
+            if not (C.is_num(st) and C.is_num(en)):
+                raise ValueError("start_time / end_time missing or not numbers")
+            info = d.get("info") if isinstance(d.get("info"), dict) else {}
+            rm = info.get("response_metrics") if isinstance(info.get("response_metrics"), dict) else {}
+            times = rm.get("output_token_times") or rm.get("chunk_times") or []
+            t_first = float(times[0]) - origin if times and C.is_num(times[0]) else None
+            err = d.get("error")
+            failed = err is not None
+            e = err if isinstance(err, dict) else {}
+            stage = d.get("stage_id", by_start.get(i))
+            level = stage_levels.get(stage, float(stage) if C.is_num(stage) else None)
+            reqm = info.get("request_metrics") if isinstance(info.get("request_metrics"), dict) else {}
+            text = reqm.get("text") if isinstance(reqm.get("text"), dict) else {}
+            cm = d.get("computed_metrics") if isinstance(d.get("computed_metrics"), dict) else {}
+            itok = text.get("input_tokens", info.get("input_tokens", cm.get("input_tokens")))
+            if not rm.get("output_tokens") and cm.get("output_tokens") is not None:
+                rm = dict(rm, output_tokens=cm.get("output_tokens"))
+            rec = C.request(rid=f"ip-{i:06d}", t_sent=float(st) - origin, t_end=float(en) - origin, t_first=t_first,
+                            complete=not failed,
+                            error=C.classify_error(kind=e.get("error_type"), message=e.get("error_msg"))
+                            if failed else None,
+                            error_detail=" ".join(str(x) for x in (e.get("error_type"), e.get("error_msg")) if x)
+                            if failed else None,
+                            input_tokens=itok, output_tokens=rm.get("output_tokens"), level=level)
+            sched = d.get("scheduled_time")
+            if C.is_num(sched) and sched - origin <= rec["t_sent"]:
+                rec["t_intended"] = float(sched) - origin
+        except (ValueError, TypeError, IndexError) as exc:
+            res.issues.append(C.entry_issue(label, where, str(exc)))
+            continue
+        by_stage.setdefault(stage, []).append(rec)
+        res.converted += 1
+    for stage, recs in sorted(by_stage.items(), key=lambda kv: (kv[0] is None, kv[0] if kv[0] is not None else 0)):
+        level = recs[0]["level"]
+        res.records.extend(C.add_steps(recs, level, mode, stage_id=stage))
+    levels = sorted({r[0]["level"] for r in by_stage.values() if r and r[0]["level"] is not None})
+    unnamed = [s for s in by_stage if s not in stage_levels]
+    if unnamed:
+        src["derived"].append(f"stages {sorted(x for x in unnamed if x is not None)} have no known rate: level = stage_id")
+        res.notes.append("stage rates unknown (no config/summary beside the file): levels are stage numbers, "
+                         "not rates")
+    res.header = C.header(src, started_at=None, load={"mode": mode, "levels": levels})
+    return res
+
+
+def _stage_by_start(items: list, stage_counts: dict[int, int] | None) -> dict[int, int]:
+    """entry index -> stage, from start-time order and the per-stage counts (empty when they do not add up)."""
+    if not stage_counts or any(isinstance(d, dict) and "stage_id" in d for d in items):
+        return {}
+    usable = [(d["start_time"], i) for i, d in enumerate(items)
+              if _is_lifecycle(d) and C.is_num(d.get("start_time"))]
+    if sum(stage_counts.values()) != len(usable):
+        return {}
+    order = sorted(usable)
+    out: dict[int, int] = {}
+    pos = 0
+    for stage in sorted(stage_counts):
+        for _ in range(stage_counts[stage]):
+            out[order[pos][1]] = stage
+            pos += 1
+    return out

@@ -1,0 +1,77 @@
+"""LLMPerf (ray-project/llmperf, ``token_benchmark_ray.py``) ``*_individual_responses.json``: a JSON list,
+one object per request, with durations only (``ttft_s``, ``end_to_end_latency_s``, ...) and NO start
+times: there is no time axis, so no observation window and no verdict. Whole-document JSON.
+Field mapping and sources: docs/record-format.md, "Importing other tools' runs".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.core.importers import common as C
+
+FORMAT = "llmperf"
+TOOL = "llmperf"
+TTFT_DEFINITION = (
+    "LLMPerf: time.monotonic() at the first SSE chunk whose delta has non-empty content minus "
+    "time.monotonic() before the POST (src/llmperf/ray_clients/openai_chat_completions_client.py); "
+    "0 when no content arrived"
+)
+KEYS = ("ttft_s", "end_to_end_latency_s", "error_code")
+
+
+def looks_like(obj: Any) -> bool:
+    if not isinstance(obj, list) or not obj:
+        return False
+    first = next((x for x in obj if isinstance(x, dict)), None)
+    return first is not None and "ttft_s" in first and "end_to_end_latency_s" in first
+
+
+def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None = None,
+            level: float | None = None) -> C.ImportResult:
+    derived = ["t_sent = 0 for every request (no start times in the source: not a time axis)",
+               "t_first_token = ttft_s (when > 0)", "t_end = end_to_end_latency_s",
+               "failed = error_code not null; error class from error_code (HTTP status; -1 = exception)",
+               "output_tokens = number_output_tokens (LLMPerf re-counts them with its own tokenizer)"]
+    lacks = ["request start times: LLMPerf saves only durations, so the file has no time axis and no "
+             "observation window", "the load level is in the *_summary.json file, not in this one"]
+    src = C.source_block(tool=TOOL, version=None, file=file, sha256=sha256, derived=derived,
+                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_NONE, fmt=FORMAT, lacks=lacks)
+    res = C.ImportResult(format=FORMAT, header=C.header(src, started_at=None,
+                                                        load={"mode": "closed" if level else None,
+                                                              "levels": [level] if level else []}))
+    items = doc if isinstance(doc, list) else []
+    recs: list[dict] = []
+    ok = errs = 0
+    for i, d in enumerate(items):
+        res.entries += 1
+        where = f"entry {i}"
+        if not isinstance(d, dict):
+            res.issues.append(C.entry_issue(label, where, "not an object"))
+            continue
+        try:
+            e2e = d.get("end_to_end_latency_s")
+            ttft = d.get("ttft_s")
+            code = d.get("error_code")
+            failed = code is not None
+            if not C.is_num(e2e) or e2e < 0:
+                raise ValueError("end_to_end_latency_s missing or not a non-negative number")
+            t_first = float(ttft) if C.is_num(ttft) and ttft > 0 else None
+            rec = C.request(rid=f"llmperf-{i:06d}", t_sent=0.0, t_end=float(e2e), t_first=t_first,
+                            complete=not failed,
+                            error=C.classify_error(status=code if C.is_num(code) and code > 0 else None,
+                                                   message=d.get("error_msg")) if failed else None,
+                            error_detail=(f"error_code {code}: {d.get('error_msg') or ''}" if failed else None),
+                            input_tokens=d.get("number_input_tokens"), output_tokens=d.get("number_output_tokens"),
+                            level=level, http_status=code if C.is_num(code) and code > 0 else None)
+        except ValueError as exc:
+            res.issues.append(C.entry_issue(label, where, str(exc)))
+            continue
+        recs.append(rec)
+        res.converted += 1
+        errs += failed
+        ok += not failed
+    res.records = C.add_steps(recs, level, "closed" if level else None)
+    res.tool_summary = {"num_completed_requests": ok, "number_errors": errs}
+    res.notes.append("no request start times: no observation window, so no verdict (INSUFFICIENT WINDOW)")
+    return res

@@ -1,0 +1,162 @@
+"""``vllm bench serve --save-result --save-detailed`` result JSON (also ``benchmarks/benchmark_serving.py``).
+
+One JSON object per run with parallel per-request arrays: ``input_lens``, ``output_lens``, ``ttfts``,
+``itls``, ``start_times`` (newer versions only), ``generated_texts``, ``errors``. With ``--append-result``
+several such objects sit in one file, one per line: each is one level. Whole-document JSON otherwise.
+Field mapping and sources: docs/record-format.md, "Importing other tools' runs".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.core.importers import common as C
+from tui.core.records import LineIssue
+
+FORMAT = "vllm-bench"
+TOOL = "vllm bench serve"
+TTFT_DEFINITION = (
+    "vLLM bench: perf_counter at the first streamed chunk with a non-empty 'choices' list (for chat even a "
+    "role-only chunk with no content, which llama.cpp sends first) minus perf_counter just before the HTTP POST "
+    "(vllm/benchmarks/lib/endpoint_request_func.py)"
+)
+ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "start_times")
+
+
+def looks_like(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("ttfts"), list) and "itls" in obj and (
+        "errors" in obj or "output_lens" in obj)
+
+
+def looks_like_summary_only(obj: Any) -> bool:
+    """A result saved without --save-detailed: run-level numbers only."""
+    return isinstance(obj, dict) and "completed" in obj and "mean_ttft_ms" in obj and "ttfts" not in obj
+
+
+def _level(obj: dict) -> tuple[float | None, str | None]:
+    mc = obj.get("max_concurrency")
+    rate = obj.get("request_rate")
+    if C.is_num(mc):
+        return float(mc), "closed"
+    if C.is_num(rate):
+        return float(rate), "open"
+    return None, None
+
+
+def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: int = 1,
+                issues: list[LineIssue] | None = None) -> tuple[list[dict], int, int, dict]:
+    """One result object -> (records incl. steps, entries, converted, facts)."""
+    issues = issues if issues is not None else []
+    ttfts = obj.get("ttfts") or []
+    n = len(ttfts)
+    starts = obj.get("start_times")
+    has_starts = isinstance(starts, list) and len(starts) == n and n > 0
+    level, mode = _level(obj)
+    arrays = {k: obj.get(k) for k in ARRAYS}
+    for k, v in arrays.items():
+        if k == "start_times" and starts is None:
+            continue  # older versions: no start times at all (said in the header, verdict withheld)
+        if v is not None and (not isinstance(v, list) or len(v) != n):
+            issues.append(C.entry_issue(label, f"{where}'{k}'", f"has {len(v) if isinstance(v, list) else 'no'} "
+                                        f"entries, 'ttfts' has {n}: the requests it lacks are reported"))
+    origin = min((s for s in starts if C.is_num(s)), default=0.0) if has_starts else 0.0
+    recs: list[dict] = []
+    converted = 0
+    for i in range(n):
+        def at(key: str, default: Any = None) -> Any:
+            v = arrays.get(key)
+            return v[i] if isinstance(v, list) and i < len(v) else default
+
+        try:
+            lacking = [k for k in ("itls", "errors", "output_lens") if isinstance(arrays.get(k), list)
+                       and i >= len(arrays[k])]
+            if lacking:
+                raise ValueError(f"missing from {', '.join(lacking)} (the lists have different lengths)")
+            ttft = at("ttfts")
+            if ttft is not None and not C.is_num(ttft):
+                raise ValueError(f"ttfts entry is not a number ({str(ttft)[:20]!r})")
+            err = at("errors", "")
+            itl = at("itls") or []
+            if not isinstance(itl, list) or not all(C.is_num(x) for x in itl):
+                raise ValueError("itls entry is not a list of numbers")
+            # vLLM marks a failure with success=False and an error text that may be empty ("response.reason
+            # or ''"); a failed request keeps ttft 0.0, so a TTFT that is not positive also means failed
+            failed = bool(err) or not (C.is_num(ttft) and ttft > 0)
+            if has_starts:
+                s = at("start_times")
+                if not C.is_num(s):
+                    raise ValueError("start_times entry is not a number")
+                t_sent = float(s) - origin
+            else:
+                t_sent = 0.0  # no time axis: every request at 0 (the verdict is withheld, see source.time_axis)
+            if failed:
+                # vLLM keeps no end time for a failed request: zero length (its latency is not recorded)
+                t_first, t_end = None, t_sent
+            else:
+                if not C.is_num(ttft):
+                    raise ValueError("ttfts entry is not a number")
+                t_first = t_sent + float(ttft)
+                t_end = t_first + sum(float(x) for x in itl)
+            rec = C.request(rid=f"vllm-r{rnd}-{i:06d}", t_sent=t_sent, t_end=t_end, t_first=t_first,
+                            complete=not failed,
+                            error=C.classify_error(message=str(err or "")) if failed else None,
+                            error_detail=(str(err) or "failed, no error text") if failed else None, input_tokens=at("input_lens"),
+                            output_tokens=at("output_lens"), level=level, rnd=rnd)
+        except (ValueError, TypeError) as exc:
+            issues.append(C.entry_issue(label, f"{where}request {i}", str(exc)))
+            continue
+        recs.append(rec)
+        converted += 1
+    facts = {"level": level, "mode": mode, "has_starts": has_starts, "completed": obj.get("completed"),
+             "failed": obj.get("failed"), "num_prompts": obj.get("num_prompts"), "entries": n}
+    return C.add_steps(recs, level, mode, rnd), n, converted, facts
+
+
+def convert_runs(objs: list[tuple[int, Any]], label: str, *, file: str | None = None, sha256: str | None = None,
+                 whole_document: bool = True) -> C.ImportResult:
+    """``objs``: (line number, decoded object) pairs; one object for a plain result file."""
+    res = C.ImportResult(format=FORMAT, header={})
+    facts_all = []
+    rnd_by_level: dict[Any, int] = {}
+    for lineno, obj in objs:
+        if not looks_like(obj):
+            res.entries += 1
+            why = ("a vLLM result saved without --save-detailed: no per-request data"
+                   if looks_like_summary_only(obj) else "not a vLLM bench result object")
+            res.issues.append(LineIssue(label, lineno, why))
+            continue
+        level, _ = _level(obj)
+        rnd = rnd_by_level[level] = rnd_by_level.get(level, 0) + 1
+        where = "" if whole_document else f"result on line {lineno}: "
+        recs, n, conv, facts = convert_run(obj, label, where=where, line=lineno, rnd=rnd, issues=res.issues)
+        res.records.extend(recs)
+        res.entries += n
+        res.converted += conv
+        facts_all.append(facts)
+    has_starts = bool(facts_all) and all(f["has_starts"] for f in facts_all)
+    axis = C.AXIS_RELATIVE if has_starts else C.AXIS_NONE
+    derived = ["t_first_token = t_sent + ttfts[i]", "t_end = t_first_token + sum(itls[i]) (last chunk)",
+               "failed requests (errors[i] non-empty): t_end = t_sent, no first token (vLLM keeps no end time)",
+               "error class from the errors[i] message", "level = max_concurrency (closed) else request_rate (open)"]
+    lacks = []
+    if has_starts:
+        derived.insert(0, "t_sent = start_times[i] - min(start_times) (perf_counter, origin unknown: relative times)")
+    else:
+        lacks.append("start_times: this version of the vLLM benchmark does not save request start times, so the "
+                     "file has no time axis and no observation window")
+        derived.insert(0, "t_sent = 0 for every request (no start times in the source: not a time axis)")
+    first = objs[0][1] if objs and isinstance(objs[0][1], dict) else {}
+    src = C.source_block(tool=TOOL, version=None, file=file, sha256=sha256, derived=derived,
+                         ttft_definition=TTFT_DEFINITION, time_axis=axis, fmt=FORMAT, lacks=lacks)
+    src["levels_summary"] = [{k: f[k] for k in ("level", "mode", "completed", "failed", "entries")} for f in facts_all]
+    levels = sorted({f["level"] for f in facts_all if f["level"] is not None})
+    modes = {f["mode"] for f in facts_all if f["mode"]}
+    res.header = C.header(src, started_at=None,
+                          target={"model": first.get("model_id"), "api": first.get("backend")},
+                          load={"mode": modes.pop() if len(modes) == 1 else None, "levels": levels,
+                                "burstiness": first.get("burstiness")})
+    res.tool_summary = {"completed": sum(int(f["completed"] or 0) for f in facts_all),
+                        "failed": sum(int(f["failed"] or 0) for f in facts_all)}
+    if not has_starts:
+        res.notes.append("no request start times: no observation window, so no verdict (INSUFFICIENT WINDOW)")
+    return res

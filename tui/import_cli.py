@@ -1,0 +1,79 @@
+"""`servewatch import FILE [--out run.jsonl]`: another tool's run converted to record format v1.
+
+Thin glue around ``tui.sources.importing`` (file, hash, YAML) and ``tui.core.importers`` (conversion).
+Exit codes: 0 converted (problem entries, if any, are listed and counted), 2 bad usage, unreadable file,
+or nothing importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+EXIT_USAGE = 2
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Convert another load tool's per-request output (AIPerf profile_export.jsonl, GuideLLM "
+                          "benchmarks.json/.yaml, vllm bench serve --save-detailed JSON, LLMPerf "
+                          "*_individual_responses.json, inference-perf per_request_lifecycle_metrics.json) to a "
+                          "servewatch record file. The format is recognised by content, not by file name.")
+    parser.epilog = "exit codes: 0 converted, 2 bad usage, unreadable or not importable"
+    parser.add_argument("file", help="the other tool's output file")
+    parser.add_argument("--out", metavar="FILE", default=None,
+                        help="record file to write (default: FILE with .servewatch.jsonl appended)")
+    parser.add_argument("--json", action="store_true", help="print the import summary as JSON")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from tui.sources.importing import ImportProblem, import_file, write_records
+
+    path = args.file
+    if not os.path.exists(path):
+        print(f"servewatch: cannot read {path}: no such file", file=sys.stderr)
+        return EXIT_USAGE
+    if os.path.isdir(path):
+        print(f"servewatch: {path} is a folder; give the per-request file inside it", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        res = import_file(path)
+    except ImportProblem as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for issue in res.issues[:20]:
+        print(f"servewatch: {issue}", file=sys.stderr)
+    if len(res.issues) > 20:
+        print(f"servewatch: ... and {len(res.issues) - 20} more problem entries", file=sys.stderr)
+    if res.converted == 0:
+        print(f"servewatch: {path}: nothing importable (0 of {res.entries} entries usable)", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or (path + ".servewatch.jsonl")
+    try:
+        lines = write_records(res, out)
+    except OSError as exc:
+        print(f"servewatch: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    src = res.header.get("source", {})
+    summary = {"file": path, "format": res.format, "tool": src.get("tool"), "out": out, "lines_written": lines,
+               "entries": res.entries, "converted": res.converted, "problems": len(res.issues),
+               "counts": res.counts(), "tool_summary": res.tool_summary, "time_axis": src.get("time_axis"),
+               "sample": src.get("sample"), "ttft_definition": src.get("ttft_definition"), "notes": res.notes}
+    if getattr(args, "json", False):
+        print(json.dumps(summary, indent=2))
+        return 0
+    c = res.counts()
+    print(f"imported {path} ({src.get('tool')}, format {res.format}) -> {out}")
+    print(f"  entries {res.entries}: converted {res.converted}, problems {len(res.issues)} (listed above)")
+    print(f"  requests {c['requests']} (measured {c['measured']}, warmup {c['warmup']}): completed {c['completed']}, "
+          f"errors {c['errors']}, cancelled {c['cancelled']}")
+    if res.tool_summary:
+        print(f"  the tool's own summary: {json.dumps(res.tool_summary)}")
+    print(f"  time axis: {src.get('time_axis')}; TTFT as {src.get('tool')} defines it: {src.get('ttft_definition')}")
+    for n in res.notes:
+        print(f"  note: {n}")
+    return 0
