@@ -59,9 +59,10 @@ print(json.dumps({"lines": n, "seconds": dt, "cpu": cpu, "rc": rc, "rss_mb": ru.
 """
 
 
-def run(code: str, path: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, check=True)
+def run(code: str, path: str, root: str = ROOT) -> dict:
+    env = dict(os.environ, PYTHONPATH=root)  # run in ``root`` too: ``python -c`` puts the working folder first
+    out = subprocess.run([sys.executable, "-c", code, os.path.abspath(path)], capture_output=True, text=True, env=env,
+                         cwd=root, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -83,6 +84,9 @@ def main() -> None:
     ap.add_argument("--file", default=None,
                     help="record file (default /tmp/sw-bench-1m.jsonl for 1000000 requests, else /tmp/sw-bench-N.jsonl)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each side; the median is reported (default 3)")
+    ap.add_argument("--baseline", metavar="DIR", default=None,
+                    help="also time the report of another checkout (for example an exported earlier commit), "
+                         "in the same rounds: bare / report / baseline report")
     a = ap.parse_args()
     if a.repeat < 1 or a.requests < 1:
         print("bench_report: --repeat and --requests must be >= 1", file=sys.stderr)
@@ -98,7 +102,7 @@ def main() -> None:
         sys.exit(2)
     print(f"file: {path} ({os.path.getsize(path) / 1e6:.0f} MB, {have:,} requests), python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs; {a.repeat} runs per side, each in its own process, bare / report alternating")
-    bare_rates, rep_rates, bare_cpu, rep_cpu, rss = [], [], [], [], []
+    bare_rates, rep_rates, bare_cpu, rep_cpu, rss, base_rates, base_cpu = [], [], [], [], [], [], []
     for i in range(a.repeat):
         lb = load()
         bare = run(BARE, path)
@@ -111,6 +115,14 @@ def main() -> None:
         bare_cpu.append(bare["lines"] / bare["cpu"])
         rep_cpu.append(rep["lines"] / rep["cpu"])
         rss.append(rep["rss_mb"])
+        if a.baseline:
+            lo = load()
+            old = run(REPORT, path, os.path.abspath(a.baseline))
+            o_rate = old["lines"] / old["seconds"]
+            base_rates.append(o_rate)
+            base_cpu.append(old["lines"] / old["cpu"])
+            print(f"        baseline report {o_rate:,.0f} lines/s ({old['seconds']:.1f} s wall, {old['cpu']:.1f} s CPU, "
+                  f"peak RSS {old['rss_mb']:.0f} MB, exit {old['rc']}, {lo}) | ratio {o_rate / b_rate:.2f}", flush=True)
         print(f"run {i + 1}: bare json.loads {b_rate:,.0f} lines/s ({bare['seconds']:.1f} s wall, {bare['cpu']:.1f} s CPU, "
               f"{bare['rss_mb']:.0f} MB, {lb}) | servewatch report {r_rate:,.0f} lines/s ({rep['seconds']:.1f} s wall, "
               f"{rep['cpu']:.1f} s CPU, peak RSS {rep['rss_mb']:.0f} MB, exit {rep['rc']}, {lr}) | ratio {r_rate / b_rate:.2f}",
@@ -119,6 +131,10 @@ def main() -> None:
     print(f"median of {a.repeat}: bare {mb:,.0f} lines/s | report {mr:,.0f} lines/s, peak RSS {max(rss):.0f} MB | "
           f"ratio {mr / mb:.2f} (goal >= 0.50) | by CPU time: ratio "
           f"{statistics.median(rep_cpu) / statistics.median(bare_cpu):.2f}; {load()}")
+    if base_rates:
+        mo = statistics.median(base_rates)
+        print(f"baseline ({a.baseline}): report {mo:,.0f} lines/s | ratio {mo / mb:.2f} | by CPU time: ratio "
+              f"{statistics.median(base_cpu) / statistics.median(bare_cpu):.2f}")
 
 
 if __name__ == "__main__":
