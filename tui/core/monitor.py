@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable
+from collections.abc import Iterable
 
 from tui.core import provenance, stats
 from tui.core.budget import BudgetError
