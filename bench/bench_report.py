@@ -1,10 +1,19 @@
 """Benchmark: `servewatch report` on a 1,000,000-request file vs a bare `json.loads` loop, side by side.
 
-    python bench/bench_report.py [--requests 1000000] [--file /tmp/sw-bench-1m.jsonl] [--repeat 2]
+    python bench/bench_report.py [--requests 1000000] [--file PATH] [--repeat 3]
 
-Each measurement runs in its own subprocess (so peak RSS is that process's own), alternating bare / report.
-The input is SYNTHETIC (bench/gen_records.py) and only measures ingest speed and memory, nothing about servers.
-Goal (issue 2): report throughput >= 0.5 x bare loop, report peak RSS < 300 MB.
+What it measures (issue 10): the bare side is a loop over the file's lines as bytes (``for line in f:
+json.loads(line)``, file opened ``'rb'``); the report side is ``run_report`` (what ``servewatch report FILE``
+runs: read, validate, the Monitor, the verdict, the formatted report). Each measurement runs in its own
+subprocess (so peak RSS is that process's own), alternating bare / report, ``--repeat`` times (default 3); the
+figure is the MEDIAN lines/s of each side and their ratio. Lines/s counts every line of the file on both sides.
+CPU seconds (user + system of that process) are shown next to wall seconds, and the 1-minute load average
+before each run: on a shared machine wall-clock figures are only comparable at a similar load.
+
+The input is SYNTHETIC (bench/gen_records.py, generated when the file is missing; default
+/tmp/sw-bench-1m.jsonl for 1,000,000 requests, /tmp/sw-bench-<N>.jsonl otherwise) and only measures ingest
+speed and memory, nothing about servers. An existing file must hold exactly --requests request records.
+Goal (issues 2 and 10): report throughput >= 0.5 x bare loop, report peak RSS < 300 MB.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -25,7 +35,8 @@ with open(sys.argv[1], 'rb') as f:
     for line in f:
         json.loads(line); n += 1
 dt = time.perf_counter() - t
-print(json.dumps({"lines": n, "seconds": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"lines": n, "seconds": dt, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
 """
 
 REPORT = r"""
@@ -35,39 +46,95 @@ from tui.report_cli import run_report
 args = Namespace(slo_ttft_ms=1000.0, target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None, json=False,
                  level=None, params=None, weights=None, gpu_gib=None, margin_gib=None, layers=None, kv_heads=None,
                  head_dim=None, max_seq=None, kv_dtype=None, tp=None, block_size=None, config=None, budget=None)
+ru0 = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 out = io.StringIO()
 rc = run_report(sys.argv[1], args, out=out)
 dt = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_SELF)
+cpu = (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
 with open(sys.argv[1], 'rb') as f:
     n = sum(1 for _ in f)
-print(json.dumps({"lines": n, "seconds": dt, "rc": rc, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+print(json.dumps({"lines": n, "seconds": dt, "cpu": cpu, "rc": rc, "rss_mb": ru.ru_maxrss / 1024}))
 """
 
 
-def run(code: str, path: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, check=True)
+def run(code: str, path: str, root: str = ROOT) -> dict:
+    env = dict(os.environ, PYTHONPATH=root)  # run in ``root`` too: ``python -c`` puts the working folder first
+    out = subprocess.run([sys.executable, "-c", code, os.path.abspath(path)], capture_output=True, text=True, env=env,
+                         cwd=root, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def count_requests(path: str) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            n += line.startswith(b'{"type":"request"') or b'"type": "request"' in line
+    return n
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--requests", type=int, default=1_000_000)
-    ap.add_argument("--file", default="/tmp/sw-bench-1m.jsonl")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=1_000_000, help="request records in the file (default 1000000)")
+    ap.add_argument("--file", default=None,
+                    help="record file (default /tmp/sw-bench-1m.jsonl for 1000000 requests, else /tmp/sw-bench-N.jsonl)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each side; the median is reported (default 3)")
+    ap.add_argument("--baseline", metavar="DIR", default=None,
+                    help="also time the report of another checkout (for example an exported earlier commit), "
+                         "in the same rounds: bare / report / baseline report")
     a = ap.parse_args()
-    if not os.path.exists(a.file):
-        subprocess.run([sys.executable, os.path.join(HERE, "gen_records.py"), a.file, "--requests", str(a.requests)], check=True)
-    print(f"file: {a.file} ({os.path.getsize(a.file) / 1e6:.0f} MB), python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    if a.repeat < 1 or a.requests < 1:
+        print("bench_report: --repeat and --requests must be >= 1", file=sys.stderr)
+        sys.exit(2)
+    path = a.file or ("/tmp/sw-bench-1m.jsonl" if a.requests == 1_000_000 else f"/tmp/sw-bench-{a.requests}.jsonl")
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_records.py"), path, "--requests", str(a.requests)],
+                       check=True)
+    have = count_requests(path)
+    if have != a.requests:
+        print(f"bench_report: {path} holds {have} request records, not --requests {a.requests} "
+              "(give another --file, or delete it to regenerate)", file=sys.stderr)
+        sys.exit(2)
+    print(f"file: {path} ({os.path.getsize(path) / 1e6:.0f} MB, {have:,} requests), python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} CPUs; {a.repeat} runs per side, each in its own process, bare / report alternating")
+    bare_rates, rep_rates, bare_cpu, rep_cpu, rss, base_rates, base_cpu = [], [], [], [], [], [], []
     for i in range(a.repeat):
-        bare = run(BARE, a.file)
-        rep = run(REPORT, a.file)
+        lb = load()
+        bare = run(BARE, path)
+        lr = load()
+        rep = run(REPORT, path)
         b_rate = bare["lines"] / bare["seconds"]
         r_rate = rep["lines"] / rep["seconds"]
-        print(f"run {i + 1}: bare json.loads {b_rate:,.0f} lines/s ({bare['rss_mb']:.0f} MB) | "
-              f"servewatch report {r_rate:,.0f} lines/s, peak RSS {rep['rss_mb']:.0f} MB, exit {rep['rc']} | "
-              f"ratio {r_rate / b_rate:.2f}")
+        bare_rates.append(b_rate)
+        rep_rates.append(r_rate)
+        bare_cpu.append(bare["lines"] / bare["cpu"])
+        rep_cpu.append(rep["lines"] / rep["cpu"])
+        rss.append(rep["rss_mb"])
+        if a.baseline:
+            lo = load()
+            old = run(REPORT, path, os.path.abspath(a.baseline))
+            o_rate = old["lines"] / old["seconds"]
+            base_rates.append(o_rate)
+            base_cpu.append(old["lines"] / old["cpu"])
+            print(f"        baseline report {o_rate:,.0f} lines/s ({old['seconds']:.1f} s wall, {old['cpu']:.1f} s CPU, "
+                  f"peak RSS {old['rss_mb']:.0f} MB, exit {old['rc']}, {lo}) | ratio {o_rate / b_rate:.2f}", flush=True)
+        print(f"run {i + 1}: bare json.loads {b_rate:,.0f} lines/s ({bare['seconds']:.1f} s wall, {bare['cpu']:.1f} s CPU, "
+              f"{bare['rss_mb']:.0f} MB, {lb}) | servewatch report {r_rate:,.0f} lines/s ({rep['seconds']:.1f} s wall, "
+              f"{rep['cpu']:.1f} s CPU, peak RSS {rep['rss_mb']:.0f} MB, exit {rep['rc']}, {lr}) | ratio {r_rate / b_rate:.2f}",
+              flush=True)
+    mb, mr = statistics.median(bare_rates), statistics.median(rep_rates)
+    print(f"median of {a.repeat}: bare {mb:,.0f} lines/s | report {mr:,.0f} lines/s, peak RSS {max(rss):.0f} MB | "
+          f"ratio {mr / mb:.2f} (goal >= 0.50) | by CPU time: ratio "
+          f"{statistics.median(rep_cpu) / statistics.median(bare_cpu):.2f}; {load()}")
+    if base_rates:
+        mo = statistics.median(base_rates)
+        print(f"baseline ({a.baseline}): report {mo:,.0f} lines/s | ratio {mo / mb:.2f} | by CPU time: ratio "
+              f"{statistics.median(base_cpu) / statistics.median(bare_cpu):.2f}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""The replay's fast block reader must report exactly what the line-by-line parser reports."""
+"""The fast block reader (``parse_block``: replays and reports) must report exactly what the
+line-by-line parser reports."""
 
+import io
 import json
 import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui.core.records import LineIssue, read_file
+from tui.core import records
+from tui.core.records import LineIssue, iter_file, parse_lines, read_file
 from tui.sources.replay import _Reader
 
 GOOD = [
@@ -16,13 +19,27 @@ GOOD = [
     {"type": "step", "t": 1.7, "event": "end", "level": 1},
 ]
 BAD = [b"{not json", b"", b"  ", b'{"type":"request","id":"x"}', b'{"type":"mystery"}', b"[1]", b"\xff\xfe",
-       b'{"type":"request","id":"z","t_sent":2,"t_end":1,"complete":true}', b'{"type":"queue","t":1}\r']
+       b'{"type":"request","id":"z","t_sent":2,"t_end":1,"complete":true}', b'{"type":"queue","t":1}\r',
+       # two objects on one line, and two lines that would join inside a string if a line break were dropped
+       b'{"type":"queue","t":1}, {"type":"queue","t":2}', b'{"type":"queue","t":3,"source":"}', b'{"}',
+       b'{"type":"queue","t":4,"source":"\xff"}', b'{"type":"request","id":"a","t_sent":1,"t_end":"2","complete":true}',
+       b'{"type":"step","t":1,"event":"middle"}', b'{"type":"gpu","t":1}{"type":"gpu","t":2}', b'{"type":"run"}']
 
 
 def _as_key(item):
     if isinstance(item, LineIssue):
         return ("issue", item.line, item.kind, item.reason)
     return ("record", repr(item))
+
+
+def _reference(data: bytes, source: str):
+    """The line-by-line reader: every line through ``parse_lines`` (an unterminated last line as such)."""
+    lines = data.split(b"\n")
+    tail = lines.pop()  # after the last newline: empty when the data ends with one
+    numbered = [(i, line, True) for i, line in enumerate(lines, 1)]
+    if tail:
+        numbered.append((len(lines) + 1, tail, False))
+    return list(parse_lines(numbered, source))
 
 
 def _reader_items(path, chunk_size):
@@ -49,9 +66,37 @@ def test_block_reader_matches_line_parser(tmp_path, lines, chunk_size, trailing_
     path = tmp_path / f"r{salt}.jsonl"
     body = b"\n".join(lines) + (b"\n" if trailing_newline else b"")
     path.write_bytes(body)
-    expected = [_as_key(i) for i in read_file(str(path))]
+    expected = [_as_key(i) for i in _reference(body, str(path))]
     got = [_as_key(i) for i in _reader_items(path, chunk_size)]
     assert got == expected
+    assert [_as_key(i) for i in read_file(str(path))] == expected  # the report reads through the same blocks
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from([json.dumps(g).encode() for g in GOOD]), st.sampled_from(BAD)),
+                min_size=1, max_size=80),
+       st.sampled_from([5, 64, 300]), st.sampled_from([16, 100, 1 << 20]), st.booleans())
+def test_block_reader_in_small_blocks_matches_line_parser(lines, block_bytes, chunk_size, trailing_newline):
+    # several JSON arrays per chunk, and chunks cut anywhere: still the line parser's answer, line for line
+    body = b"\n".join(lines) + (b"\n" if trailing_newline else b"")
+    old = records.BLOCK_BYTES
+    records.BLOCK_BYTES = block_bytes
+    try:
+        got = [_as_key(i) for i in iter_file(io.BytesIO(body), "s", chunk_size)]
+    finally:
+        records.BLOCK_BYTES = old
+    assert got == [_as_key(i) for i in _reference(body, "s")]
+
+
+def test_bad_record_inside_a_clean_block_keeps_its_line_number():
+    lines = [json.dumps(GOOD[0]).encode()] * 5
+    lines[2] = b'{"type":"request","id":"x","t_sent":2,"t_end":1,"complete":true}'
+    lines[3] = b'{"type":"mystery"}'
+    items = records.parse_block(b"\n".join(lines), 10, "f")
+    issues = [(i.line, i.kind, str(i)) for i in items if isinstance(i, LineIssue)]
+    assert len(items) == 5
+    assert issues == [(12, "malformed", "f:12: t_end is before t_sent"),
+                      (13, "unknown_type", "f:13: unknown record type 'mystery' skipped")]
 
 
 def test_clean_file_takes_the_fast_path_and_keeps_line_numbers(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from collections.abc import Iterable
 
 from tui.core import provenance, stats
 from tui.core.budget import BudgetError
@@ -220,6 +221,12 @@ class _LevelState:
         return s
 
 
+def _store(st: _LevelState | None, ttfts: list[float], tpots: list[float]) -> None:
+    if st is not None:
+        st.ttft.extend(ttfts)
+        st.tpot_sketch.extend(tpots)
+
+
 class Monitor:
     """Ingests records (``add``) and produces ``Snapshot``s. Not thread-safe: wrap it
     with ``tui.sources.base.MonitorSink`` when a source thread feeds it."""
@@ -292,15 +299,16 @@ class Monitor:
 
     # ------------------------------------------------------------------ ingest
     def add_request(self, r: RequestRecord) -> None:
-        """``add`` for a record known to be a request (saves the type dispatch on hot paths)."""
-        self.seq_no += 1
-        self._add_request(r)
+        """``add`` for a request record."""
+        self.add_many((r,))
 
     def add(self, item) -> None:
-        self.seq_no += 1
-        if type(item) is RequestRecord:
-            self._add_request(item)
-        elif isinstance(item, LineIssue):
+        """One record or line issue: ``add_many`` of one."""
+        self.add_many((item,))
+
+    def _add_other(self, item) -> None:
+        """Everything but a request, dispatched by type."""
+        if isinstance(item, LineIssue):
             self._add_issue(item)
         elif isinstance(item, QueueSample):
             self._add_queue(item)
@@ -375,91 +383,136 @@ class Monitor:
                 st.lateness_p99_ms = float(lp)
             self.step_info[(s.level, s.round)] = dict(info)
 
-    def _add_request(self, r: RequestRecord) -> None:
-        # The hot path of every reader (1M-record replays): locals, no per-record objects beyond tuples.
-        ids = self._ids
-        if ids is not None:
-            h = hash(r.id)  # 64-bit: a collision among a million ids has odds of about 1 in 10^7
-            if h in ids:
-                self._duplicate(r)
-                return
-            ids.add(h)
-        self.requests_total += 1
-        t_end = r.t_end
-        t_sent = r.t_sent
-        if self.first_t is None or t_sent < self.first_t:
-            self.first_t = t_sent
-        if self.last_t is None or t_end > self.last_t:
-            self.last_t = t_end
-        err = r.error
-        if err is not None:
-            self.errors_by_class[err] = self.errors_by_class.get(err, 0) + 1
-        outcome, ttft_ms = self._classify(r)  # the one rule: tui.core.records.outcome_rule
-        self._recent.append((r, outcome, ttft_ms))  # rows are built at snapshot time only
-        if r.phase != "measure":
-            self.warmup_total += 1
-            return
-        if err is not None and err == "cancelled":
-            key = (r.level, r.round)
-            if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
-                self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
-                return
-            self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
-        tf = r.t_first_token
-        st = self.current
-        if st is None or st.level != r.level or st.round != r.round:
-            st = self.current = self._state_for(r.level, r.round)
-        good = outcome == "good"
-        failed = outcome == "failed"
-        n = st.n = st.n + 1
-        if st.first_t is None or t_sent < st.first_t:
-            st.first_t = t_sent
-        if st.last_t is None or t_end > st.last_t:
-            st.last_t = t_end
-        tpot_ms = None
-        ot = r.output_tokens or 0
-        if good:
-            st.good += 1
-        if failed:
-            st.failed += 1
-        else:
-            st.completed += 1
-            if not good:
-                st.slow += 1
-            st.ttft.add(ttft_ms)  # type: ignore[arg-type]
-            if ot:
-                st.out_tokens += ot
-                if ot > 1:
-                    tpot_ms = (t_end - tf) * 1000.0 / (ot - 1)  # type: ignore[operator]
-                    st.tpot_sketch.add(tpot_ms)
-        # the verdict: one judge per level, re-checked after every measured outcome
-        judge = st.judge
-        before = judge.state
-        if judge.t_start is None or t_sent < judge.t_start:
-            judge.t_start = t_sent  # the window starts when the first measured request was sent
-        judge.add(t_end, good)
-        if judge.state != before or n == 1:  # the first check of a level is what a watcher sees first
-            self._timeline_add(st, judge.state, n, t_end)
-        # rolling window
+    def add_many(self, items: Iterable) -> None:
+        """Ingest records and line issues in order: the one ingest path (``add`` is a batch of one).
+
+        The hot path of every reader (1M-record reports and replays): per request a few attribute
+        reads, the outcome rule (``tui.core.records.outcome_rule``, its one definition), the level's
+        judge and two tuples; what does not change within a batch is looked up once per batch."""
+        classify = self._classify
+        recent_append = self._recent.append
+        errors = self.errors_by_class
         roll = self._roll
-        if len(roll) == roll.maxlen:
-            self._roll_good -= roll[0][1]
-        roll.append((t_end, good, ttft_ms, failed, ot, tpot_ms))
-        self._roll_good += good
-        if self._rolling_n:
-            self._evict(t_end)
-        elif roll[0][0] < t_end - self._rolling_s:
-            self._evict(t_end)
-        # sparkline buckets
-        bidx = int(t_end // self._bucket_s)
-        if bidx != self._bucket_idx:
-            if self._bucket_idx is not None:
-                self._close_bucket()
-            self._bucket_idx = bidx
-        self._bucket_n += 1
-        self._bucket_good += good
-        if ttft_ms is not None and len(self._bucket_ttfts) < 20_000:
-            self._bucket_ttfts.append(ttft_ms)
+        roll_append = roll.append
+        roll_max = roll.maxlen
+        rolling_n = self._rolling_n
+        horizon_s = self._rolling_s
+        bucket_s = self._bucket_s
+        timeline_add = self._timeline_add
+        ids = self._ids
+        st = self.current
+        seq = self.seq_no
+        requests = 0
+        # TTFT / TPOT values of level ``st`` not yet in its stores: stored when the level changes and at
+        # the end of the batch (a store keeps values, not their order), so a snapshot sees them all
+        ttfts: list[float] = []
+        tpots: list[float] = []
+        try:
+            for r in items:
+                seq += 1
+                if type(r) is not RequestRecord:
+                    if ttfts or tpots:
+                        _store(st, ttfts, tpots)
+                        ttfts, tpots = [], []
+                    self.seq_no = seq
+                    self._add_other(r)
+                    st = self.current
+                    continue
+                if ids is not None:  # a request id seen again is counted once (an input problem, shown)
+                    h = hash(r.id)  # 64-bit: a collision among a million ids has odds of about 1 in 10^7
+                    if h in ids:
+                        self._duplicate(r)
+                        continue
+                    ids.add(h)
+                requests += 1
+                t_end = r.t_end
+                t_sent = r.t_sent
+                ft = self.first_t
+                if ft is None or t_sent < ft:
+                    self.first_t = t_sent
+                lt = self.last_t
+                if lt is None or t_end > lt:
+                    self.last_t = t_end
+                err = r.error
+                if err is not None:
+                    errors[err] = errors.get(err, 0) + 1
+                outcome, ttft_ms = classify(r)  # the one rule: tui.core.records.outcome_rule
+                recent_append((r, outcome, ttft_ms))  # rows are built at snapshot time only
+                if r.phase != "measure":
+                    self.warmup_total += 1
+                    continue
+                if err == "cancelled":
+                    key = (r.level, r.round)
+                    if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
+                        self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
+                        continue
+                    self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
+                if st is None or st.level != r.level or st.round != r.round:
+                    if ttfts or tpots:
+                        _store(st, ttfts, tpots)
+                        ttfts, tpots = [], []
+                    st = self.current = self._state_for(r.level, r.round)
+                good = outcome == "good"
+                failed = outcome == "failed"
+                n = st.n = st.n + 1
+                if st.first_t is None or t_sent < st.first_t:
+                    st.first_t = t_sent
+                if st.last_t is None or t_end > st.last_t:
+                    st.last_t = t_end
+                tpot_ms = None
+                ot = r.output_tokens or 0
+                if failed:
+                    st.failed += 1
+                else:
+                    if good:
+                        st.good += 1
+                    else:
+                        st.slow += 1
+                    st.completed += 1
+                    ttfts.append(ttft_ms)  # type: ignore[arg-type]
+                    if ot:
+                        st.out_tokens += ot
+                        if ot > 1:
+                            tpot_ms = (t_end - r.t_first_token) * 1000.0 / (ot - 1)  # type: ignore[operator]
+                            tpots.append(tpot_ms)
+                # the verdict: one judge per level, re-checked after every measured outcome (its window
+                # starts when the level's first measured request was sent)
+                judge = st.judge
+                before = judge.state
+                judge.add(t_end, good, t_sent)
+                if judge.state != before or n == 1:  # the first check of a level is what a watcher sees first
+                    timeline_add(st, judge.state, n, t_end)
+                # rolling window: the last ``rolling_n`` requests, else those that ended in the last ``rolling_s``
+                if len(roll) == roll_max:
+                    self._roll_good -= roll[0][1]
+                roll_append((t_end, good, ttft_ms, failed, ot, tpot_ms))
+                if good:
+                    self._roll_good += 1
+                if rolling_n:
+                    while len(roll) > rolling_n:
+                        self._roll_good -= roll.popleft()[1]
+                else:
+                    horizon = t_end - horizon_s
+                    while roll and roll[0][0] < horizon:
+                        self._roll_good -= roll.popleft()[1]
+                # sparkline buckets
+                bidx = int(t_end // bucket_s)
+                if bidx != self._bucket_idx:
+                    if self._bucket_idx is not None:
+                        self._close_bucket()
+                    self._bucket_idx = bidx
+                self._bucket_n += 1
+                if good:
+                    self._bucket_good += 1
+                if ttft_ms is not None:
+                    bt = self._bucket_ttfts
+                    if len(bt) < 20_000:
+                        bt.append(ttft_ms)
+        finally:
+            if ttfts or tpots:
+                _store(st, ttfts, tpots)
+            self.seq_no = seq
+            self.requests_total += requests
 
     def _timeline_add(self, st: _LevelState, state: str, n: int, t: float) -> None:
         entry = (st.level, st.round, state, n, t)
@@ -481,16 +534,6 @@ class Monitor:
         if len(self.examples) < MAX_EXAMPLES:
             where = f"{self.source}: " if self.source else ""
             self.examples.append(f"{where}request id {r.id!r} appears again: counted once (the first)")
-
-    def _evict(self, now: float) -> None:
-        roll = self._roll
-        if self.cfg.rolling_n:
-            while len(roll) > self.cfg.rolling_n:
-                self._roll_good -= roll.popleft()[1]
-            return
-        horizon = now - self.cfg.rolling_s
-        while roll and roll[0][0] < horizon:
-            self._roll_good -= roll.popleft()[1]
 
     def _close_bucket(self) -> None:
         if self._bucket_n:

@@ -91,13 +91,23 @@ class LogHistogram:
         self.n = 0
 
     def add(self, x: float) -> None:
-        self.n += 1
-        if x <= 1e-9:
-            self._zeros += 1
-            return
-        i = _ceil(_log(x) * self._inv_log)
+        self.add_many((x,))
+
+    def add_many(self, xs: Iterable[float]) -> None:
+        """Add values (the one definition of the bucketing; ``add`` is a batch of one)."""
         b = self._buckets
-        b[i] = b.get(i, 0) + 1
+        get = b.get
+        inv = self._inv_log
+        n = zeros = 0
+        for x in xs:
+            n += 1
+            if x <= 1e-9:
+                zeros += 1
+                continue
+            i = _ceil(_log(x) * inv)
+            b[i] = get(i, 0) + 1
+        self.n += n
+        self._zeros += zeros
 
     def quantile(self, q: float) -> float | None:
         if self.n == 0:
@@ -127,17 +137,23 @@ class QuantileStore:
         self.n = 0
 
     def add(self, x: float) -> None:
-        self.n += 1
+        self.extend((x,))
+
+    def extend(self, xs: Sequence[float]) -> None:
+        """Add values: kept exactly until ``cap`` of them, then the sketch (seeded with those) takes the rest."""
+        self.n += len(xs)
         sk = self.sketch
-        if sk is not None:
-            sk.add(x)
-            return
-        ex = self.exact
-        ex.append(x)
-        if len(ex) >= self.cap:
+        if sk is None:
+            ex = self.exact
+            room = self.cap - len(ex)
+            if len(xs) < room:
+                ex.extend(xs)
+                return
+            ex.extend(xs[:max(room, 0)])
             sk = self.sketch = LogHistogram()
-            for v in ex:
-                sk.add(v)
+            sk.add_many(ex)
+            xs = xs[max(room, 0):]
+        sk.add_many(xs)
 
     @property
     def approximate(self) -> bool:

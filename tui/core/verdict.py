@@ -255,8 +255,13 @@ class LevelJudge:
         if self.t_start is None or t < self.t_start:
             self.t_start = t
 
-    def add(self, t: float, good: bool) -> None:
-        """One measured outcome at time ``t`` (the request's t_end)."""
+    def add(self, t: float, good: bool, start: float | None = None) -> None:
+        """One measured outcome at time ``t`` (the request's t_end); ``start``, when given, is
+        ``note_start(start)`` in the same call (the Monitor passes the request's t_sent)."""
+        if start is not None:
+            ts = self.t_start
+            if ts is None or start < ts:
+                self.t_start = start
         n = self.n = self.n + 1
         if self.t_first is None:
             self.t_first = self.t_last = t
@@ -279,7 +284,14 @@ class LevelJudge:
             self._run += 1
             self._run_t1 = t
         self._cn += 1
-        self._decide(good)
+        # _decide only when a count reached a bound (the bounds are what make an outcome cheap)
+        s = self.good
+        f = n - s
+        pb = self._pass_bound
+        fb = self._fail_bound
+        if (pb is None or fb is None or (f > pb if self._passing else s >= pb)
+                or (s > fb if self._failing else f >= fb)):
+            self._decide(good)
         self._update_state(n)
 
     def add_many(self, t: float, good: int, total: int) -> None:
@@ -488,7 +500,9 @@ class LevelJudge:
                     self._fail_bound = self._gallop(lambda x: self._fail_at(s, x), f + 1)
 
     def _update_state(self, n: int) -> None:
-        el = self.elapsed
+        el = self.t_last - self.t_start  # type: ignore[operator]  # ``elapsed`` (called after an outcome)
+        if el < 0.0:
+            el = 0.0
         if self._failing and el >= self.fail_min_s:
             st = FAIL
         elif n < self.min_requests or el < self.min_window_s:

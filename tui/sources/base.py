@@ -39,9 +39,7 @@ class MonitorSink:
 
     def __call__(self, items: Iterable["Record | LineIssue"]) -> None:
         with self.lock:
-            add = self.monitor.add
-            for item in items:
-                add(item)
+            self.monitor.add_many(items)
 
     def snapshot(self):
         with self.lock:

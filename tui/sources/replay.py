@@ -30,7 +30,6 @@ Backpressure
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -45,11 +44,9 @@ from tui.core.records import (
     QueueSample,
     RequestRecord,
     StepRecord,
-    UnknownRecord,
     not_a_record_file,
+    parse_block,
     parse_lines,
-    parse_object,
-    parse_request,
     scan_usable,
 )
 
@@ -65,52 +62,6 @@ def record_time(item) -> float | None:
     if isinstance(item, (GpuSample, QueueSample, HostSample, StepRecord)):
         return item.t
     return None
-
-
-_LINE_BREAK = b"}\n{"
-_BLOCK_BYTES = 1 << 18  # one json.loads call holds the GIL: keep each call short (a few ms)
-
-
-def _parse_clean_block(body: bytes, n: int) -> list | None:
-    """The records of ``n`` complete lines (``body``: the lines joined by newlines, none at the end),
-    or None unless every line is a well-formed record: the caller then parses line by line.
-
-    The fast path of max-speed replays: ``json.loads`` over a run of lines as one JSON array
-    decodes about twice as fast as one call per line (object keys are shared across lines).
-    It is taken only when every newline sits between a ``}`` and a ``{`` (each line is one
-    object), each array has exactly as many elements as it has lines and every element is a
-    known record type that validates. Anything else (a blank, malformed, unknown or invalid
-    line, CRLF endings, whitespace around an object) returns None, so bad lines are reported
-    by ``parse_lines`` exactly as before, with their line numbers.
-    """
-    if body[:1] != b"{" or body[-1:] != b"}" or body.count(_LINE_BREAK) != n - 1:
-        return None
-    out: list = []
-    append = out.append
-    start, size = 0, len(body)
-    try:
-        while start < size:
-            end = body.find(b"\n", start + _BLOCK_BYTES)
-            if end < 0:
-                end = size
-            piece = body[start:end]
-            objs = json.loads(b"[" + piece.replace(_LINE_BREAK, b"},{") + b"]")
-            if len(objs) != piece.count(b"\n") + 1:
-                return None
-            for obj in objs:
-                if type(obj) is not dict:
-                    return None
-                if obj.get("type") == "request":
-                    append(parse_request(obj))
-                    continue
-                rec = parse_object(obj)
-                if isinstance(rec, UnknownRecord):
-                    return None
-                append(rec)
-            start = end + 1
-    except Exception:  # any problem at all: the line-by-line path decides (and reports)
-        return None
-    return out if len(out) == n else None
 
 
 class _Reader:
@@ -153,12 +104,11 @@ class _Reader:
             self.partial = buf
             return []
         body, self.partial = buf[:cut], buf[cut + 1:]
-        n = body.count(b"\n") + 1
-        fast = _parse_clean_block(body, n) if self.parse is parse_lines else None
-        if fast is not None:
-            self.lineno += n
-            return fast
-        numbered = []
+        if self.parse is parse_lines:  # a servewatch record file: the one block reader (report uses it too)
+            items = parse_block(body, self.lineno + 1, self.label)
+            self.lineno += body.count(b"\n") + 1
+            return items
+        numbered = []  # another tool's line format: converted line by line (importing)
         for line in body.split(b"\n"):
             self.lineno += 1
             numbered.append((self.lineno, line, True))
