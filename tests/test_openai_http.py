@@ -22,7 +22,8 @@ import pytest
 from tests.fault_server import closed_port
 from tui.cli import main
 from tui.core.redact import Scrubber
-from tui.sources import loadgen, openai_http as oh, quality_runner
+from tui.sources import openai_http as oh, quality_runner
+from tui.sources.load import generator as loadgen
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -127,7 +128,9 @@ def test_split_url_and_auth_headers():
     headers, secrets = oh.auth_headers("http://h/v1", "sk-abc123456789", [])
     assert headers == {"Authorization": "Bearer sk-abc123456789"} and "sk-abc123456789" in secrets
     # the load generator and the quality runner split URLs with the same function
-    assert loadgen.split_base_url is oh.split_url and quality_runner.split_url is oh.split_url
+    url = "https://u:pw@h/api/v1?k=secretvalue"
+    gen = loadgen.LoadGenerator(loadgen.LoadConfig(url=url, api_key_env=None), emit=lambda d: None)
+    assert (gen.root, gen.api_base, gen._query) == oh.split_url(url) and quality_runner.split_url is oh.split_url
 
 
 def test_status_classes_and_rejected_fields():
