@@ -270,3 +270,24 @@ def test_quality_sends_query_and_basic_auth_from_the_url_and_never_writes_them(t
         assert all(h.get("Authorization", "").startswith("Basic ") for _, _, h in posts)
         for secret in ("pw-secret-77", "qsecret-88"):
             assert secret not in text and secret not in printed.out and secret not in printed.err
+
+
+# ------------------------------------------------------------------ `servewatch run` probes first
+
+
+def test_run_refuses_an_endpoint_the_probe_refuses(tmp_path, capsys):
+    """`run` checks the server with the shared probe: 401/403/5xx on /v1/models, or no server at all, is one
+    line and exit 2 before any load request (it used to ignore the answer and load a server that refuses)."""
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    with TinyServer(models_status=401) as bad401, TinyServer(models_status=503) as bad503:
+        for url, words in ((bad401.url, "refused the request (HTTP 401"), (bad503.url, "answered HTTP 503"),
+                           (dead, "cannot reach")):
+            rec = tmp_path / "run.jsonl"
+            rc = main(["run", "--url", url, "--model", "m", "--concurrency", "1", "--requests", "1", "--no-gpu",
+                       "--record", str(rec)])
+            printed = capsys.readouterr()
+            err = printed.err.strip().splitlines()
+            assert rc == 2, (url, printed.err)
+            assert len(err) == 1 and words in err[0] and "Traceback" not in printed.err, (url, printed.err)
+            assert not rec.exists()  # no empty record file left behind
+        assert not [e for s in (bad401, bad503) for e in s.log if e[0] == "POST"]
