@@ -278,11 +278,12 @@ class RequestExecutor:
                 try:
                     chunk = await it.__anext__()
                 except StopAsyncIteration:
+                    t = pc()
                     k = interp.end()
                 else:
+                    t = pc()  # when the read returned: the token events it completes arrived then
                     k = feed(chunk)
                 if k:
-                    t = pc()
                     if t_first is None:
                         t_first = t
                         req.t_first = t

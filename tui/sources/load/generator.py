@@ -12,7 +12,8 @@ are monotonic):
 - ``t_intended``: when the request was scheduled (open loop: the arrival time; closed loop: when
   a worker became free);
 - ``t_sent``: when httpcore started writing the request headers (``tui.sources.load.executor``);
-- ``t_first_token``: the first read that completed a token event (``tui.sources.load.stream``);
+- ``t_first_token``: when the network read returned that completed the first token event
+  (``tui.sources.load.stream``; all token events of one read share its stamp);
 - ``t_end``: ``[DONE]``, end of stream, the failure, or the cancellation (error ``cancelled``).
 
 A fresh connection is used per request (servers such as llama-server close the connection after
