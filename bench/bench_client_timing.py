@@ -52,7 +52,7 @@ def servewatch_child(port: int, concurrency: int, requests: int, out_tokens: int
     Records go to ``out`` through the real Recorder, as ``servewatch run --record`` does."""
 
     sys.path.insert(0, ROOT)
-    from tui.sources.loadgen import LoadConfig
+    from tui.sources.load import LoadConfig
 
     if os.path.exists(out):
         os.unlink(out)
@@ -71,7 +71,7 @@ def record_servewatch(cfg) -> dict:
     import asyncio
     import resource
 
-    from tui.sources.loadgen import run_load
+    from tui.sources.load import run_load
     from tui.sources.recorder import Recorder
 
     anchors: dict = {}

@@ -43,7 +43,7 @@ def servewatch_open_child(port: int, rates: list[float], arrival: str, seconds: 
                           out: str) -> None:
 
     sys.path.insert(0, ROOT)
-    from tui.sources.loadgen import LoadConfig
+    from tui.sources.load import LoadConfig
 
     if os.path.exists(out):
         os.unlink(out)

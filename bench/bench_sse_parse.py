@@ -8,8 +8,8 @@ No network: realistic llama-server-style chat chunks (id, created, model, system
 
 1. ``SSEParser.feed`` alone (tui/sources/sse.py);
 2. ``SSEParser.feed`` + ``json.loads`` of each event's data (the floor for any JSON-reading client);
-3. servewatch's real per-stream loop, ``LoadGenerator._stream`` (tui/sources/loadgen.py: SSE framing, JSON, the
-   content/finish/usage checks, the first-token stamp), driven by an in-memory response object whose ``aiter_raw``
+3. servewatch's real per-stream loop, ``RequestExecutor.stream`` (tui/sources/load/executor.py around the pure
+   interpreter in tui/sources/load/stream.py: SSE framing, JSON, the content/finish/usage checks, the first-token stamp), driven by an in-memory response object whose ``aiter_raw``
    yields the chunks: everything the load generator does per token EXCEPT the httpx/httpcore/h11/anyio network
    read path (which bench_client_timing.py measures end to end);
 
@@ -94,7 +94,7 @@ def bench_feed_json(chunks: list[bytes], streams: int) -> float:
 
 
 class _Resp:
-    """Just enough of httpx.Response for LoadGenerator._stream: headers and aiter_raw()."""
+    """Just enough of httpx.Response for RequestExecutor.stream: headers and aiter_raw()."""
 
     headers = {"content-type": "text/event-stream"}
 
@@ -110,16 +110,20 @@ class _Resp:
 
 
 def bench_loadgen(chunks: list[bytes], streams: int, n_tokens: int) -> float:
-    from tui.sources.loadgen import LoadConfig, LoadGenerator, _Step
+    from tui.core.redact import Scrubber
+    from tui.sources.load.executor import Req, RequestExecutor
+    from tui.sources.load.steps import Step
 
-    gen = LoadGenerator(LoadConfig(url="http://127.0.0.1:9/v1", model="m", api_key_env=None), lambda d: None)
-    step = _Step(1.0, 1, "measure", "closed")
+    ex = RequestExecutor(None, "http://127.0.0.1:9/v1/chat/completions", "", chat=True,  # type: ignore[arg-type]
+                         model="m", ignore_eos=False, read_timeout=300.0, token_offsets=False, scrub=Scrubber(),
+                         say=lambda line: None)
+    step = Step(1.0, 1, "measure", "closed")
 
     async def run() -> float:
-        reqs = [gen._new_req("measure", 1.0, 1, step, perf_counter()) for _ in range(streams)]
+        reqs = [Req(f"r-{i:06d}", "measure", 1.0, 1, step, 128, n_tokens, "", perf_counter()) for i in range(streams)]
         t = perf_counter()
         for req in reqs:
-            await gen._stream(req, _Resp(chunks))
+            await ex.stream(req, _Resp(chunks))
         dt = perf_counter() - t
         bad = [r for r in reqs if r.error is not None or r.n_content != n_tokens or r.finish != "length"]
         if bad:
@@ -150,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, chunks in chunkings(events).items():
         for label, fn in (("SSEParser.feed", lambda c=chunks: bench_feed(c, streams)),
                           ("SSEParser.feed + json.loads", lambda c=chunks: bench_feed_json(c, streams)),
-                          ("LoadGenerator._stream (servewatch per-token loop)",
+                          ("RequestExecutor.stream (servewatch per-token loop)",
                            lambda c=chunks: bench_loadgen(c, streams, a.stream_len))):
             best = min(fn() for _ in range(a.repeat))
             results.append((label, name, total / best))

@@ -20,7 +20,7 @@ from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import EXCLUDED, FAILED, GOOD, SLOW, RequestRecord, outcome_rule, parse_line, parse_object
 from tui.core.report import build_report, format_report
 from tui.core.snapshot import FAIL, PASS
-from tui.sources.loadgen import LoadConfig, LoadGenerator
+from tui.sources.load import LoadConfig, LoadGenerator
 
 T0 = 1_767_225_600.25
 SLO = outcome_rule(1000.0)

@@ -384,7 +384,7 @@ def test_source_block_is_parsed_and_validated():
 
 def test_load_generator_header_says_kind_run(tmp_path):
     pytest.importorskip("httpx")
-    from tui.sources.loadgen import LoadConfig, LoadGenerator
+    from tui.sources.load import LoadConfig, LoadGenerator
 
     cfg = LoadConfig(url="http://127.0.0.1:9/v1", model="m", levels=[1], requests=1, metrics=False, gpu=False,
                      progress_interval=0, api_key_env=None, record=str(tmp_path / "r.jsonl"))

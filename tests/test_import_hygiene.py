@@ -51,5 +51,5 @@ def test_sources_do_not_import_textual():
         "for m in pkgutil.iter_modules(tui.sources.__path__):\n"
         "    importlib.import_module('tui.sources.' + m.name)"
     )
-    assert "tui.sources.loadgen" in loaded and "tui.sources.replay" in loaded
+    assert "tui.sources.load.generator" in loaded and "tui.sources.replay" in loaded
     assert not [m for m in loaded if m.split(".")[0] == "textual"]

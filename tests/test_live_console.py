@@ -19,7 +19,7 @@ from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import LineIssue, RequestRecord, read_file
 from tui.sources.base import MonitorSink
 from tui.sources.live import LiveSource
-from tui.sources.loadgen import LoadConfig
+from tui.sources.load import LoadConfig
 from tui.widgets import fmt
 from tui.widgets.bars import HeaderBar
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tui.core.records import LineIssue, QueueSample, RequestRecord, RunHeader, StepRecord, read_file
-from tui.sources.loadgen import LoadConfig, run_load
+from tui.sources.load import LoadConfig, run_load
 from tui.sources.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parent.parent

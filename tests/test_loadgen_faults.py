@@ -15,15 +15,8 @@ import pytest
 
 from tests.fault_server import BlackholeListener, FaultServer, closed_port
 from tui.core.records import ERROR_CLASSES, parse_object, parse_request
-from tui.sources.loadgen import (
-    ConfigError,
-    LoadConfig,
-    LoadGenerator,
-    SetupError,
-    arrival_offsets,
-    gap_sampler,
-    run_load,
-)
+from tui.sources.load import ConfigError, LoadConfig, LoadGenerator, SetupError, monitor_config, run_load
+from tui.sources.load.arrivals import arrival_offsets, gap_sampler
 
 REQUEST_KEYS = {
     "type", "id", "t_intended", "t_sent", "t_first_token", "t_end", "input_tokens", "output_tokens",
@@ -369,7 +362,7 @@ async def test_without_tokenize_lengths_are_estimated_and_said_so(fs):
 async def test_stop_on_fail_ends_the_ramp_at_the_failing_step(fs):
     out: list[dict] = []
     c = cfg(fs.url("ok", tokens=1, first_delay=0.02), levels=[1, 2], rounds=2, requests=40, stop_on_fail=True,
-            slo_ttft_ms=5.0, min_window_minutes=0)
+            monitor=monitor_config(slo_ttft_ms=5.0, min_window_minutes=0))
     summary = await run_load(c, out.append)
     ends = [d for d in out if d["type"] == "step" and d["event"] == "end"]
     assert [e["level"] for e in ends] == [1]

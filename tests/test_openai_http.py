@@ -22,7 +22,8 @@ import pytest
 from tests.fault_server import closed_port
 from tui.cli import main
 from tui.core.redact import Scrubber
-from tui.sources import loadgen, openai_http as oh, quality_runner
+from tui.sources import openai_http as oh, quality_runner
+from tui.sources.load import generator as loadgen
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -127,7 +128,9 @@ def test_split_url_and_auth_headers():
     headers, secrets = oh.auth_headers("http://h/v1", "sk-abc123456789", [])
     assert headers == {"Authorization": "Bearer sk-abc123456789"} and "sk-abc123456789" in secrets
     # the load generator and the quality runner split URLs with the same function
-    assert loadgen.split_base_url is oh.split_url and quality_runner.split_url is oh.split_url
+    url = "https://u:pw@h/api/v1?k=secretvalue"
+    gen = loadgen.LoadGenerator(loadgen.LoadConfig(url=url, api_key_env=None), emit=lambda d: None)
+    assert (gen.root, gen.api_base, gen._query) == oh.split_url(url) and quality_runner.split_url is oh.split_url
 
 
 def test_status_classes_and_rejected_fields():
@@ -267,3 +270,24 @@ def test_quality_sends_query_and_basic_auth_from_the_url_and_never_writes_them(t
         assert all(h.get("Authorization", "").startswith("Basic ") for _, _, h in posts)
         for secret in ("pw-secret-77", "qsecret-88"):
             assert secret not in text and secret not in printed.out and secret not in printed.err
+
+
+# ------------------------------------------------------------------ `servewatch run` probes first
+
+
+def test_run_refuses_an_endpoint_the_probe_refuses(tmp_path, capsys):
+    """`run` checks the server with the shared probe: 401/403/5xx on /v1/models, or no server at all, is one
+    line and exit 2 before any load request (it used to ignore the answer and load a server that refuses)."""
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    with TinyServer(models_status=401) as bad401, TinyServer(models_status=503) as bad503:
+        for url, words in ((bad401.url, "refused the request (HTTP 401"), (bad503.url, "answered HTTP 503"),
+                           (dead, "cannot reach")):
+            rec = tmp_path / "run.jsonl"
+            rc = main(["run", "--url", url, "--model", "m", "--concurrency", "1", "--requests", "1", "--no-gpu",
+                       "--record", str(rec)])
+            printed = capsys.readouterr()
+            err = printed.err.strip().splitlines()
+            assert rc == 2, (url, printed.err)
+            assert len(err) == 1 and words in err[0] and "Traceback" not in printed.err, (url, printed.err)
+            assert not rec.exists()  # no empty record file left behind
+        assert not [e for s in (bad401, bad503) for e in s.log if e[0] == "POST"]

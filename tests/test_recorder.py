@@ -17,7 +17,7 @@ import pytest
 from tests.fault_server import FaultServer
 from tui.core.records import LineIssue, RequestRecord, RunHeader, read_file
 from tui.sources.live import LiveSource
-from tui.sources.loadgen import LoadConfig
+from tui.sources.load import LoadConfig
 from tui.sources.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parent.parent

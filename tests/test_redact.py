@@ -97,10 +97,11 @@ def test_shapes_caught_and_left_alone():
 
 def test_every_writer_uses_the_one_scrubber():
     from tui.core import acceptance
-    from tui.sources import loadgen, quality_runner
+    from tui.sources import quality_runner
+    from tui.sources.load import executor, generator
 
     assert acceptance.scrub is scrub
-    assert loadgen.Scrubber is Scrubber and quality_runner.Scrubber is Scrubber
-    for mod in (acceptance, loadgen, quality_runner):
+    assert generator.Scrubber is Scrubber and quality_runner.Scrubber is Scrubber
+    for mod in (acceptance, generator, executor, quality_runner):
         src = open(mod.__file__, encoding="utf-8").read()
         assert "re.compile(r\"(?i)\\b(bearer" not in src and "_BEARER" not in src and "class _Scrubber" not in src

@@ -18,7 +18,7 @@ from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.progress import evidence_line
 from tui.core.records import RequestRecord
 from tui.core.sweep import DEFAULT_MAX_LEVEL, default_ladder
-from tui.sources.loadgen import ConfigError, LoadConfig, default_step_cap
+from tui.sources.load import ConfigError, LoadConfig, default_step_cap
 
 
 def _cli(argv, server, monkeypatch, tmp_path, capsys):

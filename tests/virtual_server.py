@@ -151,7 +151,9 @@ class _NoScraper:
 
 def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
     import tui.run_cli as run_cli
-    import tui.sources.loadgen as loadgen
+    import tui.sources.load.executor as executor
+    import tui.sources.load.generator as loadgen
+    import tui.sources.load.steps as steps
     import tui.sources.metrics as metrics
 
     def now() -> float:
@@ -168,8 +170,10 @@ def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
         time=lambda: EPOCH0 + perf_counter(), thread_time=time.thread_time, process_time=time.process_time,
         perf_counter=perf_counter,
     )
-    monkeypatch.setattr(loadgen, "perf_counter", perf_counter)
+    for mod in (loadgen, executor, steps):  # every module of the load path that reads the clock
+        monkeypatch.setattr(mod, "perf_counter", perf_counter)
     monkeypatch.setattr(loadgen, "time", fake_time)
+    monkeypatch.setattr(steps, "time", fake_time)
     monkeypatch.setattr(loadgen, "make_gpu_sampler", lambda config: None)
     monkeypatch.setattr(metrics, "MetricsScraper", _NoScraper)
     transport = httpx.MockTransport(server)

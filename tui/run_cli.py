@@ -14,7 +14,8 @@ import asyncio
 import sys
 
 from tui.argtypes import non_negative_int, positive_float, positive_int
-from tui.sources.loadgen import ConfigError, LoadConfig, SetupError, redact_url, run_load
+from tui.core.redact import redact_url
+from tui.sources.load import ConfigError, LoadConfig, SetupError, monitor_config, run_load
 
 EXIT_USAGE = 2
 
@@ -180,11 +181,13 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         headers=list(getattr(args, "headers", None) or []),
         insecure=bool(getattr(args, "insecure", False)),
         seed=int(getattr(args, "seed", 0) or 0),
-        slo_ttft_ms=float(getattr(args, "slo_ttft_ms", 1000.0)),
-        target=float(getattr(args, "target", 0.95)),
-        alpha=float(getattr(args, "alpha", 0.05)),
-        min_window_minutes=float(getattr(args, "min_window_minutes", 10.0)),
-        min_requests=getattr(args, "min_requests", None),
+        monitor=monitor_config(
+            slo_ttft_ms=float(getattr(args, "slo_ttft_ms", 1000.0)),
+            target=float(getattr(args, "target", 0.95)),
+            alpha=float(getattr(args, "alpha", 0.05)),
+            min_window_minutes=float(getattr(args, "min_window_minutes", 10.0)),
+            min_requests=getattr(args, "min_requests", None),
+        ),
         # without --requests/--duration every step runs until its verdict is PASS or FAIL (capped)
         until_decided=getattr(args, "requests", None) is None and getattr(args, "duration", None) is None,
         max_step_seconds=getattr(args, "max_step_seconds", None),

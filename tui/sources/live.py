@@ -16,7 +16,8 @@ from typing import Any
 
 from tui.core.records import LineIssue, RecordError, parse_object
 from tui.sources.base import Sink
-from tui.sources.loadgen import ConfigError, LoadConfig, LoadGenerator, RunSummary, SetupError, redact_url, run_load
+from tui.core.redact import redact_url
+from tui.sources.load import ConfigError, LoadConfig, LoadGenerator, RunSummary, SetupError, run_load
 from tui.sources.recorder import Recorder
 
 

@@ -1,0 +1,173 @@
+"""The load configuration: what one ``run``/``live``/``sweep`` load test does.
+
+``LoadConfig`` holds the verdict's settings as one :class:`tui.core.monitor.MonitorConfig` (SLO,
+target, alpha, minimum window and count) rather than copies of its fields; :func:`monitor_config`
+builds it from the flag values and turns a bad value into :class:`ConfigError` (exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+from tui.core.monitor import MonitorConfig
+from tui.core.redact import redact_url
+from tui.sources import openai_http as oh
+
+Mode = Literal["closed", "open"]  # closed: levels are concurrency; open: levels are req/s
+Arrival = Literal["poisson", "constant", "gamma"]
+Api = Literal["chat", "completions"]
+Phase = Literal["warmup", "measure"]
+
+MODES: tuple[Mode, ...] = ("closed", "open")
+ARRIVALS: tuple[Arrival, ...] = ("poisson", "constant", "gamma")
+APIS: tuple[Api, ...] = ("chat", "completions")
+
+#: Time allowed beyond the minimum window for a step to reach the minimum count too (default cap = window + this).
+COUNT_ALLOWANCE_S = 300.0
+
+
+class ConfigError(ValueError):
+    """The load configuration is not usable (bad usage: exit code 2)."""
+
+
+class SetupError(RuntimeError):
+    """The run could not start (server unreachable, no model to use)."""
+
+
+def default_step_cap(min_window_minutes: float) -> float:
+    """Default cap of a step run until decided: the minimum window plus COUNT_ALLOWANCE_S to reach the minimum
+    count (15 min for the default 10-min window). A PASS needs the whole window, so a shorter cap cannot PASS."""
+    return max(0.0, float(min_window_minutes)) * 60.0 + COUNT_ALLOWANCE_S
+
+
+def monitor_config(slo_ttft_ms: float = 1000.0, target: float = 0.95, alpha: float = 0.05,
+                   min_window_minutes: float = 10.0, min_requests: int | None = None) -> MonitorConfig:
+    """The verdict settings from the flag values (``--slo-ttft-ms``, ``--target``, ``--alpha``,
+    ``--min-window-minutes``, ``--min-requests``); a bad value raises ConfigError."""
+    if not (isinstance(slo_ttft_ms, (int, float)) and slo_ttft_ms > 0) or not (0 < target < 1):
+        raise ConfigError("--slo-ttft-ms must be > 0 and --target in (0, 1)")
+    if not (math.isfinite(min_window_minutes) and min_window_minutes >= 0):
+        raise ConfigError("--min-window-minutes must be a number >= 0")
+    try:
+        return MonitorConfig(slo_ttft_ms=float(slo_ttft_ms), target=float(target), alpha=float(alpha),
+                             min_window_s=float(min_window_minutes) * 60.0, min_requests=min_requests)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+@dataclass
+class LoadConfig:
+    url: str
+    model: str | None = None
+    api: Api = "chat"
+    mode: Mode = "closed"  # "closed" (levels = concurrency) | "open" (levels = req/s)
+    levels: list[float] = field(default_factory=lambda: [1.0])
+    arrival: Arrival = "poisson"  # open loop
+    burstiness: float = 1.0  # gamma: coefficient of variation of inter-arrival gaps
+    input_tokens: tuple[int, int] = (128, 128)  # (min, max), uniform
+    output_tokens: tuple[int, int] = (64, 64)
+    ignore_eos: bool = False
+    warmup: int = 0
+    requests: int | None = None  # per step
+    duration: float | None = None  # seconds per step
+    rounds: int = 1
+    stop_on_fail: bool = False
+    until_decided: bool = False  # end each step as soon as its verdict is PASS or FAIL (capped: step_duration)
+    max_step_seconds: float | None = None  # cap of a step run until decided (None: default_step_cap())
+    budget: dict | None = None  # budget inputs given for this run: written as a `budget` record after the header
+    record: str | None = None
+    metrics_url: str | None = None
+    metrics_interval: float = 1.0
+    metrics: bool = True  # run the Prometheus scraper
+    gpu: bool = True  # run the GPU/host sampler
+    connect_timeout: float = 10.0
+    read_timeout: float = 300.0  # must cover queueing: a queued request gets no bytes at all
+    api_key_env: str | None = "OPENAI_API_KEY"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    insecure: bool = False
+    seed: int = 0
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)  # the verdict's settings (SLO, target, window)
+    progress_interval: float = 5.0
+    max_in_flight: int = 4096  # open loop: arrivals beyond this wait (and show as lateness)
+    token_offsets: bool = False  # also record per-token arrival offsets (costs one float per token)
+
+    @property
+    def min_window_minutes(self) -> float:
+        return self.monitor.min_window_s / 60.0
+
+    def validate(self) -> None:
+        if not isinstance(self.url, str) or not self.url.strip():
+            raise ConfigError("--url is required")
+        p = urlsplit(self.url.strip())
+        if p.scheme not in ("http", "https") or not p.hostname:
+            raise ConfigError(f"--url must be an http(s) URL, got {redact_url(self.url)!r}")
+        if self.api not in APIS:
+            raise ConfigError("--api must be chat or completions")
+        if self.mode not in MODES:
+            raise ConfigError("mode must be closed or open")
+        if not self.levels:
+            raise ConfigError("give at least one level (--concurrency or --rate)")
+        for lv in self.levels:
+            if not (isinstance(lv, (int, float)) and math.isfinite(lv) and lv > 0):
+                raise ConfigError(f"levels must be positive numbers, got {lv!r}")
+            if self.mode == "closed" and int(lv) != lv:
+                raise ConfigError(f"--concurrency levels must be whole numbers, got {lv!r}")
+        if self.arrival not in ARRIVALS:
+            raise ConfigError("--arrival must be poisson, constant or gamma")
+        if not (math.isfinite(self.burstiness) and self.burstiness >= 0):
+            raise ConfigError("--burstiness must be >= 0")
+        if self.arrival == "gamma" and self.burstiness == 0:
+            raise ConfigError("--burstiness 0 means constant arrivals: use --arrival constant")
+        for name, (lo, hi) in (("--input-tokens", self.input_tokens), ("--output-tokens", self.output_tokens)):
+            if not (1 <= lo <= hi):
+                raise ConfigError(f"{name} must be N or MIN-MAX with 1 <= MIN <= MAX")
+        if self.warmup < 0 or self.rounds < 1:
+            raise ConfigError("--warmup must be >= 0 and --rounds >= 1")
+        if self.requests is not None and self.requests < 1:
+            raise ConfigError("--requests must be >= 1")
+        if self.max_step_seconds is not None and not (math.isfinite(self.max_step_seconds)
+                                                       and self.max_step_seconds > 0):
+            raise ConfigError("--max-step-seconds must be > 0")
+        if self.duration is not None and not self.duration > 0:
+            raise ConfigError("--duration must be > 0")
+        if not (self.connect_timeout > 0 and self.read_timeout > 0):
+            raise ConfigError("timeouts must be > 0")
+        if not self.metrics_interval > 0:
+            raise ConfigError("--metrics-interval must be > 0")
+        if not isinstance(self.monitor, MonitorConfig):
+            raise ConfigError("monitor must be a MonitorConfig")
+        for k, _v in self.headers:
+            if not k or any(c in k for c in " :\r\n\t"):
+                raise ConfigError("--header must look like 'Name: value'")
+
+    @property
+    def step_requests(self) -> int | None:
+        """Requests per step: the given count; 40 when nothing bounds the step (neither --requests,
+        --duration nor until_decided: programmatic use only, the CLI runs steps until decided)."""
+        if self.requests is None and self.duration is None and not self.until_decided:
+            return 40
+        return self.requests
+
+    @property
+    def step_duration(self) -> float | None:
+        """Seconds per step: --duration, and for a step run until decided at most the step cap."""
+        if not self.until_decided:
+            return self.duration
+        cap = self.max_step_seconds if self.max_step_seconds is not None else default_step_cap(self.min_window_minutes)
+        return cap if self.duration is None else min(self.duration, cap)
+
+    @property
+    def level_unit(self) -> str:
+        return "concurrency" if self.mode == "closed" else "req/s"
+
+
+def build_headers(config: LoadConfig, environ: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """(request headers, secret strings to scrub from any text we write): ``openai_http.auth_headers``."""
+    env = os.environ if environ is None else environ
+    key = env.get(config.api_key_env) if config.api_key_env else None
+    return oh.auth_headers(config.url, key, config.headers)

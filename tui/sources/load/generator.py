@@ -1,0 +1,560 @@
+"""The live load generator: streamed OpenAI-style requests against a real server, recorded.
+
+One :class:`LoadGenerator` runs one load test: setup (the server probe, server facts, model, prompt
+calibration), the ``run`` header (and the ``budget`` record when budget inputs were given), then the
+steps (warmup, then each level of the ramp, ``rounds`` times) while the metrics scraper and the GPU
+sampler run beside it. Every record goes to ``emit(dict)``; the caller writes it
+(``tui.sources.recorder``) and/or hands it to a monitor.
+
+Timing (all stamps are epoch seconds derived from ONE ``time.perf_counter`` anchor, so intervals
+are monotonic):
+
+- ``t_intended``: when the request was scheduled (open loop: the arrival time; closed loop: when
+  a worker became free);
+- ``t_sent``: when httpcore started writing the request headers (``tui.sources.load.executor``);
+- ``t_first_token``: when the network read returned that completed the first token event
+  (``tui.sources.load.stream``; all token events of one read share its stamp);
+- ``t_end``: ``[DONE]``, end of stream, the failure, or the cancellation (error ``cancelled``).
+
+A fresh connection is used per request (servers such as llama-server close the connection after
+every stream although they advertise keep-alive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+import httpx
+
+from tui import __version__
+from tui.core.records import parse_object, run_header, source_block
+from tui.core.redact import Scrubber, redact_url
+from tui.sources import openai_http as oh
+from tui.sources.load.arrivals import open_schedule
+from tui.sources.load.config import LoadConfig, Mode, Phase, SetupError, build_headers
+from tui.sources.load.executor import Req, RequestExecutor, request_record
+from tui.sources.load.prompts import PromptBuilder, prompt_prefix
+from tui.sources.load.steps import (
+    Step,
+    describe_step,
+    step_end_record,
+    step_start_record,
+)
+
+Emit = Callable[[dict], Any]
+Progress = Callable[[str], Any]
+
+
+class Clock:
+    """Epoch seconds from one perf_counter anchor: monotonic intervals, wall-clock meaning."""
+
+    __slots__ = ("epoch0", "perf0")
+
+    def __init__(self) -> None:
+        self.epoch0 = time.time()
+        self.perf0 = perf_counter()
+
+    def epoch(self, perf: float) -> float:
+        return self.epoch0 + (perf - self.perf0)
+
+    def now(self) -> float:
+        return self.epoch0 + (perf_counter() - self.perf0)
+
+
+@dataclass
+class RunSummary:
+    record: str | None = None
+    requests: int = 0
+    steps: list[dict] = field(default_factory=list)
+    stopped_early: str | None = None
+    cancelled: bool = False
+    header: dict = field(default_factory=dict)
+
+
+class LoadGenerator:
+    """Runs one load test. ``await run()``; cancel the task to stop (in-flight requests are then
+    recorded as ``cancelled`` before the cancellation propagates)."""
+
+    def __init__(self, config: LoadConfig, emit: Emit, progress: Progress | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None, environ: dict | None = None) -> None:
+        config.validate()
+        self.cfg = config
+        self._emit_raw = emit
+        self._progress = progress
+        self._transport = transport
+        self.clock = Clock()
+        self.root, self.api_base, self._query = oh.split_url(config.url)
+        self.label = redact_url(config.url)
+        self.headers, secrets = build_headers(config, environ)
+        self.scrub = Scrubber(secrets)
+        self.header_names = {k: "<redacted>" for k in self.headers}
+        self.model: str | None = config.model
+        self.prompts = PromptBuilder()
+        self.run_id = os.urandom(4).hex()
+        self.in_flight = 0
+        self.sent_total = 0
+        self.summary = RunSummary(record=config.record)
+        self._seq = 0
+        self._len_rng = random.Random(f"{config.seed}:lengths")
+        self._monitor: Any = None
+        self._step: Step | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._executor: RequestExecutor | None = None
+        self._chat = config.api == "chat"
+        self._endpoint = self.api_base + ("/chat/completions" if self._chat else "/completions")
+        self.server: dict = {}
+        self.server_capacity: dict | None = None  # what the server says it allocated (tui.sources.server_info)
+        self.status_line = ""
+
+    # -- output ------------------------------------------------------------
+
+    def emit(self, d: dict) -> None:
+        self._emit_raw(d)
+        mon = self._monitor
+        if mon is not None:
+            try:
+                mon.add(parse_object(d))
+            except Exception:  # noqa: BLE001, S110 (a side channel must not stop the run)
+                pass
+
+    def say(self, line: str) -> None:
+        self.status_line = line
+        if self._progress is not None:
+            try:
+                self._progress(line)
+            except Exception:  # noqa: BLE001, S110 (a side channel must not stop the run)
+                pass
+
+    # -- setup -------------------------------------------------------------
+
+    def _make_client(self) -> httpx.AsyncClient:
+        c = self.cfg
+        return oh.make_client(headers=self.headers, connect_timeout=c.connect_timeout, read_timeout=c.read_timeout,
+                              insecure=c.insecure, transport=self._transport)
+
+    def _use_client(self, client: httpx.AsyncClient | None) -> None:
+        self._client = client
+        if client is None:
+            self._executor = None
+            return
+        c = self.cfg
+        self._executor = RequestExecutor(client, self._endpoint, self._query, chat=self._chat, model=self.model,
+                                         ignore_eos=c.ignore_eos, read_timeout=c.read_timeout,
+                                         token_offsets=c.token_offsets, scrub=self.scrub, say=self.say)
+
+    async def _setup(self) -> None:
+        client = self._client
+        assert client is not None
+        # the server probe first: one clear line (unreachable, TLS, 401/403, 5xx) instead of a run of errors
+        try:
+            found = await oh.probe(client, self.cfg.url, scrub=self.scrub,
+                                   connect_timeout=min(oh.PROBE_CONNECT_TIMEOUT, self.cfg.connect_timeout))
+        except oh.ProbeError as exc:
+            raise SetupError(str(exc)) from None
+        self.server = found.server or {}
+        if not self.model:
+            models = self.server.get("models") or found.models
+            if not models:
+                raise SetupError(f"{self.label}/v1/models lists no model (or needs a key, see --api-key-env): "
+                                 "pass --model NAME")
+            self.model = models[0]
+        if self._executor is not None:
+            self._executor.model = self.model
+        self._make_monitor()  # judges steps (until decided, --stop-on-fail) and feeds the progress line
+        from tui.sources.server_info import server_capacity
+
+        try:
+            self.server_capacity = await server_capacity(self.root, self.server, client=client, headers=self.headers,
+                                                         metrics_url=self.cfg.metrics_url)
+        except Exception:  # noqa: BLE001 (a side channel must not stop the run)
+            self.server_capacity = None
+        sizes = [self.cfg.input_tokens[1]]
+        await self.prompts.calibrate(client, self.root, prompt_prefix("00000000-000000"), sizes)
+
+    def _make_monitor(self) -> None:
+        from tui.core.monitor import Monitor
+
+        self._monitor = Monitor(self.cfg.monitor, source=self.label or "run")
+
+    def environment(self, gpu_env: dict | None) -> dict:
+        return {
+            "python": platform.python_version(),
+            "os": platform.platform(),
+            "machine": platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "httpx": httpx.__version__,
+            "servewatch": __version__,
+            "server": self.server,
+            "gpu": gpu_env if gpu_env is not None else {"gpu": "not sampled (--no-gpu)"},
+        }
+
+    def header(self, gpu_env: dict | None) -> dict:
+        c = self.cfg
+        return run_header(
+            target={"url": self.label, "model": self.model, "api": c.api, "endpoint": redact_url(self._endpoint)},
+            load={
+                "mode": c.mode,
+                "levels": list(c.levels),
+                "level_unit": c.level_unit,
+                "arrival": c.arrival if c.mode == "open" else None,
+                "burstiness": c.burstiness if c.mode == "open" and c.arrival == "gamma" else None,
+                "input_tokens": {"min": c.input_tokens[0], "max": c.input_tokens[1]},
+                "output_tokens": {"min": c.output_tokens[0], "max": c.output_tokens[1]},
+                "ignore_eos": c.ignore_eos,
+                "warmup": c.warmup,
+                "requests": c.step_requests,
+                "duration": c.step_duration,
+                "until_decided": c.until_decided,
+                "rounds": c.rounds,
+                "stop_on_fail": c.stop_on_fail,
+                "seed": c.seed,
+                "prompt_builder": self.prompts.describe(),
+                "connect_timeout": c.connect_timeout,
+                "read_timeout": c.read_timeout,
+                "connection": "new connection per request",
+                "client_pid": os.getpid(),
+            },
+            environment=self.environment(gpu_env),
+            synthetic=False,
+            started_at=self.clock.now(),
+            insecure=bool(c.insecure),
+            headers=dict(self.header_names),
+            slo={"ttft_ms": c.monitor.slo_ttft_ms, "target": c.monitor.target},
+            run_id=self.run_id,
+            source=source_block("run"),
+            server_capacity=self.server_capacity,
+        )
+
+    # -- requests ----------------------------------------------------------
+
+    def _new_req(self, phase: Phase, level: float, rnd: int, step: Step, t_intended: float) -> Req:
+        self._seq += 1
+        rid = f"{self.run_id}-{self._seq:06d}"
+        lo, hi = self.cfg.input_tokens
+        n_in = lo if lo == hi else self._len_rng.randint(lo, hi)
+        lo, hi = self.cfg.output_tokens
+        n_out = lo if lo == hi else self._len_rng.randint(lo, hi)
+        prompt = self.prompts.build(prompt_prefix(rid), n_in)
+        return Req(rid, phase, level, rnd, step, n_in, n_out, prompt, t_intended)
+
+    async def _send_one(self, req: Req) -> None:
+        """Run one request to its end, recording it exactly once (also when cancelled)."""
+        self.in_flight += 1
+        self.sent_total += 1
+        req.step.sent += 1
+        try:
+            ex = self._executor
+            assert ex is not None
+            await ex.execute(req)
+        except asyncio.CancelledError:
+            if req.error is None and req.t_end is None:  # (t_end set: it had completed already)
+                # t_end = when the cancellation reached the request: with t_sent and t_first_token it tells
+                # whether the outcome was still open then (tui.core.records.outcome_rule)
+                req.t_end = perf_counter()
+                req.error = "cancelled"
+                req.detail = "stopped by the user" if req.t_sent is not None else "stopped before the request was sent"
+            raise
+        except Exception as exc:  # noqa: BLE001 -- a bug here must not lose the request
+            if req.error is None:
+                req.error = "other"
+                req.detail = self.scrub(f"{type(exc).__name__}: {exc}")
+        finally:
+            self.in_flight -= 1
+            self._finish(req)
+
+    def _finish(self, req: Req) -> None:
+        if req.done:
+            return
+        req.done = True
+        if req.t_end is None:
+            req.t_end = perf_counter()
+        if req.t_sent is None:
+            req.t_sent = req.t_dispatch
+        d, lateness, ttft, out_tok = request_record(req, self.clock.epoch)
+        req.step.add(lateness, req.error, ttft, out_tok)
+        req.prompt = ""
+        self.emit(d)
+
+    async def request_once(self, level: float = 1.0, phase: Phase = "measure") -> dict:
+        """Send one request outside any step (no setup, no header) and return its record.
+
+        For smoke checks and tests; the record also goes to ``emit``.
+        """
+        out: list[dict] = []
+        emit = self._emit_raw
+
+        def keep(d: dict) -> None:
+            out.append(d)
+            emit(d)
+
+        self._emit_raw = keep
+        own = self._client is None
+        if own:
+            self._use_client(self._make_client())
+        try:
+            step = Step(level, 1, phase, "closed")
+            await self._send_one(self._new_req(phase, level, 1, step, perf_counter()))
+        finally:
+            self._emit_raw = emit
+            if own:
+                assert self._client is not None
+                await self._client.aclose()
+                self._use_client(None)
+        return out[-1]
+
+    # -- steps -------------------------------------------------------------
+
+    def _decided(self, step: Step) -> bool:
+        """Sweep mode: the step's verdict (core Monitor, anytime-valid) is already PASS or FAIL."""
+        mon = self._monitor
+        if not self.cfg.until_decided or mon is None or step.phase != "measure":
+            return False
+        st = mon.levels.get((float(step.level), step.round))
+        return st is not None and mon.verdict_for(st).state in ("PASS", "FAIL")
+
+    async def _closed_step(self, step: Step, concurrency: int, n_requests: int | None, duration: float | None) -> None:
+        end_at = step.t0 + duration if duration else None
+        issued = 0
+
+        async def worker() -> None:
+            nonlocal issued
+            while True:
+                if n_requests is not None and issued >= n_requests:
+                    return
+                now = perf_counter()
+                if end_at is not None and now >= end_at:
+                    return
+                if self._decided(step):
+                    return
+                issued += 1
+                await self._send_one(self._new_req(step.phase, step.level, step.round, step, now))
+
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(concurrency):
+                tg.create_task(worker())
+
+    async def _open_step(self, step: Step, rate: float, n_requests: int | None, duration: float | None) -> None:
+        c = self.cfg
+        schedule = open_schedule(c.arrival, rate, c.burstiness, c.seed, step.round)
+        sem = asyncio.Semaphore(c.max_in_flight)
+        i = 0
+
+        async def one(req: Req) -> None:
+            try:
+                await self._send_one(req)
+            finally:
+                sem.release()
+
+        async with asyncio.TaskGroup() as tg:
+            for offset in schedule:
+                if n_requests is not None and i >= n_requests:
+                    break
+                if duration is not None and offset >= duration:
+                    break
+                if self._decided(step):
+                    break
+                t_int = step.t0 + offset
+                delay = t_int - perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                await sem.acquire()
+                tg.create_task(one(self._new_req(step.phase, step.level, step.round, step, t_int)))
+                i += 1
+
+    async def _run_step(self, level: float, rnd: int, phase: Phase, n_requests: int | None,
+                        duration: float | None, mode: Mode, label: str, concurrency: int | None = None) -> dict:
+        step = Step(level, rnd, phase, mode)
+        self._step = step
+        c = self.cfg
+        if phase == "measure":
+            self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration, c.arrival))
+        self.say(label)
+        try:
+            if mode == "closed":
+                await self._closed_step(step, concurrency or int(level), n_requests, duration)
+            else:
+                await self._open_step(step, float(level), n_requests, duration)
+        finally:
+            step.t1 = perf_counter()
+            end = self._step_end(step)
+            if phase == "measure":
+                self.emit(end)
+                self.summary.steps.append(end)
+            self._step = None
+        self.say("  " + describe_step(end))
+        if end.get("saturated"):
+            self.say(f"note: {step.mode} loop {step.level:g} req/s round {step.round}: {end['note']}")
+        return end
+
+    def _step_end(self, step: Step) -> dict:
+        verdict = None
+        if self._monitor is not None and step.phase == "measure":
+            try:
+                verdict = self._monitor.verdict_for(self._monitor.levels.get((float(step.level), step.round)))
+            except Exception:  # noqa: BLE001 (a side channel must not stop the run)
+                verdict = None
+        assert step.t1 is not None
+        return step_end_record(step, self.clock.epoch(step.t1), verdict)
+
+    async def _ticker(self) -> None:
+        t0 = perf_counter()
+        while True:
+            await asyncio.sleep(self.cfg.progress_interval)
+            st = self._step
+            if st is None:
+                continue
+            unit = "concurrency" if st.mode == "closed" else "req/s"
+            head = f"  [{perf_counter() - t0:7.1f} s] {unit} {st.level:g} round {st.round}: "
+            mon = self._monitor
+            if mon is not None and st.phase == "measure":
+                from tui.core.progress import evidence_line
+
+                v = mon.verdict_for(mon.levels.get((float(st.level), st.round)))
+                self.say(head + evidence_line(v, mon.cfg.min_window_s)
+                         + f"; {self.in_flight} in flight")
+                continue
+            self.say(head + f"{st.sent} sent, {st.finished} done ({st.finished - st.complete} failed), "
+                     f"{self.in_flight} in flight")
+
+    # -- the run -----------------------------------------------------------
+
+    async def run(self, gpu_sampler: Any = None) -> RunSummary:
+        c = self.cfg
+        _raise_fd_limit()
+        self._use_client(self._make_client())
+        client = self._client
+        assert client is not None
+        aux: list[asyncio.Task] = []
+        stop_aux = asyncio.Event()
+        ticker: asyncio.Task | None = None
+        try:
+            await self._setup()
+            gpu_env = None
+            if gpu_sampler is not None:
+                try:
+                    gpu_env = gpu_sampler.environment()
+                except Exception as exc:  # noqa: BLE001 (a side channel must not stop the run)
+                    gpu_env = {"gpu": "none", "reason": type(exc).__name__}
+            hdr = self.header(gpu_env)
+            self.summary.header = hdr
+            self.emit(hdr)
+            if c.budget:
+                self.emit({"type": "budget", **c.budget})  # the budget inputs given for this run
+            self.say(f"target {self.label}, model {self.model}, api {c.api}")
+            self.say(f"note: {self.prompts.note}")
+            if self.server_capacity is not None:
+                from tui.sources.server_info import describe_capacity
+
+                self.say("server: " + describe_capacity(self.server_capacity))
+            if c.metrics:
+                from tui.sources.metrics import MetricsScraper
+
+                scraper = MetricsScraper(self.root, metrics_url=c.metrics_url, interval=c.metrics_interval,
+                                         headers=self.headers, in_flight=lambda: self.in_flight,
+                                         client=client)  # same TLS settings (--insecure) as the load
+                aux.append(asyncio.create_task(scraper.run(self.emit, stop_aux)))
+            if gpu_sampler is not None:
+                aux.append(asyncio.create_task(gpu_sampler.run(self.emit, stop_aux, c.metrics_interval)))
+            if c.progress_interval and c.progress_interval > 0:
+                ticker = asyncio.create_task(self._ticker())
+            await self._ramp()
+        except asyncio.CancelledError:
+            self.summary.cancelled = True
+            raise
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+            stop_aux.set()
+            if aux:
+                _done, pending = await asyncio.wait(aux, timeout=5.0)
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    await asyncio.wait(pending, timeout=2.0)
+            await client.aclose()
+            self.summary.requests = self.sent_total
+        return self.summary
+
+    async def _ramp(self) -> None:
+        c = self.cfg
+        unit = c.level_unit
+        if c.warmup:
+            lvl = c.levels[0]
+            conc = max(1, min(c.warmup, int(lvl))) if c.mode == "closed" else 1
+            await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
+                                 f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
+        total = len(c.levels) * c.rounds
+        k = 0
+        for rnd in range(1, c.rounds + 1):
+            for lvl in c.levels:
+                k += 1
+                limits = []
+                if c.step_requests is not None:
+                    limits.append(f"{c.step_requests} requests")
+                if c.until_decided:
+                    limits.append("until PASS or FAIL")
+                if c.step_duration is not None:
+                    limits.append(f"{c.step_duration:g} s")
+                end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.step_duration, c.mode,
+                                           f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})")
+                if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
+                    self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
+                             f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
+                if c.stop_on_fail and end.get("verdict") == "FAIL":
+                    self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
+                    self.say("note: " + self.summary.stopped_early)
+                    return
+
+
+def _raise_fd_limit() -> None:
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else 65536
+        want = min(want, 65536)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+# ------------------------------------------------------------------ one-call entry point
+
+
+def make_gpu_sampler(config: LoadConfig) -> Any:
+    """A GpuSampler, or None when disabled (--no-gpu) or unavailable without host data either."""
+    if not config.gpu:
+        return None
+    try:
+        from tui.sources.gpu import GpuSampler
+
+        return GpuSampler()
+    except Exception:  # noqa: BLE001 (a side channel must not stop the run)
+        return None
+
+
+async def run_load(config: LoadConfig, emit: Emit, progress: Progress | None = None,
+                   on_generator: Callable[[LoadGenerator], Any] | None = None,
+                   transport: httpx.AsyncBaseTransport | None = None) -> RunSummary:
+    """Set up, run and tear down one load test; every record goes to ``emit``."""
+    gen = LoadGenerator(config, emit, progress, transport=transport)
+    if on_generator is not None:
+        on_generator(gen)
+    sampler = make_gpu_sampler(config)
+    try:
+        return await gen.run(gpu_sampler=sampler)
+    finally:
+        if sampler is not None:
+            try:
+                sampler.close()
+            except Exception:  # noqa: BLE001, S110 (a side channel must not stop the run)
+                pass

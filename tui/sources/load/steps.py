@@ -1,0 +1,155 @@
+"""Step bookkeeping: what one step (a level of the ramp, one round; or the warmup) has sent and
+finished, and the ``step`` end record with its lateness, saturation flag and verdict.
+
+Lateness is ``t_sent - t_intended``: in open loop how late requests reached the wire against the
+schedule (p99 above :data:`SATURATION_LATENESS_MS` flags the step "client saturated, results not
+valid"); in closed loop the same difference is the client's own send overhead, and a client that
+used :data:`CLIENT_BUSY_LIMIT` CPU-seconds per second or more is flagged saturated instead.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from time import perf_counter
+from typing import Any
+
+from tui.sources.load.config import Mode, Phase
+
+SATURATION_LATENESS_MS = 10.0
+CLIENT_BUSY_LIMIT = 0.9  # closed loop: client CPU-seconds per wall second that flag the step as saturated
+
+
+class Step:
+    """Counters of one running step (times are perf_counter seconds)."""
+
+    __slots__ = (
+        "complete",
+        "cpu0",
+        "errors",
+        "finished",
+        "lateness",
+        "level",
+        "mode",
+        "out_tokens",
+        "pcpu0",
+        "phase",
+        "round",
+        "sent",
+        "t0",
+        "t1",
+        "ttfts",
+    )
+
+    def __init__(self, level: float, rnd: int, phase: Phase, mode: Mode) -> None:
+        self.level = level
+        self.round = rnd
+        self.phase: Phase = phase
+        self.mode: Mode = mode
+        self.sent = 0
+        self.finished = 0
+        self.complete = 0
+        self.errors: Counter = Counter()
+        self.lateness: list[float] = []
+        self.ttfts: list[float] = []
+        self.out_tokens = 0
+        self.t0 = perf_counter()
+        self.t1: float | None = None
+        self.cpu0 = time.thread_time()
+        self.pcpu0 = time.process_time()
+
+    def add(self, lateness: float, error: str | None, ttft: float | None, out_tokens: int) -> None:
+        """One finished request: its lateness, error class (None: complete), TTFT (s) and output tokens."""
+        self.finished += 1
+        self.lateness.append(lateness)
+        if error is None:
+            self.complete += 1
+            self.ttfts.append(ttft if ttft is not None else math.inf)
+            self.out_tokens += out_tokens
+        else:
+            self.errors[error] += 1
+
+
+def pct(sorted_vals: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an ascending list."""
+    if not sorted_vals:
+        return None
+    k = max(1, math.ceil(q * len(sorted_vals)))
+    return sorted_vals[min(k, len(sorted_vals)) - 1]
+
+
+def step_start_record(t: float, level: float, rnd: int, mode: Mode, phase: Phase, n_requests: int | None,
+                      duration: float | None, arrival: str | None) -> dict:
+    d: dict[str, Any] = {"type": "step", "t": t, "event": "start", "level": level, "round": rnd,
+                         "mode": mode, "phase": phase, "requests": n_requests, "duration": duration}
+    if mode == "open":
+        d.update(arrival=arrival, rate=level)
+    return d
+
+
+def step_end_record(step: Step, t1_epoch: float, verdict: Any = None) -> dict:
+    """The ``step`` end record. ``step.t1`` must be set (perf_counter); ``verdict`` is the core
+    monitor's verdict of the step (its ``state`` and ``reason`` are recorded) or None."""
+    t1 = step.t1 or perf_counter()
+    secs = max(1e-9, t1 - step.t0)
+    late = sorted(step.lateness)
+    ttfts = sorted(step.ttfts)
+    p99 = pct(late, 0.99)
+    p50 = pct(ttfts, 0.5)
+    # open loop: lateness = t_sent - t_intended (the schedule); closed loop: the same
+    # difference is the client's own send overhead (connection setup included)
+    lk = "lateness" if step.mode == "open" else "send_overhead"
+    late50 = pct(late, 0.5)
+    d: dict[str, Any] = {
+        "type": "step", "t": t1_epoch, "event": "end", "level": step.level, "round": step.round,
+        "mode": step.mode, "phase": step.phase,
+        "requests": step.finished, "completed": step.complete, "failed": step.finished - step.complete,
+        "errors": dict(step.errors),
+        "duration_s": round(secs, 3),
+        "ttft_p50_ms": None if p50 is None or math.isinf(p50) else round(p50 * 1e3, 2),
+        "output_tok_per_s": round(step.out_tokens / secs, 2),
+        lk + "_p50_ms": None if p99 is None or late50 is None else round(late50 * 1e3, 3),
+        lk + "_p99_ms": None if p99 is None else round(p99 * 1e3, 3),
+        "client_cpu_s": round(time.thread_time() - step.cpu0, 4),
+        "process_cpu_s": round(time.process_time() - step.pcpu0, 4),
+    }
+    if step.mode == "open":
+        sat = p99 is not None and p99 * 1e3 > SATURATION_LATENESS_MS
+        d["saturated"] = sat
+        if sat:
+            assert p99 is not None
+            d["note"] = (f"client saturated, results not valid: dispatch lateness p99 {p99 * 1e3:.1f} ms "
+                         f"> {SATURATION_LATENESS_MS:g} ms (requests reached the wire later than scheduled)")
+    else:
+        # closed loop: no schedule to miss, but a CPU-bound client delays reading tokens (TTFT grows)
+        busy = d["process_cpu_s"] / secs
+        if secs >= 1.0 and busy >= CLIENT_BUSY_LIMIT:
+            d["saturated"] = True
+            d["note"] = (f"client saturated, results not valid: the load generator used {busy:.2f} CPU-seconds "
+                         f"per second (>= {CLIENT_BUSY_LIMIT:g}); its own delays are inside the measured TTFT")
+    if verdict is not None:
+        d["verdict"] = verdict.state
+        d["verdict_reason"] = verdict.reason
+    return d
+
+
+def describe_step(end: dict) -> str:
+    """One line for a step end record."""
+    parts = [f"{end['requests']} requests, {end['completed']} complete, {end['failed']} failed"]
+    if end.get("errors"):
+        parts.append("errors " + ", ".join(f"{k} {v}" for k, v in sorted(end["errors"].items())))
+    if end.get("ttft_p50_ms") is not None:
+        parts.append(f"TTFT p50 {end['ttft_p50_ms']:.0f} ms")
+    parts.append(f"{end['output_tok_per_s']:.1f} output tok/s")
+    if end.get("lateness_p99_ms") is not None:
+        parts.append(f"dispatch lateness p99 {end['lateness_p99_ms']:.1f} ms")
+    elif end.get("send_overhead_p99_ms") is not None:
+        parts.append(f"send overhead p99 {end['send_overhead_p99_ms']:.1f} ms")
+    parts.append(f"client CPU {end['client_cpu_s']:.2f} s")
+    line = ", ".join(parts)
+    if end.get("verdict"):
+        line += f"; verdict {end['verdict']}"
+    if end.get("saturated"):
+        line += "  [CLIENT SATURATED: results not valid]"
+    return line
