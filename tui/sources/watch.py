@@ -365,11 +365,11 @@ class Canary:
     def __init__(self, url: str, rate: float, emit: Callable[[dict], None], *, model: str | None = None,
                  api_key_env: str | None = "OPENAI_API_KEY", headers=None, insecure: bool = False,
                  slo_ttft_ms: float = 1000.0, output_tokens: int = 8, input_tokens: int = 16) -> None:
-        from tui.sources.loadgen import LoadConfig, LoadGenerator
+        from tui.sources.load import LoadConfig, LoadGenerator, monitor_config
 
         self.rate = float(rate)
         cfg = LoadConfig(url=url, model=model, api_key_env=api_key_env, headers=list(headers or []),
-                         insecure=insecure, slo_ttft_ms=slo_ttft_ms, output_tokens=(output_tokens, output_tokens),
+                         insecure=insecure, monitor=monitor_config(slo_ttft_ms=slo_ttft_ms), output_tokens=(output_tokens, output_tokens),
                          input_tokens=(input_tokens, input_tokens), metrics=False, gpu=False, levels=[rate],
                          mode="open")
         self.gen = LoadGenerator(cfg, emit)
