@@ -23,8 +23,8 @@ from tui.core.records import RequestRecord, dumps, request_to_dict, run_header
 from tui.screens.help import HelpScreen
 from tui.sources.base import MonitorSink
 from tui.sources.replay import ReplaySource
-from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets import fmt
+from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets.requests import RequestList
 
 REPO = Path(__file__).resolve().parent.parent

@@ -36,10 +36,11 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand

@@ -18,9 +18,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 GIB = 2**30
 SCHEMA = "servewatch.budget/1"
@@ -280,7 +281,7 @@ class BudgetInputs:
             raise BudgetError("notes must be a list of strings")
         object.__setattr__(self, "notes", tuple(notes))
 
-    def replace(self, **changes: Any) -> "BudgetInputs":
+    def replace(self, **changes: Any) -> BudgetInputs:
         return dataclasses.replace(self, **changes)
 
 

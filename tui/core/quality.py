@@ -50,9 +50,10 @@ import json
 import math
 import random
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from tui.core.stats import wilson
 

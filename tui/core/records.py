@@ -15,8 +15,9 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 SCHEMA = "servewatch.record/1"
 SCHEMA_VERSION = 1

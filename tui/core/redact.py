@@ -19,7 +19,8 @@ Each becomes :data:`REDACTED`. Text with none of these is returned unchanged. Pr
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "<redacted>"

@@ -282,7 +282,7 @@ def format_report(rep: dict[str, Any]) -> str:
         for r in rep["levels"]:
             t = r["ttft_ms"]
 
-            def ms(lbl):
+            def ms(lbl: str, t: dict = t) -> str:
                 v = t[lbl]["value"]
                 return "N/A" if v is None else f"{v:.0f}" + ("" if t[lbl]["supported"] else "*")
 

@@ -12,7 +12,7 @@ At conf = 0.95 that is n >= 5 for P50, 59 for P95 and 299 for P99.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from tui.core.snapshot import Percentile
 

@@ -12,7 +12,6 @@ from tui.core.acceptance import RunInput, combine_states, measured_section
 from tui.core.report import fmt_level, fmt_pct
 from tui.core.snapshot import FAIL, PASS, LevelRow, Snapshot
 
-
 #: Top of the default sweep ladder when no budget (so no memory-only candidate) is given: 1, 2, 4, ..., 64.
 DEFAULT_MAX_LEVEL = 64
 

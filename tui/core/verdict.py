@@ -348,13 +348,11 @@ class LevelJudge:
         self._atom = j
         self._next_close = self._t0 + (j + 1) * self._w  # type: ignore[operator]
         # longer batches that end before the new shortest batch are complete now
-        changed = False
         for i in range(1, len(BATCH_MULTS)):
             a = self._acc[i]
             if a[0] != j // BATCH_MULTS[i]:
                 if a[2]:
                     self._close_batch(i, a[1], a[2])
-                    changed = True
                 a[0], a[1], a[2] = j // BATCH_MULTS[i], 0, 0
         self._recompute_vif()
 

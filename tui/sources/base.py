@@ -8,7 +8,8 @@ snapshot from the core ``Monitor`` a few times per second; sources never wait on
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from tui.core.records import LineIssue, Record
 
@@ -37,7 +38,7 @@ class MonitorSink:
         self.monitor = monitor
         self.lock = threading.Lock()
 
-    def __call__(self, items: Iterable["Record | LineIssue"]) -> None:
+    def __call__(self, items: Iterable[Record | LineIssue]) -> None:
         with self.lock:
             add = self.monitor.add
             for item in items:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 __all__ = ["GpuSampler", "NO_GPU"]
 
@@ -256,7 +257,7 @@ class GpuSampler:
                 delay = 0.0
             try:
                 await asyncio.wait_for(stop_event.wait(), timeout=delay if delay > 0 else 0.001)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # ---------------------------------------------------------- environment
@@ -312,7 +313,7 @@ class GpuSampler:
             self.available = False
             self.reason = f"{NO_GPU}: sampler closed"
 
-    def __enter__(self) -> "GpuSampler":
+    def __enter__(self) -> GpuSampler:
         return self
 
     def __exit__(self, *exc: Any) -> None:

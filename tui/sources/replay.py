@@ -35,8 +35,8 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from tui.core.records import (
     GpuSample,
