@@ -40,11 +40,11 @@ from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -88,7 +88,7 @@ def _budget_dict(budget: Any) -> dict | None:
 
         return budget_to_dict(budget)
     except Exception:
-        return asdict(budget) if is_dataclass(budget) else {"repr": repr(budget)}
+        return asdict(budget) if is_dataclass(budget) and not isinstance(budget, type) else {"repr": repr(budget)}
 
 
 SPEED_KEYS = Binding.Group("Speed", compact=True)
@@ -101,7 +101,7 @@ class ServewatchApp(App[int]):
     TITLE = "servewatch"
     ENABLE_COMMAND_PALETTE = True
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", priority=True),
         Binding("question_mark,f1", "help", "Help", key_display="?", priority=True),
         Binding("p,space", "toggle_pause", "Pause", key_display="p", priority=True),
@@ -116,8 +116,7 @@ class ServewatchApp(App[int]):
         Binding("7", "show_sweep", "Sweep", priority=True),
         Binding("t", "next_theme", "Theme", priority=True),
         Binding("ctrl+s", "export", "Export", priority=True),
-    ] + [
-        Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES
+        *(Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES),
     ]
 
     def __init__(
@@ -258,7 +257,7 @@ class ServewatchApp(App[int]):
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
         try:
-            fd = sys.__stdin__.fileno()
+            fd = sys.__stdin__.fileno()  # type: ignore[union-attr]  # (None: AttributeError, handled below)
         except (AttributeError, ValueError, OSError):
             return
         self._watching.set()

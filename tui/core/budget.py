@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 GIB = 2**30
 SCHEMA = "servewatch.budget/1"
@@ -652,7 +652,7 @@ def _count_sliding_layers(cfg: Mapping[str, Any], model_type: str, layers: int) 
         sliding = sum(1 for t in layer_types if t == "sliding_attention")
         if sliding and not (isinstance(window, int) and window > 0):
             raise BudgetError("config layer_types has sliding layers but no sliding_window")
-        return (window if sliding else 0), sliding
+        return (cast(int, window) if sliding else 0), sliding
     if not (isinstance(window, int) and not isinstance(window, bool) and window > 0):
         return 0, 0
     if model_type == "gemma2":
@@ -929,7 +929,7 @@ def budget_to_json(result: BudgetResult, indent: int | None = 2) -> str:
     return json.dumps(budget_to_dict(result), indent=indent)
 
 
-def _disagreements(saved: Mapping[str, Any], fresh: Mapping[str, Any], where: str, floats, exact) -> list[str]:
+def _disagreements(saved: Mapping[str, Any], fresh: Mapping[str, Any], where: str, floats: tuple[str, ...], exact: tuple[str, ...]) -> list[str]:
     out = []
     for key in floats:
         if key not in saved:

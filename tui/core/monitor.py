@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from tui.core import provenance, stats
 from tui.core.budget import BudgetError
@@ -27,6 +28,7 @@ from tui.core.records import (
     HostSample,
     LineIssue,
     QueueSample,
+    Record,
     RequestRecord,
     RunHeader,
     StepRecord,
@@ -186,7 +188,7 @@ class _LevelState:
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
     )
 
-    def __init__(self, level, rnd, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
+    def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
         self.level = level
         self.round = rnd
         self.mode: str | None = None
@@ -219,7 +221,7 @@ class Monitor:
     """Ingests records (``add``) and produces ``Snapshot``s. Not thread-safe: wrap it
     with ``tui.sources.base.MonitorSink`` when a source thread feeds it."""
 
-    def __init__(self, config: MonitorConfig | None = None, budget=None, source: str = "",
+    def __init__(self, config: MonitorConfig | None = None, budget: Any = None, source: str = "",
                  budget_origin: str | None = None) -> None:
         self.cfg = cfg = config or MonitorConfig()
         self.budget = budget
@@ -289,7 +291,7 @@ class Monitor:
         self.seq_no += 1
         self._add_request(r)
 
-    def add(self, item) -> None:
+    def add(self, item: Record | LineIssue) -> None:
         self.seq_no += 1
         if type(item) is RequestRecord:
             self._add_request(item)
@@ -346,7 +348,7 @@ class Monitor:
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(str(issue))
 
-    def _state_for(self, level, rnd) -> _LevelState:
+    def _state_for(self, level: float | None, rnd: int) -> _LevelState:
         key = (level, rnd)
         st = self.levels.get(key)
         if st is None:

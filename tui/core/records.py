@@ -202,7 +202,7 @@ class RunHeader:
     @property
     def started_at(self) -> float | None:
         v = self.data.get("started_at")
-        return float(v) if _is_num(v) else None
+        return float(v) if _is_num(v) else None  # type: ignore[arg-type]  # (_is_num checked it)
 
 
 @dataclass(slots=True)
@@ -278,7 +278,7 @@ def _opt_num(d: dict, key: str) -> float | None:
 
 def parse_request(d: dict) -> RequestRecord:
     """Validate one request record (the hot path of every reader: keep it lean)."""
-    get = d.get
+    get: Callable[..., Any] = d.get  # (typed loosely: each field's type is checked below, by hand, for speed)
     rid = get("id")
     t_sent = get("t_sent")
     t_end = get("t_end")
@@ -469,7 +469,7 @@ def parse_lines(
                 continue
             rec = parse_object(obj)
         except (ValueError, RecursionError) as exc:  # RecordError and JSON/Unicode errors are ValueErrors
-            if not line.strip(" \t\r\n" if type(line) is str else b" \t\r\n"):
+            if not (line.strip(" \t\r\n") if isinstance(line, str) else line.strip(b" \t\r\n")):
                 continue  # a blank line (JSON whitespace only) is not a record
             reason = str(exc) if isinstance(exc, RecordError) else f"invalid JSON: {str(exc)[:80]}"
             if not terminated:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
@@ -108,6 +108,12 @@ def url_secrets(url: Any) -> list[str]:
     return [x for x in out if x and len(x) >= MIN_SECRET_LEN]
 
 
+@overload
+def redact_url(url: None) -> None: ...
+@overload
+def redact_url(url: str) -> str: ...
+@overload
+def redact_url(url: Any) -> str | None: ...
 def redact_url(url: Any) -> str | None:
     """A URL without user:password and without its query string (which may hold a key). None stays None."""
     if url is None:

@@ -84,7 +84,7 @@ def window_dict(w: WindowStat) -> dict[str, Any]:
     }
 
 
-def _jnum(v: float | None):
+def _jnum(v: float | None) -> float | str | None:
     if v is not None and math.isinf(v):
         return "inf"
     return v
@@ -117,7 +117,7 @@ def conclusion(budget_fits: bool | None, measured: str, quality: str | None,
     return ready, lines
 
 
-def build_report(snap: Snapshot, budget=None, level: float | None = None, quality: str | None = None,
+def build_report(snap: Snapshot, budget: Any = None, level: float | None = None, quality: str | None = None,
                  budget_origin: str | None = None) -> dict[str, Any]:
     """The report dict. ``budget`` defaults to the snapshot's (given for the run, or the file's budget record);
     ``level`` is the required level (None: the highest tested). Raises LevelNotInFile."""
@@ -270,7 +270,7 @@ def format_report(rep: dict[str, Any]) -> str:
     shown = [e for e in rep.get("timeline", ()) if e["level"] == m["level"] and e["round"] == m["round"]
              and e["state"] in (PASS, FAIL)]
     if shown and any(e["state"] != vd["state"] for e in shown):
-        firsts = {}
+        firsts: dict[str, int] = {}
         for e in shown:
             firsts.setdefault(e["state"], e["n"])
         add("    a watcher re-checking after each request also saw " + ", ".join(

@@ -49,7 +49,7 @@ def measured_capacity(rows: tuple[LevelRow, ...]) -> float | None:
     return max(passing) if passing else None
 
 
-def sweep_summary(snapshot: Snapshot, budget=None, source: str = "") -> dict[str, Any]:
+def sweep_summary(snapshot: Snapshot, budget: Any = None, source: str = "") -> dict[str, Any]:
     cand = None if budget is None else budget.candidate
     m = measured_section([RunInput(source or snapshot.source, snapshot)], cand, None)
     states = level_states(snapshot.levels)

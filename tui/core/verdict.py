@@ -26,8 +26,10 @@ PASS without it, so the correction can never add a false PASS.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 
@@ -76,7 +78,7 @@ class MixtureTest:
     def threshold(self) -> float:
         return 1.0 / self.alpha
 
-    def _log_e(self, coeffs, s: float, f: float) -> float:
+    def _log_e(self, coeffs: Iterable[tuple[float, float]], s: float, f: float) -> float:
         terms = []
         for a, b in coeffs:
             ls = 0.0 if s == 0 else s * a
@@ -224,7 +226,7 @@ class LevelJudge:
         # longer batch lengths accumulate closed shortest batches: [index, good, total]
         self._acc = [[0, 0, 0] for _ in BATCH_MULTS]
         # per length: [closed batches, sum g^2/n, sum g, sum n]
-        self._disp = [[0, 0.0, 0, 0] for _ in BATCH_MULTS]
+        self._disp: list[list[Any]] = [[0, 0.0, 0, 0] for _ in BATCH_MULTS]
         self._q: dict[int, float] = {}
         self._passing = False
         self._failing = False
@@ -425,7 +427,7 @@ class LevelJudge:
         return self.test.log_e_fail(s / v, f / v) >= self._log_thr
 
     @staticmethod
-    def _gallop(pred, lo: int, limit: int = 1 << 40) -> int:
+    def _gallop(pred: Callable[[int], bool], lo: int, limit: int = 1 << 40) -> int:
         """Smallest x >= lo with pred(x) true, for pred monotone false...true (limit if none)."""
         step = 1
         hi = lo

@@ -100,10 +100,11 @@ class GpuSampler:
     def _init_nvml(self, module: Any) -> None:
         if module is None:
             try:
-                import pynvml as module  # nvidia-ml-py
+                import pynvml  # nvidia-ml-py
             except Exception:
                 self.reason = f"{NO_GPU}: nvidia-ml-py (pynvml) is not installed"
                 return
+            module = pynvml
         self._nvml = module
         try:
             module.nvmlInit()

@@ -37,6 +37,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from tui.core.records import (
     GpuSample,
@@ -120,15 +121,15 @@ class _Reader:
         self.path = path
         self.label = label
         self.chunk_size = chunk_size
-        self.fh = None
+        self.fh: BinaryIO | None = None
         self.pos = 0
         self.lineno = 0
         self.partial = b""
         self.ino: int | None = None
 
     def open(self) -> None:
-        self.fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
-        st = os.fstat(self.fh.fileno())
+        self.fh = fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        st = os.fstat(fh.fileno())
         self.ino = st.st_ino
         self.pos = 0
         self.lineno = 0
@@ -579,7 +580,7 @@ class ReplaySource:
                 t, it = pending[0]
                 if start is None and t is not None:
                     start = t
-                if t is not None and t > start + 1.0:
+                if t is not None and start is not None and t > start + 1.0:
                     break
                 batch.append(it)
                 pending.popleft()

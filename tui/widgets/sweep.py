@@ -154,7 +154,7 @@ def sweep_markup(snap: Snapshot, budget: Any, width: int) -> str:
     cand_pending = cand is not None and cand not in tested
     last_of_level = {r.level: i for i, r in enumerate(rows)}
     for i, (r, lab) in enumerate(zip(rows, labels)):
-        if cand_pending and cand < r.level:
+        if cand_pending and cand is not None and r.level is not None and cand < r.level:
             lines.append(candidate_line(False))
             cand_pending = False
         state = r.verdict.state
