@@ -397,12 +397,18 @@ class _StaticSource:
 
     label = "test://live"
     mode = "LIVE"
+    status = ""  # the header shows the mode
     finished = False
+    in_flight: int | None = None
+    controls = None  # live: no replay keys
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
 
     def start(self, sink) -> None:
         pass
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
         pass
 
 
