@@ -11,7 +11,7 @@ from typing import Any
 from tui.core import provenance as _prov
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Percentile, Snapshot, WindowStat
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot, WindowStat
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INSUFFICIENT = 0, 1, 2, 3
 
@@ -22,14 +22,6 @@ def exit_code(state: str) -> int:
     return {PASS: EXIT_PASS, FAIL: EXIT_FAIL}.get(state, EXIT_INSUFFICIENT)
 
 
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "N/A"
-    if math.isinf(v):
-        return "inf"
-    return f"{v:.0f} ms"
-
-
 def fmt_pct(v: float | None, digits: int = 0) -> str:
     return "N/A" if v is None else f"{100 * v:.{digits}f}%"
 
@@ -38,15 +30,6 @@ def fmt_level(level: float | None) -> str:
     if level is None:
         return "-"
     return f"{level:g}"
-
-
-def fmt_percentile(p: Percentile) -> str:
-    s = f"{p.label}={fmt_ms(p.value_ms)}"
-    if p.approximate:
-        s += " (approx. +-1%)"
-    if p.value_ms is not None and not p.supported:
-        s += f" (insufficient n: {p.n} < {p.n_needed})"
-    return s
 
 
 def select_row(snap: Snapshot, level: float | None = None) -> LevelRow | None:

@@ -167,8 +167,3 @@ def dispersion_vif(batches: Sequence[tuple[int, int]], min_batches: int = 10) ->
         return None
     chi2 = sum((g - n * p) ** 2 / (n * p * (1 - p)) for g, n in used)
     return max(1.0, chi2 / (k - 1))
-
-
-def nearest_rank_p99(values: Sequence[float]) -> float | None:
-    """P99 of an unsorted sequence (nearest rank)."""
-    return nearest_rank(sorted(values), 0.99)
