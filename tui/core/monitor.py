@@ -50,8 +50,10 @@ from tui.core.snapshot import (
     Percentile,
     QueueState,
     RequestRow,
+    Severity,
     Snapshot,
     Verdict,
+    VerdictState,
     WindowStat,
 )
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
@@ -89,7 +91,7 @@ class MonitorConfig:
             raise ValueError("min_window_s must be >= 0")
 
 
-def fraction_severity(frac: float | None, target: float) -> str:
+def fraction_severity(frac: float | None, target: float) -> Severity:
     """Green at/above target, yellow within 5 points below, red further below."""
     if frac is None:
         return NA
@@ -449,7 +451,7 @@ class Monitor:
         if ttft_ms is not None and len(self._bucket_ttfts) < 20_000:
             self._bucket_ttfts.append(ttft_ms)
 
-    def _timeline_add(self, st: _LevelState, state: str, n: int, t: float) -> None:
+    def _timeline_add(self, st: _LevelState, state: VerdictState, n: int, t: float) -> None:
         entry = (st.level, st.round, state, n, t)
         if len(self._timeline_head) < TIMELINE_HEAD:
             self._timeline_head.append(entry)
@@ -657,7 +659,7 @@ class Monitor:
         for dev in sorted(self._gpu):
             d = self._gpu[dev]
             used, total = d.get("used"), d.get("total")
-            sev = NA
+            sev: Severity = NA
             if used is not None:
                 sev = GOOD
                 if predicted is not None and used > predicted:

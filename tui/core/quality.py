@@ -53,13 +53,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Final, Literal
 
 from tui.core.stats import wilson
 
 RESULT_SCHEMA = "servewatch.quality/1"
 
-PASS, FAIL, NO_EVIDENCE, NO_BASELINE = "PASS", "FAIL", "NO_EVIDENCE", "NO_BASELINE"
+#: A quality comparison's state (the value is what the result file and --json carry).
+QualityState = Literal["PASS", "FAIL", "NO_EVIDENCE", "NO_BASELINE"]
+PASS: Final = "PASS"
+FAIL: Final = "FAIL"
+NO_EVIDENCE: Final = "NO_EVIDENCE"
+NO_BASELINE: Final = "NO_BASELINE"
 EXIT_CODES = {PASS: 0, FAIL: 1, NO_EVIDENCE: 3, NO_BASELINE: 3}
 
 CHECK_TYPES = ("exact", "contains", "not_contains", "regex", "json", "number")

@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
 SCHEMA = "servewatch.record/1"
 SCHEMA_VERSION = 1
@@ -93,8 +93,13 @@ class RequestRecord:
 
 # ---------------------------------------------------------------- the rule (its one definition)
 
-GOOD, SLOW, FAILED, EXCLUDED = "good", "slow", "failed", "excluded"
-OUTCOMES = (GOOD, SLOW, FAILED, EXCLUDED)
+#: A request's outcome (the value is what reports and --json carry).
+Outcome = Literal["good", "slow", "failed", "excluded"]
+GOOD: Final = "good"
+SLOW: Final = "slow"
+FAILED: Final = "failed"
+EXCLUDED: Final = "excluded"
+OUTCOMES: tuple[Outcome, ...] = (GOOD, SLOW, FAILED, EXCLUDED)
 CANCELLED = "cancelled"
 
 
@@ -104,7 +109,7 @@ def slo_microseconds(slo_ttft_ms: float) -> float:
 
 
 @functools.lru_cache(maxsize=32)
-def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[str, float | None]]:
+def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome, float | None]]:
     """The good / slow / failed / excluded rule and the TTFT derivation, in ONE place.
 
     Returns ``classify(record) -> (outcome, ttft_ms)``, built once per SLO: the Monitor calls it for
@@ -128,7 +133,7 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[str, flo
     """
     slo_us = slo_microseconds(slo_ttft_ms)
 
-    def classify(r: RequestRecord) -> tuple[str, float | None]:
+    def classify(r: RequestRecord) -> tuple[Outcome, float | None]:
         tf = r.t_first_token
         err = r.error
         if tf is None:

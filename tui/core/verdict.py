@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 
 GRID_POINTS = 20
 
@@ -233,7 +233,7 @@ class LevelJudge:
         # bounds (see class doc); None means "evaluate at the next outcome"
         self._pass_bound: int | None = None
         self._fail_bound: int | None = None
-        self.state = INSUFFICIENT_WINDOW
+        self.state: VerdictState = INSUFFICIENT_WINDOW
         self.state_since_n = 0
         self._run = 0
         self._run_t0 = 0.0
@@ -486,6 +486,7 @@ class LevelJudge:
 
     def _update_state(self, n: int) -> None:
         el = self.elapsed
+        st: VerdictState
         if self._failing and el >= self.fail_min_s:
             st = FAIL
         elif n < self.min_requests or el < self.min_window_s:
