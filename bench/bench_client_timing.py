@@ -43,7 +43,6 @@ sys.path.insert(0, HERE)
 
 from delay_server import DelayServerProcess  # noqa: E402
 
-
 # ---------------------------------------------------------------- the servewatch client (child process)
 
 

@@ -34,8 +34,15 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from bench_client_timing import (  # noqa: E402
+    MachineLoad,
+    load_raw,
+    load_servewatch,
+    ms,
+    pct,
     record_servewatch,
-    MachineLoad, load_raw, load_servewatch, ms, pct, run_child, wait_quiet)
+    run_child,
+    wait_quiet,
+)
 from delay_server import DelayServerProcess  # noqa: E402
 
 

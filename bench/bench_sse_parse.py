@@ -34,6 +34,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from bench_client_timing import MachineLoad  # noqa: E402
+
 from tui.sources.sse import SSEParser  # noqa: E402
 
 

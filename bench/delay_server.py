@@ -317,7 +317,7 @@ class DelayServerProcess:
         self.port: int | None = None
         self.pid: int | None = None
 
-    def __enter__(self) -> "DelayServerProcess":
+    def __enter__(self) -> DelayServerProcess:
         import subprocess
 
         self.proc = subprocess.Popen([self.python, os.path.abspath(__file__), *self.args],

@@ -75,7 +75,7 @@ class FaultServer:
 
     # ----------------------------------------------------------- lifecycle
 
-    def __enter__(self) -> "FaultServer":
+    def __enter__(self) -> FaultServer:
         self.start()
         return self
 

@@ -22,9 +22,9 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import httpx
 import pytest
@@ -145,7 +145,7 @@ def start_llama_server(
     binary = binary or llama_server_binary()
     log_dir.mkdir(parents=True, exist_ok=True)
     last_err = ""
-    for attempt in range(1, attempts + 1):
+    for _attempt in range(1, attempts + 1):
         port = free_port()
         log_path = log_dir / f"llama-server-{port}.log"
         cmd = [

@@ -23,8 +23,8 @@ from tui.core.records import RequestRecord, dumps, request_to_dict, run_header
 from tui.screens.help import HelpScreen
 from tui.sources.base import MonitorSink
 from tui.sources.replay import ReplaySource
-from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets import fmt
+from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets.requests import RequestList
 
 REPO = Path(__file__).resolve().parent.parent
@@ -397,12 +397,18 @@ class _StaticSource:
 
     label = "test://live"
     mode = "LIVE"
+    status = ""  # the header shows the mode
     finished = False
+    in_flight: int | None = None
+    controls = None  # live: no replay keys
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
 
     def start(self, sink) -> None:
         pass
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
         pass
 
 

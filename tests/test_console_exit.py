@@ -96,10 +96,10 @@ def finish(proc: subprocess.Popen) -> int:
     """Wait for the child to exit; a child still running after the bound fails the test (and is killed)."""
     try:
         return proc.wait(timeout=EXIT_DEADLINE_S)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         proc.kill()
         proc.wait(timeout=10)
-        raise AssertionError(f"the console was still running {EXIT_DEADLINE_S:g} s after its driver went away")
+        raise AssertionError(f"the console was still running {EXIT_DEADLINE_S:g} s after its driver went away") from exc
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])

@@ -61,7 +61,7 @@ async def _idle_queue(base_url: str, deadline_s: float = 30.0) -> dict:
                 pytest.fail(f"server not idle within {deadline_s} s: {rec}")
             try:
                 await asyncio.wait_for(idle.wait(), 0.1)  # pacing only; nothing sets it
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
 

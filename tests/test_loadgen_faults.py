@@ -185,7 +185,7 @@ async def test_error_class_exact_record(fs, scen, params, error, status, detail,
 
 async def test_connect_refused_is_a_setup_error_with_a_clear_message():
     port = closed_port()
-    with pytest.raises(SetupError, match="cannot reach http://127.0.0.1:%d" % port):
+    with pytest.raises(SetupError, match=f"cannot reach http://127.0.0.1:{port}"):
         await run(f"http://user:pw@127.0.0.1:{port}/v1?key=abcd")
 
 
@@ -238,7 +238,7 @@ async def test_rejected_stream_options_retried_once_then_remembered(fs):
 
 def _sse_body(n: int) -> bytes:
     out = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}\n\n'
-    for i in range(n):
+    for _ in range(n):
         out += b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'
     out += b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
     return out

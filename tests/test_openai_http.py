@@ -16,13 +16,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.fault_server import closed_port
 from tui.cli import main
 from tui.core.redact import Scrubber
-from tui.sources import openai_http as oh, quality_runner
+from tui.sources import openai_http as oh
+from tui.sources import quality_runner
 from tui.sources.load import generator as loadgen
 
 
@@ -90,7 +90,7 @@ class TinyServer:
     def log(self) -> list:
         return self.httpd.log
 
-    def __enter__(self) -> "TinyServer":
+    def __enter__(self) -> TinyServer:
         self.thread.start()
         return self
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 import re
 
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from tui.core import redact as R
 from tui.core.redact import REDACTED, Scrubber, scrub

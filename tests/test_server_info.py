@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import pytest
 
 from tui.sources.server_info import (
     describe_capacity,

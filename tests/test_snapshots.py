@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from tests.test_app import write_sweep_run
 from tui.app import build_app
 from tui.core.budget import teaching_case
 from tui.core.monitor import Monitor, MonitorConfig
@@ -23,8 +24,6 @@ from tui.core.records import RequestRecord, dumps, request_to_dict, run_header
 from tui.sources.base import MonitorSink
 from tui.sources.replay import ReplaySource
 from tui.theming import BUNDLED_THEMES
-
-from tests.test_app import write_sweep_run
 
 GIB = 2**30
 DEADLINE_S = 20.0

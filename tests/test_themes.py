@@ -30,12 +30,18 @@ THEMES = REPO / "themes"
 class _NoSource:
     label = "test"
     mode = "LIVE"
+    status = ""
     finished = True
+    in_flight = None
+    controls = None
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
 
     def start(self, sink) -> None:
         pass
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
         pass
 
 

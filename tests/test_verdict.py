@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from tui.core.stats import wilson
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.stats import wilson
 from tui.core.verdict import LevelJudge, MixtureTest, chi2_lower_quantile, vif_upper_bound
 
 N_REQUESTS = 3000

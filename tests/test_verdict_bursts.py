@@ -8,7 +8,6 @@ The 2,000-run figures (and the 60-minute horizon) come from bench/audit_verdict.
 """
 
 import math
-import random
 
 import pytest
 

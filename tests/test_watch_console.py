@@ -14,7 +14,7 @@ from tui.app import build_app
 from tui.core import watch as W
 from tui.sources.watch import MetricsWatcher, WatchSession, make_client
 from tui.sources.watch_console import WatchConsoleSource, WatchFileSource, WatchSink
-from tui.widgets.bars import HeaderBar, VerdictBar
+from tui.widgets.bars import HeaderBar
 from tui.widgets.panes import GoodFractionPane
 
 SIZE = (120, 40)

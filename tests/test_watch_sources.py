@@ -247,7 +247,6 @@ def test_report_judges_a_recorded_watch_like_the_watch(tmp_path):
     cfg = _cfg(min_window_s=60.0)
     j = W.WatchJudgement(cfg)
     lines = [json.dumps({"type": "run", "schema_version": 1, "source": {"kind": "watch"}})]
-    b = tuple((le, 0.0) for le in (0.1, 0.5, 1.0)) + ((float("inf"), 0.0),)
     for k in range(20):
         w = W.Window(k * 30.0, (k + 1) * 30.0, "vllm", "metrics", ttft=((0.1, 300.0), (0.5, 300.0), (1.0, 300.0),
                                                                           (float("inf"), 301.0)),

@@ -167,7 +167,7 @@ class MetricsServer:
         self.url = f"http://127.0.0.1:{self.port}{self.path}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def __enter__(self) -> "MetricsServer":
+    def __enter__(self) -> MetricsServer:
         self.thread.start()
         return self
 

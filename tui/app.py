@@ -27,7 +27,6 @@ shutdown hangs on a terminal that is gone.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
 import os
@@ -36,20 +35,22 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, ClassVar
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from tui.core.snapshot import Snapshot
 from tui.screens.help import HelpFacts, HelpScreen
+from tui.sources.base import ReplayControls, Source
 from tui.theming import DEFAULT_THEME, ThemeSet, load_themes, sw_variable_defaults
 from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets.panes import PANES, BudgetPane, GoodFractionPane, GpuPane, QueuePane, RequestsPane, TtftPane
@@ -87,7 +88,7 @@ def _budget_dict(budget: Any) -> dict | None:
 
         return budget_to_dict(budget)
     except Exception:
-        return asdict(budget) if is_dataclass(budget) else {"repr": repr(budget)}
+        return asdict(budget) if is_dataclass(budget) and not isinstance(budget, type) else {"repr": repr(budget)}
 
 
 SPEED_KEYS = Binding.Group("Speed", compact=True)
@@ -100,7 +101,7 @@ class ServewatchApp(App[int]):
     TITLE = "servewatch"
     ENABLE_COMMAND_PALETTE = True
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", priority=True),
         Binding("question_mark,f1", "help", "Help", key_display="?", priority=True),
         Binding("p,space", "toggle_pause", "Pause", key_display="p", priority=True),
@@ -115,13 +116,12 @@ class ServewatchApp(App[int]):
         Binding("7", "show_sweep", "Sweep", priority=True),
         Binding("t", "next_theme", "Theme", priority=True),
         Binding("ctrl+s", "export", "Export", priority=True),
-    ] + [
-        Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES
+        *(Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES),
     ]
 
     def __init__(
         self,
-        source: Any,
+        source: Source | None,
         sink: Any,
         budget: Any = None,
         *,
@@ -156,7 +156,9 @@ class ServewatchApp(App[int]):
         self._source_started = False
         self.sweep_active = False
         self._in_flight_pushed: int | None = None
-        self.replay_controls = hasattr(source, "speed_up")  # False: a live run (the footer hides replay keys)
+        # None: a live run (the footer hides the replay keys)
+        self.controls: ReplayControls | None = source.controls if source is not None else None
+        self.replay_controls = self.controls is not None
         self.driver_gone: str | None = None  # why the console closed itself (signal, closed input)
         self._watching = threading.Event()  # set while the driver watch thread should run
         self._header: HeaderBar | None = None
@@ -238,12 +240,11 @@ class ServewatchApp(App[int]):
         """Stop the source once (a live run records its in-flight requests as cancelled)."""
         if self._source_started and self.source is not None:
             self._source_started = False
-            stop = self.source.stop
             try:
-                if timeout is not None and "timeout" in inspect.signature(stop).parameters:
-                    stop(timeout=timeout)
+                if timeout is not None:
+                    self.source.stop(timeout=timeout)
                 else:
-                    stop()
+                    self.source.stop()
             except Exception:
                 pass
 
@@ -259,7 +260,7 @@ class ServewatchApp(App[int]):
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
         try:
-            fd = sys.__stdin__.fileno()
+            fd = sys.__stdin__.fileno()  # type: ignore[union-attr]  # (None: AttributeError, handled below)
         except (AttributeError, ValueError, OSError):
             return
         self._watching.set()
@@ -334,14 +335,13 @@ class ServewatchApp(App[int]):
     def mode_badge(self) -> str:
         if self.display_paused:
             return "PAUSED"
-        status = getattr(self.source, "status", None)
-        if isinstance(status, str) and status:
-            return status
-        return str(getattr(self.source, "mode", "LIVE") or "LIVE")
+        if self.source is None:
+            return "LIVE"
+        return self.source.status or self.source.mode
 
     @property
     def source_label(self) -> str:
-        return str(getattr(self.source, "label", "") or (self.snapshot.source if self.snapshot else ""))
+        return (self.source.label if self.source is not None else "") or (self.snapshot.source if self.snapshot else "")
 
     def tick(self, force: bool = False) -> None:
         """Take one snapshot; update the panes only when it changed (or when forced)."""
@@ -375,7 +375,7 @@ class ServewatchApp(App[int]):
 
     def _push_in_flight(self) -> bool:
         """Hand a live source's ``in_flight`` to the monitor (under the sink lock); True when it changed."""
-        n = getattr(self.source, "in_flight", None)
+        n = self.source.in_flight if self.source is not None else None
         monitor = getattr(self.sink, "monitor", None)
         setter = getattr(monitor, "set_client_in_flight", None)
         if setter is None or not isinstance(n, int) or isinstance(n, bool):
@@ -402,7 +402,7 @@ class ServewatchApp(App[int]):
         self.refresh_bindings()
 
     def _show_source_notices(self) -> None:
-        notices = getattr(self.source, "notices", None)
+        notices = self.source.notices if self.source is not None else None
         if not notices:
             return
         while self._notices_seen < len(notices):
@@ -414,19 +414,19 @@ class ServewatchApp(App[int]):
             self._header.show(source=self.source_label, mode=self.mode_badge, snap=self.snapshot)
 
     # ------------------------------------------------------------------ actions
-    def _replay_only(self, what: str) -> bool:
-        if not self.replay_controls:
+    def _replay_only(self, what: str) -> ReplayControls | None:
+        """The replay controls, or None (and a notice saying why nothing happens) on a live run."""
+        if self.controls is None:
             self.notify(f"{what} applies to replays only", timeout=4)
-            return False
-        return True
+        return self.controls
 
     def action_replay_only(self) -> None:
         """A replay key pressed on a live run (the key is not in the live footer)."""
         self.notify("speed, stepping and jump to end apply to replays only", timeout=4)
 
     def action_toggle_pause(self) -> None:
-        if hasattr(self.source, "toggle_pause"):
-            self.source.toggle_pause()
+        if self.controls is not None:
+            self.controls.toggle_pause()
         else:  # live: keep collecting, freeze the display
             self.display_paused = not self.display_paused
             if not self.display_paused:
@@ -434,23 +434,23 @@ class ServewatchApp(App[int]):
         self._refresh_header()
 
     def action_faster(self) -> None:
-        if self._replay_only("speed"):
-            self.source.speed_up()
+        if (controls := self._replay_only("speed")) is not None:
+            controls.speed_up()
             self._refresh_header()
 
     def action_slower(self) -> None:
-        if self._replay_only("speed"):
-            self.source.slow_down()
+        if (controls := self._replay_only("speed")) is not None:
+            controls.slow_down()
             self._refresh_header()
 
     def action_step(self, unit: str = "record") -> None:
-        if self._replay_only("stepping"):
-            self.source.step(unit)
+        if (controls := self._replay_only("stepping")) is not None:
+            controls.step(unit)
             self._refresh_header()
 
     def action_jump_end(self) -> None:
-        if self._replay_only("jump to end"):
-            self.source.jump_to_end()
+        if (controls := self._replay_only("jump to end")) is not None:
+            controls.jump_to_end()
             self._refresh_header()
 
     def action_maximise(self, number: int) -> None:
@@ -580,7 +580,7 @@ class ServewatchApp(App[int]):
 
 
 def build_app(
-    source: Any,
+    source: Source | None,
     monitor_sink: Any,
     budget: Any = None,
     theme: str | None = None,

@@ -18,9 +18,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, cast
 
 GIB = 2**30
 SCHEMA = "servewatch.budget/1"
@@ -280,7 +281,7 @@ class BudgetInputs:
             raise BudgetError("notes must be a list of strings")
         object.__setattr__(self, "notes", tuple(notes))
 
-    def replace(self, **changes: Any) -> "BudgetInputs":
+    def replace(self, **changes: Any) -> BudgetInputs:
         return dataclasses.replace(self, **changes)
 
 
@@ -651,7 +652,7 @@ def _count_sliding_layers(cfg: Mapping[str, Any], model_type: str, layers: int) 
         sliding = sum(1 for t in layer_types if t == "sliding_attention")
         if sliding and not (isinstance(window, int) and window > 0):
             raise BudgetError("config layer_types has sliding layers but no sliding_window")
-        return (window if sliding else 0), sliding
+        return (cast(int, window) if sliding else 0), sliding
     if not (isinstance(window, int) and not isinstance(window, bool) and window > 0):
         return 0, 0
     if model_type == "gemma2":
@@ -928,7 +929,7 @@ def budget_to_json(result: BudgetResult, indent: int | None = 2) -> str:
     return json.dumps(budget_to_dict(result), indent=indent)
 
 
-def _disagreements(saved: Mapping[str, Any], fresh: Mapping[str, Any], where: str, floats, exact) -> list[str]:
+def _disagreements(saved: Mapping[str, Any], fresh: Mapping[str, Any], where: str, floats: tuple[str, ...], exact: tuple[str, ...]) -> list[str]:
     out = []
     for key in floats:
         if key not in saved:

@@ -16,9 +16,10 @@ valid here. Levels match by value (within 5%) and loop mode. Pure, standard libr
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, Iterable
+from typing import Any
 
 from tui.core import stats
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from tui.core import provenance, stats
 from tui.core.budget import BudgetError
@@ -50,8 +51,10 @@ from tui.core.snapshot import (
     Percentile,
     QueueState,
     RequestRow,
+    Severity,
     Snapshot,
     Verdict,
+    VerdictState,
     WindowStat,
 )
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
@@ -93,7 +96,7 @@ class MonitorConfig:
             raise ValueError("min_window_s must be >= 0")
 
 
-def fraction_severity(frac: float | None, target: float) -> str:
+def fraction_severity(frac: float | None, target: float) -> Severity:
     """Green at/above target, yellow within 5 points below, red further below."""
     if frac is None:
         return NA
@@ -192,7 +195,7 @@ class _LevelState:
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
     )
 
-    def __init__(self, level, rnd, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
+    def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
         self.level = level
         self.round = rnd
         self.mode: str | None = None
@@ -231,7 +234,7 @@ class Monitor:
     """Ingests records (``add``) and produces ``Snapshot``s. Not thread-safe: wrap it
     with ``tui.sources.base.MonitorSink`` when a source thread feeds it."""
 
-    def __init__(self, config: MonitorConfig | None = None, budget=None, source: str = "",
+    def __init__(self, config: MonitorConfig | None = None, budget: Any = None, source: str = "",
                  budget_origin: str | None = None) -> None:
         self.cfg = cfg = config or MonitorConfig()
         self.budget = budget
@@ -361,7 +364,7 @@ class Monitor:
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(str(issue))
 
-    def _state_for(self, level, rnd) -> _LevelState:
+    def _state_for(self, level: float | None, rnd: int) -> _LevelState:
         key = (level, rnd)
         st = self.levels.get(key)
         if st is None:
@@ -514,7 +517,7 @@ class Monitor:
             self.seq_no = seq
             self.requests_total += requests
 
-    def _timeline_add(self, st: _LevelState, state: str, n: int, t: float) -> None:
+    def _timeline_add(self, st: _LevelState, state: VerdictState, n: int, t: float) -> None:
         entry = (st.level, st.round, state, n, t)
         if len(self._timeline_head) < TIMELINE_HEAD:
             self._timeline_head.append(entry)
@@ -718,7 +721,7 @@ class Monitor:
         for dev in sorted(self._gpu):
             d = self._gpu[dev]
             used, total = d.get("used"), d.get("total")
-            sev = NA
+            sev: Severity = NA
             if used is not None:
                 sev = GOOD
                 if predicted is not None and used > predicted:

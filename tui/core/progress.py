@@ -8,6 +8,7 @@ The numbers are the monitor's own (``Monitor.verdict_for`` -> ``Verdict``): noth
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def _clock(seconds: float) -> str:
@@ -32,7 +33,7 @@ def fmt_evidence(e: float) -> str:
     return f"{e:.1f}"
 
 
-def evidence_line(verdict, min_window_s: float) -> str:
+def evidence_line(verdict: Any, min_window_s: float) -> str:
     """One line from a ``Verdict``: count (and the minimum while short of it), time in the window, evidence."""
     v = verdict
     n = int(getattr(v, "n", 0) or 0)

@@ -51,15 +51,21 @@ import json
 import math
 import random
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, Iterable, Mapping
+from typing import Any, Final, Literal
 
 from tui.core.stats import wilson
 
 RESULT_SCHEMA = "servewatch.quality/1"
 
-PASS, FAIL, NO_EVIDENCE, NO_BASELINE = "PASS", "FAIL", "NO_EVIDENCE", "NO_BASELINE"
+#: A quality comparison's state (the value is what the result file and --json carry).
+QualityState = Literal["PASS", "FAIL", "NO_EVIDENCE", "NO_BASELINE"]
+PASS: Final = "PASS"
+FAIL: Final = "FAIL"
+NO_EVIDENCE: Final = "NO_EVIDENCE"
+NO_BASELINE: Final = "NO_BASELINE"
 EXIT_CODES = {PASS: 0, FAIL: 1, NO_EVIDENCE: 3, NO_BASELINE: 3}
 
 CHECK_TYPES = ("exact", "contains", "not_contains", "regex", "json", "number")
@@ -369,7 +375,7 @@ def parse_set(
                 if d["generate"] != "long_context":
                     raise SetError(f"{where}: unknown generator {d['generate']!r} (only \"long_context\")")
                 new = expand_long_context(d, where, long_context_tokens, chars_per_token)
-                lc_targets.append(new[0].generated["target_tokens"] if new else 0)
+                lc_targets.append(new[0].generated["target_tokens"] if new and new[0].generated else 0)
             elif isinstance(d, Mapping) and d.get("starter_set") is True:
                 starter = True
                 if isinstance(d.get("label"), str):
@@ -551,6 +557,7 @@ def case_result(
     finish_reason: str | None = None,
 ) -> dict:
     """The per-case result row. A failed request is a failed case."""
+    failed: dict | None
     if error is not None:
         passed, failed = False, {"index": None, "type": "request", "detail": f"request failed ({error})"}
     else:
@@ -803,7 +810,7 @@ def compare(
         if len(per_cat) > 1 and d["regressed"] > d["improved"] and d["mcnemar_p_worse"] < alpha:
             notes.append(f"category {cat}: the candidate lost {d['regressed']} of {d['n']} cases "
                          f"(exact McNemar p={d['mcnemar_p_worse']:.3g}); check it even if the overall verdict passes")
-    comparison = {
+    comparison: dict[str, Any] = {
         "paired": n,
         "dropped": dropped,
         "both_pass": n11,
@@ -1005,7 +1012,7 @@ def recheck(doc: Any) -> tuple[dict | None, dict]:
     if not isinstance(cand, Mapping) or not isinstance(cand.get("cases"), list):
         raise SetError("quality result has no candidate cases")
     base = doc.get("baseline")
-    settings = doc.get("settings") if isinstance(doc.get("settings"), Mapping) else {}
+    settings: Any = doc.get("settings") if isinstance(doc.get("settings"), Mapping) else {}
     try:
         margin = float(settings.get("margin", DEFAULT_MARGIN))
         alpha = float(settings.get("alpha", DEFAULT_ALPHA))
@@ -1021,7 +1028,7 @@ def recheck(doc: Any) -> tuple[dict | None, dict]:
 
 def format_result_text(doc: Mapping) -> str:
     """A short plain-text summary of a quality result."""
-    out = []
+    out: list[str] = []
     add = out.append
     cand = doc["candidate"]
     tgt = cand.get("target") or {}

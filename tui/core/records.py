@@ -16,9 +16,10 @@ import functools
 import json
 import math
 import operator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Final, Literal
 
 SCHEMA = "servewatch.record/1"
 SCHEMA_VERSION = 1
@@ -94,8 +95,13 @@ class RequestRecord:
 
 # ---------------------------------------------------------------- the rule (its one definition)
 
-GOOD, SLOW, FAILED, EXCLUDED = "good", "slow", "failed", "excluded"
-OUTCOMES = (GOOD, SLOW, FAILED, EXCLUDED)
+#: A request's outcome (the value is what reports and --json carry).
+Outcome = Literal["good", "slow", "failed", "excluded"]
+GOOD: Final = "good"
+SLOW: Final = "slow"
+FAILED: Final = "failed"
+EXCLUDED: Final = "excluded"
+OUTCOMES: tuple[Outcome, ...] = (GOOD, SLOW, FAILED, EXCLUDED)
 CANCELLED = "cancelled"
 
 
@@ -105,7 +111,7 @@ def slo_microseconds(slo_ttft_ms: float) -> float:
 
 
 @functools.lru_cache(maxsize=32)
-def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[str, float | None]]:
+def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome, float | None]]:
     """The good / slow / failed / excluded rule and the TTFT derivation, in ONE place.
 
     Returns ``classify(record) -> (outcome, ttft_ms)``, built once per SLO: the Monitor calls it for
@@ -129,7 +135,7 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[str, flo
     """
     slo_us = slo_microseconds(slo_ttft_ms)
 
-    def classify(r: RequestRecord) -> tuple[str, float | None]:
+    def classify(r: RequestRecord) -> tuple[Outcome, float | None]:
         tf = r.t_first_token
         err = r.error
         if tf is None:
@@ -203,7 +209,7 @@ class RunHeader:
     @property
     def started_at(self) -> float | None:
         v = self.data.get("started_at")
-        return float(v) if _is_num(v) else None
+        return float(v) if _is_num(v) else None  # type: ignore[arg-type]  # (_is_num checked it)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,8 @@ Each becomes :data:`REDACTED`. Text with none of these is returned unchanged. Pr
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
@@ -107,6 +108,12 @@ def url_secrets(url: Any) -> list[str]:
     return [x for x in out if x and len(x) >= MIN_SECRET_LEN]
 
 
+@overload
+def redact_url(url: None) -> None: ...
+@overload
+def redact_url(url: str) -> str: ...
+@overload
+def redact_url(url: Any) -> str | None: ...
 def redact_url(url: Any) -> str | None:
     """A URL without user:password and without its query string (which may hold a key). None stays None."""
     if url is None:

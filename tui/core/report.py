@@ -11,7 +11,7 @@ from typing import Any
 from tui.core import provenance as _prov
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Percentile, Snapshot, WindowStat
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot, WindowStat
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INSUFFICIENT = 0, 1, 2, 3
 
@@ -22,14 +22,6 @@ def exit_code(state: str) -> int:
     return {PASS: EXIT_PASS, FAIL: EXIT_FAIL}.get(state, EXIT_INSUFFICIENT)
 
 
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "N/A"
-    if math.isinf(v):
-        return "inf"
-    return f"{v:.0f} ms"
-
-
 def fmt_pct(v: float | None, digits: int = 0) -> str:
     return "N/A" if v is None else f"{100 * v:.{digits}f}%"
 
@@ -38,15 +30,6 @@ def fmt_level(level: float | None) -> str:
     if level is None:
         return "-"
     return f"{level:g}"
-
-
-def fmt_percentile(p: Percentile) -> str:
-    s = f"{p.label}={fmt_ms(p.value_ms)}"
-    if p.approximate:
-        s += " (approx. +-1%)"
-    if p.value_ms is not None and not p.supported:
-        s += f" (insufficient n: {p.n} < {p.n_needed})"
-    return s
 
 
 def select_row(snap: Snapshot, level: float | None = None) -> LevelRow | None:
@@ -84,7 +67,7 @@ def window_dict(w: WindowStat) -> dict[str, Any]:
     }
 
 
-def _jnum(v: float | None):
+def _jnum(v: float | None) -> float | str | None:
     if v is not None and math.isinf(v):
         return "inf"
     return v
@@ -117,7 +100,7 @@ def conclusion(budget_fits: bool | None, measured: str, quality: str | None,
     return ready, lines
 
 
-def build_report(snap: Snapshot, budget=None, level: float | None = None, quality: str | None = None,
+def build_report(snap: Snapshot, budget: Any = None, level: float | None = None, quality: str | None = None,
                  budget_origin: str | None = None) -> dict[str, Any]:
     """The report dict. ``budget`` defaults to the snapshot's (given for the run, or the file's budget record);
     ``level`` is the required level (None: the highest tested). Raises LevelNotInFile."""
@@ -271,7 +254,7 @@ def format_report(rep: dict[str, Any]) -> str:
     shown = [e for e in rep.get("timeline", ()) if e["level"] == m["level"] and e["round"] == m["round"]
              and e["state"] in (PASS, FAIL)]
     if shown and any(e["state"] != vd["state"] for e in shown):
-        firsts = {}
+        firsts: dict[str, int] = {}
         for e in shown:
             firsts.setdefault(e["state"], e["n"])
         add("    a watcher re-checking after each request also saw " + ", ".join(
@@ -283,7 +266,7 @@ def format_report(rep: dict[str, Any]) -> str:
         for r in rep["levels"]:
             t = r["ttft_ms"]
 
-            def ms(lbl):
+            def ms(lbl: str, t: dict = t) -> str:
                 v = t[lbl]["value"]
                 return "N/A" if v is None else f"{v:.0f}" + ("" if t[lbl]["supported"] else "*")
 

@@ -8,16 +8,23 @@ every number, label and colour *class* (good / warn / bad / na) comes from here.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
-# Verdict states
-INSUFFICIENT_WINDOW = "INSUFFICIENT_WINDOW"
-UNDECIDED = "UNDECIDED"
-PASS = "PASS"
-FAIL = "FAIL"
+from tui.core.records import Outcome
+
+# Verdict states (the values are what records, reports and --json carry)
+VerdictState = Literal["INSUFFICIENT_WINDOW", "UNDECIDED", "PASS", "FAIL"]
+INSUFFICIENT_WINDOW: Final = "INSUFFICIENT_WINDOW"
+UNDECIDED: Final = "UNDECIDED"
+PASS: Final = "PASS"
+FAIL: Final = "FAIL"
 
 # Severity classes the UI maps to theme variables ($sw-good, $sw-warn, $sw-bad, ...)
-GOOD, WARN, BAD, NA = "good", "warn", "bad", "na"
+Severity = Literal["good", "warn", "bad", "na"]
+GOOD: Final = "good"
+WARN: Final = "warn"
+BAD: Final = "bad"
+NA: Final = "na"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +48,7 @@ class FractionStat:
     fraction: float | None  # None when n == 0
     lo: float | None  # descriptive Wilson interval (not a decision)
     hi: float | None
-    severity: str = NA
+    severity: Severity = NA
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +71,7 @@ class WindowStat:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    state: str  # INSUFFICIENT_WINDOW | UNDECIDED | PASS | FAIL
+    state: VerdictState
     reason: str  # one plain sentence
     missing: str | None  # "need 41 more requests, 7 min more" (None when nothing missing)
     n: int
@@ -101,7 +108,7 @@ class RequestRow:
     phase: str
     ttft_ms: float | None
     output_tokens: int | None
-    outcome: str  # good | slow | failed | excluded (cancelled while still open: not judged)
+    outcome: Outcome  # excluded: cancelled while still open, not judged
     error: str | None
     latency_ms: float
     t_end: float
@@ -129,7 +136,7 @@ class GpuDevice:
     utilization: float | None
     peak_used_gib: float | None
     used_series: tuple[float, ...] = ()
-    severity: str = NA  # vs the predicted ceiling
+    severity: Severity = NA  # vs the predicted ceiling
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ At conf = 0.95 that is n >= 5 for P50, 59 for P95 and 299 for P99.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from tui.core.snapshot import Percentile
 
@@ -183,8 +183,3 @@ def dispersion_vif(batches: Sequence[tuple[int, int]], min_batches: int = 10) ->
         return None
     chi2 = sum((g - n * p) ** 2 / (n * p * (1 - p)) for g, n in used)
     return max(1.0, chi2 / (k - 1))
-
-
-def nearest_rank_p99(values: Sequence[float]) -> float | None:
-    """P99 of an unsorted sequence (nearest rank)."""
-    return nearest_rank(sorted(values), 0.99)

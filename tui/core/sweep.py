@@ -52,8 +52,7 @@ def _rows(rows: tuple[LevelRow, ...], header: dict | None):
     return cap_rows("", rows, header)
 
 
-def sweep_summary(snapshot: Snapshot, budget=None, source: str = "") -> dict[str, Any]:
-    """The sweep table and its capacity: the acceptance report's section 4 of this one run."""
+def sweep_summary(snapshot: Snapshot, budget: Any = None, source: str = "") -> dict[str, Any]:
     cand = None if budget is None else budget.candidate
     m = measured_section([RunInput(source or snapshot.source, snapshot)], cand, None)
     states = [s["state"] for t in m["by_mode"][:1] for s in t["levels"]]

@@ -26,10 +26,12 @@ PASS without it, so the correction can never add a false PASS.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 
 GRID_POINTS = 20
 
@@ -76,7 +78,7 @@ class MixtureTest:
     def threshold(self) -> float:
         return 1.0 / self.alpha
 
-    def _log_e(self, coeffs, s: float, f: float) -> float:
+    def _log_e(self, coeffs: Iterable[tuple[float, float]], s: float, f: float) -> float:
         terms = []
         for a, b in coeffs:
             ls = 0.0 if s == 0 else s * a
@@ -224,14 +226,14 @@ class LevelJudge:
         # longer batch lengths accumulate closed shortest batches: [index, good, total]
         self._acc = [[0, 0, 0] for _ in BATCH_MULTS]
         # per length: [closed batches, sum g^2/n, sum g, sum n]
-        self._disp = [[0, 0.0, 0, 0] for _ in BATCH_MULTS]
+        self._disp: list[list[Any]] = [[0, 0.0, 0, 0] for _ in BATCH_MULTS]
         self._q: dict[int, float] = {}
         self._passing = False
         self._failing = False
         # bounds (see class doc); None means "evaluate at the next outcome"
         self._pass_bound: int | None = None
         self._fail_bound: int | None = None
-        self.state = INSUFFICIENT_WINDOW
+        self.state: VerdictState = INSUFFICIENT_WINDOW
         self.state_since_n = 0
         self._run = 0
         self._run_t0 = 0.0
@@ -363,13 +365,11 @@ class LevelJudge:
         self._atom = j
         self._next_close = self._t0 + (j + 1) * self._w  # type: ignore[operator]
         # longer batches that end before the new shortest batch are complete now
-        changed = False
         for i in range(1, len(BATCH_MULTS)):
             a = self._acc[i]
             if a[0] != j // BATCH_MULTS[i]:
                 if a[2]:
                     self._close_batch(i, a[1], a[2])
-                    changed = True
                 a[0], a[1], a[2] = j // BATCH_MULTS[i], 0, 0
         self._recompute_vif()
 
@@ -442,7 +442,7 @@ class LevelJudge:
         return self.test.log_e_fail(s / v, f / v) >= self._log_thr
 
     @staticmethod
-    def _gallop(pred, lo: int, limit: int = 1 << 40) -> int:
+    def _gallop(pred: Callable[[int], bool], lo: int, limit: int = 1 << 40) -> int:
         """Smallest x >= lo with pred(x) true, for pred monotone false...true (limit if none)."""
         step = 1
         hi = lo
@@ -503,6 +503,7 @@ class LevelJudge:
         el = self.t_last - self.t_start  # type: ignore[operator]  # ``elapsed`` (called after an outcome)
         if el < 0.0:
             el = 0.0
+        st: VerdictState
         if self._failing and el >= self.fail_min_s:
             st = FAIL
         elif n < self.min_requests or el < self.min_window_s:

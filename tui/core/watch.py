@@ -21,8 +21,8 @@ everything here turns them into per-window figures and an honest verdict:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.verdict import LevelJudge, MixtureTest
@@ -411,7 +411,7 @@ def window_between(a: Cumulative, b: Cumulative, source: str = "metrics") -> Win
     if reset:
         return Window(t_start=b.t, t_end=b.t, engine=b.engine, source=source, waiting_start=b.waiting,
                       waiting_end=b.waiting, running=b.running, kv_cache=b.kv_cache, gaps=tuple(gaps),
-                      reset=f"counter reset between scrapes (server restarted?): the window restarts at this scrape")
+                      reset="counter reset between scrapes (server restarted?): the window restarts at this scrape")
     return Window(t_start=a.t, t_end=b.t, engine=b.engine, source=source, ttft=parts["ttft"], e2e=parts["e2e"],
                   queue_time=parts["queue_time"], success=scal["success"], failed=scal["failed"],
                   preemptions=scal["preemptions"], waiting_start=a.waiting, waiting_end=b.waiting,
@@ -889,11 +889,11 @@ class WatchState:
 # ------------------------------------------------------------------ the console's Snapshot
 
 
-def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: Window | None, has_ttft: bool,
+def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Window | None, has_ttft: bool,
                    engine: str | None, scope: str, canary: Sequence[dict] = (), waiting_series: Sequence[float] = (),
                    running_series: Sequence[float] = (), good_series: Sequence[float] = (), gap: str | None = None,
                    header: dict | None = None, canary_line: str | None = None,
-                   verdict: "WatchVerdict | None" = None):
+                   verdict: WatchVerdict | None = None):
     """A console ``Snapshot`` of a watch: the verdict (with the server-side label and scope in its
     reason), the good fraction of the last window (rolling) and since the start (cumulative) as
     the pessimistic end with the bracket beside it, the queue, and the canary's requests.
@@ -920,7 +920,7 @@ def build_snapshot(*, seq: int, label: str, judgement: "WatchJudgement", last: W
         n_eff=float(v.n), bursty=False, target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
     )
 
-    def wstat(name: str, w: Window | None, good_lo: float, good_hi: float, n: float) -> "S.WindowStat":
+    def wstat(name: str, w: Window | None, good_lo: float, good_hi: float, n: float) -> S.WindowStat:
         frac = good_lo / n if n else None
         fs = S.FractionStat(good=int(good_lo), n=int(n), fraction=frac, lo=frac,
                             hi=(good_hi / n if n else None), severity=fraction_severity(frac, cfg.target))

@@ -8,39 +8,86 @@ snapshot from the core ``Monitor`` a few times per second; sources never wait on
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Literal, Protocol
 
+from tui.core.monitor import Monitor
 from tui.core.records import LineIssue, Record
+from tui.core.snapshot import Snapshot
 
 Sink = Callable[[Iterable["Record | LineIssue"]], None]
 
 
+#: What kind of source it is (the console header's badge falls back to it).
+SourceMode = Literal["REPLAY", "LIVE"]
+
+
+class ReplayControls(Protocol):
+    """The replay keys: what a recorded run's source lets the viewer do (a live run has none)."""
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume; returns the new paused state."""
+        ...
+
+    def speed_up(self) -> float: ...
+
+    def slow_down(self) -> float: ...
+
+    def step(self, unit: str = "record") -> None:
+        """Pause and hand over one record (``"record"``) or one second of record time (``"second"``)."""
+        ...
+
+    def jump_to_end(self) -> None: ...
+
+
 class Source(Protocol):
+    """What the console (``tui.app``) uses of a source: ``ReplaySource`` and ``LiveSource`` satisfy it."""
+
     label: str  # file path or URL (never with credentials)
-    mode: str  # "REPLAY" | "LIVE"
+    mode: SourceMode
+    notices: list[str]  # notable events for the console, oldest first (it shows each once)
 
-    def start(self, sink: Sink) -> None:
-        """Begin producing (in a background thread); returns at once."""
-
-    def stop(self) -> None:
-        """Stop producing; a live source records in-flight requests as cancelled first."""
+    @property
+    def status(self) -> str:
+        """A short badge for the header ("REPLAY x4 · end", "LIVE c=4 r1"); empty: the mode is shown."""
+        ...
 
     @property
     def finished(self) -> bool:
         """True once the source has nothing more to produce."""
+        ...
+
+    @property
+    def in_flight(self) -> int | None:
+        """The client's in-flight request count (a live run), None where there is none (a replay)."""
+        ...
+
+    @property
+    def controls(self) -> ReplayControls | None:
+        """The replay controls, None for a live run (its footer hides the replay keys)."""
+        ...
+
+    def start(self, sink: Sink) -> None:
+        """Begin producing (in a background thread); returns at once."""
+        ...
+
+    def stop(self, timeout: float = ...) -> None:
+        """Stop producing, waiting at most ``timeout`` s; a live source records in-flight requests as cancelled
+        first."""
+        ...
 
 
 class MonitorSink:
     """Thread-safe bridge: sources add records, the UI tick takes snapshots."""
 
-    def __init__(self, monitor) -> None:
+    def __init__(self, monitor: Monitor) -> None:
         self.monitor = monitor
         self.lock = threading.Lock()
 
-    def __call__(self, items: Iterable["Record | LineIssue"]) -> None:
+    def __call__(self, items: Iterable[Record | LineIssue]) -> None:
         with self.lock:
             self.monitor.add_many(items)
 
-    def snapshot(self):
+    def snapshot(self) -> Snapshot:
         with self.lock:
             return self.monitor.snapshot()

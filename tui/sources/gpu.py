@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 __all__ = ["GpuSampler", "NO_GPU"]
 
@@ -99,10 +100,11 @@ class GpuSampler:
     def _init_nvml(self, module: Any) -> None:
         if module is None:
             try:
-                import pynvml as module  # nvidia-ml-py
+                import pynvml  # nvidia-ml-py
             except Exception:
                 self.reason = f"{NO_GPU}: nvidia-ml-py (pynvml) is not installed"
                 return
+            module = pynvml
         self._nvml = module
         try:
             module.nvmlInit()
@@ -256,7 +258,7 @@ class GpuSampler:
                 delay = 0.0
             try:
                 await asyncio.wait_for(stop_event.wait(), timeout=delay if delay > 0 else 0.001)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # ---------------------------------------------------------- environment
@@ -312,7 +314,7 @@ class GpuSampler:
             self.available = False
             self.reason = f"{NO_GPU}: sampler closed"
 
-    def __enter__(self) -> "GpuSampler":
+    def __enter__(self) -> GpuSampler:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from tui.core import importers as I
 from tui.core.records import LineIssue, parse_object, read_file

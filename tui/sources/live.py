@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.core.records import LineIssue, RecordError, parse_object
-from tui.sources.base import Sink
 from tui.core.redact import redact_url
+from tui.sources.base import Sink, Source, SourceMode
 from tui.sources.load import ConfigError, LoadConfig, LoadGenerator, RunSummary, SetupError, run_load
 from tui.sources.recorder import Recorder
 
@@ -27,14 +27,15 @@ def default_record_path(now: float | None = None) -> str:
 
 
 class LiveSource:
-    mode = "LIVE"
+    mode: SourceMode = "LIVE"
+    controls = None  # a live run has no replay keys
 
     def __init__(self, config: LoadConfig, progress=None) -> None:
         config.validate()
         if not config.record:
             config.record = default_record_path()
         self.config = config
-        self.label = redact_url(config.url)
+        self.label: str = redact_url(config.url)
         self.record_path = config.record
         self.error: str | None = None  # why the run could not start or stopped abnormally
         self.summary: RunSummary | None = None
@@ -176,3 +177,9 @@ class LiveSource:
             sink([LineIssue(self.label, 0, message, "source_error")])
         except Exception:
             pass
+
+
+if TYPE_CHECKING:  # the checker verifies that a live run is a console Source
+
+    def _is_a_source(s: LiveSource) -> Source:
+        return s

@@ -20,14 +20,15 @@ into a record or a note.
 
 from __future__ import annotations
 
-from tui.core.redact import redact_url
-
 import asyncio
 import inspect
 import math
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
+
+from tui.core.redact import redact_url
 
 __all__ = [
     "ENGINES",
@@ -124,7 +125,7 @@ def parse_samples(text: str) -> Samples:
     return out
 
 
-def detect_engine(samples: "Samples | Iterable[str] | str") -> str | None:
+def detect_engine(samples: Samples | Iterable[str] | str) -> str | None:
     """Which engine wrote these metrics: "vllm", "sglang", "tgi", "llamacpp" or None.
 
     Accepts exposition text, a ``parse_samples`` result, or an iterable of sample names.
@@ -424,7 +425,7 @@ class MetricsScraper:
                 delay = 0.0
             try:
                 await asyncio.wait_for(stop_event.wait(), timeout=delay if delay > 0 else 0.001)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 import os
 import ssl
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx

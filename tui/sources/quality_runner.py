@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
-from tui.core.quality import SAMPLING, Case, case_result, filler_text
+from tui.core.quality import DEFAULT_SEED, SAMPLING, Case, case_result, filler_text
 from tui.core.redact import Scrubber, redact_url, url_secrets
 from tui.sources import openai_http as oh
 from tui.sources.openai_http import ProbeError, split_url  # noqa: F401  (re-exported for callers)
@@ -42,7 +43,7 @@ class QualityRunner:
         concurrency: int = 1,
         timeout: float = 120.0,
         connect_timeout: float = 10.0,
-        seed: int = SAMPLING["seed"],
+        seed: int = DEFAULT_SEED,
         transport: httpx.AsyncBaseTransport | None = None,
         extra_secrets: Sequence[str] = (),
         insecure: bool = False,

@@ -62,7 +62,7 @@ class Recorder:
                 finally:
                     self._fd = None
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         return self
 
     def __exit__(self, *exc) -> None:

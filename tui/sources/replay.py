@@ -34,8 +34,9 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, BinaryIO
 
 from tui.core.records import (
     GpuSample,
@@ -49,6 +50,7 @@ from tui.core.records import (
     parse_lines,
     scan_usable,
 )
+from tui.sources.base import ReplayControls, Source, SourceMode
 
 MIN_SPEED = 1.0 / 16.0
 MAX_SPEED = 1024.0
@@ -72,15 +74,15 @@ class _Reader:
         self.label = label
         self.parse = line_parser or parse_lines  # another tool's line format: converted per line (importing)
         self.chunk_size = chunk_size
-        self.fh = None
+        self.fh: BinaryIO | None = None
         self.pos = 0
         self.lineno = 0
         self.partial = b""
         self.ino: int | None = None
 
     def open(self) -> None:
-        self.fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
-        st = os.fstat(self.fh.fileno())
+        self.fh = fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        st = os.fstat(fh.fileno())
         self.ino = st.st_ino
         self.pos = 0
         self.lineno = 0
@@ -161,7 +163,7 @@ class _Reader:
 class ReplaySource:
     """Plays a record file into a sink at its recorded pace. See the module docstring."""
 
-    mode = "REPLAY"
+    mode: SourceMode = "REPLAY"
 
     def __init__(
         self,
@@ -215,13 +217,23 @@ class ReplaySource:
         self._thread = threading.Thread(target=self._run, args=(sink,), name=f"replay:{self.label}", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         with self._cv:
             self._stop = True
             self._cv.notify_all()
         t = self._thread
         if t is not None and t is not threading.current_thread():
-            t.join(timeout=5.0)
+            t.join(timeout=timeout)
+
+    @property
+    def controls(self) -> ReplaySource:
+        """The replay keys act on this source itself."""
+        return self
+
+    @property
+    def in_flight(self) -> None:
+        """A replay has no client in flight."""
+        return None
 
     @property
     def finished(self) -> bool:
@@ -532,7 +544,7 @@ class ReplaySource:
                 t, it = pending[0]
                 if start is None and t is not None:
                     start = t
-                if t is not None and t > start + 1.0:
+                if t is not None and start is not None and t > start + 1.0:
                     break
                 batch.append(it)
                 pending.popleft()
@@ -587,3 +599,12 @@ def validate_record_file(path: str | os.PathLike, follow: bool = False) -> str |
         return None  # still empty: wait for the writer
     problem = not_a_record_file(usable, total, first)
     return f"{p}: {problem}" if problem else None
+
+
+if TYPE_CHECKING:  # the checker verifies that a replay is a console Source with replay controls
+
+    def _is_a_source(s: ReplaySource) -> Source:
+        return s
+
+    def _has_controls(s: ReplaySource) -> ReplayControls:
+        return s

@@ -41,7 +41,7 @@ class SSEParser:
         self._at_start = True  # BOM check still pending
         self.comments = 0  # comment lines seen (": ping" and the like)
 
-    def feed(self, chunk: bytes) -> "list[SSEEvent] | tuple":
+    def feed(self, chunk: bytes) -> list[SSEEvent] | tuple:
         """Consume one network read; return the events it completed (possibly none)."""
         if not chunk:
             return _NO_EVENTS
@@ -78,7 +78,7 @@ class SSEParser:
                     out.append(ev)
         return _NO_EVENTS if out is None else out
 
-    def finish(self) -> "list[SSEEvent] | tuple":
+    def finish(self) -> list[SSEEvent] | tuple:
         """End of stream: complete a pending line and event.
 
         Lenient on purpose: a server that ends with ``data: [DONE]`` and no blank line still

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tui.core import watch as core
 from tui.core.redact import redact_url
@@ -400,7 +401,7 @@ class Canary:
             delay = max(0.0, nxt - loop.time())
             try:
                 await asyncio.wait_for(stop.wait(), timeout=delay if delay > 0 else 0.001)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
 
@@ -415,7 +416,7 @@ class WatchSession:
     Recorder's ``write`` to keep them. Nothing here writes a header value or a key."""
 
     def __init__(self, watcher: Any, cfg: core.WatchConfig, *, emit: Callable[[dict], Any] | None = None,
-                 interval: float = 5.0, canary: "Canary | None" = None, header: dict | None = None,
+                 interval: float = 5.0, canary: Canary | None = None, header: dict | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.watcher = watcher
         self.cfg = cfg
@@ -574,14 +575,14 @@ class WatchSession:
                     nxt = loop.time()
                 try:
                     await asyncio.wait_for(stop.wait(), timeout=delay if delay > 0 else 0.001)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         finally:
             if canary_task is not None:
                 stop.set()
                 try:
                     await asyncio.wait_for(canary_task, timeout=30)
-                except (asyncio.TimeoutError, Exception):
+                except (TimeoutError, Exception):
                     pass
 
     # -- what to show ------------------------------------------------------

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tui.core import watch as core
 
@@ -43,7 +44,7 @@ class WatchConsoleSource:
 
     def _build_from_args(self) -> None:
         from tui.sources.watch import make_client
-        from tui.watch_cli import _headers, build_session
+        from tui.watch_cli import _headers
 
         a = self.args
         self._client_factory = lambda: make_client(_headers(a), insecure=a.insecure)

@@ -7,7 +7,7 @@ when the run has more than one load level).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -30,7 +30,13 @@ PANES = {
 }
 
 
-class PaneMixin:
+if TYPE_CHECKING:  # the mixin is only ever mixed into a Widget: let the checker see the Widget it uses
+    from textual.widget import Widget as _PaneBase
+else:
+    _PaneBase = object
+
+
+class PaneMixin(_PaneBase):
     """Shared bits: numbered border title, snapshot hook."""
 
     number: int = 0

@@ -8,7 +8,7 @@ from them, so a tick costs the same whether 1 or 500 rows arrived.
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.segment import Segment
 from rich.style import Style

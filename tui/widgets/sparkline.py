@@ -8,7 +8,7 @@ The widget only scales values the snapshot already holds into block characters.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from textual.content import Content
 from textual.reactive import reactive

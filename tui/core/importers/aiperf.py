@@ -8,7 +8,8 @@ was checked against: docs/record-format.md, "Importing other tools' runs".
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tui.core.importers import common as C
 from tui.core.records import LineIssue

@@ -63,7 +63,7 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
     recs: list[dict] = []
     converted = 0
     for i in range(n):
-        def at(key: str, default: Any = None) -> Any:
+        def at(key: str, default: Any = None, i: int = i) -> Any:
             v = arrays.get(key)
             return v[i] if isinstance(v, list) and i < len(v) else default
 
