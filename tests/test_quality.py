@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tui.accept_cli import default_set_path
+from tui.cli.quality import default_set_path
 from tui.cli import main
 from tui.core import quality as Q
 from tui.core.redact import Scrubber

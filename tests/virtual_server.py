@@ -150,7 +150,7 @@ class _NoScraper:
 
 
 def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
-    import tui.run_cli as run_cli
+    import tui.cli.run as run_cli
     import tui.sources.loadgen as loadgen
     import tui.sources.metrics as metrics
 

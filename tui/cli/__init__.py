@@ -1,100 +1,153 @@
-"""The `servewatch` command line."""
+"""The `servewatch` command line: one module per command, one module of shared options, one boundary.
+
+Layout::
+
+    tui/cli/__init__.py   the command table, the top-level parser and ``main()`` (the one boundary)
+    tui/cli/options.py    shared options (acceptance/SLO, budget, console, HTTP/TLS/headers) and value types
+    tui/cli/budget.py     budget                       tui/cli/run.py      run, live
+    tui/cli/report.py     report                       tui/cli/sweep.py    sweep
+    tui/cli/replay.py     replay, the no-argument console
+    tui/cli/quality.py    quality                      tui/cli/accept.py   accept
+
+Lazy loading: a command's module is imported only when that command runs (or its ``--help`` is asked for), so
+``servewatch budget`` never imports httpx or Textual.  ``servewatch --help`` lists every command from
+:data:`COMMANDS` without importing any of them.  A command module that fails to import raises: no command is
+ever hidden by an ImportError.
+
+The boundary: a command raises :class:`~tui.core.exitcodes.UsageError` ("one line") for bad usage or unreadable
+input; ``main()`` prints ``servewatch: <line>`` on stderr and returns 2.  Ctrl-C returns 130 quietly; a closed
+standard output (``servewatch budget --json | head -1``) returns 141 quietly.  Exit codes: ``tui.core.exitcodes``.
+
+Adding a command (e.g. ``watch``) is one module plus one table entry:
+
+1. ``tui/cli/watch.py`` with ``add_arguments(parser)`` (declares the flags; imports nothing heavy, shared flags
+   from ``tui.cli.options``; set ``parser.epilog = options.epilog("servewatch watch ...")`` for the example and
+   exit codes) and ``run(args) -> int`` (imports what it needs inside; raises ``UsageError`` for bad usage);
+2. ``"watch": Command("tui.cli.watch", "one-line help"),`` in :data:`COMMANDS`.
+
+tests/test_cli.py then checks its help (an example, every default), its placeholder names and its lazy import.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from tui import __version__
-from tui.core.report import EXIT_CODES_DOC, EXIT_USAGE
+from tui.cli.options import HelpFormatter, add_console_default_arguments
+from tui.core.exitcodes import EXIT_CODES_DOC, ExitCode, UsageError
+
+__all__ = ["COMMANDS", "Command", "ExitCode", "UsageError", "build_parser", "main"]
 
 DESCRIPTION = (
     "servewatch: is this LLM deployment ready for real traffic? Budget (does it fit?), load (does it finish "
     "in time?) and quality (are answers still usable?) kept apart. With no command: the console replaying the "
-    "bundled sample run."
+    "bundled sample run (its flags below)."
 )
+
+EPILOG = ("examples:\n  servewatch --speed 16\n  servewatch budget --params 8B --gpu-gib 80\n"
+          "  servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4\n"
+          "  servewatch report run.jsonl\n\n"
+          "`servewatch COMMAND --help` shows a command's flags.\n\n" + EXIT_CODES_DOC)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One row of the command table: where the command lives and its one-line help."""
+
+    module: str
+    help: str
+    add: str = "add_arguments"
+    run: str = "run"
+
+    def load(self) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]:
+        mod = importlib.import_module(self.module)  # an ImportError surfaces: no command is hidden
+        return getattr(mod, self.add), getattr(mod, self.run)
+
+
+COMMANDS: dict[str, Command] = {
+    "budget": Command("tui.cli.budget", "memory budget: a concurrency candidate to test (not a limit)"),
+    "report": Command("tui.cli.report", "headless verdict on a record file"),
+    "replay": Command("tui.cli.replay", "the console replaying a record file"),
+    "run": Command("tui.cli.run", "headless load test against a server, recorded", "add_run_arguments", "cmd_run"),
+    "live": Command("tui.cli.run", "the console watching a live load test", "add_live_arguments", "cmd_live"),
+    "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
+    "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
+    "accept": Command("tui.cli.accept", "write the acceptance report"),
+}
+
+CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *a, **kw) -> None:
+        kw.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*a, **kw)
+
     def error(self, message: str):  # exit 2 with one line, never a traceback
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"servewatch: {message}\n")
+        self.exit(ExitCode.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _optional(module: str, fn: str):
-    """Import a feature module lazily so one missing optional part never breaks the others."""
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), fn)
-    except (ImportError, AttributeError):
-        return None
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from tui.budget_cli import add_budget_arguments
-    from tui.report_cli import add_report_arguments, cmd_report
-
-    p = _Parser(prog="servewatch", description=DESCRIPTION, epilog=EXIT_CODES_DOC)
+def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The top-level parser.  ``only``: the commands whose flags are declared (their modules imported);
+    None: all of them.  The others are listed (name and help) but take no flags."""
+    p = _Parser(prog="servewatch", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--version", action="version", version=f"servewatch {__version__}")
+    add_console_default_arguments(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    b = sub.add_parser("budget", help="memory budget: a concurrency candidate to test (not a limit)")
-    add_budget_arguments(b)
-    b.add_argument("--json", action="store_true", help="print the budget as JSON (loadable with --budget FILE)")
-    b.add_argument("--out", metavar="FILE", help="also save the budget JSON to FILE")
-    b.set_defaults(func=_optional("tui.budget_cli", "cmd_budget"))
-
-    r = sub.add_parser("report", help="headless verdict on a record file", epilog=EXIT_CODES_DOC)
-    add_report_arguments(r)
-    r.set_defaults(func=cmd_report)
-
-    for name, mod, add, cmd, helptext in (
-        ("replay", "tui.replay_cli", "add_replay_arguments", "cmd_replay", "the console replaying a record file"),
-        ("run", "tui.run_cli", "add_run_arguments", "cmd_run", "headless load test against a server, recorded"),
-        ("live", "tui.run_cli", "add_live_arguments", "cmd_live", "the console watching a live load test"),
-        ("sweep", "tui.sweep_cli", "add_sweep_arguments", "cmd_sweep", "capacity sweep: step the load up until it fails"),
-        ("quality", "tui.accept_cli", "add_quality_arguments", "cmd_quality", "quality regression: candidate vs baseline"),
-        ("accept", "tui.accept_cli", "add_accept_arguments", "cmd_accept", "write the acceptance report"),
-    ):
-        adder, func = _optional(mod, add), _optional(mod, cmd)
-        if adder is None or func is None:
-            continue
-        sp = sub.add_parser(name, help=helptext, epilog=EXIT_CODES_DOC)
-        adder(sp)
-        sp.set_defaults(func=func)
+    for name, command in COMMANDS.items():
+        sp = sub.add_parser(name, help=command.help, description=command.help, epilog=EXIT_CODES_DOC)
+        if only is None or name in only:
+            add, run = command.load()
+            add(sp)
+            sp.set_defaults(func=run)
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
-        default = _optional("tui.replay_cli", "cmd_console_default")
-        if default is not None:
-            dp = _Parser(prog="servewatch")
-            adder = _optional("tui.replay_cli", "add_console_default_arguments")
-            if adder:
-                adder(dp)
-            return int(default(dp.parse_args(argv)) or 0)
-        # no console yet: the headless report on the bundled sample
-        from tui.report_cli import cmd_report
+def _quiet_closed_stdout() -> None:
+    """After a BrokenPipeError: point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests capture it)
+        pass
 
-        from tui.samples import default_sample
 
-        return cmd_report(parser.parse_args(["report", default_sample()] + argv))
+def _dispatch(argv: list[str]) -> int:
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(only=[command] if command else [])
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors: one line on stderr, exit 2 (help/version: 0)
-        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
-    if getattr(args, "func", None) is None:
-        parser.print_help()
-        return EXIT_USAGE
+        return int(exc.code or 0) if isinstance(exc.code, int) else ExitCode.USAGE
+    if args.command is None:
+        _add, run = CONSOLE.load()
+        return int(run(args) or 0)
+    if command is None:  # console flags before a command: `servewatch --theme light replay f`
+        raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
+    return int(args.func(args) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `servewatch` entry point: the one place that turns errors into exit codes."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return int(args.func(args) or 0)
+        code = _dispatch(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
+        return code
+    except UsageError as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        return ExitCode.BROKEN_PIPE
 
 
 if __name__ == "__main__":

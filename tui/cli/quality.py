@@ -1,8 +1,7 @@
-"""`servewatch quality` (quality regression) and `servewatch accept` (the acceptance report).
+"""`servewatch quality` (quality regression: candidate vs baseline).
 
-Argparse glue around ``tui.core.quality``, ``tui.core.acceptance`` and
-``tui.sources.quality_runner``. Exit codes: 0 PASS / ready, 1 FAIL, 3 no evidence,
-no baseline or not ready for lack of evidence, 2 bad usage, an unusable endpoint or unreadable input.
+Argparse glue around ``tui.core.quality`` and ``tui.sources.quality_runner`` (imported when the command runs).
+Exit codes: 0 PASS, 1 FAIL, 3 no evidence or no baseline, 2 bad usage, an unusable endpoint or unreadable input.
 """
 
 from __future__ import annotations
@@ -19,15 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from tui import __version__
+from tui.cli.options import (
+    UsageError,
+    add_http_arguments,
+    epilog,
+    fraction,
+    margin_fraction,
+    positive_float,
+    positive_int,
+)
 from tui.core import quality as Q
-
-EXIT_USAGE = 2
 
 QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop is below the margin), 1 FAIL "
                     "(candidate worse than the baseline by more than the margin), 3 NO_EVIDENCE or no baseline, "
                     "2 bad usage, an endpoint that cannot be used (unreachable, TLS or HTTP error) or unreadable input")
-ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
-                   "3 evidence missing, 2 bad usage or unreadable input")
 
 
 def default_set_path() -> str | None:
@@ -38,6 +42,7 @@ def default_set_path() -> str | None:
 
 
 def _err(msg: str) -> None:
+    """A warning line on stderr (the command goes on); bad usage raises UsageError instead."""
     print(f"servewatch: {msg}", file=sys.stderr)
 
 
@@ -50,56 +55,51 @@ def _now_iso() -> str:
 # =====================================================================================
 
 
-def add_quality_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch quality`."""
     parser.description = (
         "Run a quality regression set against the candidate deployment (and a baseline endpoint, or compare "
         "with a saved baseline result) with deterministic sampling, and judge whether quality regressed. "
         "A failed request counts as a failed case."
     )
-    parser.epilog = QUALITY_EXIT_DOC
-    parser.add_argument("--url", required=True, help="candidate endpoint (OpenAI-compatible base URL, with or without /v1)")
-    parser.add_argument("--model", default=None, help="candidate model name (default: the first of /v1/models)")
+    parser.epilog = epilog("servewatch quality --url http://127.0.0.1:8080 --baseline-url http://127.0.0.1:8081",
+                           "servewatch quality --url http://127.0.0.1:8080 --baseline quality-result.json --json",
+                           codes=QUALITY_EXIT_DOC)
+    parser.add_argument("--url", required=True, metavar="URL",
+                        help="candidate endpoint (OpenAI-compatible base URL, with or without /v1; required, no default)")
+    parser.add_argument("--model", default=None, metavar="NAME",
+                        help="candidate model name (default: the first of /v1/models)")
     b = parser.add_mutually_exclusive_group()
-    b.add_argument("--baseline-url", default=None, help="baseline endpoint: the set is run there too")
+    b.add_argument("--baseline-url", default=None, metavar="URL",
+                   help="baseline endpoint: the set is run there too (default: none; without it or --baseline the "
+                        "verdict is NO_BASELINE)")
     b.add_argument("--baseline", default=None, metavar="FILE",
-                   help="a saved quality result (--out of an earlier run) whose candidate is the baseline")
-    parser.add_argument("--baseline-model", default=None, help="model name on the baseline endpoint")
+                   help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
+    parser.add_argument("--baseline-model", default=None, metavar="NAME",
+                        help="model name on the baseline endpoint (default: the first of its /v1/models)")
     parser.add_argument("--set", dest="set_path", default=None, metavar="FILE",
                         help="regression set (JSON Lines; default: the bundled STARTER set quality/starter.jsonl)")
     parser.add_argument("--out", default="quality-result.json", metavar="FILE",
                         help="write the result JSON here (default quality-result.json)")
     parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
-    parser.add_argument("--long-context-tokens", type=int, default=None, metavar="N",
-                        help="filler length of the generated long-context cases (default: the set's value)")
-    parser.add_argument("--margin", type=float, default=Q.DEFAULT_MARGIN,
+    parser.add_argument("--long-context-tokens", type=positive_int, default=None, metavar="TOKENS",
+                        help="filler length of the generated long-context cases, at least 16 (default: the set's value)")
+    parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
                         help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
-    parser.add_argument("--alpha", type=float, default=Q.DEFAULT_ALPHA, help="error level of the tests (default 0.05)")
-    parser.add_argument("--min-cases", type=int, default=Q.DEFAULT_MIN_CASES,
+    parser.add_argument("--alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
+                        help="error level of the tests (default 0.05)")
+    parser.add_argument("--min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
                         help="fewest usable paired cases with which PASS is possible (default 20; with every pair "
                              "concordant the test itself needs 59 at the default margin and alpha)")
-    parser.add_argument("--concurrency", type=int, default=1,
-                        help="requests in flight at once (default 1: batching can perturb greedy decoding)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="read timeout per request in seconds (default 120)")
-    parser.add_argument("--seed", type=int, default=Q.DEFAULT_SEED, help="sampling seed sent with every request")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                        help="environment variable holding the API key, sent as Authorization: Bearer (never written)")
-    parser.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
-                        help="API key variable for the baseline endpoint (default: --api-key-env)")
-    parser.add_argument("--header", action="append", default=[], metavar="'K: V'",
-                        help="extra request header for both endpoints (repeatable; values never written)")
-    parser.add_argument("--insecure", action="store_true",
-                        help="do not verify TLS certificates (as in `run`; SSL_CERT_FILE / SSL_CERT_DIR add trusted CAs)")
-
-
-def _parse_headers(raw: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for h in raw:
-        name, sep, value = str(h).partition(":")
-        name = name.strip()
-        if not sep or not name or any(c in name for c in " \t\r\n"):
-            raise ValueError("--header must look like 'Name: value'")
-        out[name] = value.strip()
-    return out
+    parser.add_argument("--concurrency", type=positive_int, default=1, metavar="N",
+                        help="requests in flight at once, 1 to 64 (default 1: batching can perturb greedy decoding)")
+    parser.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                        help="read timeout per request in seconds (default 120)")
+    parser.add_argument("--seed", type=int, default=Q.DEFAULT_SEED, metavar="N",
+                        help="sampling seed sent with every request (default %(default)s)")
+    c = add_http_arguments(parser, title="credentials, headers and TLS (both endpoints)")
+    c.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
+                   help="API key variable for the baseline endpoint (default: --api-key-env)")
 
 
 def _headers_for(url: str, env_var: str | None, extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -136,57 +136,44 @@ def _progress(label: str):
     return cb
 
 
-def cmd_quality(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """`servewatch quality`."""
     from tui.sources.quality_runner import ProbeError, QualityRunner
 
-    # ---- usage checks
+    # ---- usage checks (the value types refuse nan, inf, negatives and fractions outside 0..1)
     try:
         _check_url(args.url, "--url")
         if args.baseline_url:
             _check_url(args.baseline_url, "--baseline-url")
-        if not 0 <= args.margin < 1:
-            raise ValueError("--margin must be >= 0 and < 1 (a fraction, e.g. 0.05)")
-        if not 0 < args.alpha < 1:
-            raise ValueError("--alpha must be between 0 and 1")
-        if args.min_cases < 1:
-            raise ValueError("--min-cases must be >= 1")
-        if args.concurrency < 1 or args.concurrency > 64:
-            raise ValueError("--concurrency must be from 1 to 64")
-        if not args.timeout > 0:
-            raise ValueError("--timeout must be > 0")
-        if args.long_context_tokens is not None and args.long_context_tokens < 16:
-            raise ValueError("--long-context-tokens must be >= 16")
-        extra = _parse_headers(args.header)
     except ValueError as exc:
-        _err(str(exc))
-        return EXIT_USAGE
+        raise UsageError(exc) from None
+    if args.concurrency > 64:
+        raise UsageError("--concurrency must be from 1 to 64")
+    if args.long_context_tokens is not None and args.long_context_tokens < 16:
+        raise UsageError("--long-context-tokens must be >= 16")
+    extra = dict(args.headers)
     set_path = args.set_path or default_set_path()
     if set_path is None:
-        _err("no regression set: pass --set FILE (the bundled starter set was not found)")
-        return EXIT_USAGE
+        raise UsageError("no regression set: pass --set FILE (the bundled starter set was not found)")
     try:
         raw = Path(set_path).read_bytes()
         set_text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        _err(f"cannot read the set {set_path}: {getattr(exc, 'strerror', None) or exc}")
-        return EXIT_USAGE
+        raise UsageError(f"cannot read the set {set_path}: {getattr(exc, 'strerror', None) or exc}") from None
     set_sha = hashlib.sha256(raw).hexdigest()
     probe = Q.parse_set(set_text, set_path, long_context_tokens=args.long_context_tokens)
     if probe.problems:
         for p in probe.problems[:20]:
             _err(p)
-        _err(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
-        return EXIT_USAGE
+        raise UsageError(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
     baseline_doc = None
     if args.baseline:
         try:
             baseline_doc = Q.baseline_from_result(_read_json(args.baseline, "baseline file"))
         except Q.SetError as exc:
-            _err(f"{args.baseline}: {exc}")
-            return EXIT_USAGE
+            raise UsageError(f"{args.baseline}: {exc}") from None
         except ValueError as exc:
-            _err(str(exc))
-            return EXIT_USAGE
+            raise UsageError(exc) from None
 
     cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
     base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
@@ -214,10 +201,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
     try:
         asyncio.run(probe_all())
     except ProbeError as exc:
-        _err(f"quality: {exc}")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+        raise UsageError(f"quality: {exc}") from None
 
     async def go() -> tuple[Q.QualitySet, dict, list[dict], list[dict] | None, list[str]]:
         notes: list[str] = []
@@ -246,10 +230,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
             base_rows = await base.run(qset.cases, progress=_progress("baseline"))
         return qset, {"chars_per_token": cpt}, cand_rows, base_rows, notes
 
-    try:
-        qset, _lc, cand_rows, base_rows, notes = asyncio.run(go())
-    except KeyboardInterrupt:
-        return 130
+    qset, _lc, cand_rows, base_rows, notes = asyncio.run(go())  # Ctrl-C: 130 from main()
 
     def side(runner, rows) -> dict:
         return Q.run_section(rows, target=runner.target, server=runner.server, headers=runner.headers,
@@ -282,8 +263,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
         try:
             Path(args.out).write_text(text + "\n", encoding="utf-8")
         except OSError as exc:
-            _err(f"cannot write {args.out}: {exc.strerror or exc}")
-            return EXIT_USAGE
+            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     if args.json:
         print(text)
     else:
@@ -307,169 +287,3 @@ def scrub_doc(obj: Any, secrets: list[str]) -> Any:
     from tui.core.redact import scrub
 
     return scrub(obj, secrets)
-
-
-# =====================================================================================
-# accept
-# =====================================================================================
-
-
-def add_accept_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.budget_cli import add_budget_arguments
-    from tui.report_cli import add_acceptance_arguments
-
-    parser.description = (
-        "Write the acceptance report (acceptance.md, acceptance.json, acceptance.html): budget, environment, load "
-        "configuration, measured results per level, quality, cost basis, rollback conditions and the three-part "
-        "conclusion. 'Ready for real traffic' only when the budget fits, the load test PASSes and quality PASSes."
-    )
-    parser.epilog = ACCEPT_EXIT_DOC
-    parser.add_argument("--records", nargs="+", required=True, metavar="FILE", help="record files (JSON Lines, v1)")
-    parser.add_argument("--quality", default=None, metavar="FILE", help="result JSON of `servewatch quality`")
-    parser.add_argument("--rollback", default=None, metavar="FILE",
-                        help="extra rollback conditions: one rule per line, or a JSON list")
-    parser.add_argument("--out", default=".", metavar="DIR", help="directory for the report files (default: .)")
-    parser.add_argument("--gpu-hour-usd", type=float, default=None, metavar="X", help="price of one GPU-hour in USD")
-    parser.add_argument("--gpus", type=int, default=None, metavar="N", help="GPUs the deployment uses (default 1)")
-    parser.add_argument("--no-html", action="store_true", help="do not write acceptance.html")
-    from tui.argtypes import positive_float
-    from tui.budget_cli import add_teaching_argument
-    from tui.report_cli import add_required_level_argument
-
-    add_required_level_argument(parser, positive_float)
-    add_acceptance_arguments(parser)
-    add_budget_arguments(parser)
-    add_teaching_argument(parser)
-
-
-def read_rollback_file(path: str) -> list[str]:
-    """User rollback rules: a JSON list (strings or objects) or one rule per line (# comments). Raises ValueError."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read rollback file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    from tui.core.acceptance import parse_rollback_rules
-
-    return parse_rollback_rules(text, path)
-
-
-def cmd_accept(args: argparse.Namespace) -> int:
-    from tui.budget_cli import view_budget
-    from tui.core import acceptance as A
-    from tui.report_cli import (
-        analyse_file,
-        input_problem,
-        monitor_config_from_args,
-        not_record_file_problem,
-    )
-
-    try:
-        cfg = monitor_config_from_args(args)
-    except ValueError as exc:
-        _err(str(exc))
-        return EXIT_USAGE
-    try:
-        budget, budget_origin = view_budget(args, args.records)
-    except (ValueError, OSError) as exc:
-        _err(f"bad budget: {exc}")
-        return EXIT_USAGE
-    if args.gpu_hour_usd is not None and not (args.gpu_hour_usd >= 0 and args.gpu_hour_usd < 1e9):
-        _err("--gpu-hour-usd must be a price >= 0")
-        return EXIT_USAGE
-    if args.gpus is not None and args.gpus < 1:
-        _err("--gpus must be >= 1")
-        return EXIT_USAGE
-    user_rules: list[str] = []
-    if args.rollback:
-        try:
-            user_rules = read_rollback_file(args.rollback)
-        except ValueError as exc:
-            _err(str(exc))
-            return EXIT_USAGE
-    quality_doc = None
-    if args.quality:
-        try:
-            quality_doc = _read_json(args.quality, "quality result")
-            Q.recheck(quality_doc)
-        except (ValueError, Q.SetError) as exc:
-            _err(f"{args.quality}: {exc}")
-            return EXIT_USAGE
-    runs = []
-    if args.records.count("-") > 1:
-        _err("standard input (-) can be read once")
-        return EXIT_USAGE
-    record_budget = None
-    for path in args.records:
-        problem = input_problem(path)
-        if problem:
-            _err(problem)
-            return EXIT_USAGE
-        try:
-            mon = analyse_file(path, cfg, budget, budget_origin)
-        except OSError as exc:
-            _err(f"cannot read {path}: {exc.strerror or exc}")
-            return EXIT_USAGE
-        problem = not_record_file_problem(mon)
-        if problem:
-            _err(problem)
-            return EXIT_USAGE
-        snap = mon.snapshot()
-        for issue in snap.malformed_examples:
-            _err(str(issue))
-        if budget is None and snap.budget is not None and record_budget is None:
-            record_budget = (snap.budget, f"budget record in {mon.source}")
-        runs.append(A.RunInput(source=mon.source, snapshot=snap))
-    if budget is None and record_budget is not None:  # the first file's budget record (verified on load)
-        budget, budget_origin = record_budget
-    out_dir = Path(args.out)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _err(f"cannot create {out_dir}: {exc.strerror or exc}")
-        return EXIT_USAGE
-    try:
-        A.measured_section(runs, None, args.required_level)  # a level not in the files: exit 2 before writing
-    except A.LevelNotInFile as exc:
-        _err(str(exc))
-        return EXIT_USAGE
-    doc = A.build_acceptance(
-        runs=runs,
-        budget=budget,
-        budget_source=budget_origin,
-        quality=quality_doc,
-        quality_source=args.quality,
-        cost=A.CostInputs(gpu_hour_usd=args.gpu_hour_usd, gpus=args.gpus),
-        rollback_rules=user_rules,
-        rollback_source=args.rollback,
-        slo_ttft_ms=cfg.slo_ttft_ms,
-        target=cfg.target,
-        alpha=cfg.alpha,
-        min_window_s=cfg.min_window_s,
-        required_level=args.required_level,
-        generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
-        generated_at=_now_iso(),
-    )
-    md = A.render_markdown(doc)
-    written = []
-    try:
-        for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")):
-            (out_dir / name).write_text(content, encoding="utf-8")
-            written.append(str(out_dir / name))
-        if not args.no_html:
-            (out_dir / "acceptance.html").write_text(A.render_html(doc, md), encoding="utf-8")
-            written.append(str(out_dir / "acceptance.html"))
-    except OSError as exc:
-        _err(f"cannot write the report into {out_dir}: {exc.strerror or exc}")
-        return EXIT_USAGE
-    c = doc["conclusion"]
-    if doc.get("banner"):
-        print(doc["banner"])
-    print(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})")
-    if doc["measured"].get("judged"):
-        print(f"  {doc['measured']['judged']['text']}")
-    if doc["budget"].get("capacity_vs_server"):
-        print(f"  {doc['budget']['capacity_vs_server']}")
-    for line in c["missing_or_failed"]:
-        print(f"  {line}")
-    print("wrote " + ", ".join(written))
-    return int(doc["exit_code"])
