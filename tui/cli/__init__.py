@@ -120,7 +120,9 @@ def _quiet_closed_stdout() -> None:
 
 def _dispatch(argv: list[str]) -> int:
     command = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(only=[command] if command else [])
+    # console flags before a command (`servewatch --theme light replay f`) are refused below, after parsing
+    named = command or next((a for a in argv if a in COMMANDS), None)
+    parser = build_parser(only=[named] if named else [])
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors: one line on stderr, exit 2 (help/version: 0)
