@@ -42,7 +42,7 @@ print(json.dumps({"lines": n, "seconds": dt, "cpu": ru.ru_utime + ru.ru_stime, "
 REPORT = r"""
 import io, json, resource, sys, time
 from argparse import Namespace
-from tui.report_cli import run_report
+from tui.cli.report import run_report
 args = Namespace(slo_ttft_ms=1000.0, target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None, json=False,
                  level=None, params=None, weights=None, gpu_gib=None, margin_gib=None, layers=None, kv_heads=None,
                  head_dim=None, max_seq=None, kv_dtype=None, tp=None, block_size=None, config=None, budget=None)

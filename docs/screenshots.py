@@ -20,9 +20,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tui.app import build_app  # noqa: E402
+from tui.cli.replay import default_sample_path  # noqa: E402
 from tui.core.budget import teaching_case  # noqa: E402
 from tui.core.monitor import Monitor, MonitorConfig  # noqa: E402
-from tui.replay_cli import default_sample_path  # noqa: E402
 from tui.sources.base import MonitorSink  # noqa: E402
 from tui.sources.replay import ReplaySource  # noqa: E402
 from tui.theming import load_themes  # noqa: E402

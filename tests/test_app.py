@@ -682,24 +682,25 @@ async def test_degrades_to_80x24(seed_path):
 
 
 def test_replay_arguments_parse_and_bad_file_exits_2(tmp_path, capsys):
-    from tui.replay_cli import add_replay_arguments, cmd_replay, monitor_config_from_args
+    from tui.cli import UsageError
+    from tui.cli.replay import add_arguments, monitor_config_from_args, run
 
     parser = argparse.ArgumentParser()
-    add_replay_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args([str(tmp_path / "missing.jsonl"), "--speed", "4", "--theme", "light",
                               "--slo-ttft-ms", "500", "--target", "0.9", "--rolling-requests", "200",
                               "--min-window-minutes", "2", "--gpu-gib", "80"])
     assert args.speed == 4.0 and args.theme == "light"
     cfg = monitor_config_from_args(args)
     assert (cfg.slo_ttft_ms, cfg.target, cfg.rolling_n, cfg.min_window_s) == (500.0, 0.9, 200, 120.0)
-    assert cmd_replay(args) == 2
-    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(UsageError, match="no such file"):
+        run(args)
     with pytest.raises(SystemExit):
         parser.parse_args(["f.jsonl", "--speed", "0"])
 
 
 def test_default_sample_is_found():
-    from tui.replay_cli import default_sample_path
+    from tui.cli.replay import default_sample_path
 
     p = default_sample_path()
     assert p is not None and p.name in ("default.jsonl", "seed.jsonl") and p.is_file()
@@ -879,7 +880,7 @@ async def test_sweep_sits_under_the_budget_in_the_wide_layout(tmp_path):
 
 def test_live_accepts_every_console_flag_replay_does(tmp_path):
     from tui.cli import build_parser
-    from tui.report_cli import monitor_config_from_args
+    from tui.cli.report import monitor_config_from_args
 
     args = build_parser().parse_args(["live", "--url", "http://127.0.0.1:9", "--concurrency", "1",
                                       "--theme", "light", "--themes-dir", str(tmp_path), "--export-dir",

@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.budget_cli import add_budget_arguments, add_budget_command, budget_from_args, format_budget_text
+from tui.cli import main as cli_main
+from tui.cli.budget import budget_from_args, format_budget_text
+from tui.cli.options import add_budget_arguments
 from tui.core.budget import (
     CANDIDATE_NOTE,
     GIB,
@@ -41,11 +43,7 @@ def cfg(name: str) -> dict:
 
 
 def run_cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="servewatch")
-    sub = parser.add_subparsers(dest="command")
-    add_budget_command(sub)
-    args = parser.parse_args(["budget", *argv])
-    return args.func(args)
+    return cli_main(["budget", *argv])
 
 
 # ---------------------------------------------------------------- the teaching case

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 from tui.cli import main
+from tui.cli.report import analyse_file
 from tui.core.budget import teaching_case
 from tui.core.capacity import CapRow, measure_capacity, snapshot_rows
 from tui.core.levels import judge_level, mode_tables
 from tui.core.monitor import MonitorConfig
 from tui.core.snapshot import FAIL, PASS
 from tui.core.sweep import sweep_summary
-from tui.report_cli import analyse_file
 
 T0 = 1_767_225_600.0
 

@@ -151,7 +151,7 @@ def write_run(path: Path, reqs, header=None) -> Path:
 
 
 def cli(*argv: str) -> tuple[int, str]:
-    from tui.compare_cli import add_compare_arguments, cmd_compare
+    from tui.cli.compare import add_compare_arguments, cmd_compare
 
     p = argparse.ArgumentParser()
     add_compare_arguments(p)
@@ -196,7 +196,7 @@ def test_cli_compares_two_imported_tools_and_warns_about_ttft(tmp_path):
 
 
 def test_replay_baseline_levels_from_any_importable_file(tmp_path):
-    from tui.replay_cli import load_baseline
+    from tui.cli.replay import load_baseline
 
     b = load_baseline(str(FIX / "vllm" / "vllm_bench_appended_c1_c4_from_source.jsonl"), 1000.0)
     assert set(b["levels"]) == {1.0, 4.0} and b["limit"] is None

@@ -64,7 +64,7 @@ def test_the_docs_have_load_examples_to_check():
 
 def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tuple[int, str, list]:
     from tui.cli import build_parser
-    from tui.report_cli import analyse_file, monitor_config_from_args
+    from tui.cli.report import analyse_file, monitor_config_from_args
 
     argv = shlex.split(cmd)[1:]
     if argv[0] == "live":

@@ -198,7 +198,7 @@ def test_console_budget_pane_and_verdict_bar_say_unknown():
 
 
 def test_console_default_and_replay_choose_no_budget_for_the_real_run(monkeypatch):
-    import tui.replay_cli as R
+    import tui.cli.replay as R
 
     seen = {}
 

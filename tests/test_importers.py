@@ -100,7 +100,7 @@ CASES = {
 
 
 def report(path: Path, *extra: str) -> tuple[int, dict, str]:
-    from tui.report_cli import add_report_arguments, run_report
+    from tui.cli.report import add_report_arguments, run_report
 
     p = argparse.ArgumentParser()
     add_report_arguments(p)
@@ -350,7 +350,7 @@ def test_replay_of_an_aiperf_file_while_it_grows(tmp_path):
 
 
 def test_import_cli_writes_a_record_file_the_report_reads(tmp_path):
-    from tui.import_cli import add_import_arguments, cmd_import
+    from tui.cli.importfile import add_import_arguments, cmd_import
 
     p = argparse.ArgumentParser()
     add_import_arguments(p)

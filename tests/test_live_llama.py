@@ -102,7 +102,7 @@ def test_servewatch_run_end_to_end(llama_server, tmp_path):  # noqa: F811
     record = tmp_path / "e2e.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("OPENAI_API_KEY", None)
-    entry = ["-m", "tui.cli", "run"] if (ROOT / "tui" / "cli.py").is_file() else ["-m", "tui.run_cli"]
+    entry = ["-m", "tui.cli", "run"]
     proc = subprocess.run(
         [sys.executable, *entry, "--url", llama_server.base_url + "/v1", "--concurrency", "2", "--requests", "4",
          "--input-tokens", "16", "--output-tokens", "8", "--ignore-eos", "--no-gpu", "--record", str(record),

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tui.accept_cli import default_set_path
 from tui.cli import main
+from tui.cli.quality import default_set_path
 from tui.core import quality as Q
 from tui.core.redact import Scrubber
 from tui.sources.quality_runner import QualityRunner

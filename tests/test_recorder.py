@@ -54,7 +54,7 @@ def start_cli(args: list[str], env_extra: dict | None = None) -> subprocess.Pope
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("OPENAI_API_KEY", None)
     env.update(env_extra or {})
-    return subprocess.Popen([sys.executable, "-m", "tui.run_cli", *args], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "tui.cli", "run", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -225,10 +225,10 @@ def test_secrets_never_reach_the_file_or_the_output(fs, tmp_path):
 
 def test_run_cli_unreachable_server_exits_2_and_leaves_no_file(tmp_path, capsys):
     from tests.fault_server import closed_port
-    from tui.run_cli import main
+    from tui.cli import main
 
     rec = tmp_path / "never.jsonl"
-    code = main(["--url", f"http://127.0.0.1:{closed_port()}/v1", "--concurrency", "1", "--record", str(rec),
+    code = main(["run", "--url", f"http://127.0.0.1:{closed_port()}/v1", "--concurrency", "1", "--record", str(rec),
                  "--no-gpu"])
     assert code == 2
     assert "cannot reach" in capsys.readouterr().err
@@ -240,7 +240,7 @@ def test_cmd_live_runs_the_console_on_a_live_source(fs, tmp_path, monkeypatch, c
     import argparse
 
     import tui.app
-    from tui.run_cli import add_run_arguments, cmd_live
+    from tui.cli.run import add_run_arguments, cmd_live
 
     seen = {}
 

@@ -41,7 +41,7 @@ def _steps(recs):
 
 
 def test_the_default_step_runs_until_decided_capped_at_window_plus_count_allowance():
-    from tui.run_cli import add_run_arguments, config_from_args
+    from tui.cli.run import add_run_arguments, config_from_args
 
     p = argparse.ArgumentParser()
     add_run_arguments(p)

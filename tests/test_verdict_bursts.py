@@ -112,7 +112,8 @@ def _rec(i, t, good, level=4):
 
 
 def test_report_timeline_and_exit_code_follow_the_state_at_the_end():
-    from tui.core.report import EXIT_INSUFFICIENT, build_report, format_report
+    from tui.core.exitcodes import ExitCode
+    from tui.core.report import build_report, format_report
 
     mon = Monitor(MonitorConfig(min_window_s=600.0))
     i = 0
@@ -132,7 +133,7 @@ def test_report_timeline_and_exit_code_follow_the_state_at_the_end():
     assert [e["n"] for e in tl] == sorted(e["n"] for e in tl)
     assert rep["measured"]["verdict"]["state"] == states[-1] and rep["timeline_omitted"] == 0
     if states[-1] != "FAIL":
-        assert rep["exit_code"] == EXIT_INSUFFICIENT
+        assert rep["exit_code"] == ExitCode.INSUFFICIENT
     assert "also saw PASS" in format_report(rep)
 
 

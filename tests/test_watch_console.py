@@ -92,7 +92,7 @@ async def test_replay_of_a_watch_file_gives_the_report_verdict(tmp_path):
                      "the replay")
         state = app.snapshot.verdict.state
         await pilot.press("q")
-    from tui.watch_cli import judge_watch_file
+    from tui.cli.watch import judge_watch_file
 
     j, engine, _h, problems = judge_watch_file(str(p), cfg)
     assert not problems and engine == "vllm"

@@ -51,8 +51,8 @@ def _clean_env() -> dict[str, str]:
 def test_wheel_ships_the_bundled_data(wheel_venv):
     py, outside = wheel_venv
     code = (
-        "import json, tui; from tui.resources import bundled_dir; from tui.accept_cli import default_set_path;"
-        "from tui.replay_cli import default_sample_path; from tui.theming import load_themes;"
+        "import json, tui; from tui.resources import bundled_dir; from tui.cli.quality import default_set_path;"
+        "from tui.cli.replay import default_sample_path; from tui.theming import load_themes;"
         "ts = load_themes();"
         "print(json.dumps({'tui': tui.__file__, 'sample': str(default_sample_path()), 'quality': default_set_path(),"
         "'themes': list(ts.names), 'problems': [str(p) for p in ts.problems],"
@@ -115,7 +115,7 @@ def test_installed_console_opens_on_the_bundled_run(wheel_venv):
 
 def test_installed_quality_finds_its_starter_set(wheel_venv):
     py, outside = wheel_venv
-    code = ("from tui.accept_cli import default_set_path; from tui.core.quality import parse_set; "
+    code = ("from tui.cli.quality import default_set_path; from tui.core.quality import parse_set; "
             "p = default_set_path(); print(p); print(len(parse_set(open(p, encoding='utf-8').read(), p).cases))")
     r = _run([str(py), "-c", code], cwd=outside, env=_clean_env())
     assert r.returncode == 0, r.stderr[-2000:]

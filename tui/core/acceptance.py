@@ -156,7 +156,9 @@ def budget_section(budget: Any, source: str | None, header: Mapping | None = Non
     if budget is None:
         return {"given": False, "source": source, "fits": None, **extra}
     i = budget.inputs
-    gib = lambda x: round(float(x), 6)
+    def gib(x: float) -> float:
+        return round(float(x), 6)
+
     table = [
         {"item": "gpu_memory", "value": gib(i.gpu_gib), "unit": "GiB", "basis": "given (one GPU)"},
         {"item": "weights", "value": gib(budget.weights_gib), "unit": "GiB",
@@ -685,4 +687,4 @@ def build_acceptance(
     return _jsonable(scrub(doc, secrets))
 
 
-from tui.core.acceptance_render import render_html, render_markdown  # noqa: F401 (the public names)
+from tui.core.acceptance_render import render_html, render_markdown  # noqa: E402, F401 (the public names; imported last: acceptance_render imports this module)

@@ -1,7 +1,7 @@
 """Quality regression: the regression-set format, the checks, scoring and the regression verdict.
 
 Pure domain, standard library only. The HTTP side lives in ``tui.sources.quality_runner``;
-the command line in ``tui.accept_cli``. Format and method: ``docs/acceptance.md`` and
+the command line in ``tui.cli.quality``. Format and method: ``docs/acceptance.md`` and
 ``quality/README.md``.
 
 A regression set is JSON Lines. Each line is either one *case*::
@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Final, Literal
 
+from tui.core.exitcodes import ExitCode
 from tui.core.stats import wilson
 
 RESULT_SCHEMA = "servewatch.quality/1"
@@ -66,7 +67,7 @@ PASS: Final = "PASS"
 FAIL: Final = "FAIL"
 NO_EVIDENCE: Final = "NO_EVIDENCE"
 NO_BASELINE: Final = "NO_BASELINE"
-EXIT_CODES = {PASS: 0, FAIL: 1, NO_EVIDENCE: 3, NO_BASELINE: 3}
+EXIT_CODES = {PASS: ExitCode.PASS, FAIL: ExitCode.FAIL, NO_EVIDENCE: ExitCode.INSUFFICIENT, NO_BASELINE: ExitCode.INSUFFICIENT}
 
 CHECK_TYPES = ("exact", "contains", "not_contains", "regex", "json", "number")
 DEFAULT_DEPTHS = (0.1, 0.5, 0.9)

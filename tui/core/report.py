@@ -10,16 +10,14 @@ from typing import Any
 
 from tui.core import provenance as _prov
 from tui.core.budgetview import budget_view as _budget_view
+from tui.core.exitcodes import ExitCode
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot, WindowStat
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INSUFFICIENT = 0, 1, 2, 3
 
-EXIT_CODES_DOC = "exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED, 2 bad usage or unreadable input"
-
-
-def exit_code(state: str) -> int:
-    return {PASS: EXIT_PASS, FAIL: EXIT_FAIL}.get(state, EXIT_INSUFFICIENT)
+def exit_code(state: str) -> ExitCode:
+    """PASS 0, FAIL 1, anything else (INSUFFICIENT_WINDOW, UNDECIDED) 3: see ``tui.core.exitcodes``."""
+    return {PASS: ExitCode.PASS, FAIL: ExitCode.FAIL}.get(state, ExitCode.INSUFFICIENT)
 
 
 def fmt_pct(v: float | None, digits: int = 0) -> str:

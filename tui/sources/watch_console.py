@@ -44,7 +44,7 @@ class WatchConsoleSource:
 
     def _build_from_args(self) -> None:
         from tui.sources.watch import make_client
-        from tui.watch_cli import _headers
+        from tui.sources.watch_setup import headers_from_args as _headers
 
         a = self.args
         self._client_factory = lambda: make_client(_headers(a), insecure=a.insecure)
@@ -130,7 +130,7 @@ class WatchConsoleSource:
             if self.session is not None and getattr(self.session.watcher, "client", True) is None:
                 self.session.watcher.client = client  # the client lives on this thread's loop
             if self.session is None:
-                from tui.watch_cli import build_session
+                from tui.sources.watch_setup import build_session
 
                 session, err = build_session(self._pending_args, client, emit=self._emit)
                 if err:

@@ -6,48 +6,46 @@ import argparse
 import json
 import sys
 
-from tui.core.report import EXIT_USAGE
+from tui.cli.options import UsageError, epilog, positive_int
 from tui.core.sweep import DEFAULT_MAX_LEVEL, default_ladder, format_sweep, sweep_summary
 
 
-def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.run_cli import add_run_arguments
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch sweep`: those of `run` (the ladder optional) plus the sweep's own."""
+    from tui.cli.run import add_load_arguments
 
-    add_run_arguments(parser)
+    parser.description = ("Capacity sweep: step the load up from low until the gate breaks; the measured capacity "
+                          "beside the memory-only candidate.")
+    parser.epilog = epilog("servewatch sweep --url http://127.0.0.1:8080 --params 8B --gpu-gib 80 --max-step-seconds 900",
+                           "servewatch sweep --url http://127.0.0.1:8080 --concurrency 1,2,4,8,16 --sweep-json sweep.json")
+    add_load_arguments(parser)
     for group in parser._mutually_exclusive_groups:  # the ladder may be left to the default
         group.required = False
     s = parser.add_argument_group("sweep (each step runs until its verdict is PASS or FAIL, at most "
                                   "--max-step-seconds)")
-    s.add_argument("--max-level", type=int, default=None, metavar="N",
+    s.add_argument("--max-level", type=positive_int, default=None, metavar="N",
                    help=f"top of the default ladder 1,2,4,... (default: twice the memory-only candidate when "
                         f"budget inputs are given, else {DEFAULT_MAX_LEVEL})")
     s.add_argument("--continue-after-fail", action="store_true",
                    help="keep climbing after a step FAILs (default: stop there)")
-    s.add_argument("--sweep-json", metavar="FILE", help="also write the sweep table as JSON")
+    s.add_argument("--sweep-json", metavar="FILE", help="also write the sweep table as JSON (default: none)")
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from tui.budget_cli import budget_from_args, budget_given, budget_title
-    from tui.report_cli import analyse_file, monitor_config_from_args
-    from tui.run_cli import ConfigError, _print, config_from_args, record_run, step_plan
+def run(args: argparse.Namespace) -> int:
+    """`servewatch sweep`."""
+    from tui.cli.budget import budget_from_args, budget_given, budget_title
+    from tui.cli.report import analyse_file, monitor_config_from_args
+    from tui.cli.run import _print, config_or_usage, record_run, step_plan
 
     budget = None
     try:  # no budget is made up: without budget inputs the ladder does not depend on any model
         if budget_given(args):
             budget = budget_from_args(args)
     except (ValueError, OSError) as exc:
-        print(f"servewatch: bad budget: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.max_level is not None and args.max_level < 1:
-        print("servewatch: --max-level must be >= 1", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"bad budget: {exc}") from None
     if args.concurrency is None and args.rate is None:
         args.concurrency = default_ladder(budget.candidate if budget is not None else None, args.max_level)
-    try:
-        cfg = config_from_args(args)
-    except ConfigError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    cfg = config_or_usage(args)
     cfg.until_decided = True  # --requests / --duration, when given, only bound a step further
     cfg.stop_on_fail = not args.continue_after_fail
     unit = "concurrency" if cfg.mode == "closed" else "req/s"
@@ -65,8 +63,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _print("")
     sys.stdout.write(format_sweep(summary))
     if args.sweep_json:
-        with open(args.sweep_json, "w") as fh:
-            json.dump(summary, fh, indent=2, default=str)
+        try:
+            with open(args.sweep_json, "w") as fh:
+                json.dump(summary, fh, indent=2, default=str)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.sweep_json}: {exc.strerror or exc}") from None
         _print(f"sweep table written to {args.sweep_json}")
     _print(f"records: {cfg.record} (servewatch report / replay / accept read it)")
     return summary["exit_code"]

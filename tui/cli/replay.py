@@ -8,68 +8,42 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from tui.argtypes import positive_float as _positive_float, positive_int as _positive_int
-from tui.core.report import EXIT_USAGE
-from tui.report_cli import add_acceptance_arguments, monitor_config_from_args  # noqa: F401 (re-exported)
+from tui.cli.options import (
+    UsageError,
+    add_acceptance_arguments,
+    add_budget_arguments,
+    add_console_arguments,
+    add_console_default_arguments,  # noqa: F401 (the no-argument console's flags live with the shared options)
+    add_rolling_arguments,
+    add_speed_arguments,
+    add_teaching_argument,
+    epilog,
+)
+from tui.cli.report import monitor_config_from_args
+from tui.core.exitcodes import ExitCode
 
 
-
-def add_console_arguments(parser: argparse.ArgumentParser) -> None:
-    """Console options shared by `replay`, `live` and the no-argument default."""
-    g = parser.add_argument_group("console")
-    g.add_argument("--theme", default=None, metavar="NAME", help="dark (default), light, high-contrast or one from --themes-dir")
-    g.add_argument("--themes-dir", dest="themes_dir", default=None, metavar="DIR", help="extra theme TOML files")
-    g.add_argument("--export-dir", dest="export_dir", default="exports", metavar="DIR",
-                   help="where ctrl+s writes the SVG screenshot and JSON snapshot (default ./exports)")
-
-
-def add_verdict_arguments(parser: argparse.ArgumentParser) -> None:
-    """The acceptance flags (shared with report/run) plus the console's rolling window."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch replay`."""
+    parser.description = "The console replaying a record file (as recorded, faster, or following a growing file)."
+    parser.epilog = epilog("servewatch replay run.jsonl --speed 8 --theme light",
+                           "servewatch replay run.jsonl --follow --rolling-requests 200",
+                           codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
+                                 "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or unreadable input")
+    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
+    add_speed_arguments(parser, "default: 1, as recorded")
+    g = parser.add_argument_group("replay")
+    g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
+    g.add_argument("--baseline", metavar="FILE", default=None,
+                   help="a base run (any importable format): its per-level good fraction is drawn beside this "
+                        "run's in the sweep pane (default: none)")
+    add_console_arguments(parser)
     add_acceptance_arguments(parser)
     add_rolling_arguments(parser)
-
-
-def add_rolling_arguments(parser: argparse.ArgumentParser) -> None:
-    """The console's rolling window (`replay`, `live`)."""
-    g = parser.add_argument_group("rolling window")
-    g.add_argument("--rolling-seconds", dest="rolling_seconds", type=_positive_float, default=60.0, metavar="S",
-                   help="rolling window length in record time (default 60)")
-    g.add_argument("--rolling-requests", dest="rolling_requests", type=_positive_int, default=None, metavar="N",
-                   help="rolling window = the last N requests instead")
-
-
-def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch replay`."""
-    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
-    g = parser.add_argument_group("replay")
-    g.add_argument("--speed", type=_positive_float, default=1.0, metavar="N",
-                   help="replay N times faster than recorded (default 1; +/- change it while running)")
-    g.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
-    g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
-    g.add_argument("--baseline", metavar="BASE", default=None,
-                   help="a base run (any importable format): its per-level good fraction is drawn beside this "
-                        "run's in the sweep pane")
-    add_console_arguments(parser)
-    add_verdict_arguments(parser)
-    from tui.budget_cli import add_budget_arguments, add_teaching_argument
-
     add_budget_arguments(parser)
-    add_teaching_argument(parser)
-
-
-def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments accepted by `servewatch` with no command (the bundled sample run)."""
-    g = parser.add_argument_group("replay")
-    g.add_argument("--speed", type=_positive_float, default=None, metavar="N",
-                   help="replay speed (default: fast enough to show the whole sample in about a minute)")
-    g.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
-    add_console_arguments(parser)
-    from tui.budget_cli import add_teaching_argument
-
     add_teaching_argument(parser)
 
 
@@ -114,24 +88,20 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     try:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
     from tui.sources.importing import prepare_replay  # other tools' files, recognised by content
 
     follow = bool(getattr(args, "follow", False))
     try:
         play, line_parser, refusal = prepare_replay(path, follow)
     except (OSError, ValueError) as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
     if refusal:
-        print(f"servewatch: {refusal}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(refusal)
     if line_parser is None:  # a servewatch record file (or one converted from another tool's document)
         problem = validate_record_file(play, follow=follow)
         if problem:
-            print(f"servewatch: {problem.replace(str(play), os.fspath(path))}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(problem.replace(str(play), os.fspath(path)))
     source = ReplaySource(play, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
                           follow=follow, label=label or os.fspath(path), line_parser=line_parser)
     return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
@@ -159,37 +129,35 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
         code = app.run()
     finally:
         source.stop()
-    return 3 if code is None else int(code)
+    return ExitCode.INSUFFICIENT if code is None else int(code)
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """`servewatch replay FILE`: the console replaying a record file."""
-    from tui.watch_cli import is_watch_file
+    from tui.cli.watch import is_watch_file
 
     if os.path.isfile(args.file) and is_watch_file(args.file):  # a `servewatch watch --record` file
-        from tui.watch_cli import replay_watch_file
+        from tui.cli.watch import replay_watch_file
 
         return replay_watch_file(args.file, args)
-    from tui.budget_cli import view_budget
+    from tui.cli.budget import view_budget
 
     try:
         budget, origin = view_budget(args, [args.file])
     except (ValueError, OSError) as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
     baseline = None
     if getattr(args, "baseline", None):
         baseline = load_baseline(args.baseline, getattr(args, "slo_ttft_ms", 1000.0))
         if isinstance(baseline, str):
-            print(f"servewatch: {baseline}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(baseline)
     return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0), budget_origin=origin,
                        baseline=baseline)
 
 
 def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:
     """The base run's per-level good fractions for the sweep pane, or a one-line problem."""
-    from tui.compare_cli import load_run
+    from tui.cli.compare import load_run
     from tui.core.compare import baseline_levels
 
     if not os.path.isfile(path):
@@ -203,20 +171,21 @@ def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:
     return baseline_levels(run["requests"], slo_ttft_ms, run["header"], label=path)
 
 
-def cmd_console_default(args: argparse.Namespace) -> int:
+def run_default(args: argparse.Namespace) -> int:
     """`servewatch` with no command: the console replaying the bundled sample run. The budget is unknown for
     the recorded real run (nobody gave one for it); the teaching case shows with the teaching log or --teaching."""
-    from tui.budget_cli import view_budget
+    from tui.cli.budget import view_budget
 
     path = default_sample_path()
     if path is None:
-        print("servewatch: the bundled sample run (sample_logs/default.jsonl or seed.jsonl) was not found",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("the bundled sample run (sample_logs/default.jsonl or seed.jsonl) was not found")
     speed = getattr(args, "speed", None)
     if speed is None:
         speed = _sample_speed(path)
-    budget, origin = view_budget(args, [path])
+    try:
+        budget, origin = view_budget(args, [path])
+    except (ValueError, OSError) as exc:
+        raise UsageError(exc) from None
     return run_console(path, args, budget, label=f"sample_logs/{path.name}", speed=float(speed), budget_origin=origin)
 
 

@@ -10,27 +10,30 @@ import json
 import os
 import sys
 
-EXIT_USAGE = 2
+from tui.core.exitcodes import UsageError
+
 COMPARE_EXIT_DOC = "exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE, 2 bad usage or input"
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.argtypes import fraction, positive_float
+    from tui.cli.options import fraction, positive_float
 
     parser.description = ("Compare a candidate run with a base run level by level (levels match within 5%): n, good "
                           "fraction with its interval, TTFT P50/P95/P99, TPOT, goodput, and per level NOT WORSE / "
                           "WORSE / NOT ENOUGH EVIDENCE on the good fraction.")
-    parser.epilog = COMPARE_EXIT_DOC
+    from tui.cli.options import epilog
+
+    parser.epilog = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
     parser.add_argument("base", help="the base run (record file or another tool's output)")
     parser.add_argument("cand", help="the candidate run")
     parser.add_argument("--slo-ttft-ms", type=positive_float, default=1000.0, metavar="MS",
                         help="a request is good when it completes with TTFT at most this (default 1000)")
     parser.add_argument("--margin", type=fraction, default=0.02, metavar="FRACTION",
                         help="largest acceptable drop in good fraction (default 0.02 = 2 points)")
-    parser.add_argument("--alpha", type=fraction, default=0.05, metavar="A",
+    parser.add_argument("--alpha", type=fraction, default=0.05, metavar="FRACTION",
                         help="one-sided error level of each decision (default 0.05)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
-    parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE")
+    parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
 
 
 def load_run(path: str) -> dict:
@@ -59,17 +62,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     runs = []
     for path in (args.base, args.cand):
         if not os.path.isfile(path):
-            print(f"servewatch: cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}",
-                  file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}")
         try:
             runs.append(load_run(path))
         except OSError as exc:
-            print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except ValueError as exc:
-            print(f"servewatch: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(exc) from None
     result = compare(runs[0], runs[1], slo_ttft_ms=args.slo_ttft_ms, margin=args.margin, alpha=args.alpha)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
@@ -77,7 +76,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             with open(args.out, "w", encoding="utf-8") as fh:
                 fh.write(text + "\n")
         except OSError as exc:
-            print(f"servewatch: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     sys.stdout.write(text + "\n" if args.json else to_markdown(result))
     return int(result["exit_code"])

@@ -1,4 +1,5 @@
-"""`servewatch run` (headless load test, recorded, then the report) and the flags `live` shares.
+"""`servewatch run` (headless load test, recorded, then the report) and `servewatch live` (the same load test
+watched in the console).
 
     servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4,8 --output-tokens 64 --ignore-eos
     servewatch run --url https://host/v1 --rate 0.5,1,2 --arrival gamma --burstiness 2 --duration 300
@@ -13,79 +14,55 @@ import argparse
 import asyncio
 import sys
 
-from tui.argtypes import non_negative_int, positive_float, positive_int
+from tui.cli.options import (
+    UsageError,
+    add_acceptance_arguments,
+    add_budget_arguments,
+    add_console_arguments,
+    add_http_arguments,
+    add_rolling_arguments,
+    epilog,
+    levels,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    token_range,
+)
+from tui.core.exitcodes import ExitCode
 from tui.core.redact import redact_url
 from tui.sources.load import ConfigError, LoadConfig, SetupError, monitor_config, run_load
 
-EXIT_USAGE = 2
-
-
-# ------------------------------------------------------------------ argument types
-
-
-def _levels(kind: type):
-    def parse(text: str) -> list[float]:
-        out = []
-        for part in str(text).split(","):
-            part = part.strip()
-            if not part:
-                continue
-            try:
-                v = kind(part)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"not a {'whole number' if kind is int else 'number'}: {part!r}")
-            if not v > 0 or v != v or v == float("inf"):
-                raise argparse.ArgumentTypeError(f"levels must be > 0, got {part!r}")
-            out.append(float(v))
-        if not out:
-            raise argparse.ArgumentTypeError("give at least one level, e.g. 1,2,4,8")
-        return out
-
-    return parse
-
-
-def token_range(text: str) -> tuple[int, int]:
-    """``N`` or ``MIN-MAX`` (inclusive, uniform)."""
-    s = str(text).strip()
-    lo_s, sep, hi_s = s.partition("-")
-    try:
-        lo = int(lo_s)
-        hi = int(hi_s) if sep else lo
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N or MIN-MAX, got {text!r}") from None
-    if lo < 1 or hi < lo:
-        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX, got {text!r}")
-    return lo, hi
-
-
-def header_arg(text: str) -> tuple[str, str]:
-    name, sep, value = str(text).partition(":")
-    name = name.strip()
-    if not sep or not name or any(c in name for c in " \t\r\n"):
-        raise argparse.ArgumentTypeError("expected 'Name: value'")  # the value is never echoed
-    return name, value.strip()
+RUN_EPILOG = epilog("servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4,8 --output-tokens 64 --ignore-eos",
+                    "servewatch run --url https://host/v1 --rate 0.5,1,2 --arrival gamma --burstiness 2 --duration 300",
+                    codes="exit codes: those of the report (0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED); "
+                          "2 bad usage or a server that cannot be reached")
+LIVE_EPILOG = epilog("servewatch live --url http://127.0.0.1:8080 --concurrency 1,2,4 --theme light",
+                     codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
+                           "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or a server that cannot be reached")
 
 
 # ------------------------------------------------------------------ flags
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of `servewatch run` and `servewatch live` (load, connection, acceptance, budget)."""
+def add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of `servewatch run`, `live` and `sweep`: target, load, recording, connection, acceptance, budget."""
     t = parser.add_argument_group("target")
-    t.add_argument("--url", required=True, help="server base URL, with or without a trailing /v1")
-    t.add_argument("--model", default=None, help="model name (default: the first id of /v1/models)")
+    t.add_argument("--url", required=True, metavar="URL",
+                   help="server base URL, with or without a trailing /v1 (required; no default)")
+    t.add_argument("--model", default=None, metavar="NAME", help="model name (default: the first id of /v1/models)")
     t.add_argument("--api", choices=("chat", "completions"), default="chat",
                    help="/v1/chat/completions (default) or /v1/completions")
 
     g = parser.add_argument_group("load")
     m = g.add_mutually_exclusive_group(required=True)
-    m.add_argument("--concurrency", type=_levels(int), metavar="LIST",
-                   help="closed loop: in-flight requests per step, a ramp such as 1,2,4,8")
-    m.add_argument("--rate", type=_levels(float), metavar="LIST",
-                   help="open loop: arrivals per second per step, such as 0.5,1,2")
+    m.add_argument("--concurrency", type=levels(int), metavar="LIST",
+                   help="closed loop: in-flight requests per step, a ramp such as 1,2,4,8 (no default: this or --rate)")
+    m.add_argument("--rate", type=levels(float), metavar="LIST",
+                   help="open loop: arrivals per second per step, such as 0.5,1,2 (no default: this or --concurrency)")
     g.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson",
                    help="open loop arrival process (default poisson)")
-    g.add_argument("--burstiness", type=float, default=1.0, metavar="X",
+    g.add_argument("--burstiness", type=non_negative_float, default=1.0, metavar="FACTOR",
                    help="gamma arrivals: coefficient of variation of the gaps (shape 1/X^2); 1 = Poisson, "
                         ">1 burstier (default 1)")
     g.add_argument("--input-tokens", type=token_range, default=(128, 128), metavar="N|MIN-MAX",
@@ -100,51 +77,46 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                    help="requests per step (default: each step runs until its verdict is PASS or FAIL, "
                         "see --max-step-seconds)")
     g.add_argument("--duration", type=positive_float, default=None, metavar="SECONDS",
-                   help="seconds per step (with --requests: whichever comes first)")
-    g.add_argument("--max-step-seconds", type=positive_float, default=None, metavar="S",
+                   help="seconds per step (with --requests: whichever comes first; default: until decided)")
+    g.add_argument("--max-step-seconds", type=positive_float, default=None, metavar="SECONDS",
                    help="a step run until decided (the default without --requests/--duration, and every sweep "
-                        "step) ends UNDECIDED after S seconds; default: the minimum window + 300 s (900 s for "
+                        "step) ends UNDECIDED after SECONDS; default: the minimum window + 300 s (900 s for "
                         "the 10-min window). Shorter than the window, a step cannot PASS.")
-    g.add_argument("--rounds", type=positive_int, default=1, metavar="N", help="repeat the ramp N times")
+    g.add_argument("--rounds", type=positive_int, default=1, metavar="N", help="repeat the ramp N times (default 1)")
     g.add_argument("--stop-on-fail", action="store_true", help="end the ramp at the first step whose verdict is FAIL")
-    g.add_argument("--seed", type=int, default=0, help="seed for lengths and arrivals (default 0)")
+    g.add_argument("--seed", type=int, default=0, metavar="N", help="seed for lengths and arrivals (default 0)")
 
     o = parser.add_argument_group("recording and telemetry")
     o.add_argument("--record", default=None, metavar="FILE",
                    help="record file (default servewatch-YYYYmmdd-HHMMSS.jsonl here); appended to")
     o.add_argument("--metrics-url", default=None, metavar="URL", help="Prometheus endpoint (default URL/metrics)")
-    o.add_argument("--metrics-interval", type=positive_float, default=1.0, metavar="S",
+    o.add_argument("--metrics-interval", type=positive_float, default=1.0, metavar="SECONDS",
                    help="seconds between metrics/GPU samples (default 1)")
     o.add_argument("--no-gpu", action="store_true", help="do not sample NVML/host telemetry")
 
-    c = parser.add_argument_group("connection")
-    c.add_argument("--connect-timeout", type=positive_float, default=10.0, metavar="S", help="default 10")
-    c.add_argument("--read-timeout", type=positive_float, default=300.0, metavar="S",
+    c = add_http_arguments(parser)
+    c.add_argument("--connect-timeout", type=positive_float, default=10.0, metavar="SECONDS",
+                   help="seconds to open a connection (default 10)")
+    c.add_argument("--read-timeout", type=positive_float, default=300.0, metavar="SECONDS",
                    help="longest silence allowed, queueing included (default 300)")
-    c.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="environment variable holding the API key, sent as Authorization: Bearer "
-                        "(default OPENAI_API_KEY; never recorded)")
-    c.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'K: V'",
-                   help="extra request header, repeatable (values never recorded)")
-    c.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (recorded in the header)")
-
-    from tui.report_cli import add_acceptance_arguments
 
     add_acceptance_arguments(parser)
-    try:
-        from tui.budget_cli import add_budget_arguments
+    add_budget_arguments(parser)
 
-        add_budget_arguments(parser)
-    except ImportError:
-        pass
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch run`."""
+    parser.description = "Headless load test against a server, recorded, then the report on the record file."
+    parser.epilog = RUN_EPILOG
+    add_load_arguments(parser)
 
 
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of `servewatch live`: those of `run` plus every console flag `replay` takes
+    """Arguments of `servewatch live`: those of `run` plus every console flag `replay` takes
     (--theme, --themes-dir, --export-dir, --rolling-seconds, --rolling-requests)."""
-    add_run_arguments(parser)
-    from tui.replay_cli import add_console_arguments, add_rolling_arguments
-
+    parser.description = "The console watching a live load test, recorded like `run`."
+    parser.epilog = LIVE_EPILOG
+    add_load_arguments(parser)
     add_console_arguments(parser)
     add_rolling_arguments(parser)
 
@@ -200,11 +172,9 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
 def budget_record_from_args(args: argparse.Namespace) -> dict | None:
     """The budget JSON (``servewatch budget --json``) when budget inputs were given, else None (no budget is
     made up for a run). Raises ConfigError on bad budget input."""
-    try:
-        from tui.budget_cli import budget_from_args, budget_given
-        from tui.core.budget import budget_to_dict
-    except ImportError:
-        return None
+    from tui.cli.budget import budget_from_args, budget_given
+    from tui.core.budget import budget_to_dict
+
     try:
         if not budget_given(args):
             return None
@@ -245,16 +215,21 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def config_or_usage(args: argparse.Namespace) -> LoadConfig:
+    """``config_from_args``, with a bad combination raised as UsageError."""
     try:
-        cfg = config_from_args(args)
+        return config_from_args(args)
     except ConfigError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`servewatch run`."""
+    cfg = config_or_usage(args)
     failed = record_run(cfg)
     if failed is not None:
         return failed
-    from tui.report_cli import run_report
+    from tui.cli.report import run_report
 
     _print("")
     return run_report(cfg.record, args, default_budget=False)
@@ -263,7 +238,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def record_run(cfg: LoadConfig) -> int | None:
     """Run the load test described by ``cfg`` into its record file (printing progress).
 
-    Returns None when a record file with requests was written, else an exit code."""
+    Returns None when a record file with requests was written; raises UsageError when the server cannot be used
+    or the record file cannot be written; returns 2 when nothing was recorded (interrupted before any record)."""
     from tui.sources.live import default_record_path
     from tui.sources.recorder import Recorder
 
@@ -275,8 +251,7 @@ def record_run(cfg: LoadConfig) -> int | None:
     try:
         rec = Recorder(cfg.record)
     except OSError as exc:
-        print(f"servewatch: cannot write {cfg.record}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
     unit = "concurrency" if cfg.mode == "closed" else "req/s"
     _print(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
            f"{step_plan(cfg)}")
@@ -289,16 +264,14 @@ def record_run(cfg: LoadConfig) -> int | None:
             interrupted = True
             summary = None
         except SetupError as exc:
-            print(f"servewatch: {exc}", file=sys.stderr)
             if not existed and rec.records_written == 0:
                 try:  # leave no empty record file behind
                     os.remove(cfg.record)
                 except OSError:
                     pass
-            return EXIT_USAGE
+            raise UsageError(exc) from None
         except OSError as exc:  # the record file could not be written (disk full, removed folder)
-            print(f"servewatch: writing {cfg.record} failed: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"writing {cfg.record} failed: {exc.strerror or exc}") from None
     finally:
         rec.close()
     if interrupted:
@@ -308,37 +281,23 @@ def record_run(cfg: LoadConfig) -> int | None:
         if summary and summary.stopped_early:
             _print(summary.stopped_early)
     if rec.requests_written == 0 and rec.records_written == 0:
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return None
 
 
 def cmd_live(args: argparse.Namespace) -> int:
     """`servewatch live`: the console watching a live load test (recorded like `run`)."""
+    from tui.cli.budget import view_budget
+    from tui.cli.replay import open_console
+    from tui.cli.report import monitor_config_from_args
     from tui.sources.live import LiveSource
 
+    cfg = config_or_usage(args)
     try:
-        cfg = config_from_args(args)
-    except ConfigError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        from tui.budget_cli import view_budget
-
         budget, budget_origin = view_budget(args)  # no budget flags: unknown, never the teaching case
-    except (ValueError, OSError) as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        from tui.replay_cli import open_console
-        from tui.report_cli import monitor_config_from_args
-    except ImportError as exc:
-        print(f"servewatch: the console is not available ({exc}); use `servewatch run`", file=sys.stderr)
-        return EXIT_USAGE
-    try:
         mcfg = monitor_config_from_args(args)
-    except ValueError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except (ValueError, OSError) as exc:
+        raise UsageError(exc) from None
     source = LiveSource(cfg)
     code = open_console(source, args, budget, mcfg, budget_origin=budget_origin)
     try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
@@ -347,16 +306,4 @@ def cmd_live(args: argparse.Namespace) -> int:
             print(f"servewatch: {source.error}", file=sys.stderr)
     except OSError:
         pass
-    return 3 if code is None else int(code)
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="servewatch run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_arguments(p)
-    args = p.parse_args(argv)
-    return cmd_run(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return ExitCode.INSUFFICIENT if code is None else int(code)

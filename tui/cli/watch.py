@@ -14,72 +14,60 @@ import argparse
 import asyncio
 import json
 import math
-import os
 import sys
 import time
 
-from tui.core.report import EXIT_USAGE, exit_code
+from tui.core.exitcodes import UsageError
+from tui.core.report import exit_code
+from tui.sources.watch_setup import build_session
+from tui.sources.watch_setup import config_from_args as _config
+from tui.sources.watch_setup import headers_from_args as _headers
 
 EXIT_INSUFFICIENT = 3
 
 
 def add_watch_arguments(p: argparse.ArgumentParser) -> None:
-    from tui.argtypes import non_negative_float, positive_float
-    from tui.report_cli import add_acceptance_arguments
-    from tui.run_cli import header_arg
+    from tui.cli.options import add_acceptance_arguments, epilog, header_arg, non_negative_float, positive_float
+
+    p.epilog = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
+                      "servewatch watch --metrics-url http://127.0.0.1:8000/metrics --probe-rate 0.2 --url "
+                      "http://127.0.0.1:8000")
 
     s = p.add_argument_group("what to watch (one of)")
     m = s.add_mutually_exclusive_group(required=True)
     m.add_argument("--prometheus-url", metavar="URL",
-                   help="the team's Prometheus: the whole fleet, the last window at once (HTTP API /api/v1/query)")
+                   help="the team's Prometheus: the whole fleet, the last window at once (HTTP API /api/v1/query) (default: none)")
     m.add_argument("--metrics-url", metavar="URL",
                    help="one server's metrics page (TensorRT-LLM: /prometheus/metrics): one replica, judged from "
-                        "when the watch starts")
+                        "when the watch starts (default: none)")
     s.add_argument("--selector", metavar="LABELS", default=None,
-                   help="label selector such as 'model_name=\"x\"' (required when several models are present)")
+                   help="label selector such as 'model_name=\"x\"' (required when several models are present) (default: none)")
     w = p.add_argument_group("windows and output")
     w.add_argument("--once", action="store_true", help="judge one fixed window, print the verdict, exit")
-    w.add_argument("--window-minutes", type=positive_float, default=None, metavar="MIN",
+    w.add_argument("--window-minutes", type=positive_float, default=None, metavar="MINUTES",
                    help="--once window (default: the minimum window, --min-window-minutes)")
-    w.add_argument("--interval", type=positive_float, default=None, metavar="S",
+    w.add_argument("--interval", type=positive_float, default=None, metavar="SECONDS",
                    help="seconds between scrapes / queries (default 5 for --metrics-url, 30 for --prometheus-url; "
                         "with Prometheus keep it at least twice its scrape interval)")
     w.add_argument("--headless", action="store_true", help="no console: print one line per update")
-    w.add_argument("--duration", type=non_negative_float, default=None, metavar="S",
+    w.add_argument("--duration", type=non_negative_float, default=None, metavar="SECONDS",
                    help="stop after S seconds (headless; default: until Ctrl-C)")
     w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
     w.add_argument("--record", metavar="FILE", default=None,
-                   help="write the windows (and canary requests) as records, for replay and report")
+                   help="write the windows (and canary requests) as records, for replay and report (default: none)")
     c = p.add_argument_group("canary (off by default: without it watch sends the model server nothing)")
-    c.add_argument("--url", default=None, help="the model server's base URL (for --probe-rate)")
-    c.add_argument("--probe-rate", type=positive_float, default=None, metavar="R",
-                   help="one small streamed request every 1/R seconds, recorded like any load request")
-    c.add_argument("--model", default=None, help="model name for the canary (default: the first listed)")
+    c.add_argument("--url", default=None, metavar="URL", help="the model server's base URL (for --probe-rate) (default: none)")
+    c.add_argument("--probe-rate", type=positive_float, default=None, metavar="RATE",
+                   help="one small streamed request every 1/RATE seconds, recorded like any load request (default: none, "
+                        "nothing is sent)")
+    c.add_argument("--model", default=None, metavar="NAME", help="model name for the canary (default: the first listed)")
     n = p.add_argument_group("connection")
     n.add_argument("--api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding a key sent as Authorization: Bearer (never written anywhere)")
-    n.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'K: V'",
-                   help="extra request header, repeatable (values never written anywhere)")
+                   help="environment variable holding a key sent as Authorization: Bearer (never written anywhere) (default: none)")
+    n.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
+                   help="extra request header, repeatable (values never written anywhere; default: none)")
     n.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     add_acceptance_arguments(p)
-
-
-def _headers(args) -> dict:
-    h = {}
-    if args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if key:
-            h["Authorization"] = f"Bearer {key}"
-    for k, v in args.headers:
-        h[k] = v
-    return h
-
-
-def _config(args):
-    from tui.core.watch import WatchConfig
-
-    return WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
-                       min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
 
 
 def _check_url(u: str, flag: str) -> str | None:
@@ -89,54 +77,6 @@ def _check_url(u: str, flag: str) -> str | None:
     if p.scheme not in ("http", "https") or not p.hostname:
         return f"{flag} must be an http(s) URL"
     return None
-
-
-def _header_record(args, watcher, cfg) -> dict:
-    from tui import __version__
-    from tui.core.records import run_header
-    from tui.core.redact import redact_url
-
-    return run_header(
-        target={"url": redact_url(args.url) if args.url else None,
-                "metrics_url": redact_url(args.metrics_url) if args.metrics_url else None,
-                "prometheus_url": redact_url(args.prometheus_url) if args.prometheus_url else None,
-                "model": args.model},
-        load={"mode": "watch", "probe_rate": args.probe_rate},
-        synthetic=False,
-        started_at=time.time(),
-        headers={k: "<redacted>" for k in _headers(args)},
-        insecure=bool(args.insecure),
-        acceptance={"slo_ttft_ms": cfg.slo_ttft_ms, "target": cfg.target, "alpha": cfg.alpha,
-                    "min_window_s": cfg.min_window_s},
-        source={"kind": "watch", "tool": "servewatch", "version": __version__, "file": None, "sha256": None,
-                "derived": ["good fraction bracket from histogram bucket bounds",
-                            "window counts from counter deltas (metrics) or increase() (Prometheus)"]},
-        watch={"source": "prometheus" if args.prometheus_url else "metrics", "selector": args.selector,
-               "interval_s": args.interval},
-    )
-
-
-def build_session(args, client, emit=None):
-    """(session, error line) from parsed args; no network traffic happens here."""
-    from tui.sources.watch import Canary, MetricsWatcher, PrometheusWatcher, WatchSession
-
-    cfg = _config(args)
-    try:
-        if args.prometheus_url:
-            watcher = PrometheusWatcher(args.prometheus_url, selector=args.selector, client=client)
-        else:
-            watcher = MetricsWatcher(args.metrics_url, selector=args.selector, client=client)
-    except ValueError as exc:
-        return None, f"--selector: {exc}"
-    canary = None
-    if args.probe_rate:
-        canary = Canary(args.url, args.probe_rate, lambda d: session.emit(d), model=args.model,
-                        api_key_env=args.api_key_env, headers=args.headers, insecure=args.insecure,
-                        slo_ttft_ms=cfg.slo_ttft_ms)
-    interval = args.interval or (30.0 if args.prometheus_url else 5.0)
-    session = WatchSession(watcher, cfg, emit=emit, interval=interval, canary=canary,
-                           header=_header_record(args, watcher, cfg))
-    return session, None
 
 
 def usage_error(args) -> str | None:
@@ -243,13 +183,11 @@ def _json_default(o):
 def cmd_watch(args: argparse.Namespace) -> int:
     err = usage_error(args)
     if err:
-        print(f"servewatch: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(err)
     try:
         _config(args)
     except ValueError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
     if not (args.once or args.headless):
         return run_console(args)
     return asyncio.run(_headless(args))
@@ -269,21 +207,18 @@ async def _headless(args) -> int:
         try:
             rec = _open_recorder(args.record)
         except OSError as exc:
-            print(f"servewatch: cannot write {args.record}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
     client = make_client(_headers(args), insecure=args.insecure)
     try:
         session, err = build_session(args, client, emit=rec.write if rec else None)
         if err:
-            print(f"servewatch: {err}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(err)
         try:
             if args.once:
                 minutes = args.window_minutes if args.window_minutes is not None else args.min_window_minutes
                 w = await session.once(minutes * 60.0)
                 if w is None and session.watcher.engine is None:
-                    print(f"servewatch: {session.watcher.label}: {session.error}", file=sys.stderr)
-                    return EXIT_USAGE
+                    raise UsageError(f"{session.watcher.label}: {session.error}")
             else:
                 stop = asyncio.Event()
                 loop = asyncio.get_running_loop()
@@ -302,14 +237,12 @@ async def _headless(args) -> int:
                 except asyncio.CancelledError:
                     pass
         except WatchError as exc:
-            print(f"servewatch: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(exc) from None
         except Exception as exc:  # the first query/scrape could not even start
             from tui.sources.watch import QueryError
 
             if isinstance(exc, QueryError):
-                print(f"servewatch: {session.watcher.label}: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+                raise UsageError(f"{session.watcher.label}: {exc}") from None
             raise
         sys.stdout.write(format_state(session, out_json=args.json))
         return exit_code(session.verdict().state)  # no TTFT histogram and no canary: INSUFFICIENT (3)
@@ -330,8 +263,7 @@ def run_console(args) -> int:
         try:
             rec = _open_recorder(args.record)
         except OSError as exc:
-            print(f"servewatch: cannot write {args.record}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
     try:
         source = WatchConsoleSource(args, emit=rec.write if rec else None)
         sink = WatchSink(source)
@@ -354,8 +286,7 @@ def replay_watch_file(path: str, args) -> int:
         cfg = WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
                           min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
     except (AttributeError, ValueError) as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
     source = WatchFileSource(path, cfg)
     sink = WatchSink(source)
     from tui.app import build_app
@@ -429,8 +360,7 @@ def report_watch_file(path: str, args, out=None) -> int:
     if len(problems) > 5:
         print(f"servewatch: ... and {len(problems) - 5} more problem lines", file=sys.stderr)
     if engine is None:
-        print(f"servewatch: {path}: a watch file without usable watch records (0 windows)", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"{path}: a watch file without usable watch records (0 windows)")
     v = j.verdict(has_ttft=bool(ENGINES[engine].ttft))
     src = (header.get("source") or {}) if isinstance(header, dict) else {}
     w = j.span or j.last

@@ -1,4 +1,7 @@
-"""`servewatch report FILE`: the headless verdict on a record file."""
+"""`servewatch report FILE`: the headless verdict on a record file (no Textual, no httpx).
+
+Also the shared record-file reading (``analyse_file``, ``input_problem``) and ``monitor_config_from_args``
+that `run`, `sweep`, `replay`, `live` and `accept` use."""
 
 from __future__ import annotations
 
@@ -8,33 +11,17 @@ import json
 import os
 import sys
 
+from tui.cli.options import (
+    UsageError,
+    add_acceptance_arguments,
+    add_budget_arguments,
+    add_required_level_argument,
+    add_teaching_argument,
+    epilog,
+)
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import iter_blocks, not_a_record_file
-from tui.core.report import (
-    EXIT_CODES_DOC,
-    EXIT_USAGE,
-    LevelNotInFile,
-    build_report,
-    exit_code,
-    format_report,
-)
-
-
-def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
-    """The SLO / verdict flags shared by report, replay, run and live."""
-    from tui.argtypes import fraction, non_negative_float, positive_float, positive_int
-
-    g = parser.add_argument_group("acceptance target")
-    g.add_argument("--slo-ttft-ms", type=positive_float, default=1000.0, metavar="MS",
-                   help="a request is good when it completes with client TTFT at most this (default 1000)")
-    g.add_argument("--target", type=fraction, default=0.95, metavar="FRACTION",
-                   help="required good fraction (default 0.95)")
-    g.add_argument("--alpha", type=fraction, default=0.05, metavar="A",
-                   help="error level of the anytime-valid verdict test (default 0.05)")
-    g.add_argument("--min-window-minutes", type=non_negative_float, default=10.0, metavar="MIN",
-                   help="minimum observation time before PASS can be declared (default 10)")
-    g.add_argument("--min-requests", type=positive_int, default=None, metavar="N",
-                   help="minimum measured requests (default: the fewest with which PASS is possible)")
+from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
 
 
 def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig:
@@ -54,25 +41,17 @@ def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig
     return MonitorConfig(**kw)
 
 
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.argtypes import positive_float
-    from tui.budget_cli import add_budget_arguments, add_teaching_argument
-
-    parser.add_argument("file", help="record file (JSON Lines, record format v1); - reads standard input")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch report`."""
+    parser.description = "The headless verdict on a record file: measured verdict, budget and quality kept apart."
+    parser.epilog = epilog("servewatch report run.jsonl --slo-ttft-ms 500 --target 0.99",
+                           "servewatch report - --json < run.jsonl")
+    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, record format v1); - reads standard input")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_required_level_argument(parser, positive_float)
+    add_required_level_argument(parser)
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
-    parser.epilog = EXIT_CODES_DOC
-
-
-def add_required_level_argument(parser: argparse.ArgumentParser, kind) -> None:
-    """--required-level (alias --level): the level the measured verdict judges. Same flag in report and accept."""
-    parser.add_argument("--required-level", "--level", dest="required_level", type=kind, default=None, metavar="L",
-                        help="the load the deployment must carry (concurrency or req/s); the measured verdict judges "
-                             "this level (default: the highest level tested); a level not in the file is refused "
-                             "(exit 2). --level is an alias")
 
 
 def input_problem(path: str) -> str | None:
@@ -148,7 +127,8 @@ def not_record_file_problem(mon: Monitor) -> str | None:
 
 
 def run_report(path: str, args: argparse.Namespace, budget=None, out=None, default_budget: bool = True) -> int:
-    """Print the report of ``path`` and return its exit code (used by `servewatch run` too).
+    """Print the report of ``path`` and return its exit code (used by `servewatch run` too); bad usage or an
+    unusable file raises UsageError.
 
     The budget shown: ``budget``, else the budget flags, ``--teaching`` or the bundled teaching log (when
     ``default_budget``), else the record file's budget record, else unknown."""
@@ -156,9 +136,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     try:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    from tui.budget_cli import (
+        raise UsageError(exc) from None
+    from tui.cli.budget import (
         budget_from_args,
         budget_given,
         budget_source,
@@ -174,38 +153,32 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
             elif budget_given(args):
                 budget, origin = budget_from_args(args), budget_source(args)
         except (ValueError, OSError) as exc:
-            print(f"servewatch: bad budget: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"bad budget: {exc}") from None
     problem = input_problem(path)
     if problem:
-        print(f"servewatch: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    from tui.watch_cli import is_watch_file
+        raise UsageError(problem)
+    from tui.cli.watch import is_watch_file
 
     if is_watch_file(path):  # a `servewatch watch --record` file: judged like the watch itself
-        from tui.watch_cli import report_watch_file
+        from tui.cli.watch import report_watch_file
 
         return report_watch_file(path, args, out)
     try:
         mon = analyse_file(path, cfg, budget, origin)
     except OSError as exc:
-        print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:  # ImportProblem: another tool's file that cannot be imported
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(exc)) from None
     problem = not_record_file_problem(mon)
     if problem:
-        print(f"servewatch: {problem}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(problem)
     from tui.core.importers.limits import limit_snapshot
 
     snap = limit_snapshot(mon.snapshot())  # imported data without a time axis, or a sample: no verdict
     try:
         rep = build_report(snap, level=getattr(args, "required_level", None))
     except LevelNotInFile as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
     if snap.budget is not None:
         rep["budget"]["title"] = budget_title(snap.budget)
     for issue in snap.malformed_examples:
@@ -223,5 +196,6 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     return exit_code(rep["measured"]["verdict"]["state"])
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """`servewatch report FILE`."""
     return run_report(args.file, args)

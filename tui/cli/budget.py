@@ -1,18 +1,21 @@
 """`servewatch budget`: the memory budget on the command line (argparse glue, standard library only).
 
-    python -m tui.budget_cli                       # the teaching case
-    python -m tui.budget_cli --config config.json --max-seq 8192 --weights awq --gpu-gib 80
-    python -m tui.budget_cli --budget saved.json   # recompute and verify a saved budget
+    servewatch budget                       # the teaching case
+    servewatch budget --config config.json --max-seq 8192 --weights awq --gpu-gib 80
+    servewatch budget --budget saved.json   # recompute and verify a saved budget
+
+Also the budget shown beside a run (report, replay, live, accept, the no-argument console): ``view_budget``.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from tui.cli.options import UsageError, add_budget_arguments, epilog
 from tui.core.budget import (
     CANDIDATE_NOTE,
     KV_DTYPES,
@@ -43,42 +46,6 @@ _NUMERIC_FLAGS = {
 _TEXT_FLAGS = {"weights": "weights", "kv_dtype": "kv_dtype"}
 
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-
-def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
-    """Budget flags.  All default to None: nothing given means the teaching case."""
-    g = parser.add_argument_group("memory budget (`servewatch budget` with nothing given: the teaching case, 7B bf16 on "
-                                  "24 GiB; beside a run, nothing given: unknown)")
-    g.add_argument("--params", default=None, metavar="N", help="parameter count, e.g. 7e9, 8B, 270M")
-    g.add_argument("--weights", default=None, metavar="FORMAT", help="weight format: " + ", ".join(WEIGHT_FORMATS))
-    g.add_argument("--gpu-gib", dest="gpu_gib", default=None, metavar="GIB", help="memory of one GPU in GiB")
-    g.add_argument(
-        "--margin-gib", dest="margin_gib", default=None, metavar="GIB", help="runtime margin per GPU in GiB (default 3)"
-    )
-    g.add_argument("--layers", default=None, metavar="N", help="layers holding a KV cache")
-    g.add_argument("--kv-heads", dest="kv_heads", default=None, metavar="N", help="KV heads of the model")
-    g.add_argument("--head-dim", dest="head_dim", default=None, metavar="N", help="elements per head")
-    g.add_argument("--max-seq", dest="max_seq", default=None, metavar="TOKENS", help="tokens per sequence")
-    g.add_argument("--kv-dtype", dest="kv_dtype", default=None, metavar="DTYPE", help="KV cache: " + ", ".join(KV_DTYPES))
-    g.add_argument("--tp", default=None, metavar="N", help="tensor-parallel GPUs")
-    g.add_argument("--block-size", dest="block_size", default=None, metavar="TOKENS", help="paged KV block (default 16)")
-    g.add_argument("--config", default=None, metavar="PATH", help="Hugging Face config.json; other flags override it")
-    g.add_argument("--budget", default=None, metavar="FILE", help="load, recompute and verify a saved budget JSON")
-
-
-def add_budget_command(subparsers: Any) -> argparse.ArgumentParser:
-    """Register the `budget` subcommand (budget flags + --json + --out)."""
-    p = subparsers.add_parser(
-        "budget",
-        help="memory budget: does it fit, and a memory-only concurrency candidate to load-test",
-        description="Weights + runtime margin + KV cache per sequence -> a memory-only concurrency candidate. "
-        + CANDIDATE_NOTE,
-    )
-    add_budget_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the budget as JSON")
-    p.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE")
-    p.set_defaults(func=cmd_budget)
-    return p
 
 
 def _parse_value(flag: str, raw: Any, kind: str) -> float | int:
@@ -223,7 +190,7 @@ def format_budget_text(result: BudgetResult) -> str:
     if i.tp > 1:
         weights_how = f"({weights_how}) / tp {i.tp}"
     rows = [
-        (f"gpu_memory={_gib(i.gpu_gib)}", "one GPU"),
+        (f"gpu_memory={_gib(i.gpu_gib)}", "one GPU" if i.tp == 1 else f"each of the {i.tp} GPUs (tensor parallel)"),
         (f"weights={_gib(result.weights_gib)}", weights_how),
         (f"runtime_margin={_gib(result.margin_gib)}", "allowance, not measured"),
         (f"cache_budget={_gib(result.cache_budget_gib)}", "gpu_memory - weights - runtime_margin"),
@@ -257,25 +224,39 @@ def format_budget_text(result: BudgetResult) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+DESCRIPTION = ("Memory budget: weights + runtime margin + KV cache per sequence -> a memory-only concurrency "
+               "candidate. " + CANDIDATE_NOTE)
+EPILOG = epilog("servewatch budget --params 8B --weights awq --gpu-gib 80 --max-seq 8192",
+                "servewatch budget --config config.json --tp 2 --json --out budget.json",
+                codes="exit codes: 0 budget printed, 2 bad usage or unreadable input")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch budget` (light: imports nothing beyond the standard library and tui.core)."""
+    parser.description = DESCRIPTION
+    parser.epilog = EPILOG
+    add_budget_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the budget as JSON (loadable with --budget FILE)")
+    parser.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE (default: none)")
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def cmd_budget(args: argparse.Namespace) -> int:
-    """Print the budget (text, or JSON with --json); save JSON with --out.  0 on success, 2 on bad input."""
+def run(args: argparse.Namespace) -> int:
+    """Print the budget (text, or JSON with --json); save JSON with --out.  0 on success; bad input: UsageError."""
     try:
         result = budget_from_args(args)
     except (ValueError, OSError) as exc:
-        print(f"servewatch budget: error: {_one_line(exc)}", file=sys.stderr)
-        return 2
+        raise UsageError(f"budget: {_one_line(exc)}") from None
     text = budget_to_json(result)
     out = getattr(args, "out", None)
     if out:
         try:
             Path(out).write_text(text + "\n", encoding="utf-8")
         except OSError as exc:
-            print(f"servewatch budget: error: cannot write {out}: {_one_line(exc)}", file=sys.stderr)
-            return 2
+            raise UsageError(f"budget: cannot write {out}: {_one_line(exc)}") from None
     if getattr(args, "json", False):
         print(text)
     else:
@@ -285,38 +266,9 @@ def cmd_budget(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m tui.budget_cli",
-        description="Memory budget: weights + runtime margin + KV cache per sequence -> a memory-only "
-        "concurrency candidate. " + CANDIDATE_NOTE,
-    )
-    add_budget_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the budget as JSON")
-    parser.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return cmd_budget(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 # --------------------------------------------------------------------------------------------
 # The budget shown beside a run (report, replay, live, accept, the no-argument console)
 # --------------------------------------------------------------------------------------------
-
-
-def add_teaching_argument(parser: argparse.ArgumentParser) -> None:
-    """``--teaching``: show the teaching case's budget beside a run (views only; never a default)."""
-    parser.add_argument(
-        "--teaching", action="store_true",
-        help="show the teaching case's budget (7B bf16 on a 24 GiB GPU: an example, not your model) beside the run; "
-        "without budget flags, --teaching or a budget record in the file the budget is unknown",
-    )
 
 
 def budget_source(args: argparse.Namespace) -> str | None:

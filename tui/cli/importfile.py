@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-EXIT_USAGE = 2
+from tui.core.exitcodes import UsageError
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,10 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
                           "benchmarks.json/.yaml, vllm bench serve --save-detailed JSON, LLMPerf "
                           "*_individual_responses.json, inference-perf per_request_lifecycle_metrics.json) to a "
                           "servewatch record file. The format is recognised by content, not by file name.")
-    parser.epilog = "exit codes: 0 converted, 2 bad usage, unreadable or not importable"
+    from tui.cli.options import epilog
+
+    parser.epilog = epilog("servewatch import profile_export.jsonl --out run.jsonl",
+                           codes="exit codes: 0 converted, 2 bad usage, unreadable or not importable")
     parser.add_argument("file", help="the other tool's output file")
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="record file to write (default: FILE with .servewatch.jsonl appended)")
@@ -32,32 +35,26 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     path = args.file
     if not os.path.exists(path):
-        print(f"servewatch: cannot read {path}: no such file", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"cannot read {path}: no such file")
     if os.path.isdir(path):
-        print(f"servewatch: {path} is a folder; give the per-request file inside it", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"{path} is a folder; give the per-request file inside it")
     try:
         res = import_file(path)
     except ImportProblem as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(exc) from None
     except OSError as exc:
-        print(f"servewatch: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     for issue in res.issues[:20]:
         print(f"servewatch: {issue}", file=sys.stderr)
     if len(res.issues) > 20:
         print(f"servewatch: ... and {len(res.issues) - 20} more problem entries", file=sys.stderr)
     if res.converted == 0:
-        print(f"servewatch: {path}: nothing importable (0 of {res.entries} entries usable)", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"{path}: nothing importable (0 of {res.entries} entries usable)")
     out = args.out or (path + ".servewatch.jsonl")
     try:
         lines = write_records(res, out)
     except OSError as exc:
-        print(f"servewatch: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
     src = res.header.get("source", {})
     summary = {"file": path, "format": res.format, "tool": src.get("tool"), "out": out, "lines_written": lines,
                "entries": res.entries, "converted": res.converted, "problems": len(res.issues),

@@ -1,0 +1,162 @@
+"""The `servewatch` command line: one module per command, one module of shared options, one boundary.
+
+Layout::
+
+    tui/cli/__init__.py   the command table, the top-level parser and ``main()`` (the one boundary)
+    tui/cli/options.py    shared options (acceptance/SLO, budget, console, HTTP/TLS/headers) and value types
+    tui/cli/budget.py     budget                       tui/cli/run.py      run, live
+    tui/cli/report.py     report                       tui/cli/sweep.py    sweep
+    tui/cli/replay.py     replay, the no-argument console
+    tui/cli/quality.py    quality                      tui/cli/accept.py   accept
+
+Lazy loading: a command's module is imported only when that command runs (or its ``--help`` is asked for), so
+``servewatch budget`` never imports httpx or Textual.  ``servewatch --help`` lists every command from
+:data:`COMMANDS` without importing any of them.  A command module that fails to import raises: no command is
+ever hidden by an ImportError.
+
+The boundary: a command raises :class:`~tui.core.exitcodes.UsageError` ("one line") for bad usage or unreadable
+input; ``main()`` prints ``servewatch: <line>`` on stderr and returns 2.  Ctrl-C returns 130 quietly; a closed
+standard output (``servewatch budget --json | head -1``) returns 141 quietly.  Exit codes: ``tui.core.exitcodes``.
+
+Adding a command (e.g. ``watch``) is one module plus one table entry:
+
+1. ``tui/cli/watch.py`` with ``add_arguments(parser)`` (declares the flags; imports nothing heavy, shared flags
+   from ``tui.cli.options``; set ``parser.epilog = options.epilog("servewatch watch ...")`` for the example and
+   exit codes) and ``run(args) -> int`` (imports what it needs inside; raises ``UsageError`` for bad usage);
+2. ``"watch": Command("tui.cli.watch", "one-line help"),`` in :data:`COMMANDS`.
+
+tests/test_cli.py then checks its help (an example, every default), its placeholder names and its lazy import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tui import __version__
+from tui.cli.options import HelpFormatter, add_console_default_arguments
+from tui.core.exitcodes import EXIT_CODES_DOC, ExitCode, UsageError
+
+__all__ = ["COMMANDS", "Command", "ExitCode", "UsageError", "build_parser", "main"]
+
+DESCRIPTION = (
+    "servewatch: is this LLM deployment ready for real traffic? Budget (does it fit?), load (does it finish "
+    "in time?) and quality (are answers still usable?) kept apart. With no command: the console replaying the "
+    "bundled sample run (its flags below)."
+)
+
+EPILOG = ("examples:\n  servewatch --speed 16\n  servewatch budget --params 8B --gpu-gib 80\n"
+          "  servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4\n"
+          "  servewatch report run.jsonl\n\n"
+          "`servewatch COMMAND --help` shows a command's flags.\n\n" + EXIT_CODES_DOC)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One row of the command table: where the command lives and its one-line help."""
+
+    module: str
+    help: str
+    add: str = "add_arguments"
+    run: str = "run"
+
+    def load(self) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]:
+        mod = importlib.import_module(self.module)  # an ImportError surfaces: no command is hidden
+        return getattr(mod, self.add), getattr(mod, self.run)
+
+
+COMMANDS: dict[str, Command] = {
+    "budget": Command("tui.cli.budget", "memory budget: a concurrency candidate to test (not a limit)"),
+    "report": Command("tui.cli.report", "headless verdict on a record file"),
+    "replay": Command("tui.cli.replay", "the console replaying a record file"),
+    "run": Command("tui.cli.run", "headless load test against a server, recorded", "add_run_arguments", "cmd_run"),
+    "live": Command("tui.cli.run", "the console watching a live load test", "add_live_arguments", "cmd_live"),
+    "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
+    "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
+    "accept": Command("tui.cli.accept", "write the acceptance report"),
+    "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "
+                     "nothing)", "add_watch_arguments", "cmd_watch"),
+    "import": Command("tui.cli.importfile", "convert another tool's run (AIPerf, GuideLLM, vLLM bench, LLMPerf, "
+                      "inference-perf) to a record file", "add_import_arguments", "cmd_import"),
+    "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE",
+                       "add_compare_arguments", "cmd_compare"),
+}
+
+CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *a, **kw) -> None:
+        kw.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*a, **kw)
+
+    def error(self, message: str):  # exit 2 with one line, never a traceback
+        self.exit(ExitCode.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The top-level parser.  ``only``: the commands whose flags are declared (their modules imported);
+    None: all of them.  The others are listed (name and help) but take no flags."""
+    p = _Parser(prog="servewatch", description=DESCRIPTION, epilog=EPILOG)
+    p.add_argument("--version", action="version", version=f"servewatch {__version__}")
+    add_console_default_arguments(p)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, command in COMMANDS.items():
+        sp = sub.add_parser(name, help=command.help, description=command.help, epilog=EXIT_CODES_DOC)
+        if only is None or name in only:
+            add, run = command.load()
+            add(sp)
+            sp.set_defaults(func=run)
+    return p
+
+
+def _quiet_closed_stdout() -> None:
+    """After a BrokenPipeError: point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests capture it)
+        pass
+
+
+def _dispatch(argv: list[str]) -> int:
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    # console flags before a command (`servewatch --theme light replay f`) are refused below, after parsing
+    named = command or next((a for a in argv if a in COMMANDS), None)
+    parser = build_parser(only=[named] if named else [])
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors: one line on stderr, exit 2 (help/version: 0)
+        return int(exc.code or 0) if isinstance(exc.code, int) else ExitCode.USAGE
+    if args.command is None:
+        _add, run = CONSOLE.load()
+        return int(run(args) or 0)
+    if command is None:  # console flags before a command: `servewatch --theme light replay f`
+        raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
+    return int(args.func(args) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `servewatch` entry point: the one place that turns errors into exit codes."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
+        return code
+    except UsageError as exc:
+        print(f"servewatch: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt:
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        return ExitCode.BROKEN_PIPE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

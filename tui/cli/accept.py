@@ -1,0 +1,180 @@
+"""`servewatch accept`: the acceptance report (acceptance.md, .json, .html) from record files, a quality result
+and the budget.  Argparse glue around ``tui.core.acceptance``.
+
+Exit codes: 0 ready for real traffic, 1 something failed, 3 evidence missing, 2 bad usage or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+from tui import __version__
+from tui.cli.options import (
+    UsageError,
+    add_acceptance_arguments,
+    add_budget_arguments,
+    add_required_level_argument,
+    add_teaching_argument,
+    epilog,
+    non_negative_float,
+    positive_int,
+)
+from tui.cli.quality import _err, _httpx_version, _now_iso, _read_json
+from tui.core import quality as Q
+
+ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
+                   "3 evidence missing, 2 bad usage or unreadable input")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch accept`."""
+    parser.description = (
+        "Write the acceptance report (acceptance.md, acceptance.json, acceptance.html): budget, environment, load "
+        "configuration, measured results per level, quality, cost basis, rollback conditions and the three-part "
+        "conclusion. 'Ready for real traffic' only when the budget fits, the load test PASSes and quality PASSes."
+    )
+    parser.epilog = epilog("servewatch accept --records run.jsonl --quality quality-result.json --params 8B "
+                           "--gpu-gib 80 --out report/",
+                           codes=ACCEPT_EXIT_DOC)
+    parser.add_argument("--records", nargs="+", required=True, metavar="FILE",
+                        help="record files (JSON Lines, v1; required, no default; - reads standard input)")
+    parser.add_argument("--quality", default=None, metavar="FILE",
+                        help="result JSON of `servewatch quality` (default: none, quality is not run)")
+    parser.add_argument("--rollback", default=None, metavar="FILE",
+                        help="extra rollback conditions: one rule per line, or a JSON list (default: none)")
+    parser.add_argument("--out", default=".", metavar="DIR", help="directory for the report files (default: .)")
+    parser.add_argument("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
+                        help="price of one GPU-hour in USD (default: none, no cost figures)")
+    parser.add_argument("--gpus", type=positive_int, default=None, metavar="N",
+                        help="GPUs the deployment uses (default 1)")
+    parser.add_argument("--no-html", action="store_true", help="do not write acceptance.html")
+    add_required_level_argument(parser)
+    add_acceptance_arguments(parser)
+    add_budget_arguments(parser)
+    add_teaching_argument(parser)
+
+
+def read_rollback_file(path: str) -> list[str]:
+    """User rollback rules: a JSON list (strings or objects) or one rule per line (# comments). Raises ValueError."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read rollback file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from tui.core.acceptance import parse_rollback_rules
+
+    return parse_rollback_rules(text, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`servewatch accept`."""
+    from tui.cli.budget import view_budget
+    from tui.cli.report import (
+        analyse_file,
+        input_problem,
+        monitor_config_from_args,
+        not_record_file_problem,
+    )
+    from tui.core import acceptance as A
+
+    try:
+        cfg = monitor_config_from_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        budget, budget_origin = view_budget(args, args.records)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"bad budget: {exc}") from None
+    if args.gpu_hour_usd is not None and not args.gpu_hour_usd < 1e9:
+        raise UsageError("--gpu-hour-usd must be a price >= 0")
+    user_rules: list[str] = []
+    if args.rollback:
+        try:
+            user_rules = read_rollback_file(args.rollback)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    quality_doc = None
+    if args.quality:
+        try:
+            quality_doc = _read_json(args.quality, "quality result")
+            Q.recheck(quality_doc)
+        except (ValueError, Q.SetError) as exc:
+            raise UsageError(f"{args.quality}: {exc}") from None
+    runs = []
+    if args.records.count("-") > 1:
+        raise UsageError("standard input (-) can be read once")
+    record_budget = None
+    for path in args.records:
+        problem = input_problem(path)
+        if problem:
+            raise UsageError(problem)
+        try:
+            mon = analyse_file(path, cfg, budget, budget_origin)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # another tool's file that cannot be imported
+            raise UsageError(str(exc)) from None
+        problem = not_record_file_problem(mon)
+        if problem:
+            raise UsageError(problem)
+        from tui.core.importers.limits import limit_snapshot
+
+        snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict
+        for issue in snap.malformed_examples:
+            _err(str(issue))
+        if budget is None and snap.budget is not None and record_budget is None:
+            record_budget = (snap.budget, f"budget record in {mon.source}")
+        runs.append(A.RunInput(source=mon.source, snapshot=snap))
+    if budget is None and record_budget is not None:  # the first file's budget record (verified on load)
+        budget, budget_origin = record_budget
+    out_dir = Path(args.out)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
+    try:
+        A.measured_section(runs, None, args.required_level)  # a level not in the files: exit 2 before writing
+    except A.LevelNotInFile as exc:
+        raise UsageError(str(exc)) from None
+    doc = A.build_acceptance(
+        runs=runs,
+        budget=budget,
+        budget_source=budget_origin,
+        quality=quality_doc,
+        quality_source=args.quality,
+        cost=A.CostInputs(gpu_hour_usd=args.gpu_hour_usd, gpus=args.gpus),
+        rollback_rules=user_rules,
+        rollback_source=args.rollback,
+        slo_ttft_ms=cfg.slo_ttft_ms,
+        target=cfg.target,
+        alpha=cfg.alpha,
+        min_window_s=cfg.min_window_s,
+        required_level=args.required_level,
+        generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
+        generated_at=_now_iso(),
+    )
+    md = A.render_markdown(doc)
+    written = []
+    try:
+        for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")):
+            (out_dir / name).write_text(content, encoding="utf-8")
+            written.append(str(out_dir / name))
+        if not args.no_html:
+            (out_dir / "acceptance.html").write_text(A.render_html(doc, md), encoding="utf-8")
+            written.append(str(out_dir / "acceptance.html"))
+    except OSError as exc:
+        raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None
+    c = doc["conclusion"]
+    if doc.get("banner"):
+        print(doc["banner"])
+    print(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})")
+    if doc["measured"].get("judged"):
+        print(f"  {doc['measured']['judged']['text']}")
+    if doc["budget"].get("capacity_vs_server"):
+        print(f"  {doc['budget']['capacity_vs_server']}")
+    for line in c["missing_or_failed"]:
+        print(f"  {line}")
+    print("wrote " + ", ".join(written))
+    return int(doc["exit_code"])

@@ -1,0 +1,278 @@
+"""Options shared by several commands, and the argparse value types (standard library + ``tui.core`` only).
+
+Every placeholder name comes from one vocabulary (``FILE``, ``DIR``, ``URL``, ``NAME``, ``MS``, ``SECONDS``,
+``MINUTES``, ``FRACTION``, ``N``, ``LIST``, ``GIB``, ``TOKENS``, ``FACTOR``, ``USD``, ``VAR``, ``FORMAT``,
+``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``), and every option's help states its default (or that it
+has none): :class:`HelpFormatter` appends ``(default: X)`` where the text does not say it already.
+
+Every float type refuses ``nan`` and ``inf`` (and negatives where a negative means nothing) with one line.
+Contradictory flags (``--speed`` with ``--max-speed``, ``--rolling-seconds`` with ``--rolling-requests``) are
+mutually exclusive groups: argparse refuses them with one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
+
+# ------------------------------------------------------------------ help
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's line breaks (examples) and states each option's default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not action.option_strings or "default" in text.lower() or "%(default)" in text:
+            return text
+        if action.default is None or action.default is argparse.SUPPRESS or isinstance(action.default, bool):
+            return text
+        if isinstance(action.default, (list, tuple)) and not action.default:
+            return text
+        return text + " (default: %(default)s)"
+
+
+def epilog(*examples: str, codes: str = EXIT_CODES_DOC) -> str:
+    """The epilog of a command: its examples, then its exit codes."""
+    lines = ["example:" if len(examples) == 1 else "examples:"] + [f"  {e}" for e in examples]
+    return "\n".join(lines) + "\n\n" + codes
+
+
+# ------------------------------------------------------------------ value types
+
+
+def _number(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return v
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    v = _number(text)
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def non_negative_float(text: str) -> float:
+    v = _number(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return v
+
+
+def fraction(text: str) -> float:
+    """Strictly between 0 and 1 (a target, an error level)."""
+    v = positive_float(text)
+    if not v < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return v
+
+
+def margin_fraction(text: str) -> float:
+    """From 0 (inclusive) up to 1 (a quality margin)."""
+    v = non_negative_float(text)
+    if not v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 0 and < 1 (a fraction, e.g. 0.05), got {text}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    v = _whole(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def non_negative_int(text: str) -> int:
+    v = _whole(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return v
+
+
+def levels(kind: type):
+    """A comma-separated list of load levels (``1,2,4,8``), each > 0 and finite."""
+
+    def parse(text: str) -> list[float]:
+        out = []
+        for part in str(text).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                v = kind(part)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"not a {'whole number' if kind is int else 'number'}: {part!r}") from None
+            if not v > 0 or v != v or v == float("inf"):
+                raise argparse.ArgumentTypeError(f"levels must be > 0, got {part!r}")
+            out.append(float(v))
+        if not out:
+            raise argparse.ArgumentTypeError("give at least one level, e.g. 1,2,4,8")
+        return out
+
+    return parse
+
+
+def token_range(text: str) -> tuple[int, int]:
+    """``N`` or ``MIN-MAX`` (inclusive, uniform)."""
+    s = str(text).strip()
+    lo_s, sep, hi_s = s.partition("-")
+    try:
+        lo = int(lo_s)
+        hi = int(hi_s) if sep else lo
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or MIN-MAX, got {text!r}") from None
+    if lo < 1 or hi < lo:
+        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX, got {text!r}")
+    return lo, hi
+
+
+def header_arg(text: str) -> tuple[str, str]:
+    """``'Name: value'`` (the value is never echoed in an error)."""
+    name, sep, value = str(text).partition(":")
+    name = name.strip()
+    if not sep or not name or any(c in name for c in " \t\r\n"):
+        raise argparse.ArgumentTypeError("expected 'Name: value'")
+    return name, value.strip()
+
+
+# ------------------------------------------------------------------ acceptance target (SLO and verdict)
+
+
+def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
+    """The SLO / verdict flags shared by report, replay, run, live, sweep and accept."""
+    g = parser.add_argument_group("acceptance target")
+    g.add_argument("--slo-ttft-ms", type=positive_float, default=1000.0, metavar="MS",
+                   help="a request is good when it completes with client TTFT at most this (default 1000)")
+    g.add_argument("--target", type=fraction, default=0.95, metavar="FRACTION",
+                   help="required good fraction (default 0.95)")
+    g.add_argument("--alpha", type=fraction, default=0.05, metavar="FRACTION",
+                   help="error level of the anytime-valid verdict test (default 0.05)")
+    g.add_argument("--min-window-minutes", type=non_negative_float, default=10.0, metavar="MINUTES",
+                   help="minimum observation time before PASS can be declared (default 10)")
+    g.add_argument("--min-requests", type=positive_int, default=None, metavar="N",
+                   help="minimum measured requests (default: the fewest with which PASS is possible)")
+
+
+def add_required_level_argument(parser: argparse.ArgumentParser) -> None:
+    """--required-level (alias --level): the level the measured verdict judges. Same flag in report and accept."""
+    parser.add_argument("--required-level", "--level", dest="required_level", type=positive_float, default=None,
+                        metavar="LEVEL",
+                        help="the load the deployment must carry (concurrency or req/s); the measured verdict judges "
+                             "this level (default: the highest level tested); a level not in the file is refused "
+                             "(exit 2). --level is an alias")
+
+
+# ------------------------------------------------------------------ memory budget
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    """Budget flags.  All default to None: nothing given means the teaching case (`budget`) or unknown (beside a run)."""
+    from tui.core.budget import KV_DTYPES, WEIGHT_FORMATS
+
+    g = parser.add_argument_group("memory budget (`servewatch budget` with nothing given: the teaching case, 7B bf16 on "
+                                  "24 GiB; beside a run, nothing given: unknown)")
+    g.add_argument("--params", default=None, metavar="N",
+                   help="parameter count, e.g. 7e9, 8B, 270M (default: 7B, the teaching case)")
+    g.add_argument("--weights", default=None, metavar="FORMAT",
+                   help="weight format: " + ", ".join(WEIGHT_FORMATS) + " (default: bf16)")
+    g.add_argument("--gpu-gib", dest="gpu_gib", default=None, metavar="GIB",
+                   help="memory of one GPU in GiB (default: 24)")
+    g.add_argument("--margin-gib", dest="margin_gib", default=None, metavar="GIB",
+                   help="runtime margin per GPU in GiB (default: 3)")
+    g.add_argument("--layers", default=None, metavar="N",
+                   help="layers holding a KV cache (default: 32, the teaching case's)")
+    g.add_argument("--kv-heads", dest="kv_heads", default=None, metavar="N",
+                   help="KV heads of the model (default: 8, the teaching case's)")
+    g.add_argument("--head-dim", dest="head_dim", default=None, metavar="N",
+                   help="elements per head (default: 128, the teaching case's)")
+    g.add_argument("--max-seq", dest="max_seq", default=None, metavar="TOKENS",
+                   help="tokens per sequence (default: 4096)")
+    g.add_argument("--kv-dtype", dest="kv_dtype", default=None, metavar="DTYPE",
+                   help="KV cache: " + ", ".join(KV_DTYPES) + " (default: bf16)")
+    g.add_argument("--tp", default=None, metavar="N", help="tensor-parallel GPUs (default: 1)")
+    g.add_argument("--block-size", dest="block_size", default=None, metavar="TOKENS",
+                   help="paged KV block (default: 16)")
+    g.add_argument("--config", default=None, metavar="FILE",
+                   help="Hugging Face config.json; other flags override it (default: none)")
+    g.add_argument("--budget", default=None, metavar="FILE",
+                   help="load, recompute and verify a saved budget JSON (default: none)")
+
+
+def add_teaching_argument(parser: argparse.ArgumentParser) -> None:
+    """``--teaching``: show the teaching case's budget beside a run (views only; never a default)."""
+    parser.add_argument(
+        "--teaching", action="store_true",
+        help="show the teaching case's budget (7B bf16 on a 24 GiB GPU: an example, not your model) beside the run; "
+        "without budget flags, --teaching or a budget record in the file the budget is unknown",
+    )
+
+
+# ------------------------------------------------------------------ the console
+
+
+def add_console_arguments(parser: argparse.ArgumentParser) -> None:
+    """Console options shared by `replay`, `live` and the no-argument console."""
+    g = parser.add_argument_group("console")
+    g.add_argument("--theme", default=None, metavar="NAME",
+                   help="dark, light, high-contrast or one from --themes-dir (default: dark)")
+    g.add_argument("--themes-dir", dest="themes_dir", default=None, metavar="DIR",
+                   help="extra theme TOML files (default: none)")
+    g.add_argument("--export-dir", dest="export_dir", default="exports", metavar="DIR",
+                   help="where ctrl+s writes the SVG screenshot and JSON snapshot (default ./exports)")
+
+
+def add_rolling_arguments(parser: argparse.ArgumentParser) -> None:
+    """The console's rolling window (`replay`, `live`): seconds or requests, not both."""
+    g = parser.add_argument_group("rolling window (one of)")
+    m = g.add_mutually_exclusive_group()
+    m.add_argument("--rolling-seconds", dest="rolling_seconds", type=positive_float, default=None, metavar="SECONDS",
+                   help="rolling window length in record time (default 60)")
+    m.add_argument("--rolling-requests", dest="rolling_requests", type=positive_int, default=None, metavar="N",
+                   help="rolling window = the last N requests instead (default: off, the window is in seconds)")
+
+
+def add_speed_arguments(parser: argparse.ArgumentParser, default_text: str) -> None:
+    """--speed FACTOR or --max-speed (not both)."""
+    g = parser.add_argument_group("replay speed (one of)")
+    m = g.add_mutually_exclusive_group()
+    m.add_argument("--speed", type=positive_float, default=None, metavar="FACTOR",
+                   help=f"replay FACTOR times faster than recorded; +/- change it while running ({default_text})")
+    m.add_argument("--max-speed", dest="max_speed", action="store_true", help="replay as fast as possible")
+
+
+def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments accepted by `servewatch` with no command (the console on the bundled sample run)."""
+    add_speed_arguments(parser, "default: fast enough to show the whole sample in about a minute")
+    add_console_arguments(parser)
+    add_teaching_argument(parser)
+
+
+# ------------------------------------------------------------------ HTTP: endpoint, credentials, TLS, headers
+
+
+def add_http_arguments(parser: argparse.ArgumentParser, *, title: str = "connection") -> argparse._ArgumentGroup:
+    """Credentials, extra headers and TLS, as `run`, `live`, `sweep` and `quality` take them."""
+    c = parser.add_argument_group(title)
+    c.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="environment variable holding the API key, sent as Authorization: Bearer "
+                        "(default OPENAI_API_KEY; never recorded)")
+    c.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
+                   help="extra request header, repeatable (default: none; values never recorded)")
+    c.add_argument("--insecure", action="store_true",
+                   help="do not verify TLS certificates (recorded; SSL_CERT_FILE / SSL_CERT_DIR add trusted CAs)")
+    return c

@@ -1,0 +1,289 @@
+"""`servewatch quality` (quality regression: candidate vs baseline).
+
+Argparse glue around ``tui.core.quality`` and ``tui.sources.quality_runner`` (imported when the command runs).
+Exit codes: 0 PASS, 1 FAIL, 3 no evidence or no baseline, 2 bad usage, an unusable endpoint or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from tui import __version__
+from tui.cli.options import (
+    UsageError,
+    add_http_arguments,
+    epilog,
+    fraction,
+    margin_fraction,
+    positive_float,
+    positive_int,
+)
+from tui.core import quality as Q
+
+QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop is below the margin), 1 FAIL "
+                    "(candidate worse than the baseline by more than the margin), 3 NO_EVIDENCE or no baseline, "
+                    "2 bad usage, an endpoint that cannot be used (unreachable, TLS or HTTP error) or unreadable input")
+
+
+def default_set_path() -> str | None:
+    from tui.resources import bundled_file
+
+    p = bundled_file("quality", "starter.jsonl")
+    return None if p is None else str(p)
+
+
+def _err(msg: str) -> None:
+    """A warning line on stderr (the command goes on); bad usage raises UsageError instead."""
+    print(f"servewatch: {msg}", file=sys.stderr)
+
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+
+
+# =====================================================================================
+# quality
+# =====================================================================================
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch quality`."""
+    parser.description = (
+        "Run a quality regression set against the candidate deployment (and a baseline endpoint, or compare "
+        "with a saved baseline result) with deterministic sampling, and judge whether quality regressed. "
+        "A failed request counts as a failed case."
+    )
+    parser.epilog = epilog("servewatch quality --url http://127.0.0.1:8080 --baseline-url http://127.0.0.1:8081",
+                           "servewatch quality --url http://127.0.0.1:8080 --baseline quality-result.json --json",
+                           codes=QUALITY_EXIT_DOC)
+    parser.add_argument("--url", required=True, metavar="URL",
+                        help="candidate endpoint (OpenAI-compatible base URL, with or without /v1; required, no default)")
+    parser.add_argument("--model", default=None, metavar="NAME",
+                        help="candidate model name (default: the first of /v1/models)")
+    b = parser.add_mutually_exclusive_group()
+    b.add_argument("--baseline-url", default=None, metavar="URL",
+                   help="baseline endpoint: the set is run there too (default: none; without it or --baseline the "
+                        "verdict is NO_BASELINE)")
+    b.add_argument("--baseline", default=None, metavar="FILE",
+                   help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
+    parser.add_argument("--baseline-model", default=None, metavar="NAME",
+                        help="model name on the baseline endpoint (default: the first of its /v1/models)")
+    parser.add_argument("--set", dest="set_path", default=None, metavar="FILE",
+                        help="regression set (JSON Lines; default: the bundled STARTER set quality/starter.jsonl)")
+    parser.add_argument("--out", default="quality-result.json", metavar="FILE",
+                        help="write the result JSON here (default quality-result.json)")
+    parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
+    parser.add_argument("--long-context-tokens", type=positive_int, default=None, metavar="TOKENS",
+                        help="filler length of the generated long-context cases, at least 16 (default: the set's value)")
+    parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
+                        help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
+    parser.add_argument("--alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
+                        help="error level of the tests (default 0.05)")
+    parser.add_argument("--min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
+                        help="fewest usable paired cases with which PASS is possible (default 20; with every pair "
+                             "concordant the test itself needs 59 at the default margin and alpha)")
+    parser.add_argument("--concurrency", type=positive_int, default=1, metavar="N",
+                        help="requests in flight at once, 1 to 64 (default 1: batching can perturb greedy decoding)")
+    parser.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                        help="read timeout per request in seconds (default 120)")
+    parser.add_argument("--seed", type=int, default=Q.DEFAULT_SEED, metavar="N",
+                        help="sampling seed sent with every request (default %(default)s)")
+    c = add_http_arguments(parser, title="credentials, headers and TLS (both endpoints)")
+    c.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
+                   help="API key variable for the baseline endpoint (default: --api-key-env)")
+
+
+def _headers_for(url: str, env_var: str | None, extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from the URL's user info."""
+    from tui.sources.openai_http import auth_headers
+
+    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()))
+
+
+def _check_url(url: str, flag: str) -> None:
+    from urllib.parse import urlsplit
+
+    p = urlsplit(str(url).strip())
+    if p.scheme not in ("http", "https") or not p.hostname:
+        raise ValueError(f"{flag} must be an http(s) URL")
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{what} {path} is not valid JSON: {str(exc)[:80]}") from None
+
+
+def _progress(label: str):
+    def cb(done: int, total: int, row: dict) -> None:
+        mark = "pass" if row.get("passed") else ("ERROR " + str(row.get("error")) if row.get("error") else "fail")
+        print(f"  [{label} {done}/{total}] {row['id']}: {mark}", file=sys.stderr)
+
+    return cb
+
+
+def run(args: argparse.Namespace) -> int:
+    """`servewatch quality`."""
+    from tui.sources.quality_runner import ProbeError, QualityRunner
+
+    # ---- usage checks (the value types refuse nan, inf, negatives and fractions outside 0..1)
+    try:
+        _check_url(args.url, "--url")
+        if args.baseline_url:
+            _check_url(args.baseline_url, "--baseline-url")
+    except ValueError as exc:
+        raise UsageError(exc) from None
+    if args.concurrency > 64:
+        raise UsageError("--concurrency must be from 1 to 64")
+    if args.long_context_tokens is not None and args.long_context_tokens < 16:
+        raise UsageError("--long-context-tokens must be >= 16")
+    extra = dict(args.headers)
+    set_path = args.set_path or default_set_path()
+    if set_path is None:
+        raise UsageError("no regression set: pass --set FILE (the bundled starter set was not found)")
+    try:
+        raw = Path(set_path).read_bytes()
+        set_text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the set {set_path}: {getattr(exc, 'strerror', None) or exc}") from None
+    set_sha = hashlib.sha256(raw).hexdigest()
+    probe = Q.parse_set(set_text, set_path, long_context_tokens=args.long_context_tokens)
+    if probe.problems:
+        for p in probe.problems[:20]:
+            _err(p)
+        raise UsageError(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
+    baseline_doc = None
+    if args.baseline:
+        try:
+            baseline_doc = Q.baseline_from_result(_read_json(args.baseline, "baseline file"))
+        except Q.SetError as exc:
+            raise UsageError(f"{args.baseline}: {exc}") from None
+        except ValueError as exc:
+            raise UsageError(exc) from None
+
+    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
+    base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
+                                              args.baseline_api_key_env or args.api_key_env, extra)
+    secrets = cand_secrets + base_secrets + list(cand_headers.values()) + list(base_headers.values())
+    insecure = bool(getattr(args, "insecure", False))
+    cand = QualityRunner(args.url, model=args.model, headers=cand_headers, concurrency=args.concurrency,
+                         timeout=args.timeout, seed=args.seed, extra_secrets=secrets, insecure=insecure)
+    base = None
+    if args.baseline_url:
+        base = QualityRunner(args.baseline_url, model=args.baseline_model, headers=base_headers,
+                             concurrency=args.concurrency, timeout=args.timeout, seed=args.seed, extra_secrets=secrets,
+                             insecure=insecure)
+
+    async def probe_all() -> None:
+        """Both endpoints answer before any case is sent (as `run` checks before load)."""
+        lc_given = (baseline_doc or {}).get("long_context") or {}
+        calibrate = not isinstance(lc_given.get("chars_per_token"), (int, float))
+        jobs = [cand.probe(calibrate=calibrate)] + ([base.probe(calibrate=False)] if base is not None else [])
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+        for res in results:
+            if isinstance(res, BaseException):
+                raise res
+
+    try:
+        asyncio.run(probe_all())
+    except ProbeError as exc:
+        raise UsageError(f"quality: {exc}") from None
+
+    async def go() -> tuple[Q.QualitySet, dict, list[dict], list[dict] | None, list[str]]:
+        notes: list[str] = []
+        lc_given = (baseline_doc or {}).get("long_context") or {}
+        cpt_saved = lc_given.get("chars_per_token")
+        if isinstance(cpt_saved, (int, float)) and not isinstance(cpt_saved, bool):
+            cpt, how = float(cpt_saved), "taken from the baseline file (identical long-context prompts)"
+        elif cand.chars_per_token:
+            cpt, how = cand.chars_per_token, "measured with the candidate server's /tokenize"
+        else:
+            cpt, how = Q.DEFAULT_CHARS_PER_TOKEN, "estimate of 4 characters per token (no /tokenize)"
+        qset = Q.parse_set(set_text, set_path, long_context_tokens=args.long_context_tokens, chars_per_token=cpt)
+        if qset.long_context:
+            qset.long_context["estimate"] = how
+            n_ctx = cand.server.get("n_ctx_per_slot") or cand.server.get("max_model_len")
+            if isinstance(n_ctx, int):
+                worst = max(qset.long_context["target_tokens"])
+                if worst + 64 > n_ctx:
+                    notes.append(f"long-context cases of ~{worst} tokens exceed the candidate's {n_ctx}-token context: "
+                                 "they will fail (pass --long-context-tokens to size them to your deployment)")
+        print(f"servewatch quality: {len(qset.cases)} cases against {cand.label}"
+              + (f" and baseline {base.label}" if base else ""), file=sys.stderr)
+        cand_rows = await cand.run(qset.cases, progress=_progress("candidate"))
+        base_rows = None
+        if base is not None:
+            base_rows = await base.run(qset.cases, progress=_progress("baseline"))
+        return qset, {"chars_per_token": cpt}, cand_rows, base_rows, notes
+
+    qset, _lc, cand_rows, base_rows, notes = asyncio.run(go())  # Ctrl-C: 130 from main()
+
+    def side(runner, rows) -> dict:
+        return Q.run_section(rows, target=runner.target, server=runner.server, headers=runner.headers,
+                             started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes)
+
+    candidate = side(cand, cand_rows)
+    baseline = None
+    if base is not None and base_rows is not None:
+        baseline = side(base, base_rows)
+    elif baseline_doc is not None:
+        baseline = dict(baseline_doc)
+        baseline["source"] = f"file: {args.baseline}"
+    if candidate["failed_requests"] == len(cand_rows):
+        notes.append("every candidate request failed: check --url, the model name and credentials")
+    if baseline is not None and base is not None and baseline["failed_requests"] == len(base_rows or []):
+        notes.append("every baseline request failed: check --baseline-url, --baseline-model and credentials")
+    sampling = dict(cand.sampling)
+    for k in cand._dropped:
+        sampling.pop(k, None)
+    doc = Q.build_result(
+        qset=qset, set_source=set_path, set_sha256=set_sha, candidate=candidate, baseline=baseline,
+        margin=args.margin, alpha=args.alpha, min_cases=args.min_cases, sampling=sampling,
+        generated_at=_now_iso(), tool_version=__version__, notes=notes,
+    )
+    doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
+    doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header
+    doc = scrub_doc(doc, secrets)
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    if args.out:
+        try:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    if args.json:
+        print(text)
+    else:
+        print(Q.format_result_text(doc), end="")
+        if args.out:
+            print(f"result written to {args.out}")
+    return int(doc["verdict"]["exit_code"])
+
+
+def _httpx_version() -> str | None:
+    try:
+        import httpx
+
+        return httpx.__version__
+    except Exception:
+        return None
+
+
+def scrub_doc(obj: Any, secrets: list[str]) -> Any:
+    """Every string in ``obj`` scrubbed by the one scrubber (belt and braces over the runner's scrubbing)."""
+    from tui.core.redact import scrub
+
+    return scrub(obj, secrets)

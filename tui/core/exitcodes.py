@@ -1,0 +1,34 @@
+"""The one set of exit codes every `servewatch` command uses (standard library only).
+
+    0 PASS         the verdict (or the command) succeeded: PASS, ready, budget printed
+    1 FAIL         the verdict is FAIL (measured load, quality or acceptance failed)
+    2 USAGE        bad usage or unreadable input: one line on stderr, never a traceback
+    3 INSUFFICIENT no decision yet: INSUFFICIENT_WINDOW, UNDECIDED, NO_EVIDENCE, no baseline
+  130 INTERRUPTED  Ctrl-C (SIGINT), quietly
+  141 BROKEN_PIPE  standard output was closed by its reader (``servewatch report x --json | head -1``), quietly:
+                   128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    PASS = 0
+    FAIL = 1
+    USAGE = 2
+    INSUFFICIENT = 3
+    INTERRUPTED = 130
+    BROKEN_PIPE = 141
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input.  The command line prints ``servewatch: <message>`` (one line) and exits 2."""
+
+    def __init__(self, message: object) -> None:
+        super().__init__(" ".join(str(message).split()) or "bad usage")
+
+
+EXIT_CODES_DOC = "exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED, 2 bad usage or unreadable input"
+
