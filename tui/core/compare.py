@@ -163,8 +163,8 @@ def same_level(a: float | None, b: float | None, tol: float = LEVEL_TOLERANCE) -
 
 
 def _mode(header: dict) -> str | None:
-    load = header.get("load") if isinstance(header.get("load"), dict) else {}
-    m = load.get("mode")
+    load = header.get("load")
+    m = load.get("mode") if isinstance(load, dict) else None
     return m if m in ("closed", "open") else None
 
 

@@ -30,6 +30,7 @@ from tui.core.records import (
     HostSample,
     LineIssue,
     QueueSample,
+    Record,
     RequestRecord,
     RunHeader,
     StepRecord,
@@ -305,11 +306,11 @@ class Monitor:
         """``add`` for a request record."""
         self.add_many((r,))
 
-    def add(self, item) -> None:
+    def add(self, item: Record | LineIssue) -> None:
         """One record or line issue: ``add_many`` of one."""
         self.add_many((item,))
 
-    def _add_other(self, item) -> None:
+    def _add_other(self, item: Record | LineIssue) -> None:
         """Everything but a request, dispatched by type."""
         if isinstance(item, LineIssue):
             self._add_issue(item)

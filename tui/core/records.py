@@ -19,7 +19,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Final, Literal
+from typing import Any, BinaryIO, Final, Literal
 
 SCHEMA = "servewatch.record/1"
 SCHEMA_VERSION = 1
@@ -513,7 +513,7 @@ def parse_lines(
                 continue
             rec = parse_object(obj)
         except _LINE_ERRORS as exc:  # RecordError and JSON/Unicode errors are ValueErrors
-            if not line.strip(" \t\r\n" if type(line) is str else b" \t\r\n"):
+            if not (line.strip(" \t\r\n") if isinstance(line, str) else line.strip(b" \t\r\n")):
                 continue  # a blank line (JSON whitespace only) is not a record
             yield _line_issue(source, lineno, exc, terminated)
             continue
@@ -583,7 +583,7 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
         start = end + 1
 
 
-def iter_blocks(fh, source: str, chunk_size: int = 1 << 20) -> Iterator[list[Record | LineIssue]]:
+def iter_blocks(fh: BinaryIO, source: str, chunk_size: int = 1 << 20) -> Iterator[list[Record | LineIssue]]:
     """Read an open binary stream to its end, ``chunk_size`` bytes at a time (memory bounded by
     the chunk), yielding the records and issues of each chunk's complete lines (``parse_block``);
     an unterminated last line is parsed last, as a truncated line when it is not a record."""
@@ -607,7 +607,7 @@ def iter_blocks(fh, source: str, chunk_size: int = 1 << 20) -> Iterator[list[Rec
         yield list(parse_lines(((lineno, partial, False),), source))
 
 
-def iter_file(fh, source: str, chunk_size: int = 1 << 20) -> Iterator[Record | LineIssue]:
+def iter_file(fh: BinaryIO, source: str, chunk_size: int = 1 << 20) -> Iterator[Record | LineIssue]:
     """``iter_blocks`` one item at a time."""
     for items in iter_blocks(fh, source, chunk_size):
         yield from items

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.core.acceptance import RunInput, measured_section
-from tui.core.capacity import cap_rows, measure_capacity
+from tui.core.capacity import CapRow, cap_rows, measure_capacity
 from tui.core.report import fmt_level, fmt_pct
 from tui.core.snapshot import FAIL, LevelRow, Snapshot
 
@@ -48,7 +48,7 @@ def measured_capacity(rows: tuple[LevelRow, ...], header: dict | None = None) ->
     return measure_capacity(_rows(rows, header)).capacity
 
 
-def _rows(rows: tuple[LevelRow, ...], header: dict | None):
+def _rows(rows: tuple[LevelRow, ...], header: dict | None) -> list[CapRow]:
     return cap_rows("", rows, header)
 
 

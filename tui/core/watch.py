@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeGuard
 
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.records import Outcome
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, Snapshot, VerdictState
 from tui.core.verdict import LevelJudge, MixtureTest
 
 SERVER_TTFT_LABEL = ("server-side TTFT: from arrival at the server; excludes network, TLS, proxies and "
@@ -246,7 +248,7 @@ class Cumulative:
     missing: tuple[str, ...] = ()
 
 
-def _finite(v) -> bool:
+def _finite(v: object) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -280,7 +282,8 @@ def _histogram(samples: Sequence[Sample], base: str) -> tuple[Buckets | None, st
     return out, None
 
 
-def _counter(samples: Sequence[Sample], spec) -> tuple[float | None, str | None]:
+def _counter(samples: Sequence[Sample], spec: tuple[tuple[str, str | None, tuple[str, ...]], ...]
+             ) -> tuple[float | None, str | None]:
     total, seen = 0.0, False
     for name, label, values in spec:
         for n, labels, v in samples:
@@ -399,7 +402,7 @@ def window_between(a: Cumulative, b: Cumulative, source: str = "metrics") -> Win
         d, r = _bucket_delta(getattr(a, key), getattr(b, key))
         reset |= r
         parts[key] = d
-    scal = {}
+    scal: dict[str, float | None] = {}
     for key in ("success", "failed", "preemptions"):
         va, vb = getattr(a, key), getattr(b, key)
         if va is None or vb is None:
@@ -424,7 +427,7 @@ def merge_windows(ws: Sequence[Window]) -> Window | None:
     if not ws:
         return None
 
-    def add_b(x: Buckets | None, y: Buckets | None):
+    def add_b(x: Buckets | None, y: Buckets | None) -> Buckets | None:
         if x is None:
             return y
         if y is None:
@@ -434,7 +437,7 @@ def merge_windows(ws: Sequence[Window]) -> Window | None:
             return None
         return tuple((le, dx[le] + dy[le]) for le in sorted(dx))
 
-    def add_s(x, y):
+    def add_s(x: float | None, y: float | None) -> float | None:
         if x is None:
             return y
         if y is None:
@@ -481,11 +484,12 @@ class Bracket:
         return None if self.total <= 0 else min(1.0, self.good_hi / self.total)
 
     def text(self) -> str:
-        if self.total <= 0:
+        lo, hi = self.lo, self.hi
+        if lo is None or hi is None:  # total <= 0
             return "no requests finished in the window"
         if self.exact:
-            return f"{100 * self.lo:.1f}% (exact: the SLO is a bucket bound)"
-        return (f"{100 * self.lo:.1f}-{100 * self.hi:.1f}% (bracket from bucket bounds "
+            return f"{100 * lo:.1f}% (exact: the SLO is a bucket bound)"
+        return (f"{100 * lo:.1f}-{100 * hi:.1f}% (bracket from bucket bounds "
                 f"{_fmt_s(self.bound_lo)}..{_fmt_s(self.bound_hi)}; no interpolation)")
 
 
@@ -590,7 +594,7 @@ class WatchConfig:
 
 @dataclass(frozen=True)
 class WatchVerdict:
-    state: str
+    state: VerdictState
     reason: str
     lo: float | None
     hi: float | None
@@ -651,9 +655,11 @@ class WatchJudgement:
         self._new_judges()
 
     def _new_judges(self) -> None:
-        kw = dict(min_window_s=self.cfg.min_window_s, min_requests=self.min_requests, fail_min_s=self.cfg.fail_min_s)
-        self.pess = make_judge(self.test, **kw)
-        self.opt = make_judge(self.test, **kw)
+        cfg = self.cfg
+        self.pess = make_judge(self.test, min_window_s=cfg.min_window_s, min_requests=self.min_requests,
+                               fail_min_s=cfg.fail_min_s)
+        self.opt = make_judge(self.test, min_window_s=cfg.min_window_s, min_requests=self.min_requests,
+                              fail_min_s=cfg.fail_min_s)
         self._started = False
         self.span = None
         self.exact = True
@@ -692,17 +698,21 @@ class WatchJudgement:
     def verdict(self, has_ttft: bool = True) -> WatchVerdict:
         cfg = self.cfg
         notes = [SERVER_TTFT_LABEL, COMPLETION_NOTE] + self.resets
-        common = dict(target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha)
         if not has_ttft:
             return WatchVerdict(state=INSUFFICIENT_WINDOW, reason=f"{NO_TTFT_NOTE} R to judge from a gentle canary",
                                 lo=None, hi=None, exact=False, n=0, good_lo=0, good_hi=0, elapsed_s=0.0,
-                                missing=NO_TTFT_NOTE, notes=(NOT_EXPOSED + ": server-side TTFT",), **common)
+                                missing=NO_TTFT_NOTE, notes=(NOT_EXPOSED + ": server-side TTFT",),
+                                target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha)
         elapsed = max(0.0, self._t - self._t0) if self._started else 0.0
         n = self.n
         lo = self.good_lo / n if n else None
         hi = self.good_hi / n if n else None
-        frac = "no finished requests yet" if not n else (
-            f"good fraction {100 * lo:.1f}%" if self.exact else f"good fraction {100 * lo:.1f}-{100 * hi:.1f}%")
+        if lo is None or hi is None:  # n == 0
+            frac = "no finished requests yet"
+        elif self.exact:
+            frac = f"good fraction {100 * lo:.1f}%"
+        else:
+            frac = f"good fraction {100 * lo:.1f}-{100 * hi:.1f}%"
         need_n = max(0, self.min_requests - int(n))
         need_s = max(0.0, cfg.min_window_s - elapsed)
         parts = []
@@ -716,6 +726,7 @@ class WatchJudgement:
             notes.append("last window is a gap: " + "; ".join(self.last.gaps))
         ps, os_ = self.pess.state, self.opt.state
         rule = f"anytime-valid test, alpha {cfg.alpha:g}"
+        state: VerdictState
         if os_ == FAIL:
             state = FAIL
             reason = (f"{frac} over {int(n)} requests: even the optimistic end is below the {cfg.target:.0%} target "
@@ -738,7 +749,8 @@ class WatchJudgement:
             reason = f"{frac} over {int(n)} requests: not yet enough evidence either way."
         return WatchVerdict(state=state, reason=reason, lo=lo, hi=hi, exact=self.exact, n=n, good_lo=self.good_lo,
                             good_hi=self.good_hi, elapsed_s=elapsed, missing=missing if state == INSUFFICIENT_WINDOW else None,
-                            blocked=blocked, notes=tuple(notes), **common)
+                            blocked=blocked, notes=tuple(notes), target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms,
+                            alpha=cfg.alpha)
 
 
 def judge_once(w: Window, cfg: WatchConfig) -> WatchVerdict:
@@ -805,13 +817,13 @@ def describe_window(w: Window, cfg: WatchConfig) -> dict:
 # ------------------------------------------------------------------ records
 
 
-def _jb(b: Buckets | None):
+def _jb(b: Buckets | None) -> list[list[Any]] | None:
     if b is None:
         return None
     return [["+Inf" if math.isinf(le) else le, c] for le, c in b]
 
 
-def _pb(v) -> Buckets | None:
+def _pb(v: object) -> Buckets | None:
     if v is None:
         return None
     if not isinstance(v, list):
@@ -893,7 +905,7 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
                    engine: str | None, scope: str, canary: Sequence[dict] = (), waiting_series: Sequence[float] = (),
                    running_series: Sequence[float] = (), good_series: Sequence[float] = (), gap: str | None = None,
                    header: dict | None = None, canary_line: str | None = None,
-                   verdict: WatchVerdict | None = None):
+                   verdict: WatchVerdict | None = None) -> Snapshot:
     """A console ``Snapshot`` of a watch: the verdict (with the server-side label and scope in its
     reason), the good fraction of the last window (rolling) and since the start (cumulative) as
     the pessimistic end with the bracket beside it, the queue, and the canary's requests.
@@ -914,7 +926,7 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
     if canary_line:
         extra.append(canary_line)
     reason = " · ".join([v.reason] + extra + [SERVER_TTFT_LABEL, f"scope: {scope}", COMPLETION_NOTE])
-    verdict = S.Verdict(
+    console_verdict = S.Verdict(
         state=v.state, reason=reason, missing=v.missing, n=int(v.n), good=int(v.good_lo), elapsed_s=v.elapsed_s,
         need_requests=0, need_seconds=0.0, e_pass=1.0, e_fail=1.0, threshold=1.0 / cfg.alpha, vif=1.0,
         n_eff=float(v.n), bursty=False, target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
@@ -951,8 +963,11 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
         if not (_finite(t_sent) and _finite(t_end)):
             continue
         ttft = (t_first - t_sent) if _finite(t_first) else None
-        failed = (not r.get("complete")) or r.get("error") is not None or ttft is None
-        outcome = "failed" if failed else ("good" if ttft <= slo_s else "slow")
+        outcome: Outcome
+        if (not r.get("complete")) or r.get("error") is not None or ttft is None:
+            outcome = "failed"
+        else:
+            outcome = "good" if ttft <= slo_s else "slow"
         rows.append(S.RequestRow(id=str(r.get("id")), level=r.get("level"), round=int(r.get("round") or 1),
                                  phase="canary", ttft_ms=None if ttft is None else ttft * 1000.0,
                                  output_tokens=r.get("output_tokens"), outcome=outcome, error=r.get("error"),
@@ -962,7 +977,7 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
     notes = tuple(v.notes) + ((f"gap: {gap}",) if gap else ())
     return S.Snapshot(
         seq=seq, source=label, synthetic=False, header=dict(header or {}), run_elapsed_s=v.elapsed_s,
-        current_level=None, current_round=1, cumulative=cumulative, rolling=rolling, verdict=verdict, levels=(),
+        current_level=None, current_round=1, cumulative=cumulative, rolling=rolling, verdict=console_verdict, levels=(),
         recent=tuple(rows), good_series=tuple(good_series), p95_series=(), target=cfg.target,
         slo_ttft_ms=cfg.slo_ttft_ms, queue=q, gpu=gpu, errors_by_class={}, requests_total=len(rows),
         warmup_total=0, malformed=0, malformed_examples=(), unknown_types=0, truncated=0, notes=notes,

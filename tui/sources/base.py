@@ -19,7 +19,7 @@ Sink = Callable[[Iterable["Record | LineIssue"]], None]
 
 
 #: What kind of source it is (the console header's badge falls back to it).
-SourceMode = Literal["REPLAY", "LIVE"]
+SourceMode = Literal["REPLAY", "LIVE", "WATCH"]
 
 
 class ReplayControls(Protocol):
@@ -41,11 +41,16 @@ class ReplayControls(Protocol):
 
 
 class Source(Protocol):
-    """What the console (``tui.app``) uses of a source: ``ReplaySource`` and ``LiveSource`` satisfy it."""
+    """What the console (``tui.app``) uses of a source: ``ReplaySource``, ``LiveSource`` and the watch
+    sources (``tui.sources.watch_console``) satisfy it."""
 
-    label: str  # file path or URL (never with credentials)
     mode: SourceMode
     notices: list[str]  # notable events for the console, oldest first (it shows each once)
+
+    @property
+    def label(self) -> str:
+        """File path or URL (never with credentials); the console only reads it."""
+        ...
 
     @property
     def status(self) -> str:

@@ -330,10 +330,9 @@ class PrometheusWatcher:
 
     async def window(self, seconds: float, t: float | None = None) -> core.Window:
         """The window of ``seconds`` ending at ``t`` (default now), over every matching replica."""
-        if self.engine is None:
-            await self.detect()
+        engine = self.engine if self.engine is not None else await self.detect()
         t = self.clock() if t is None else t
-        m = core.ENGINES[self.engine]
+        m = core.ENGINES[engine]
         gaps: list[str] = []
         ttft = await self._hist(m.ttft, seconds, t, gaps)
         e2e = await self._hist(m.e2e, seconds, t, gaps)
@@ -344,7 +343,7 @@ class PrometheusWatcher:
         if m.preemptions:
             pre = await self._counter(tuple((p, None, ()) for p in m.preemptions), seconds, t, [], True)
         return core.Window(
-            t_start=t - seconds, t_end=t, engine=self.engine, source="prometheus", ttft=ttft, e2e=e2e,
+            t_start=t - seconds, t_end=t, engine=engine, source="prometheus", ttft=ttft, e2e=e2e,
             queue_time=qt, success=succ, failed=fail, preemptions=pre,
             waiting_start=await self._gauge(m.waiting, t - seconds), waiting_end=await self._gauge(m.waiting, t),
             running=await self._gauge(m.running, t), kv_cache=await self._gauge(m.kv_cache, t, "max"),

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from tui.core import watch as core
+from tui.sources.base import ReplayControls, SourceMode
 
 
 class WatchConsoleSource:
-    mode = "WATCH"
+    mode: SourceMode = "WATCH"
 
     def __init__(self, args: Any = None, emit: Callable[[dict], Any] | None = None, *, session: Any = None,
                  client_factory: Callable[[], Any] | None = None, first_window_s: float | None = None) -> None:
@@ -70,6 +71,16 @@ class WatchConsoleSource:
     @property
     def finished(self) -> bool:
         return self._done.is_set()
+
+    @property
+    def in_flight(self) -> int | None:
+        """No client in-flight count: the watch sends no load (its canary is not a live run)."""
+        return None
+
+    @property
+    def controls(self) -> ReplayControls | None:
+        """No replay keys (a watch record file is replayed at once)."""
+        return None
 
     def start(self, sink: Any = None) -> None:
         if self._thread is not None:
@@ -214,7 +225,7 @@ class WatchFileSource(WatchConsoleSource):
     """Replays a `servewatch watch --record` file into the console (at once: the windows carry
     their own times; the verdict is the one `report` gives)."""
 
-    mode = "REPLAY"
+    mode: SourceMode = "REPLAY"
 
     def __init__(self, path: str, cfg: core.WatchConfig, label: str | None = None) -> None:
         super().__init__(None)

@@ -193,7 +193,7 @@ def sweep_markup(snap: Snapshot, width: int, baseline: dict | None = None) -> st
     return "\n".join(lines)
 
 
-class SweepPane(PaneMixin, VerticalScroll):  # type: ignore[misc]  # (PaneMixin.border_title, as every pane)
+class SweepPane(PaneMixin, VerticalScroll):
     """Good fraction per level (and round) against the target, candidate marker, measured capacity."""
 
     def __init__(self, budget: Any = None, baseline: dict | None = None, **kw) -> None:

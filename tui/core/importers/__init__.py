@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from tui.core.importers import aiperf, guidellm, inference_perf, llmperf, vllm
@@ -131,7 +132,7 @@ def unusable_reason(fmt: str | None) -> str | None:
     return UNUSABLE.get(fmt)
 
 
-def _numbered(text: str):
+def _numbered(text: str) -> Iterator[tuple[int, str, bool]]:
     lines = text.split("\n")
     last = len(lines)
     for i, line in enumerate(lines, 1):
@@ -155,14 +156,15 @@ def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sh
         try:
             return vllm.convert_runs([(1, json.loads(text) if doc is None else doc)], label, file=file, sha256=sha256)
         except ValueError:
-            objs, bad = [], []
+            objs: list[tuple[int, Any]] = []
+            bad: list[tuple[int, str, bool, ValueError]] = []
             for n, line, term in _numbered(text):
                 if not line.strip():
                     continue
                 try:
                     objs.append((n, json.loads(line)))
-                except ValueError as exc:
-                    bad.append((n, line, term, exc))
+                except ValueError as decode_error:
+                    bad.append((n, line, term, decode_error))
             res = vllm.convert_runs(objs, label, file=file, sha256=sha256, whole_document=False)
             from tui.core.records import LineIssue
 

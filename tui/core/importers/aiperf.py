@@ -73,7 +73,7 @@ def convert_object(obj: dict, *, level: float | None = None, fallback_id: str = 
         else:
             raise ValueError("metadata.request_end_ns missing or not a number")
     t_end = end_ns / 1e9
-    metrics = obj.get("metrics") if isinstance(obj.get("metrics"), dict) else {}
+    metrics = C.sub_dict(obj, "metrics")
     ttft = _metric_s(metrics, "time_to_first_token")
     t_first = None if ttft is None else t_sent + ttft
     err = obj.get("error")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from tui.core.records import SCHEMA, SCHEMA_VERSION, LineIssue
 
@@ -99,8 +99,15 @@ def header(source: dict, *, started_at: float | None, target: dict | None = None
     }
 
 
-def is_num(v: Any) -> bool:
+def is_num(v: Any) -> TypeGuard[float]:
+    """A finite int or float (never a bool); narrows ``v`` for the type checker (an int is a float to it)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def sub_dict(obj: dict, key: str) -> dict:
+    """``obj[key]`` when it is an object, else an empty dict (a missing or malformed block reads as empty)."""
+    v = obj.get(key)
+    return v if isinstance(v, dict) else {}
 
 
 def num(v: Any) -> float | None:

@@ -67,9 +67,9 @@ def _totals(bench: dict) -> dict | None:
 
 
 def _times(r: dict) -> tuple[float | None, float | None, float | None]:
-    info = r.get("info") if isinstance(r.get("info"), dict) else {}
-    t = info.get("timings") if isinstance(info.get("timings"), dict) else None
-    if t is not None:
+    info = C.sub_dict(r, "info")
+    t = info.get("timings")
+    if isinstance(t, dict):
         start = t.get("request_start") if C.is_num(t.get("request_start")) else t.get("resolve_start")
         end = t.get("request_end") if C.is_num(t.get("request_end")) else t.get("resolve_end")
         first = t.get("first_token_iteration")
@@ -79,15 +79,15 @@ def _times(r: dict) -> tuple[float | None, float | None, float | None]:
 
 
 def _tokens(r: dict) -> tuple[Any, Any]:
-    om = r.get("output_metrics") if isinstance(r.get("output_metrics"), dict) else {}
-    im = r.get("input_metrics") if isinstance(r.get("input_metrics"), dict) else {}
+    om = C.sub_dict(r, "output_metrics")
+    im = C.sub_dict(r, "input_metrics")
     out = r.get("output_tokens", om.get("total_tokens"))
     inp = r.get("prompt_tokens", im.get("total_tokens"))
     return inp, out
 
 
 def _error_text(r: dict) -> str | None:
-    info = r.get("info") if isinstance(r.get("info"), dict) else {}
+    info = C.sub_dict(r, "info")
     return info.get("error") or r.get("error")
 
 
@@ -96,7 +96,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
     res = C.ImportResult(format=FORMAT, header={})
     benches = doc.get("benchmarks") if isinstance(doc, dict) else None
     benches = benches if isinstance(benches, list) else []
-    levels_meta = []
+    levels_meta: list[dict[str, Any]] = []
     sampled_any = False
     summary = {"successful": 0, "incomplete": 0, "errored": 0, "total": 0}
     started = None
@@ -109,8 +109,8 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             continue
         level, mode, kind = _level(bench)
         rnd = rnd_by_level[level] = rnd_by_level.get(level, 0) + 1
-        reqs = bench.get("requests") if isinstance(bench.get("requests"), dict) else {}
-        sm = bench.get("scheduler_metrics") if isinstance(bench.get("scheduler_metrics"), dict) else {}
+        reqs = C.sub_dict(bench, "requests")
+        sm = C.sub_dict(bench, "scheduler_metrics")
         m_start, m_end = C.num(sm.get("measure_start_time")), C.num(sm.get("measure_end_time"))
         recs: list[dict] = []
         listed = 0
@@ -172,7 +172,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                "successful -> complete; incomplete -> error 'cancelled'; errored -> error class from info.error",
                "phase warmup when request_start < scheduler_metrics.measure_start_time",
                "level = strategy streams (concurrent, closed) / rate (constant, poisson: open) / 1 (synchronous)"]
-    sample = None
+    sample: dict[str, Any] | None = None
     if sampled_any:
         sample = {"listed": sum(x["listed"] for x in levels_meta), "total": summary["total"],
                   "note": "GuideLLM kept a sample of the per-request lists (fewer listed than its totals): "

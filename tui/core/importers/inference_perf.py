@@ -44,7 +44,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
     stage_levels = stage_levels or {}
     items = doc if isinstance(doc, list) else []
     by_start = _stage_by_start(items, stage_counts)
-    starts = [d.get("start_time") for d in items if isinstance(d, dict) and C.is_num(d.get("start_time"))]
+    starts = [t0 for d in items if isinstance(d, dict) and C.is_num(t0 := d.get("start_time"))]
     origin = min(starts) if starts else 0.0
     derived = ["t_sent = start_time - min(start_time) (perf_counter, origin unknown: relative times)",
                "stage = stage_id when written, else position in start-time order against the stage counts of "
@@ -67,8 +67,8 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             st, en = d.get("start_time"), d.get("end_time")
             if not (C.is_num(st) and C.is_num(en)):
                 raise ValueError("start_time / end_time missing or not numbers")
-            info = d.get("info") if isinstance(d.get("info"), dict) else {}
-            rm = info.get("response_metrics") if isinstance(info.get("response_metrics"), dict) else {}
+            info = C.sub_dict(d, "info")
+            rm = C.sub_dict(info, "response_metrics")
             times = rm.get("output_token_times") or rm.get("chunk_times") or []
             t_first = float(times[0]) - origin if times and C.is_num(times[0]) else None
             err = d.get("error")
@@ -76,9 +76,9 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             e = err if isinstance(err, dict) else {}
             stage = d.get("stage_id", by_start.get(i))
             level = stage_levels.get(stage, float(stage) if C.is_num(stage) else None)
-            reqm = info.get("request_metrics") if isinstance(info.get("request_metrics"), dict) else {}
-            text = reqm.get("text") if isinstance(reqm.get("text"), dict) else {}
-            cm = d.get("computed_metrics") if isinstance(d.get("computed_metrics"), dict) else {}
+            reqm = C.sub_dict(info, "request_metrics")
+            text = C.sub_dict(reqm, "text")
+            cm = C.sub_dict(d, "computed_metrics")
             itok = text.get("input_tokens", info.get("input_tokens", cm.get("input_tokens")))
             if not rm.get("output_tokens") and cm.get("output_tokens") is not None:
                 rm = dict(rm, output_tokens=cm.get("output_tokens"))

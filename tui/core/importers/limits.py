@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tui.core.snapshot import INSUFFICIENT_WINDOW, UNDECIDED, Snapshot, Verdict
+from tui.core.snapshot import INSUFFICIENT_WINDOW, UNDECIDED, Snapshot, Verdict, VerdictState
 
 
 def source_of(header: dict | None) -> dict:
@@ -20,7 +20,7 @@ def source_of(header: dict | None) -> dict:
     return src if isinstance(src, dict) else {}
 
 
-def verdict_limit(header: dict | None) -> tuple[str, str] | None:
+def verdict_limit(header: dict | None) -> tuple[VerdictState, str] | None:
     """(state, reason) the source forces, or None when the data can carry a verdict."""
     src = source_of(header)
     tool = src.get("tool") or "the source"
@@ -35,7 +35,7 @@ def verdict_limit(header: dict | None) -> tuple[str, str] | None:
     return None
 
 
-def _limit(v: Verdict, state: str, reason: str) -> Verdict:
+def _limit(v: Verdict, state: VerdictState, reason: str) -> Verdict:
     if v.state == state and v.reason == reason:
         return v
     return replace(v, state=state, reason=reason, missing=reason, decided_at_n=None)

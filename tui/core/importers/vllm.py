@@ -59,7 +59,7 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
         if v is not None and (not isinstance(v, list) or len(v) != n):
             issues.append(C.entry_issue(label, f"{where}'{k}'", f"has {len(v) if isinstance(v, list) else 'no'} "
                                         f"entries, 'ttfts' has {n}: the requests it lacks are reported"))
-    origin = min((s for s in starts if C.is_num(s)), default=0.0) if has_starts else 0.0
+    origin = min((s for s in starts if C.is_num(s)), default=0.0) if has_starts and isinstance(starts, list) else 0.0
     recs: list[dict] = []
     converted = 0
     for i in range(n):
@@ -68,8 +68,8 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
             return v[i] if isinstance(v, list) and i < len(v) else default
 
         try:
-            lacking = [k for k in ("itls", "errors", "output_lens") if isinstance(arrays.get(k), list)
-                       and i >= len(arrays[k])]
+            lacking = [k for k in ("itls", "errors", "output_lens") if isinstance(lst := arrays.get(k), list)
+                       and i >= len(lst)]
             if lacking:
                 raise ValueError(f"missing from {', '.join(lacking)} (the lists have different lengths)")
             ttft = at("ttfts")
