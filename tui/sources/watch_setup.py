@@ -56,6 +56,7 @@ def build_session(args: Any, client: Any, emit: Any = None) -> tuple[Any, str | 
     from tui.sources.watch import Canary, MetricsWatcher, PrometheusWatcher, WatchSession
 
     cfg = config_from_args(args)
+    watcher: PrometheusWatcher | MetricsWatcher
     try:
         if args.prometheus_url:
             watcher = PrometheusWatcher(args.prometheus_url, selector=args.selector, client=client)
