@@ -4,7 +4,6 @@ calibration check of the non-inferiority decision."""
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import random
@@ -151,13 +150,12 @@ def write_run(path: Path, reqs, header=None) -> Path:
 
 
 def cli(*argv: str) -> tuple[int, str]:
-    from tui.cli.compare import add_compare_arguments, cmd_compare
+    """`servewatch compare ...` through the real command line (its usage boundary included)."""
+    from tui.cli import main
 
-    p = argparse.ArgumentParser()
-    add_compare_arguments(p)
     buf = io.StringIO()
     with redirect_stdout(buf):
-        code = cmd_compare(p.parse_args(list(argv)))
+        code = main(["compare", *argv])
     return code, buf.getvalue()
 
 

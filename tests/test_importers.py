@@ -100,7 +100,8 @@ CASES = {
 
 
 def report(path: Path, *extra: str) -> tuple[int, dict, str]:
-    from tui.cli.report import add_report_arguments, run_report
+    from tui.cli.report import add_arguments as add_report_arguments
+    from tui.cli.report import run_report
 
     p = argparse.ArgumentParser()
     add_report_arguments(p)
@@ -350,19 +351,17 @@ def test_replay_of_an_aiperf_file_while_it_grows(tmp_path):
 
 
 def test_import_cli_writes_a_record_file_the_report_reads(tmp_path):
-    from tui.cli.importfile import add_import_arguments, cmd_import
+    from tui.cli import main
 
-    p = argparse.ArgumentParser()
-    add_import_arguments(p)
     out = tmp_path / "run.jsonl"
-    assert cmd_import(p.parse_args([str(CASES["vllm-bench"][0]()), "--out", str(out)])) == 0
+    assert main(["import", str(CASES["vllm-bench"][0]()), "--out", str(out)]) == 0
     code, rep, _ = report(out)
     assert rep["requests_total"] == 30 and code == 3
     assert rep["header"]["source"]["tool"] == "vllm bench serve"
-    assert cmd_import(p.parse_args([str(tmp_path / "missing.json")])) == 2
+    assert main(["import", str(tmp_path / "missing.json")]) == 2
     bad = tmp_path / "b.json"
     bad.write_text("[]")
-    assert cmd_import(p.parse_args([str(bad)])) == 2
+    assert main(["import", str(bad)]) == 2
 
 
 def test_detect_format_is_pure_and_knows_every_format():
