@@ -41,5 +41,6 @@ def test_sweep_finds_the_level_where_queueing_breaks_the_gate(llama_server, tmp_
     # the server queued requests during the step at 8, and the sweep says so
     assert by_level[8.0]["max_waiting"] and by_level[8.0]["max_waiting"] > 0
     assert any(isinstance(q, QueueSample) and q.waiting for q in read_file(str(record)))
-    assert "measured capacity: 1" in out and "memory-only candidate: 15" in out
+    # no budget was given for this run: the candidate is unknown, never the teaching case (issue 9)
+    assert "measured capacity: 1" in out and "memory-only candidate: unknown" in out
     assert "queueing" in " ".join(s["limits"]).lower()
