@@ -56,7 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def input_problem(path: str) -> str | None:
     """Why ``path`` cannot be read as a record file before reading it (None: go ahead). '-' is standard input."""
-    import stat
 
     if path == "-":
         return None
@@ -66,13 +65,9 @@ def input_problem(path: str) -> str | None:
         return f"cannot read {path}: no such file"
     except OSError as exc:
         return f"cannot read {path}: {exc.strerror or exc}"
-    if stat.S_ISDIR(st.st_mode):
-        return f"{path} is a directory, not a record file (give a .jsonl file inside it)"
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-        return f"{path} is a device, not a record file"
-    if stat.S_ISSOCK(st.st_mode):
-        return f"{path} is a socket, not a record file"
-    return None  # regular files and pipes (process substitution) are read
+    from tui.sources.replay import not_a_plain_file
+
+    return not_a_plain_file(path, st.st_mode)  # regular files and pipes (process substitution) are read
 
 
 def _is_record_file(path: str) -> bool:

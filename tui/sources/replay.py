@@ -567,6 +567,20 @@ def _fmt_speed(speed: float) -> str:
     return f"1/{round(1 / speed):d}"
 
 
+def not_a_plain_file(path: str | os.PathLike, mode: int) -> str | None:
+    """The one-line refusal for a directory, a device or a socket given as a record file (None otherwise:
+    regular files and pipes are read). One wording for report, replay and accept."""
+    import stat
+
+    if stat.S_ISDIR(mode):
+        return f"{path} is a directory, not a record file (give a .jsonl file inside it)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"{path} is a device, not a record file"
+    if stat.S_ISSOCK(mode):
+        return f"{path} is a socket, not a record file"
+    return None
+
+
 def validate_record_file(path: str | os.PathLike, follow: bool = False) -> str | None:
     """A readable problem when ``path`` cannot be replayed at all (else None).
 
@@ -581,12 +595,9 @@ def validate_record_file(path: str | os.PathLike, follow: bool = False) -> str |
         return None if follow else f"{p}: no such file"
     except OSError as exc:
         return f"{p}: cannot read ({exc.strerror or exc})"
-    if stat.S_ISDIR(st.st_mode):
-        return f"{p} is a directory, not a record file (give a .jsonl file inside it)"
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-        return f"{p} is a device, not a record file"
-    if stat.S_ISSOCK(st.st_mode):
-        return f"{p} is a socket, not a record file"
+    special = not_a_plain_file(p, st.st_mode)
+    if special:
+        return special
     try:
         with open(p, "rb") as fh:
             if not stat.S_ISREG(st.st_mode):
