@@ -56,7 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def input_problem(path: str) -> str | None:
     """Why ``path`` cannot be read as a record file before reading it (None: go ahead). '-' is standard input."""
-
     if path == "-":
         return None
     try:

@@ -11,6 +11,10 @@ Pure domain, standard library only.  The arithmetic is the teaching script, with
 The candidate is MEMORY-ONLY: a number worth load-testing, never a concurrency limit.
 Everything is computed in whole bytes; GiB = 2**30 bytes and is only used for display.
 See docs/budget.md for the formats, the model configs and the assumptions.
+
+Why ~1,000 lines: the budget arithmetic is short; most of the module is the per-architecture readers of
+Hugging Face config.json (Llama, Mistral, Qwen, Gemma 1-3, Mixtral, DeepSeek MLA) and the quantization formats,
+each with its stated assumptions, kept beside the arithmetic they feed.
 """
 
 from __future__ import annotations

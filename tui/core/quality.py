@@ -42,6 +42,10 @@ the drop in pass rate. With margin m and error level alpha:
   ``pairs_needed(m, alpha)`` usable pairs (59 at m = 0.05, alpha = 0.05).
 - NO_EVIDENCE otherwise: fewer usable pairs than min_cases, or too little evidence either way.
 - NO_BASELINE: nothing to compare with; absolute pass rates only (never PASS).
+
+Why ~1,100 lines: the set format with its checks, long-context expansion, scoring and the paired
+non-inferiority verdict form one contract with the result file; the verdict is re-checked from the file's cases
+(`accept`), so format and statistics must not drift apart.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ Design rules
   count (never raise on) unknown record types.
 - TTFT is derived (``t_first_token - t_sent``), never trusted from a field.
 - A malformed line is reported with its file and line number and counted.
+
+Why one module of ~700 lines: the record types, their validation, the one outcome rule and the block reader
+are the format's single definition; every reader (report, replay, importers) goes through them, so they stay
+together rather than being spread where a second copy could drift.
 """
 
 from __future__ import annotations
