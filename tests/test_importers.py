@@ -445,3 +445,17 @@ def test_report_on_another_tools_summary_says_where_the_requests_are(capsys):
     assert main(["report", str(FIX / "aiperf" / "profile_export_aiperf.json")]) == 2
     err = capsys.readouterr().err
     assert "profile_export.jsonl" in err and err.count("\n") == 1
+
+
+def test_fixtures_written_from_source_are_reported_as_synthetic_and_real_runs_are_not(capsys):
+    """A document whose tool version is 'from-source' was written from the tool's code, not measured: every view
+    of it says SYNTHETIC; a real run's output never does."""
+    from tui.cli import main
+
+    root = Path(__file__).parent / "fixtures" / "imports"
+    for path, synthetic in ((root / "from_source" / "guidellm" / "benchmarks_from_source.json", True),
+                            (root / "from_source" / "aiperf" / "profile_export_from_source.jsonl", True),
+                            (root / "guidellm" / "benchmarks.json", False)):
+        main(["report", str(path), "--json"])
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["synthetic"] is synthetic, path

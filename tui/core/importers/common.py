@@ -78,10 +78,15 @@ def source_block(*, tool: str, version: str | None, file: str | None, sha256: st
     return d
 
 
+#: the tool version a document written from a tool's source (not produced by a run) names: imported as SYNTHETIC
+FROM_SOURCE = "from-source"
+
+
 def header(source: dict, *, started_at: float | None, target: dict | None = None, load: dict | None = None,
            environment: dict | None = None) -> dict:
-    """A ``run`` header for imported data. ``synthetic`` is False: the data was measured by the other
-    tool against a real server (a fixture written from source says so in its own file and README)."""
+    """A ``run`` header for imported data. ``synthetic`` is False (the data was measured by the other tool against
+    a real server) unless the file names its tool version ``from-source``: the marker servewatch's own test
+    fixtures written from a tool's source (not from a run) carry, so every view of them says SYNTHETIC."""
     from tui import __version__
 
     return {
@@ -94,7 +99,7 @@ def header(source: dict, *, started_at: float | None, target: dict | None = None
         "target": target or {},
         "load": load or {},
         "environment": environment or {},
-        "synthetic": False,
+        "synthetic": source.get("version") == FROM_SOURCE,
         "source": source,
     }
 
