@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Any
 
 from tui.cli.options import (
     UsageError,
@@ -85,6 +86,16 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--rounds", type=positive_int, default=1, metavar="N", help="repeat the ramp N times (default 1)")
     g.add_argument("--stop-on-fail", action="store_true", help="end the ramp at the first step whose verdict is FAIL")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="seed for lengths and arrivals (default 0)")
+
+    w = parser.add_argument_group("load processes")
+    w.add_argument("--workers", type=workers_arg, default=None, metavar="N|auto",
+                   help="processes that send the load: 1 = this process (default); N >= 2 = N worker processes "
+                        "beside this one, which keeps the record file, the verdict and the console; auto = one per "
+                        "64 streams or 250 req/s of the heaviest level, at most the cores")
+    w.add_argument("--ray", default=None, metavar="auto|ADDRESS",
+                   help="run the workers as actors on a Ray cluster (pip install 'servewatch[ray]'): auto = the "
+                        "cluster RAY_ADDRESS names or a local one, or ray://HOST:10001 / HOST:6379; with --workers N "
+                        "(default with --ray: one per CPU the cluster offers, at most 64)")
 
     o = parser.add_argument_group("recording and telemetry")
     o.add_argument("--record", default=None, metavar="FILE",
@@ -164,9 +175,35 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         until_decided=getattr(args, "requests", None) is None and getattr(args, "duration", None) is None,
         max_step_seconds=getattr(args, "max_step_seconds", None),
         budget=budget_record_from_args(args),
+        workers=_workers_value(args),
+        ray=getattr(args, "ray", None),
     )
     cfg.validate()
     return cfg
+
+
+def _workers_value(args: argparse.Namespace) -> int | str:
+    """--workers as given; not given: 1 (this process), or with --ray auto (one per cluster CPU, at most 64)."""
+    w = getattr(args, "workers", None)
+    if w is not None:
+        return w
+    return "auto" if getattr(args, "ray", None) else 1
+
+
+def workers_arg(text: str) -> int | str:
+    """``--workers``: a whole number from 1 or ``auto``."""
+    from tui.sources.load.config import MAX_WORKERS
+
+    t = text.strip().lower()
+    if t == "auto":
+        return "auto"
+    try:
+        n = int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or auto, got {text!r}") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} or auto, got {text!r}")
+    return n
 
 
 def budget_record_from_args(args: argparse.Namespace) -> dict | None:
@@ -235,6 +272,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_report(cfg.record, args, default_budget=False)
 
 
+class _Terminated(Exception):
+    """SIGTERM reached `servewatch run`: stopped like Ctrl-C (in-flight requests recorded as cancelled)."""
+
+
+async def _run_until_signal(cfg: LoadConfig, write: Any) -> Any:
+    """run_load, with SIGTERM handled like Ctrl-C: the load task is cancelled, so every in-flight request (in
+    this process or in the worker processes) is recorded as cancelled before the run ends."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    got: list[int] = []
+
+    def on_term() -> None:
+        got.append(signal.SIGTERM)
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_term)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        pass
+    try:
+        return await run_load(cfg, write, progress=_print)
+    except asyncio.CancelledError:
+        if got:
+            raise _Terminated from None
+        raise
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+
 def record_run(cfg: LoadConfig) -> int | None:
     """Run the load test described by ``cfg`` into its record file (printing progress).
 
@@ -259,8 +331,8 @@ def record_run(cfg: LoadConfig) -> int | None:
     interrupted = False
     try:
         try:
-            summary = asyncio.run(run_load(cfg, rec.write, progress=_print))
-        except KeyboardInterrupt:
+            summary = asyncio.run(_run_until_signal(cfg, rec.write))
+        except (KeyboardInterrupt, _Terminated):
             interrupted = True
             summary = None
         except SetupError as exc:

@@ -12,6 +12,7 @@ state across modules would add attribute hops per record (measured by bench/benc
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Iterable
@@ -197,7 +198,7 @@ class _LevelState:
     __slots__ = (
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
         "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
-        "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache",
+        "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -214,6 +215,7 @@ class _LevelState:
                                 fail_min_s=min(FAIL_MIN_S, cfg.min_window_s), batch_s=cfg.batch_s)
         self.verdict_cache: tuple | None = None
         self.saturated = False
+        self.degraded: str | None = None  # why the level was not held (a load worker lost): it cannot PASS
         self.lateness_p99_ms: float | None = None
         self.max_waiting: float | None = None
         self.peak_gpu_gib: float | None = None
@@ -386,6 +388,10 @@ class Monitor:
             info = s.info
             if info.get("saturated"):
                 st.saturated = True
+            if info.get("degraded"):
+                st.degraded = (f"degraded: a load worker was lost during this step ({info.get('worker_lost', '?')} "
+                               "requests in flight recorded as worker_lost); the level was not held, so it cannot PASS")
+                st.verdict_cache = None
             lp = info.get("lateness_p99_ms")
             if isinstance(lp, (int, float)):
                 st.lateness_p99_ms = float(lp)
@@ -678,7 +684,10 @@ class Monitor:
         key = (j.n, j.good, j.t_last, j.vif)
         c = st.verdict_cache
         if c is None or c[0] != key:  # the verdict is a function of the judge; the load generator asks often
-            c = st.verdict_cache = (key, verdict_from_judge(j, cfg))
+            v = verdict_from_judge(j, cfg)
+            if st.degraded and v.state == "PASS":
+                v = dataclasses.replace(v, state="UNDECIDED", reason=st.degraded)
+            c = st.verdict_cache = (key, v)
         return c[1]
 
     def level_rows(self) -> tuple[LevelRow, ...]:

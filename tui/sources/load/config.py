@@ -31,6 +31,19 @@ APIS: tuple[Api, ...] = ("chat", "completions")
 COUNT_ALLOWANCE_S = 300.0
 
 
+MAX_WORKERS = 1024
+
+
+def resolve_workers(config: LoadConfig) -> int:
+    """The number of load workers ``config.workers`` means (``auto``: enough for the heaviest level,
+    at most the machine's cores; see ``tui.sources.load.workers.auto_workers``)."""
+    if config.workers == "auto":
+        from tui.sources.load.workers import auto_workers
+
+        return auto_workers(config.mode, config.levels)
+    return int(config.workers)
+
+
 class ConfigError(ValueError):
     """The load configuration is not usable (bad usage: exit code 2)."""
 
@@ -95,6 +108,8 @@ class LoadConfig:
     progress_interval: float = 5.0
     max_in_flight: int = 4096  # open loop: arrivals beyond this wait (and show as lateness)
     token_offsets: bool = False  # also record per-token arrival offsets (costs one float per token)
+    workers: int | str = 1  # load processes: 1 = this process; N >= 2 = worker processes; "auto" (resolve_workers)
+    ray: str | None = None  # "auto" or a Ray cluster address: the workers run as Ray actors (tui.sources.load.ray_workers)
 
     @property
     def min_window_minutes(self) -> float:
@@ -141,6 +156,11 @@ class LoadConfig:
             raise ConfigError("--metrics-interval must be > 0")
         if not isinstance(self.monitor, MonitorConfig):
             raise ConfigError("monitor must be a MonitorConfig")
+        if not (self.workers == "auto" or (isinstance(self.workers, int) and not isinstance(self.workers, bool)
+                                           and 1 <= self.workers <= MAX_WORKERS)):
+            raise ConfigError(f"--workers must be auto or a whole number from 1 to {MAX_WORKERS}")
+        if self.ray is not None and not (isinstance(self.ray, str) and self.ray.strip()):
+            raise ConfigError("--ray must be auto or a cluster address (ray://HOST:10001 or HOST:6379)")
         for k, _v in self.headers:
             if not k or any(c in k for c in " :\r\n\t"):
                 raise ConfigError("--header must look like 'Name: value'")

@@ -25,9 +25,8 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
-import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from time import perf_counter
 from typing import Any
@@ -40,8 +39,9 @@ from tui.core.redact import Scrubber, redact_url
 from tui.sources import openai_http as oh
 from tui.sources.load.arrivals import open_schedule
 from tui.sources.load.config import LoadConfig, Mode, Phase, SetupError, build_headers
-from tui.sources.load.executor import Req, RequestExecutor, request_record
+from tui.sources.load.executor import Req, RequestExecutor
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
+from tui.sources.load.runner import Arrival, Clock, StepRunner, process_arrivals
 from tui.sources.load.steps import (
     Step,
     describe_step,
@@ -51,22 +51,6 @@ from tui.sources.load.steps import (
 
 Emit = Callable[[dict], Any]
 Progress = Callable[[str], Any]
-
-
-class Clock:
-    """Epoch seconds from one perf_counter anchor: monotonic intervals, wall-clock meaning."""
-
-    __slots__ = ("epoch0", "perf0")
-
-    def __init__(self) -> None:
-        self.epoch0 = time.time()
-        self.perf0 = perf_counter()
-
-    def epoch(self, perf: float) -> float:
-        return self.epoch0 + (perf - self.perf0)
-
-    def now(self) -> float:
-        return self.epoch0 + (perf_counter() - self.perf0)
 
 
 @dataclass
@@ -94,25 +78,37 @@ class LoadGenerator:
         self.root, self.api_base, self._query = oh.split_url(config.url)
         self.label = redact_url(config.url)
         self.headers, secrets = build_headers(config, environ)
+        self._secrets = list(secrets)
         self.scrub = Scrubber(secrets)
         self.header_names = {k: "<redacted>" for k in self.headers}
         self.model: str | None = config.model
         self.prompts = PromptBuilder()
         self.run_id = os.urandom(4).hex()
-        self.in_flight = 0
-        self.sent_total = 0
         self.summary = RunSummary(record=config.record)
-        self._seq = 0
-        self._len_rng = random.Random(f"{config.seed}:lengths")
         self._monitor: Any = None
         self._step: Step | None = None
         self._client: httpx.AsyncClient | None = None
         self._executor: RequestExecutor | None = None
+        self._runner: StepRunner | None = None
+        self.pool: Any = None  # tui.sources.load.workers.WorkerPool when the load runs in worker processes
+        self.workers = 1  # resolved --workers (1: the load runs in this process)
+        self.workers_info: list[dict] = []
+        self._pool_sent = 0
         self._chat = config.api == "chat"
         self._endpoint = self.api_base + ("/chat/completions" if self._chat else "/completions")
         self.server: dict = {}
         self.server_capacity: dict | None = None  # what the server says it allocated (tui.sources.server_info)
         self.status_line = ""
+
+    @property
+    def in_flight(self) -> int:
+        if self.pool is not None:
+            return int(self.pool.in_flight)
+        return self._runner.in_flight if self._runner is not None else 0
+
+    @property
+    def sent_total(self) -> int:
+        return self._pool_sent + (self._runner.sent_total if self._runner is not None else 0)
 
     # -- output ------------------------------------------------------------
 
@@ -149,6 +145,11 @@ class LoadGenerator:
         self._executor = RequestExecutor(client, self._endpoint, self._query, chat=self._chat, model=self.model,
                                          ignore_eos=c.ignore_eos, read_timeout=c.read_timeout,
                                          token_offsets=c.token_offsets, scrub=self.scrub, say=self.say)
+        sent = self._runner.sent_total if self._runner is not None else 0
+        self._pool_sent += sent
+        self._runner = StepRunner(self._executor, self.clock, self.prompts, self.run_id, input_tokens=c.input_tokens,
+                                  output_tokens=c.output_tokens, seed=c.seed, on_record=self._on_record,
+                                  max_in_flight=c.max_in_flight)
 
     async def _setup(self) -> None:
         client = self._client
@@ -179,6 +180,46 @@ class LoadGenerator:
         sizes = [self.cfg.input_tokens[1]]
         await self.prompts.calibrate(client, self.root, prompt_prefix("00000000-000000"), sizes)
 
+    def _worker_setups(self, workers: int, anchor: tuple[float, float] | None) -> list:
+        from tui.sources.load.workers import WorkerSetup
+
+        c = self.cfg
+        return [WorkerSetup(worker=k, workers=workers, endpoint=self._endpoint, query=self._query, chat=self._chat,
+                            model=self.model, ignore_eos=c.ignore_eos, connect_timeout=c.connect_timeout,
+                            read_timeout=c.read_timeout, insecure=bool(c.insecure), token_offsets=c.token_offsets,
+                            headers=dict(self.headers), secrets=list(self._secrets), run_id=self.run_id, seed=c.seed,
+                            input_tokens=c.input_tokens, output_tokens=c.output_tokens, max_in_flight=c.max_in_flight,
+                            prompts=self.prompts.state(), anchor=anchor)
+                for k in range(workers)]
+
+    async def _start_workers(self) -> None:
+        """--workers N >= 2: start the worker processes (the load then runs there, not here)."""
+        from tui.sources.load.config import resolve_workers
+
+        n = resolve_workers(self.cfg)
+        self.workers = n
+        if n < 2 and not self.cfg.ray:
+            return
+        from tui.sources.load.workers import PipeLink, WorkerPool
+
+        if self.cfg.ray:
+            from tui.sources.load.ray_workers import ray_links
+
+            links, anchor_shared = await ray_links(self.cfg.ray, n, self.say)
+        else:
+            links, anchor_shared = [PipeLink(k) for k in range(n)], True
+        pool = WorkerPool(links, self.say)
+        self.workers = len(links)
+        try:
+            self.workers_info = await pool.start(self._worker_setups(len(links),
+                                                                     self.clock.anchor if anchor_shared else None))
+        except (RuntimeError, OSError) as exc:
+            await pool.close()
+            raise SetupError(f"could not start the load workers: {exc}") from None
+        self.pool = pool
+        where = "Ray actors" if self.cfg.ray else "worker processes"
+        self.say(f"load split over {len(links)} {where}, one record file and one verdict here")
+
     def _make_monitor(self) -> None:
         from tui.core.monitor import Monitor
 
@@ -196,6 +237,13 @@ class LoadGenerator:
             "server": self.server,
             "gpu": gpu_env if gpu_env is not None else {"gpu": "not sampled (--no-gpu)"},
         }
+
+    def _workers_block(self) -> dict:
+        if self.pool is None:
+            return {"count": 1, "kind": "in-process"}
+        kind = "ray" if self.cfg.ray else "processes"
+        return {"count": self.workers, "kind": kind, "split": "closed: concurrency divided; open: every W-th arrival",
+                "workers": [dict(i) for i in self.workers_info]}
 
     def header(self, gpu_env: dict | None) -> dict:
         c = self.cfg
@@ -222,6 +270,7 @@ class LoadGenerator:
                 "read_timeout": c.read_timeout,
                 "connection": "new connection per request",
                 "client_pid": os.getpid(),
+                "workers": self._workers_block(),
             },
             environment=self.environment(gpu_env),
             synthetic=False,
@@ -237,51 +286,26 @@ class LoadGenerator:
     # -- requests ----------------------------------------------------------
 
     def _new_req(self, phase: Phase, level: float, rnd: int, step: Step, t_intended: float) -> Req:
-        self._seq += 1
-        rid = f"{self.run_id}-{self._seq:06d}"
-        lo, hi = self.cfg.input_tokens
-        n_in = lo if lo == hi else self._len_rng.randint(lo, hi)
-        lo, hi = self.cfg.output_tokens
-        n_out = lo if lo == hi else self._len_rng.randint(lo, hi)
-        prompt = self.prompts.build(prompt_prefix(rid), n_in)
-        return Req(rid, phase, level, rnd, step, n_in, n_out, prompt, t_intended)
+        assert self._runner is not None
+        return self._runner.new_req(step, t_intended)
 
     async def _send_one(self, req: Req) -> None:
-        """Run one request to its end, recording it exactly once (also when cancelled)."""
-        self.in_flight += 1
-        self.sent_total += 1
-        req.step.sent += 1
-        try:
-            ex = self._executor
-            assert ex is not None
-            await ex.execute(req)
-        except asyncio.CancelledError:
-            if req.error is None and req.t_end is None:  # (t_end set: it had completed already)
-                # t_end = when the cancellation reached the request: with t_sent and t_first_token it tells
-                # whether the outcome was still open then (tui.core.records.outcome_rule)
-                req.t_end = perf_counter()
-                req.error = "cancelled"
-                req.detail = "stopped by the user" if req.t_sent is not None else "stopped before the request was sent"
-            raise
-        except Exception as exc:  # noqa: BLE001 -- a bug here must not lose the request
-            if req.error is None:
-                req.error = "other"
-                req.detail = self.scrub(f"{type(exc).__name__}: {exc}")
-        finally:
-            self.in_flight -= 1
-            self._finish(req)
+        assert self._runner is not None
+        await self._runner.send_one(req)
 
-    def _finish(self, req: Req) -> None:
-        if req.done:
-            return
-        req.done = True
-        if req.t_end is None:
-            req.t_end = perf_counter()
-        if req.t_sent is None:
-            req.t_sent = req.t_dispatch
-        d, lateness, ttft, out_tok = request_record(req, self.clock.epoch)
-        req.step.add(lateness, req.error, ttft, out_tok)
-        req.prompt = ""
+    def _on_record(self, d: dict, _req: Any = None) -> None:
+        self.emit(d)
+
+    def _pool_record(self, d: dict) -> None:
+        """A record from a worker (already in t_end order): the step's counters, then out."""
+        step = self._step
+        if step is not None and d.get("type") == "request":
+            t_sent, t_int, t_first = d.get("t_sent"), d.get("t_intended"), d.get("t_first_token")
+            late = (t_sent - t_int) if isinstance(t_sent, (int, float)) and isinstance(t_int, (int, float)) else 0.0
+            ttft = (t_first - t_sent) if isinstance(t_first, (int, float)) and isinstance(t_sent, (int, float)) else None
+            out = d.get("output_tokens")
+            step.add(late, None if d.get("complete") else (d.get("error") or "other"), ttft,
+                     out if isinstance(out, int) else 0)
         self.emit(d)
 
     async def request_once(self, level: float = 1.0, phase: Phase = "measure") -> dict:
@@ -321,54 +345,42 @@ class LoadGenerator:
         st = mon.levels.get((float(step.level), step.round))
         return st is not None and mon.verdict_for(st).state in ("PASS", "FAIL")
 
+    def _arrivals(self, step: Step, rate: float, n_requests: int | None) -> Iterator[Arrival]:
+        """The planned arrivals of one open-loop step (all of them: one schedule from the seed)."""
+        c = self.cfg
+        return process_arrivals(open_schedule(c.arrival, rate, c.burstiness, c.seed, step.round), n_requests)
+
     async def _closed_step(self, step: Step, concurrency: int, n_requests: int | None, duration: float | None) -> None:
-        end_at = step.t0 + duration if duration else None
-        issued = 0
-
-        async def worker() -> None:
-            nonlocal issued
-            while True:
-                if n_requests is not None and issued >= n_requests:
-                    return
-                now = perf_counter()
-                if end_at is not None and now >= end_at:
-                    return
-                if self._decided(step):
-                    return
-                issued += 1
-                await self._send_one(self._new_req(step.phase, step.level, step.round, step, now))
-
-        async with asyncio.TaskGroup() as tg:
-            for _ in range(concurrency):
-                tg.create_task(worker())
+        assert self._runner is not None
+        await self._runner.closed_step(step, concurrency, n_requests, duration, lambda: self._decided(step))
 
     async def _open_step(self, step: Step, rate: float, n_requests: int | None, duration: float | None) -> None:
+        assert self._runner is not None
+        await self._runner.open_step(step, self._arrivals(step, rate, n_requests), duration,
+                                     lambda: self._decided(step))
+
+    async def _pool_step(self, step: Step, mode: Mode, concurrency: int, n_requests: int | None,
+                         duration: float | None) -> Any:
+        """One step on the worker processes: each gets its share; records come back in t_end order."""
+        from tui.sources.load.workers import split_orders
+
         c = self.cfg
-        schedule = open_schedule(c.arrival, rate, c.burstiness, c.seed, step.round)
-        sem = asyncio.Semaphore(c.max_in_flight)
-        i = 0
+        pool = self.pool
+        step.t0 = perf_counter() + 0.05  # a common start, a little ahead so every worker has its order in time
+        t0_epoch = self.clock.epoch(step.t0)
+        process = None
+        if mode == "open":
+            process = (c.arrival, float(step.level), c.burstiness, c.seed, step.round)
+        orders = split_orders(level=step.level, rnd=step.round, phase=step.phase, mode=mode, t0_epoch=t0_epoch,
+                              duration=duration, n_requests=n_requests, workers=pool.workers,
+                              concurrency=concurrency, process=process)
 
-        async def one(req: Req) -> None:
-            try:
-                await self._send_one(req)
-            finally:
-                sem.release()
+        def started(n: int) -> None:
+            step.sent += n
+            self._pool_sent += n
 
-        async with asyncio.TaskGroup() as tg:
-            for offset in schedule:
-                if n_requests is not None and i >= n_requests:
-                    break
-                if duration is not None and offset >= duration:
-                    break
-                if self._decided(step):
-                    break
-                t_int = step.t0 + offset
-                delay = t_int - perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                await sem.acquire()
-                tg.create_task(one(self._new_req(step.phase, step.level, step.round, step, t_int)))
-                i += 1
+        return await pool.run_step(orders, self._pool_record, lambda: self._decided(step), on_started=started,
+                                   now_epoch=self.clock.now)
 
     async def _run_step(self, level: float, rnd: int, phase: Phase, n_requests: int | None,
                         duration: float | None, mode: Mode, label: str, concurrency: int | None = None) -> dict:
@@ -378,14 +390,19 @@ class LoadGenerator:
         if phase == "measure":
             self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration, c.arrival))
         self.say(label)
+        pooled = None
         try:
-            if mode == "closed":
+            if self.pool is not None:
+                pooled = await self._pool_step(step, mode, concurrency or int(level), n_requests, duration)
+            elif mode == "closed":
                 await self._closed_step(step, concurrency or int(level), n_requests, duration)
             else:
                 await self._open_step(step, float(level), n_requests, duration)
         finally:
             step.t1 = perf_counter()
             end = self._step_end(step)
+            if pooled is not None:
+                _pool_fields(end, pooled, step.mode)
             if phase == "measure":
                 self.emit(end)
                 self.summary.steps.append(end)
@@ -438,6 +455,7 @@ class LoadGenerator:
         ticker: asyncio.Task | None = None
         try:
             await self._setup()
+            await self._start_workers()
             gpu_env = None
             if gpu_sampler is not None:
                 try:
@@ -480,6 +498,8 @@ class LoadGenerator:
                     t.cancel()
                 if pending:
                     await asyncio.wait(pending, timeout=2.0)
+            if self.pool is not None:
+                await self.pool.close()
             await client.aclose()
             self.summary.requests = self.sent_total
         return self.summary
@@ -513,6 +533,36 @@ class LoadGenerator:
                     self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
                     self.say("note: " + self.summary.stopped_early)
                     return
+
+
+def _pool_fields(end: dict, pooled: Any, mode: str) -> None:
+    """Add what the worker processes measured to a step end record: their CPU, and whether one
+    was saturated or lost (a degraded step cannot PASS: the core monitor reads ``degraded``)."""
+    from tui.sources.load.steps import CLIENT_BUSY_LIMIT
+
+    end["coordinator_cpu_s"] = end["process_cpu_s"]
+    end["client_cpu_s"] = round(end["client_cpu_s"] + pooled.thread_cpu_s, 4)
+    end["process_cpu_s"] = round(end["process_cpu_s"] + pooled.cpu_s, 4)
+    end["worker_cpu_s"] = pooled.per_worker_cpu_s
+    secs = max(float(end.get("duration_s") or 0.0), 1e-9)
+    coord_busy = end["coordinator_cpu_s"] / secs if secs >= 1.0 else 0.0
+    busy = max(pooled.busiest, coord_busy)
+    if mode == "closed":
+        if busy >= CLIENT_BUSY_LIMIT:
+            end["saturated"] = True
+            end["note"] = (f"client saturated, results not valid: a load process used {busy:.2f} CPU-seconds per "
+                           f"second (>= {CLIENT_BUSY_LIMIT:g}); its own delays are inside the measured TTFT")
+        else:
+            end.pop("saturated", None)
+            end.pop("note", None)
+    if pooled.degraded:
+        end["degraded"] = True
+        end["worker_lost"] = pooled.worker_lost_requests
+        end["lost_workers"] = list(pooled.lost)
+        end["note"] = ((end.get("note", "") + "; ") if end.get("note") else "") + (
+            "degraded: a load worker was lost during this step, the level was not held and cannot PASS")
+        if end.get("verdict") == "PASS":
+            end["verdict"] = "UNDECIDED"
 
 
 def _raise_fd_limit() -> None:

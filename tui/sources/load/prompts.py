@@ -97,6 +97,21 @@ class PromptBuilder:
         self.check = {"asked": target, "got": got}
         self.note = f"prompt lengths from the server's /tokenize (check: asked {target}, got {got} tokens)"
 
+    def state(self) -> dict:
+        """The calibration, for a worker process to build the same prompts (:meth:`from_state`)."""
+        return {"method": self.method, "tokens_per_word": self.tokens_per_word, "prefix_tokens": self.prefix_tokens,
+                "check": self.check, "note": self.note}
+
+    @classmethod
+    def from_state(cls, state: dict) -> PromptBuilder:
+        b = cls()
+        b.method = str(state.get("method", "estimate"))
+        b.tokens_per_word = float(state.get("tokens_per_word", 1.0))
+        b.prefix_tokens = float(state.get("prefix_tokens", 8.0))
+        b.check = state.get("check")
+        b.note = str(state.get("note", ""))
+        return b
+
     def describe(self) -> dict:
         d: dict = {"method": self.method}
         if self.method == "tokenize":
