@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from time import perf_counter
@@ -203,7 +202,7 @@ class LoadGenerator:
         from tui.sources.load.workers import PipeLink, WorkerPool
 
         if self.cfg.ray:
-            from tui.sources.load.ray_workers import ray_links
+            from tui.sources.load.ray_workers import ray_links  # type: ignore[import-untyped,unused-ignore]
 
             links, anchor_shared = await ray_links(self.cfg.ray, n, self.say)
         else:
@@ -393,13 +392,16 @@ class LoadGenerator:
         pooled = None
         try:
             if self.pool is not None:
-                pooled = await self._pool_step(step, mode, concurrency or int(level), n_requests, duration)
+                self.pool.last_result = None
+                await self._pool_step(step, mode, concurrency or int(level), n_requests, duration)
             elif mode == "closed":
                 await self._closed_step(step, concurrency or int(level), n_requests, duration)
             else:
                 await self._open_step(step, float(level), n_requests, duration)
         finally:
             step.t1 = perf_counter()
+            if self.pool is not None:
+                pooled = self.pool.last_result
             end = self._step_end(step)
             if pooled is not None:
                 _pool_fields(end, pooled, step.mode)
@@ -529,6 +531,12 @@ class LoadGenerator:
                 if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
                     self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
                              f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
+                if end.get("degraded"):
+                    self.summary.stopped_early = (f"{unit} {lvl:g} round {rnd} degraded (a load worker was lost): "
+                                                  "run stopped, the remaining levels would run with less load "
+                                                  "than asked")
+                    self.say("note: " + self.summary.stopped_early)
+                    return
                 if c.stop_on_fail and end.get("verdict") == "FAIL":
                     self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
                     self.say("note: " + self.summary.stopped_early)

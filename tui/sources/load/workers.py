@@ -135,7 +135,7 @@ def split_orders(*, level: float, rnd: int, phase: str, mode: str, t0_epoch: flo
     orders = []
     if mode == "closed":
         conc = split_count(int(concurrency if concurrency is not None else level), workers)
-        counts: list[int | None] = (split_count(n_requests, workers) if n_requests is not None
+        counts: list[int | None] = ([*split_count(n_requests, workers)] if n_requests is not None
                                     else [None] * workers)
         for k in range(workers):
             n_k = counts[k]
@@ -474,6 +474,7 @@ class WorkerPool:
         self.info: list[dict] = []
         self._inflight: dict[int, dict[str, tuple]] = {}
         self._reported_in_flight: dict[int, int] = {}
+        self.last_result: StepResult | None = None
 
     @property
     def workers(self) -> int:
@@ -509,7 +510,7 @@ class WorkerPool:
                        decided: Callable[[], bool], on_started: Callable[[int], Any] | None = None,
                        now_epoch: Callable[[], float] = time.time) -> StepResult:
         """Run one step on every live worker; records reach ``on_record`` in ``t_end`` order."""
-        result = StepResult()
+        result = self.last_result = StepResult()  # (also what a cancelled step measured)
         queue: asyncio.Queue = asyncio.Queue()
         live = [lk for lk in self.links if lk.index in self.alive]
         running = {lk.index for lk in live}
@@ -520,7 +521,11 @@ class WorkerPool:
 
         async def pump(link: WorkerLink) -> None:
             while True:
-                msg = await link.recv()
+                try:
+                    msg = await link.recv()
+                except Exception as exc:  # noqa: BLE001 (an unreadable frame: the worker is treated as lost)
+                    self.say(f"note: worker {link.index}: unreadable message ({type(exc).__name__}: {exc})")
+                    msg = None
                 await queue.put((link.index, msg))
                 if msg is None or (isinstance(msg, Batch) and msg.done is not None):
                     return
@@ -536,7 +541,7 @@ class WorkerPool:
             if b.started and on_started is not None:
                 on_started(len(b.started))
             for d in b.records:
-                fl.pop(d.get("id"), None)
+                fl.pop(str(d.get("id")), None)
                 t = d.get("t_end")
                 heapq.heappush(heap, (t if isinstance(t, (int, float)) else -float("inf"), next(seq), d))
             settled[k] = b.settled
@@ -625,4 +630,8 @@ class WorkerPool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the copy of this module imported under its package name, so what it pickles (Batch) names
+    # tui.sources.load.workers and not __main__
+    from tui.sources.load.workers import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,245 @@
+"""Worker processes (issue 11): the load split over processes, one record file, one verdict.
+
+The server is the in-test FaultServer (it can stall a request on demand, which the real llama-server
+cannot); the worker processes reach it over 127.0.0.1 like any server. A real ramp against
+llama-server through workers is in tests/test_ray_workers.py and tests/test_live_llama.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.fault_server import FaultServer
+from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.records import parse_object
+from tui.sources.load import LoadConfig, LoadGenerator, run_load
+from tui.sources.load.arrivals import open_schedule
+from tui.sources.load.runner import process_arrivals
+from tui.sources.load.workers import auto_workers, split_count, split_orders
+
+BOUND_S = 60.0  # every wait below gives up after this long (a bound, not a synchronisation)
+
+
+@pytest.fixture(scope="module")
+def fs():
+    with FaultServer() as server:
+        yield server
+
+
+def cfg(url: str, **kw) -> LoadConfig:
+    base = dict(url=url, model="m", mode="closed", levels=[4.0], requests=24, metrics=False, gpu=False,
+                api_key_env=None, progress_interval=0, workers=2)
+    base.update(kw)
+    return LoadConfig(**base)
+
+
+def requests_of(out: list[dict]) -> list[dict]:
+    return [d for d in out if d.get("type") == "request"]
+
+
+async def until(cond, what: str) -> None:
+    """Wait for ``cond()`` (checked between event-loop turns), at most BOUND_S."""
+    deadline = time.monotonic() + BOUND_S
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+# ------------------------------------------------------------------ the split (pure)
+
+
+def test_split_count_gives_every_request_to_exactly_one_worker():
+    assert split_count(10, 3) == [4, 3, 3]
+    assert split_count(2, 4) == [1, 1, 0, 0]
+    assert sum(split_count(1001, 7)) == 1001
+
+
+def test_closed_loop_split_divides_the_concurrency_and_the_count():
+    orders = split_orders(level=5, rnd=1, phase="measure", mode="closed", t0_epoch=1.0, duration=None,
+                          n_requests=11, workers=2)
+    assert [o.concurrency for o in orders] == [3, 2]
+    assert [o.n_requests for o in orders] == [6, 5]
+    # more workers than streams: a worker with requests to send still gets a loop
+    orders = split_orders(level=1, rnd=1, phase="measure", mode="closed", t0_epoch=1.0, duration=None,
+                          n_requests=3, workers=3)
+    assert [o.concurrency for o in orders] == [1, 1, 1] and sum(o.n_requests for o in orders) == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(workers=st.integers(1, 8), n=st.integers(0, 300), rate=st.floats(0.5, 2000), seed=st.integers(0, 10**6),
+       arrival=st.sampled_from(["poisson", "constant", "gamma"]))
+def test_open_loop_shares_partition_the_one_schedule(workers, n, rate, seed, arrival):
+    whole = list(process_arrivals(open_schedule(arrival, rate, 2.0, seed, 1), n))
+    shares = [list(process_arrivals(open_schedule(arrival, rate, 2.0, seed, 1), n, k, workers))
+              for k in range(workers)]
+    merged = sorted(itertools.chain.from_iterable(shares))
+    assert merged == whole  # the union is exactly the requested process, every arrival once
+    assert all(a[0] % workers == k for k, share in enumerate(shares) for a in share)
+
+
+def test_auto_workers_follows_the_load_and_the_cores():
+    assert auto_workers("closed", [1, 2, 4], cpus=16) == 1
+    assert auto_workers("closed", [256], cpus=16) == 4
+    assert auto_workers("closed", [1024], cpus=2) == 2
+    assert auto_workers("open", [1000], cpus=16) == 4
+    assert auto_workers("open", [0.5], cpus=16) == 1
+
+
+# ------------------------------------------------------------------ processes against a server
+
+
+async def test_every_request_once_with_unique_ids_in_t_end_order(fs):
+    out: list[dict] = []
+    summary = await run_load(cfg(fs.url("ok", tokens=3), levels=[3.0, 5.0], requests=30), out.append)
+    reqs = requests_of(out)
+    assert len(reqs) == 60 == summary.requests
+    ids = [d["id"] for d in reqs]
+    assert len(set(ids)) == 60
+    run_id = out[0]["run_id"]
+    assert sorted(int(i.rsplit("-", 1)[1]) for i in ids) == list(range(1, 61))  # unique by construction
+    assert all(i.startswith(run_id + "-") for i in ids)
+    served = Counter(e["id"] for e in fs.completions())
+    assert all(served[i] == 1 for i in ids)  # the server saw each recorded request once
+    for level in (3.0, 5.0):
+        ends = [d["t_end"] for d in reqs if d["level"] == level]
+        assert ends == sorted(ends)  # one ordered stream for the monitor and the file
+    block = out[0]["load"]["workers"]
+    assert block["count"] == 2 and block["kind"] == "processes"
+    assert len({w["pid"] for w in block["workers"]}) == 2 and os.getpid() not in {w["pid"] for w in block["workers"]}
+    steps = [d for d in out if d.get("type") == "step" and d.get("event") == "end"]
+    assert [s["requests"] for s in steps] == [30, 30]
+    assert all(len(s["worker_cpu_s"]) == 2 and not s.get("degraded") for s in steps)
+
+
+async def test_open_loop_union_is_the_single_process_schedule(fs):
+    """The same seed in one process and in three workers: the same intended arrival times."""
+    times = {}
+    for workers in (1, 3):
+        out: list[dict] = []
+        await run_load(cfg(fs.url("ok", tokens=2), mode="open", levels=[40.0], requests=40, arrival="poisson",
+                           seed=7, workers=workers), out.append)
+        reqs = requests_of(out)
+        assert len(reqs) == 40
+        offs = sorted(d["t_intended"] for d in reqs)
+        times[workers] = [t - offs[0] for t in offs]
+    assert times[3] == pytest.approx(times[1], abs=1e-6)
+
+
+async def test_same_verdict_in_process_and_with_workers(fs):
+    verdicts = {}
+    for workers in (1, 2):
+        out: list[dict] = []
+        mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.5, min_window_s=0.0, min_requests=20)
+        await run_load(cfg(fs.url("ok", tokens=2), levels=[4.0], requests=80, workers=workers, monitor=mcfg),
+                       out.append)
+        mon = Monitor(mcfg)
+        for d in out:
+            mon.add(parse_object(d))
+        verdicts[workers] = [r.verdict.state for r in mon.level_rows()]
+    assert verdicts[1] == verdicts[2] == ["PASS"]
+
+
+async def test_cancel_records_every_in_flight_request_of_every_worker(fs):
+    out: list[dict] = []
+    gens: list[LoadGenerator] = []
+    task = asyncio.create_task(run_load(cfg(fs.url("stall"), levels=[6.0], requests=None, duration=600.0),
+                                        out.append, on_generator=gens.append))
+    await until(lambda: gens and gens[0].pool is not None and gens[0].in_flight >= 6, "6 requests in flight")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    reqs = requests_of(out)
+    assert len(reqs) == 6 == len({d["id"] for d in reqs})
+    assert {d["error"] for d in reqs} == {"cancelled"}
+    end = [d for d in out if d.get("type") == "step" and d.get("event") == "end"]
+    assert len(end) == 1 and not end[0].get("degraded")
+
+
+async def test_a_killed_worker_degrades_the_step_and_its_requests_are_recorded_lost(fs):
+    out: list[dict] = []
+    gens: list[LoadGenerator] = []
+    mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.95, min_window_s=0.0, min_requests=1)
+    task = asyncio.create_task(run_load(cfg(fs.url("stall"), levels=[4.0, 8.0], requests=None, duration=600.0,
+                                            monitor=mcfg), out.append, on_generator=gens.append))
+    await until(lambda: gens and gens[0].pool is not None and gens[0].in_flight >= 4, "4 requests in flight")
+    victim = gens[0].pool.links[0].proc
+    victim.send_signal(signal.SIGKILL)
+    await until(lambda: any(d.get("error") == "worker_lost" for d in out), "the lost requests")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    reqs = requests_of(out)
+    errors = Counter(d["error"] for d in reqs)
+    assert errors == {"worker_lost": 2, "cancelled": 2}  # the dead worker's 2 streams, the live worker's 2
+    assert len({d["id"] for d in reqs}) == 4
+    end = [d for d in out if d.get("type") == "step" and d.get("event") == "end"]
+    assert len(end) == 1 and end[0]["degraded"] is True and end[0]["worker_lost"] == 2
+    assert "SIGKILL" in end[0]["lost_workers"][0]
+    assert end[0].get("verdict") != "PASS"
+    mon = Monitor(mcfg)
+    for d in out:
+        mon.add(parse_object(d))
+    assert all(r.verdict.state != "PASS" for r in mon.level_rows())
+
+
+def test_a_degraded_level_cannot_pass_in_the_monitor():
+    """All requests good, but the step says a worker was lost: the level was not held."""
+    mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.5, min_window_s=0.0, min_requests=5)
+    recs = [{"type": "request", "id": f"r{i}", "t_sent": 100.0 + i, "t_first_token": 100.1 + i, "t_end": 100.2 + i,
+             "complete": True, "level": 2.0, "round": 1, "phase": "measure"} for i in range(40)]
+    end = {"type": "step", "event": "end", "t": 200.0, "level": 2.0, "round": 1, "mode": "closed",
+           "phase": "measure", "degraded": True, "worker_lost": 1}
+    for degraded in (False, True):
+        mon = Monitor(mcfg)
+        for d in recs + ([end] if degraded else []):
+            mon.add(parse_object(d))
+        state = mon.level_rows()[0].verdict
+        assert (state.state == "PASS") is (not degraded)
+        if degraded:
+            assert "cannot PASS" in state.reason
+
+
+def test_run_stops_on_sigterm_and_records_every_in_flight_request(fs, tmp_path):
+    """`servewatch run --workers 2`, SIGTERM mid-step: nothing lost, every worker process gone."""
+    rec = tmp_path / "run.jsonl"
+    n_before = len(fs.completions())
+    proc = subprocess.Popen([sys.executable, "-m", "tui", "run", "--url", fs.url("stall"), "--model", "m",
+                             "--concurrency", "4", "--duration", "600", "--workers", "2", "--no-gpu",
+                             "--record", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + BOUND_S
+    while len(fs.completions()) - n_before < 4:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    import json
+
+    header = json.loads(rec.read_text().splitlines()[0])
+    pids = [w["pid"] for w in header["load"]["workers"]["workers"]]
+    proc.send_signal(signal.SIGTERM)
+    text, _ = proc.communicate(timeout=BOUND_S)
+    assert "interrupted" in text and "Traceback" not in text
+    reqs = [json.loads(x) for x in rec.read_text().splitlines() if '"type":"request"' in x]
+    assert len(reqs) == 4 and {d["error"] for d in reqs} == {"cancelled"}
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_workers_flag_bad_usage_is_one_line(capsys):
+    from tui.cli import main
+
+    for bad in ("0", "x", "-3", "99999"):
+        assert main(["run", "--url", "http://127.0.0.1:9/v1", "--concurrency", "1", "--workers=" + bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) <= 2 and "--workers" in err[-1]
