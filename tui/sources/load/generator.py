@@ -48,6 +48,7 @@ from tui.sources.load.steps import (
     step_end_record,
     step_start_record,
 )
+from tui.sources.load.trace import trace_schedule
 
 Emit = Callable[[dict], Any]
 Progress = Callable[[str], Any]
@@ -199,7 +200,7 @@ class LoadGenerator:
 
     def header(self, gpu_env: dict | None) -> dict:
         c = self.cfg
-        return run_header(
+        hdr = run_header(
             target={"url": self.label, "model": self.model, "api": c.api, "endpoint": redact_url(self._endpoint)},
             load={
                 "mode": c.mode,
@@ -233,16 +234,27 @@ class LoadGenerator:
             source=source_block("run"),
             server_capacity=self.server_capacity,
         )
+        if c.trace is not None:  # a trace replay: its arrivals and lengths, and the trace file it came from
+            (i0, i1), (o0, o1) = c.trace.input_range, c.trace.output_range
+            hdr["load"].update(arrival="trace", trace=c.trace.header_block(), input_tokens={"min": i0, "max": i1},
+                               output_tokens={"min": o0, "max": o1},
+                               note="arrivals and token lengths replayed from " + c.trace.describe())
+            hdr["source"] = c.trace.header_source()
+        return hdr
 
     # -- requests ----------------------------------------------------------
 
-    def _new_req(self, phase: Phase, level: float, rnd: int, step: Step, t_intended: float) -> Req:
+    def _new_req(self, phase: Phase, level: float, rnd: int, step: Step, t_intended: float,
+                 n_in: int = 0, n_out: int = 0) -> Req:
+        """A request; its lengths are ``n_in``/``n_out`` when given (a trace's), else drawn from the ranges."""
         self._seq += 1
         rid = f"{self.run_id}-{self._seq:06d}"
-        lo, hi = self.cfg.input_tokens
-        n_in = lo if lo == hi else self._len_rng.randint(lo, hi)
-        lo, hi = self.cfg.output_tokens
-        n_out = lo if lo == hi else self._len_rng.randint(lo, hi)
+        if n_in <= 0:
+            lo, hi = self.cfg.input_tokens
+            n_in = lo if lo == hi else self._len_rng.randint(lo, hi)
+        if n_out <= 0:
+            lo, hi = self.cfg.output_tokens
+            n_out = lo if lo == hi else self._len_rng.randint(lo, hi)
         prompt = self.prompts.build(prompt_prefix(rid), n_in)
         return Req(rid, phase, level, rnd, step, n_in, n_out, prompt, t_intended)
 
@@ -344,7 +356,9 @@ class LoadGenerator:
 
     async def _open_step(self, step: Step, rate: float, n_requests: int | None, duration: float | None) -> None:
         c = self.cfg
-        schedule = open_schedule(c.arrival, rate, c.burstiness, c.seed, step.round)
+        # (offset, input tokens, output tokens); 0 tokens: drawn from the length ranges
+        schedule = (trace_schedule(c.trace) if c.trace is not None
+                    else ((o, 0, 0) for o in open_schedule(c.arrival, rate, c.burstiness, c.seed, step.round)))
         sem = asyncio.Semaphore(c.max_in_flight)
         i = 0
 
@@ -355,7 +369,7 @@ class LoadGenerator:
                 sem.release()
 
         async with asyncio.TaskGroup() as tg:
-            for offset in schedule:
+            for offset, n_in, n_out in schedule:
                 if n_requests is not None and i >= n_requests:
                     break
                 if duration is not None and offset >= duration:
@@ -367,7 +381,7 @@ class LoadGenerator:
                 if delay > 0:
                     await asyncio.sleep(delay)
                 await sem.acquire()
-                tg.create_task(one(self._new_req(step.phase, step.level, step.round, step, t_int)))
+                tg.create_task(one(self._new_req(step.phase, step.level, step.round, step, t_int, n_in, n_out)))
                 i += 1
 
     async def _run_step(self, level: float, rnd: int, phase: Phase, n_requests: int | None,
@@ -376,7 +390,8 @@ class LoadGenerator:
         self._step = step
         c = self.cfg
         if phase == "measure":
-            self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration, c.arrival))
+            self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration,
+                                        "trace" if c.trace is not None else c.arrival))
         self.say(label)
         try:
             if mode == "closed":
