@@ -37,7 +37,8 @@ MINIMAL = {
 }
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
 METAVARS = {"FILE", "DIR", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
-            "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE"}
+            "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
+            "START-END"}
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

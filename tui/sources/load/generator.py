@@ -519,6 +519,8 @@ class LoadGenerator:
                     limits.append("until PASS or FAIL")
                 if c.step_duration is not None:
                     limits.append(f"{c.step_duration:g} s")
+                if c.trace is not None:
+                    limits.append(f"the trace's {len(c.trace):,} arrivals")
                 end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.step_duration, c.mode,
                                            f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})")
                 if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):

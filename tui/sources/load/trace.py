@@ -126,10 +126,7 @@ class Trace:
     def describe(self) -> str:
         """One line: what is replayed, from what."""
         s = self.source
-        win = ""
-        if s.get("window"):
-            a, b = s["window"]
-            win = f", window {a:g}-{'' if b is None else f'{b:g}'} s"
+        win = f", window {window_text(*s['window'])}" if s.get("window") else ""
         return (f"trace {s['file']} ({s['format']}, sha256 {s['sha256'][:12]}): {len(self):,} arrivals over "
                 f"{self.span_s:.1f} s (speed {s['speed']:g}{win}), mean {self.mean_rate:.3f} req/s; "
                 f"{s['rows']:,} rows read, {s['skipped']:,} bad")
@@ -171,6 +168,11 @@ def parse_window(text: str) -> tuple[float, float | None]:
     if end is not None and not end > start:
         raise ConfigError(f"--trace-window {text}: END must be after START")
     return start, end
+
+
+def window_text(start: float, end: float | None) -> str:
+    """``60-180 s`` or ``from 60 s to the end``."""
+    return f"from {start:g} s to the end" if end is None else f"{start:g}-{end:g} s"
 
 
 def _check_speed(speed: Any) -> float:
@@ -573,11 +575,11 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
         start, end = window
         lo = bisect.bisect_left(t, t0 + start)
         hi = n if end is None else bisect.bisect_left(t, t0 + end)
-        wtext = f"{start:g}-{'' if end is None else f'{end:g}'}"
+        wtext = window_text(start, end)
         if lo >= hi:
-            raise ConfigError(f"--trace-window {wtext} keeps no arrival of {shown} (its arrivals span "
+            raise ConfigError(f"--trace-window {start:g}-{'' if end is None else f'{end:g}'} keeps no arrival of {shown} (its arrivals span "
                               f"0-{t[-1] - t0:.1f} s after the first)")
-        notes.append(f"window {wtext} s of the trace: {hi - lo:,} of {n:,} arrivals kept")
+        notes.append(f"window {wtext} of the trace: {hi - lo:,} of {n:,} arrivals kept")
     base = t[lo]
     offsets = array("d", ((x - base) / speed for x in t[lo:hi]))
     kept = hi - lo
