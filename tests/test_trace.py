@@ -95,6 +95,21 @@ def test_azure_bad_rows_reported_with_file_and_line_and_counted(tmp_path):
     assert "ContextTokens is not a number" in t.problems[1] and "negative" in t.problems[3]
 
 
+def test_crlf_bom_bytes_that_are_not_utf8_and_files_that_are_not_traces(tmp_path):
+    p = tmp_path / "az.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + AZURE_HEAD.encode() + b"2023-11-16 18:15:46.0,10,10\r\n"
+                  b"2023-11-16 18:15:47.\xff\xfe,10,10\r\n" + b"2023-11-16 18:15:48.0,20,20\r\n")
+    t = load_trace(str(p))
+    assert offsets(t) == [0.0, 2.0] and t.source["skipped"] == 1 and t.problems[0].startswith(f"{p}:3: TIMESTAMP")
+    assert t.header_block()["problems"][0].startswith("az.csv:3: ")  # the header names the file, not its path
+    gz = tmp_path / "trace.csv.gz"
+    gz.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4)
+    with pytest.raises(ConfigError, match="not a trace servewatch reads"):
+        load_trace(str(gz))
+    with pytest.raises(ConfigError, match="not a plain file"):
+        load_trace("/dev/null")
+
+
 def test_burstgpt_extra_columns_unsorted_rows_sorted_and_counted(tmp_path):
     p = write(tmp_path, "b.csv", BURST_HEAD
               + "10,ChatGPT,100,20,120,Conversation log\n"

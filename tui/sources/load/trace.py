@@ -96,6 +96,7 @@ class Trace:
     source: dict
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    path: str = ""  # as given (the problems name it); the header names the file only
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -133,8 +134,10 @@ class Trace:
 
     def header_block(self) -> dict:
         """The run header's ``load.trace`` object."""
+        given, name = self.path + ":", self.source["file"] + ":"
+        problems = [name + p[len(given):] if self.path and p.startswith(given) else p for p in self.problems]
         return {**self.source, "arrivals": len(self), "span_s": round(self.span_s, 6),
-                "mean_rate": round(self.mean_rate, 6), "problems": list(self.problems), "notes": list(self.notes)}
+                "mean_rate": round(self.mean_rate, 6), "problems": problems, "notes": list(self.notes)}
 
     def header_source(self) -> dict:
         """The run header's ``source`` block: kind ``trace``, the trace file's name, SHA-256 and format."""
@@ -604,4 +607,4 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
     }
     if comment:
         source["comment"] = comment
-    return Trace(offsets, ins[lo:hi], outs[lo:hi], source, list(rows.problems), notes)
+    return Trace(offsets, ins[lo:hi], outs[lo:hi], source, list(rows.problems), notes, shown)
