@@ -153,6 +153,7 @@ def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
     import tui.cli.run as run_cli
     import tui.sources.load.executor as executor
     import tui.sources.load.generator as loadgen
+    import tui.sources.load.runner as runner
     import tui.sources.load.steps as steps
     import tui.sources.metrics as metrics
 
@@ -170,9 +171,9 @@ def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
         time=lambda: EPOCH0 + perf_counter(), thread_time=time.thread_time, process_time=time.process_time,
         perf_counter=perf_counter,
     )
-    for mod in (loadgen, executor, steps):  # every module of the load path that reads the clock
+    for mod in (loadgen, runner, executor, steps):  # every module of the load path that reads the clock
         monkeypatch.setattr(mod, "perf_counter", perf_counter)
-    monkeypatch.setattr(loadgen, "time", fake_time)
+    monkeypatch.setattr(runner, "time", fake_time)
     monkeypatch.setattr(steps, "time", fake_time)
     monkeypatch.setattr(loadgen, "make_gpu_sampler", lambda config: None)
     monkeypatch.setattr(metrics, "MetricsScraper", _NoScraper)

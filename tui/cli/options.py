@@ -2,7 +2,7 @@
 
 Every placeholder name comes from one vocabulary (``FILE``, ``DIR``, ``URL``, ``NAME``, ``MS``, ``SECONDS``,
 ``MINUTES``, ``FRACTION``, ``N``, ``LIST``, ``GIB``, ``TOKENS``, ``FACTOR``, ``USD``, ``VAR``, ``FORMAT``,
-``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``), and every option's help states its default (or that it
+``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``, ``START-END``), and every option's help states its default (or that it
 has none): :class:`HelpFormatter` appends ``(default: X)`` where the text does not say it already.
 
 Every float type refuses ``nan`` and ``inf`` (and negatives where a negative means nothing) with one line.

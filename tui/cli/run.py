@@ -3,6 +3,7 @@ watched in the console).
 
     servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4,8 --output-tokens 64 --ignore-eos
     servewatch run --url https://host/v1 --rate 0.5,1,2 --arrival gamma --burstiness 2 --duration 300
+    servewatch run --url http://127.0.0.1:8080 --trace azure.csv --trace-window 0-600 --trace-speed 2
 
 Exit codes: those of the report (0 PASS, 1 FAIL, 3 insufficient/undecided); 2 for bad usage or a
 server that cannot be reached.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 from typing import Any
 
@@ -33,9 +35,11 @@ from tui.cli.options import (
 from tui.core.exitcodes import ExitCode
 from tui.core.redact import redact_url
 from tui.sources.load import ConfigError, LoadConfig, SetupError, monitor_config, run_load
+from tui.sources.load.trace import MAX_LISTED, Trace, load_trace, parse_window
 
 RUN_EPILOG = epilog("servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4,8 --output-tokens 64 --ignore-eos",
                     "servewatch run --url https://host/v1 --rate 0.5,1,2 --arrival gamma --burstiness 2 --duration 300",
+                    "servewatch run --url http://127.0.0.1:8080 --trace azure.csv --trace-window 0-600 --trace-speed 2",
                     codes="exit codes: those of the report (0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED); "
                           "2 bad usage or a server that cannot be reached")
 LIVE_EPILOG = epilog("servewatch live --url http://127.0.0.1:8080 --concurrency 1,2,4 --theme light",
@@ -46,8 +50,17 @@ LIVE_EPILOG = epilog("servewatch live --url http://127.0.0.1:8080 --concurrency 
 # ------------------------------------------------------------------ flags
 
 
-def add_load_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of `servewatch run`, `live` and `sweep`: target, load, recording, connection, acceptance, budget."""
+def trace_window(text: str) -> tuple[float, float | None]:
+    """``--trace-window START-END`` (or ``START-``): seconds of the trace after its first arrival."""
+    try:
+        return parse_window(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--trace-window ")) from None
+
+
+def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) -> None:
+    """Flags of `servewatch run`, `live` and `sweep`: target, load, recording, connection, acceptance, budget.
+    ``trace``: also --trace, --trace-speed, --trace-window (`run` and `live`; a sweep has no trace)."""
     t = parser.add_argument_group("target")
     t.add_argument("--url", required=True, metavar="URL",
                    help="server base URL, with or without a trailing /v1 (required; no default)")
@@ -61,17 +74,30 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
                    help="closed loop: in-flight requests per step, a ramp such as 1,2,4,8 (no default: this or --rate)")
     m.add_argument("--rate", type=levels(float), metavar="LIST",
                    help="open loop: arrivals per second per step, such as 0.5,1,2 (no default: this or --concurrency)")
-    g.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson",
+    if trace:
+        m.add_argument("--trace", default=None, metavar="FILE",
+                       help="open loop: replay the arrival times and token lengths of a trace, one step at its mean "
+                            "rate: a servewatch open-loop record file, an Azure LLM inference CSV, a BurstGPT CSV or "
+                            "Mooncake JSONL, detected from the content (default: none)")
+        g.add_argument("--trace-speed", type=positive_float, default=None, metavar="FACTOR",
+                       help="with --trace: replay FACTOR times faster, 2 = the gaps halved (default 1)")
+        g.add_argument("--trace-window", type=trace_window, default=None, metavar="START-END",
+                       help="with --trace: only the arrivals from START to END seconds after the trace's first "
+                            "(END may be left out: to the end), before --trace-speed (default: the whole trace)")
+    # None = not given (defaults in config_from_args): a trace refuses the flags that describe another load
+    g.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default=None,
                    help="open loop arrival process (default poisson)")
-    g.add_argument("--burstiness", type=non_negative_float, default=1.0, metavar="FACTOR",
+    g.add_argument("--burstiness", type=non_negative_float, default=None, metavar="FACTOR",
                    help="gamma arrivals: coefficient of variation of the gaps (shape 1/X^2); 1 = Poisson, "
                         ">1 burstier (default 1)")
-    g.add_argument("--input-tokens", type=token_range, default=(128, 128), metavar="N|MIN-MAX",
+    g.add_argument("--input-tokens", type=token_range, default=None, metavar="N|MIN-MAX",
                    help="prompt length in tokens, fixed or uniform MIN-MAX (default 128)")
-    g.add_argument("--output-tokens", type=token_range, default=(64, 64), metavar="N|MIN-MAX",
+    g.add_argument("--output-tokens", type=token_range, default=None, metavar="N|MIN-MAX",
                    help="max_tokens per request, fixed or uniform MIN-MAX (default 64)")
-    g.add_argument("--ignore-eos", action="store_true",
-                   help="send ignore_eos: true so every answer has exactly max_tokens tokens")
+    g.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None,
+                   help="send ignore_eos: true so every answer has exactly max_tokens tokens (default: off; on "
+                        "with --trace unless --no-ignore-eos; every request records output_tokens_asked beside "
+                        "the output_tokens it got)")
     g.add_argument("--warmup", type=non_negative_int, default=0, metavar="N",
                    help="requests before the first step, recorded as phase warmup (default 0)")
     g.add_argument("--requests", type=positive_int, default=None, metavar="N",
@@ -119,7 +145,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `servewatch run`."""
     parser.description = "Headless load test against a server, recorded, then the report on the record file."
     parser.epilog = RUN_EPILOG
-    add_load_arguments(parser)
+    add_load_arguments(parser, trace=True)
 
 
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,28 +153,55 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     (--theme, --themes-dir, --export-dir, --rolling-seconds, --rolling-requests)."""
     parser.description = "The console watching a live load test, recorded like `run`."
     parser.epilog = LIVE_EPILOG
-    add_load_arguments(parser)
+    add_load_arguments(parser, trace=True)
     add_console_arguments(parser)
     add_rolling_arguments(parser)
 
 
+_TRACE_REFUSES = (("--arrival", "arrival"), ("--burstiness", "burstiness"), ("--input-tokens", "input_tokens"),
+                  ("--output-tokens", "output_tokens"), ("--max-step-seconds", "max_step_seconds"))
+
+
+def trace_from_args(args: argparse.Namespace) -> Trace | None:
+    """The Trace of ``--trace`` (None without it); ConfigError on a bad file or a flag that contradicts it."""
+    path = getattr(args, "trace", None)
+    if path is None:
+        for flag, attr in (("--trace-speed", "trace_speed"), ("--trace-window", "trace_window")):
+            if getattr(args, attr, None) is not None:
+                raise ConfigError(f"{flag} needs --trace FILE")
+        return None
+    given = [flag for flag, attr in _TRACE_REFUSES if getattr(args, attr, None) is not None]
+    if int(getattr(args, "rounds", 1) or 1) != 1:
+        given.append("--rounds")
+    if given:
+        raise ConfigError(f"--trace replays the trace's arrivals and lengths once, to its end (--duration or "
+                          f"--requests cut it short): {', '.join(given)} cannot be given with it")
+    return load_trace(path, speed=getattr(args, "trace_speed", None) or 1.0,
+                      window=getattr(args, "trace_window", None))
+
+
 def config_from_args(args: argparse.Namespace) -> LoadConfig:
     """The LoadConfig the flags describe (raises ConfigError on bad combinations)."""
+    trace = trace_from_args(args)
     closed = getattr(args, "concurrency", None) is not None
     levels = args.concurrency if closed else getattr(args, "rate", None)
+    if trace is not None:
+        levels = [trace.level]
     if not levels:
         raise ConfigError("give --concurrency LIST or --rate LIST")
+    ignore_eos = getattr(args, "ignore_eos", None)
+    burstiness = getattr(args, "burstiness", None)
     cfg = LoadConfig(
         url=args.url,
         model=getattr(args, "model", None),
         api=getattr(args, "api", "chat"),
         mode="closed" if closed else "open",
         levels=list(levels),
-        arrival=getattr(args, "arrival", "poisson"),
-        burstiness=float(getattr(args, "burstiness", 1.0)),
-        input_tokens=tuple(getattr(args, "input_tokens", (128, 128))),
-        output_tokens=tuple(getattr(args, "output_tokens", (64, 64))),
-        ignore_eos=bool(getattr(args, "ignore_eos", False)),
+        arrival=getattr(args, "arrival", None) or "poisson",
+        burstiness=1.0 if burstiness is None else float(burstiness),
+        input_tokens=tuple(getattr(args, "input_tokens", None) or (trace.input_range if trace else (128, 128))),
+        output_tokens=tuple(getattr(args, "output_tokens", None) or (trace.output_range if trace else (64, 64))),
+        ignore_eos=trace is not None if ignore_eos is None else bool(ignore_eos),
         warmup=int(getattr(args, "warmup", 0) or 0),
         requests=getattr(args, "requests", None),
         duration=getattr(args, "duration", None),
@@ -171,12 +224,15 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
             min_window_minutes=float(getattr(args, "min_window_minutes", 10.0)),
             min_requests=getattr(args, "min_requests", None),
         ),
-        # without --requests/--duration every step runs until its verdict is PASS or FAIL (capped)
-        until_decided=getattr(args, "requests", None) is None and getattr(args, "duration", None) is None,
+        # without --requests/--duration every step runs until its verdict is PASS or FAIL (capped);
+        # a trace replay runs to the end of the trace
+        until_decided=(trace is None and getattr(args, "requests", None) is None
+                       and getattr(args, "duration", None) is None),
         max_step_seconds=getattr(args, "max_step_seconds", None),
         budget=budget_record_from_args(args),
         workers=_workers_value(args),
         ray=getattr(args, "ray", None),
+        trace=trace,
     )
     cfg.validate()
     return cfg
@@ -225,6 +281,16 @@ def budget_record_from_args(args: argparse.Namespace) -> dict | None:
 
 def step_plan(cfg: LoadConfig) -> str:
     """How each step ends, for the first lines of output."""
+    if cfg.trace is not None:
+        text = "one step replaying " + cfg.trace.describe()
+        cut = [f"{cfg.requests} requests"] if cfg.requests is not None else []
+        if cfg.duration is not None:
+            cut.append(f"{cfg.duration:g} s")
+        if cut:
+            text += f"; cut at {' or '.join(cut)}"
+        if min(cfg.duration or math.inf, cfg.trace.span_s) < cfg.min_window_minutes * 60.0:
+            text += f" (shorter than the {cfg.min_window_minutes:g}-min window: no verdict can PASS)"
+        return text
     if cfg.until_decided:
         cap = cfg.step_duration or 0.0
         text = f"each step until PASS or FAIL, at most {cap:g} s"
@@ -243,6 +309,19 @@ def step_plan(cfg: LoadConfig) -> str:
     if cfg.duration is not None and cfg.duration < cfg.min_window_minutes * 60.0:
         text += f" (shorter than the {cfg.min_window_minutes:g}-min window: no verdict can PASS)"
     return text
+
+
+def trace_lines(cfg: LoadConfig) -> list[str]:
+    """What reading the trace changed or left out (notes), and its bad rows (FILE:LINE: reason)."""
+    t = cfg.trace
+    if t is None:
+        return []
+    out = [f"trace: {n}" for n in t.notes]
+    out += [f"trace: bad row {p}" for p in t.problems]
+    more = t.source["skipped"] - len(t.problems)
+    if more > 0:
+        out.append(f"trace: ... and {more:,} more bad rows (the first {MAX_LISTED} are listed)")
+    return out
 
 
 # ------------------------------------------------------------------ commands
@@ -327,6 +406,8 @@ def record_run(cfg: LoadConfig) -> int | None:
     unit = "concurrency" if cfg.mode == "closed" else "req/s"
     _print(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
            f"{step_plan(cfg)}")
+    for line in trace_lines(cfg):
+        _print(line)
     _print(f"recording to {cfg.record}")
     interrupted = False
     try:
@@ -365,6 +446,8 @@ def cmd_live(args: argparse.Namespace) -> int:
     from tui.sources.live import LiveSource
 
     cfg = config_or_usage(args)
+    for line in trace_lines(cfg):
+        print(line, flush=True)
     try:
         budget, budget_origin = view_budget(args)  # no budget flags: unknown, never the teaching case
         mcfg = monitor_config_from_args(args)

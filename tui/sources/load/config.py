@@ -11,12 +11,15 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
 from tui.sources import openai_http as oh
+
+if TYPE_CHECKING:
+    from tui.sources.load.trace import Trace
 
 Mode = Literal["closed", "open"]  # closed: levels are concurrency; open: levels are req/s
 Arrival = Literal["poisson", "constant", "gamma"]
@@ -110,6 +113,9 @@ class LoadConfig:
     token_offsets: bool = False  # also record per-token arrival offsets (costs one float per token)
     workers: int | str = 1  # load processes: 1 = this process; N >= 2 = worker processes; "auto" (resolve_workers)
     ray: str | None = None  # "auto" or a Ray cluster address: the workers run as Ray actors (tui.sources.load.ray_workers)
+    # arrivals and lengths replayed from a trace (tui.sources.load.trace.load_trace): one open-loop step at
+    # levels == [trace.level], round 1, ending when the trace is exhausted (or --requests/--duration earlier)
+    trace: Trace | None = None
 
     @property
     def min_window_minutes(self) -> float:
@@ -164,12 +170,30 @@ class LoadConfig:
         for k, _v in self.headers:
             if not k or any(c in k for c in " :\r\n\t"):
                 raise ConfigError("--header must look like 'Name: value'")
+        if self.trace is not None:
+            self._validate_trace()
+
+    def _validate_trace(self) -> None:
+        from tui.sources.load.trace import Trace
+
+        t = self.trace
+        if not isinstance(t, Trace):
+            raise ConfigError("trace must be a Trace (tui.sources.load.trace.load_trace)")
+        if self.mode != "open":
+            raise ConfigError("--trace replays arrivals: open loop only (not with --concurrency)")
+        if self.rounds != 1:
+            raise ConfigError("--trace is replayed once: --rounds must be 1")
+        if list(self.levels) != [t.level]:
+            raise ConfigError(f"with a trace the one level is its mean rate, {t.level:g} req/s")
+        if len(t) < 2:
+            raise ConfigError("a trace needs at least two arrivals")
 
     @property
     def step_requests(self) -> int | None:
         """Requests per step: the given count; 40 when nothing bounds the step (neither --requests,
-        --duration nor until_decided: programmatic use only, the CLI runs steps until decided)."""
-        if self.requests is None and self.duration is None and not self.until_decided:
+        --duration nor until_decided: programmatic use only, the CLI runs steps until decided); a trace
+        replay is bounded by the trace itself."""
+        if self.trace is None and self.requests is None and self.duration is None and not self.until_decided:
             return 40
         return self.requests
 

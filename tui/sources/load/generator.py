@@ -246,7 +246,7 @@ class LoadGenerator:
 
     def header(self, gpu_env: dict | None) -> dict:
         c = self.cfg
-        return run_header(
+        hdr = run_header(
             target={"url": self.label, "model": self.model, "api": c.api, "endpoint": redact_url(self._endpoint)},
             load={
                 "mode": c.mode,
@@ -281,6 +281,13 @@ class LoadGenerator:
             source=source_block("run"),
             server_capacity=self.server_capacity,
         )
+        if c.trace is not None:  # a trace replay: its arrivals and lengths, and the trace file it came from
+            (i0, i1), (o0, o1) = c.trace.input_range, c.trace.output_range
+            hdr["load"].update(arrival="trace", trace=c.trace.header_block(), input_tokens={"min": i0, "max": i1},
+                               output_tokens={"min": o0, "max": o1},
+                               note="arrivals and token lengths replayed from " + c.trace.describe())
+            hdr["source"] = c.trace.header_source()
+        return hdr
 
     # -- requests ----------------------------------------------------------
 
@@ -345,8 +352,10 @@ class LoadGenerator:
         return st is not None and mon.verdict_for(st).state in ("PASS", "FAIL")
 
     def _arrivals(self, step: Step, rate: float, n_requests: int | None) -> Iterator[Arrival]:
-        """The planned arrivals of one open-loop step (all of them: one schedule from the seed)."""
+        """The planned arrivals of one open-loop step (all of them): a trace's, or one schedule from the seed."""
         c = self.cfg
+        if c.trace is not None:
+            return trace_arrivals(c.trace, n_requests)
         return process_arrivals(open_schedule(c.arrival, rate, c.burstiness, c.seed, step.round), n_requests)
 
     async def _closed_step(self, step: Step, concurrency: int, n_requests: int | None, duration: float | None) -> None:
@@ -367,12 +376,14 @@ class LoadGenerator:
         pool = self.pool
         step.t0 = perf_counter() + 0.05  # a common start, a little ahead so every worker has its order in time
         t0_epoch = self.clock.epoch(step.t0)
-        process = None
-        if mode == "open":
+        process = arrivals = None
+        if mode == "open" and c.trace is not None:
+            arrivals = list(trace_arrivals(c.trace, n_requests))  # dealt round robin by the coordinator
+        elif mode == "open":
             process = (c.arrival, float(step.level), c.burstiness, c.seed, step.round)
         orders = split_orders(level=step.level, rnd=step.round, phase=step.phase, mode=mode, t0_epoch=t0_epoch,
                               duration=duration, n_requests=n_requests, workers=pool.workers,
-                              concurrency=concurrency, process=process)
+                              concurrency=concurrency, process=process, arrivals=arrivals)
 
         def started(n: int) -> None:
             step.sent += n
@@ -387,7 +398,8 @@ class LoadGenerator:
         self._step = step
         c = self.cfg
         if phase == "measure":
-            self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration, c.arrival))
+            self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration,
+                                        "trace" if c.trace is not None else c.arrival))
         self.say(label)
         pooled = None
         try:
@@ -526,6 +538,8 @@ class LoadGenerator:
                     limits.append("until PASS or FAIL")
                 if c.step_duration is not None:
                     limits.append(f"{c.step_duration:g} s")
+                if c.trace is not None:
+                    limits.append(f"the trace's {len(c.trace):,} arrivals")
                 end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.step_duration, c.mode,
                                            f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})")
                 if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
@@ -541,6 +555,16 @@ class LoadGenerator:
                     self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
                     self.say("note: " + self.summary.stopped_early)
                     return
+
+
+def trace_arrivals(trace: Any, n_requests: int | None) -> Iterator[Arrival]:
+    """A trace's arrivals as (index, offset, input tokens, output tokens), the first ``n_requests`` only."""
+    from tui.sources.load.trace import trace_schedule
+
+    for i, (offset, n_in, n_out) in enumerate(trace_schedule(trace)):
+        if n_requests is not None and i >= n_requests:
+            return
+        yield (i, offset, n_in or None, n_out or None)
 
 
 def _pool_fields(end: dict, pooled: Any, mode: str) -> None:

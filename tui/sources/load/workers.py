@@ -374,6 +374,7 @@ class WorkerLink(Protocol):
     async def send(self, msg: tuple) -> None: ...
     async def recv(self) -> Any: ...  # the next message, or None when the worker is gone
     def describe_exit(self) -> str: ...
+    async def reap(self) -> None: ...  # after recv() gave None: wait for the worker's exit status
     async def close(self) -> None: ...
 
 
@@ -417,6 +418,10 @@ class PipeLink:
     async def recv(self) -> Any:
         assert self.proc is not None and self.proc.stdout is not None
         return await read_frame(self.proc.stdout)
+
+    async def reap(self) -> None:
+        if self.proc is not None:
+            await self.proc.wait()
 
     def describe_exit(self) -> str:
         p = self.proc
@@ -575,6 +580,9 @@ class WorkerPool:
             nonlocal stopped
             if msg is None:
                 running.discard(k)
+                link = next(lk for lk in live if lk.index == k)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(link.reap(), 2.0)
                 lose(k)
             elif isinstance(msg, Batch):
                 take(k, msg)
