@@ -4,7 +4,7 @@ Fixtures (session scoped):
 
 - ``llama_model``: path of the assembled GGUF in a session temp dir.
 - ``llama_server``: one server with 4 slots, ``-c 8192`` (2048 tokens per slot),
-  ``--metrics --slots --jinja`` on 127.0.0.1 and a free ephemeral port. Yields a
+  ``--metrics --slots --jinja --no-repack`` on 127.0.0.1 and a free ephemeral port. Yields a
   ``LlamaServer`` (``.base_url``, ``.slots``, ``.model_path``, ``.log_path``, ``.port``).
 - ``llama_server_factory``: ``factory(slots=2, ctx=None, extra_args=())`` starts more
   servers (all stopped at session end).
@@ -153,6 +153,9 @@ def start_llama_server(
             "--host", "127.0.0.1", "--port", str(port),
             "-c", str(ctx), "-np", str(slots),
             "--metrics", "--slots", "--jinja",
+            # no weight repacking: a -march=native build on a CPU that advertises AMX uses AMX tiles for
+            # repacked weights, and some virtual machines trap them (SIGILL, exit -4, seen on 2026-11-30)
+            "--no-repack",
             *extra_args,
         ]
         env = dict(os.environ)
