@@ -243,3 +243,13 @@ def test_workers_flag_bad_usage_is_one_line(capsys):
         assert main(["run", "--url", "http://127.0.0.1:9/v1", "--concurrency", "1", "--workers=" + bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) <= 2 and "--workers" in err[-1]
+
+
+async def test_request_once_never_reuses_an_id(fs):
+    """The canary sends through request_once, each with a fresh client: the id sequence goes on."""
+    out: list[dict] = []
+    gen = LoadGenerator(cfg(fs.url("ok", tokens=2), workers=1), out.append)
+    for _ in range(3):
+        await gen.request_once()
+    assert [d["id"].rsplit("-", 1)[1] for d in out] == ["000001", "000002", "000003"]
+    assert gen.sent_total == 3

@@ -144,11 +144,12 @@ class LoadGenerator:
         self._executor = RequestExecutor(client, self._endpoint, self._query, chat=self._chat, model=self.model,
                                          ignore_eos=c.ignore_eos, read_timeout=c.read_timeout,
                                          token_offsets=c.token_offsets, scrub=self.scrub, say=self.say)
-        sent = self._runner.sent_total if self._runner is not None else 0
-        self._pool_sent += sent
-        self._runner = StepRunner(self._executor, self.clock, self.prompts, self.run_id, input_tokens=c.input_tokens,
-                                  output_tokens=c.output_tokens, seed=c.seed, on_record=self._on_record,
-                                  max_in_flight=c.max_in_flight)
+        if self._runner is None:  # one runner for the generator's life: its id sequence never restarts
+            self._runner = StepRunner(self._executor, self.clock, self.prompts, self.run_id,
+                                      input_tokens=c.input_tokens, output_tokens=c.output_tokens, seed=c.seed,
+                                      on_record=self._on_record, max_in_flight=c.max_in_flight)
+        else:
+            self._runner.executor = self._executor
 
     async def _setup(self) -> None:
         client = self._client
