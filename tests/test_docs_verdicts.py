@@ -71,6 +71,10 @@ def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tup
 
     argv = shlex.split(cmd)[1:]
     argv = [str(ROOT / a) if prev == "--trace" else a for prev, a in zip(["", *argv], argv)]  # a bundled trace
+    for flag in ("--workers", "--ray"):  # worker processes cannot reach the in-memory recorded server: the
+        if flag in argv:                  # same load in this process (tests/test_workers.py covers the split)
+            k = argv.index(flag)
+            del argv[k:k + 2]
     if argv[0] == "live":
         argv[0] = "run"  # the same configuration (config_from_args), headless
     monkeypatch.chdir(tmp_path)

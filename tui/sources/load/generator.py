@@ -200,6 +200,9 @@ class LoadGenerator:
         self.workers = n
         if n < 2 and not self.cfg.ray:
             return
+        if self._transport is not None:
+            raise SetupError("worker processes need a real server: an in-memory transport cannot be shared with "
+                             "them (use workers=1)")
         from tui.sources.load.workers import PipeLink, WorkerPool
 
         if self.cfg.ray:
