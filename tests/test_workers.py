@@ -253,3 +253,40 @@ async def test_request_once_never_reuses_an_id(fs):
         await gen.request_once()
     assert [d["id"].rsplit("-", 1)[1] for d in out] == ["000001", "000002", "000003"]
     assert gen.sent_total == 3
+
+
+async def test_live_console_with_workers_quits_losing_nothing(fs, tmp_path):
+    """`live --workers 2`: the console fills from the coordinator; q cancels every worker's in-flight requests,
+    each recorded once, and the console saw every recorded request."""
+    from tui.app import build_app
+    from tui.core.records import LineIssue, RequestRecord, read_file
+    from tui.sources.base import MonitorSink
+    from tui.sources.live import LiveSource
+
+    record = tmp_path / "live.jsonl"
+    source = LiveSource(cfg(fs.url("ok", tokens=3, delay=0.05), levels=[6.0], requests=None, duration=600.0,
+                            record=str(record)))
+    sink = MonitorSink(Monitor(MonitorConfig(), source=source.label))
+    app = build_app(source, sink, None, export_dir=tmp_path / "exports")
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + BOUND_S
+        while (app.snapshot is None or app.snapshot.requests_total < 30) and time.monotonic() < deadline:
+            assert source.error is None, source.error
+            await pilot.pause(0.05)
+        assert app.snapshot is not None and app.snapshot.requests_total >= 30
+        await pilot.press("q")
+        deadline = time.monotonic() + BOUND_S
+        while app.return_value is None and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+    assert source.finished and source.error is None
+    items = list(read_file(str(record)))
+    assert not [i for i in items if isinstance(i, LineIssue)]
+    reqs = [r for r in items if isinstance(r, RequestRecord)]
+    ids = Counter(r.id for r in reqs)
+    assert all(n == 1 for n in ids.values())
+    assert sink.snapshot().requests_total == len(ids)
+    header = next(i for i in items if not isinstance(i, (LineIssue, RequestRecord)) and hasattr(i, "data"))
+    assert header.data["load"]["workers"]["count"] == 2
+    run_id = header.data["run_id"]
+    served = {e["id"] for e in fs.completions() if str(e.get("id", "")).startswith(run_id + "-")}
+    assert served <= set(ids)  # every request the server received is in the file (the last ones as cancelled)
