@@ -290,3 +290,32 @@ async def test_live_console_with_workers_quits_losing_nothing(fs, tmp_path):
     run_id = header.data["run_id"]
     served = {e["id"] for e in fs.completions() if str(e.get("id", "")).startswith(run_id + "-")}
     assert served <= set(ids)  # every request the server received is in the file (the last ones as cancelled)
+
+
+def test_workers_exit_when_the_coordinator_is_killed(fs, tmp_path):
+    """SIGKILL of the coordinator: its workers see their input close and exit (no orphans sending load)."""
+    import json
+
+    rec = tmp_path / "run.jsonl"
+    n_before = len(fs.completions())
+    proc = subprocess.Popen([sys.executable, "-m", "tui", "run", "--url", fs.url("stall"), "--model", "m",
+                             "--concurrency", "4", "--duration", "600", "--workers", "2", "--no-gpu",
+                             "--record", str(rec)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + BOUND_S
+    while len(fs.completions()) - n_before < 4:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    header = json.loads(rec.read_text().splitlines()[0])
+    pids = [w["pid"] for w in header["load"]["workers"]["workers"]]
+    proc.kill()
+    proc.wait(BOUND_S)
+    deadline = time.monotonic() + BOUND_S
+    alive = set(pids)
+    while alive and time.monotonic() < deadline:
+        for pid in list(alive):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                alive.discard(pid)
+        time.sleep(0.02)
+    assert not alive
