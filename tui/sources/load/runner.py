@@ -207,13 +207,15 @@ class StepRunner:
                 if stop():
                     break
                 t_int = step.t0 + offset
+                req = self.new_req(step, t_int, n_in, n_out)  # built before the wait: at t_int only the send
                 delay = t_int - perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
                     if stop():
+                        self._seq -= self.workers  # never sent: its id is given to the next request instead
                         break
                 await sem.acquire()
-                tg.create_task(one(self.new_req(step, t_int, n_in, n_out)))
+                tg.create_task(one(req))
 
 
 def process_arrivals(schedule: Iterator[float], n_requests: int | None, worker: int = 0,
