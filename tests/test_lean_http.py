@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from tests.fault_server import closed_port
 from tests.test_openai_http import cert  # noqa: F401 (a fixture: a throw-away certificate for 127.0.0.1)
+from tui.core.redact import Scrubber
 from tui.sources import openai_http as oh
 from tui.sources.lean_http import LEAN, LeanTransport, _Body, body_framing, parse_head, request_bytes
 from tui.sources.load.executor import Req, RequestExecutor
@@ -333,7 +334,7 @@ def test_head_parsing_and_framing():
        dropped=st.sets(st.sampled_from(["stream_options", "cache_prompt"])))
 def test_body_template_gives_exactly_the_json_it_replaces(prompt, model, chat, ignore_eos, out, dropped):
     ex = RequestExecutor(httpx.AsyncClient(), "http://127.0.0.1:9/v1/x", "", chat=chat, model=model,
-                         ignore_eos=ignore_eos, read_timeout=1.0, token_offsets=False, scrub=lambda s: s,
+                         ignore_eos=ignore_eos, read_timeout=1.0, token_offsets=False, scrub=Scrubber([]),
                          say=lambda s: None)
     ex.dropped.update(dropped)
     req = Req("r-1", "measure", 1.0, 1, None, 4, out, prompt, 0.0)
