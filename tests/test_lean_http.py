@@ -343,3 +343,14 @@ def test_body_template_gives_exactly_the_json_it_replaces(prompt, model, chat, i
     ex.dropped.clear()  # the template follows a change of the dropped fields and of the model
     ex.model = "other-model"
     assert ex.body(req) == ex.body_reference(req)
+
+
+async def test_a_large_request_body_goes_out_whole():
+    """A long prompt is more than the socket takes at once: the rest follows while the answer is awaited."""
+    async with Scripted([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", CLOSE]) as srv:
+        async with oh.make_client(read_timeout=5.0) as client:
+            body = b'{"p":"' + b"x" * 3_000_000 + b'"}'
+            req = client.build_request("POST", srv.url, content=body, extensions={LEAN: True})
+            resp = await client.send(req)
+            assert (resp.status_code, resp.content) == (200, b"ok")
+    assert srv.requests[0].endswith(body)
