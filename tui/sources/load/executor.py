@@ -6,10 +6,15 @@ It fills a :class:`Req` (perf_counter stamps, status, error class, tokens) and n
 caller turns a finished ``Req`` into a record (:func:`request_record`). This is the piece a worker
 process can run with its own event loop and client.
 
-Timing: ``t_sent`` is when httpcore started writing the request headers (the
+Timing: ``t_sent`` is when the request headers started to be written (the
 ``http11.send_request_headers.started`` trace event; connection setup is before it); a failure
 before any request byte was written is retried (at most :data:`MAX_RETRIES`) and counted in
 ``retried``; from ``http11.send_request_headers.complete`` on a request is never re-sent.
+
+Requests are marked :data:`tui.sources.lean_http.LEAN`: with the client from
+``tui.sources.openai_http.make_client`` they go over the lean HTTP/1.1 path (same trace events,
+exceptions and framing as httpx's standard transport, a fraction of its CPU per request); with any
+other transport (tests' mocks) the mark is ignored.
 """
 
 from __future__ import annotations
