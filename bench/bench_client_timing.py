@@ -50,7 +50,7 @@ def servewatch_child(port: int, concurrency: int, requests: int, out_tokens: int
     """Run servewatch's load generator once (closed loop) and print a JSON summary on stdout.
     Records go to ``out`` through the real Recorder, as ``servewatch run --record`` does."""
 
-    sys.path.insert(0, ROOT)
+    sys.path.insert(0, os.environ.get("SW_BENCH_ROOT", ROOT))  # --before-root: another tree's tui/
     from tui.sources.load import LoadConfig
 
     if os.path.exists(out):
@@ -177,9 +177,10 @@ def ms(v: float | None, nd: int = 1) -> str:
     return "-" if v is None else f"{v * 1e3:.{nd}f}"
 
 
-def run_child(cmd: list[str], timeout: float) -> dict:
+def run_child(cmd: list[str], timeout: float, root: str = ROOT) -> dict:
+    """Run a client child; ``root``: the source tree whose ``tui/`` a servewatch child imports."""
     extra = os.environ.get("PYTHONPATH")  # kept after the project root (e.g. to try a patched dependency)
-    env = dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + extra if extra else ""))
+    env = dict(os.environ, PYTHONPATH=root + (os.pathsep + extra if extra else ""), SW_BENCH_ROOT=root)
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"child failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-3000:]}")
@@ -218,9 +219,38 @@ def load_raw(path: str) -> list[dict]:
     return out
 
 
+def open_mean(entries: list[dict]) -> float | None:
+    """Time-weighted mean number of streams the server had open between the first and the last request arrival
+    (while the client was issuing: in closed loop, a client that keeps its level shows about that level here)."""
+    arrivals = [e["t_arrival"] for e in entries if e.get("t_arrival") is not None]
+    if len(arrivals) < 2:
+        return None
+    w0, w1 = min(arrivals), max(arrivals)
+    if w1 <= w0:
+        return None
+    ev = []
+    for e in entries:
+        a, b = e.get("t_arrival"), e.get("t_end")
+        if a is None:
+            continue
+        b = w1 if b is None else b
+        lo, hi = max(a, w0), min(b, w1)
+        if hi > lo:
+            ev.append((lo, 1))
+            ev.append((hi, -1))
+    ev.sort()
+    area, level, t = 0.0, 0, w0
+    for when, d in ev:
+        area += level * (when - t)
+        level += d
+        t = when
+    return area / (w1 - w0)
+
+
 def compare(recs: list[dict], truth: dict, delay_s: float) -> dict:
     err, send, recv, late = [], [], [], []
     unmatched = 0
+    mine = [truth[r["id"]] for r in recs if r["id"] in truth]
     for r in recs:
         e = truth.get(r["id"])
         if e is None or r["ttft"] is None or e.get("t_first_write") is None or r.get("error"):
@@ -231,7 +261,7 @@ def compare(recs: list[dict], truth: dict, delay_s: float) -> dict:
         err.append(r["ttft"] - t_true)
         send.append(e["t_arrival"] - r["t_sent"])
         recv.append(r["t_first"] - e["t_first_write"])
-    return {"matched": len(err), "unmatched": unmatched,
+    return {"matched": len(err), "unmatched": unmatched, "open_mean": open_mean(mine),
             "err_p50": pct(err, 0.5), "err_p99": pct(err, 0.99), "err_max": max(err) if err else None,
             "send_p50": pct(send, 0.5), "send_p99": pct(send, 0.99),
             "recv_p50": pct(recv, 0.5), "recv_p99": pct(recv, 0.99),
@@ -250,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=8, help="content tokens after the first (K)")
     ap.add_argument("--interval-ms", type=float, default=20.0)
     ap.add_argument("--json", help="also write all figures here")
+    ap.add_argument("--before-root", help="also measure servewatch from this source tree (e.g. an export of main "
+                    "before a change) as client 'before', interleaved with the others in the same run")
     ap.add_argument("--quiet-wait", type=float, default=10.0,
                     help="before each measurement wait up to this many seconds for other load to drop (0: don't)")
     ap.add_argument("--child-servewatch", action="store_true", help=argparse.SUPPRESS)
@@ -275,17 +307,20 @@ def main(argv: list[str] | None = None) -> int:
     with DelayServerProcess(log, a.delay_ms, a.tokens, a.interval_ms) as ds:
         for rep in range(1, a.reps + 1):
             for level, n in zip(levels, counts):
-                order = ("servewatch", "raw") if rep % 2 == 1 else ("raw", "servewatch")
+                clients = ["servewatch", "raw"] + (["before"] if a.before_root else [])
+                k = (rep - 1) % len(clients)
+                order = clients[k:] + clients[:k]  # rotate the order between repetitions
                 for client in order:
                     out = os.path.join(tmp, f"{client}-c{level}-r{rep}.jsonl")
                     waited, _ = wait_quiet(a.quiet_wait) if a.quiet_wait > 0 else (0.0, 0.0)
                     cpu_srv0 = ds.flush()["cpu_s"]
                     ml = MachineLoad()
                     ml.begin(cpu_srv0)
-                    if client == "servewatch":
+                    if client in ("servewatch", "before"):
                         s = run_child([sys.executable, os.path.abspath(__file__), "--child-servewatch",
                                        "--port", str(ds.port), "--concurrency", str(level), "--n", str(n),
-                                       "--tokens", str(a.tokens), "--out", out], timeout=170)
+                                       "--tokens", str(a.tokens), "--out", out], timeout=170,
+                                      root=a.before_root if client == "before" else ROOT)
                         step = s["steps"][-1]
                         recs = load_servewatch(out, s)
                         cpu = step["process_cpu_s"]
@@ -313,26 +348,28 @@ def main(argv: list[str] | None = None) -> int:
                           f"err p50 {ms(c['err_p50'])} p99 {ms(c['err_p99'])} ms  (send leg p99 {ms(c['send_p99'])}, "
                           f"recv leg p99 {ms(c['recv_p99'])}; server truth - D p99 {ms(c['server_late_p99'], 2)})  "
                           f"CPU {row['cpu_per_1k_tokens'] or 0:.3f} s/1k tok, busy {row['busy']:.2f}  "
-                          f"RSS {row['rss_mb']:.0f} MB  server saw {row['server_max_open']} open  wall {wall:.1f} s  "
+                          f"RSS {row['rss_mb']:.0f} MB  server saw {row['server_max_open']} open at most, "
+                          f"{row['open_mean'] or 0:.0f} on average  wall {wall:.1f} s  "
                           f"others' CPU {load['bg_cores']:.2f} cores (waited {waited:.0f} s)", flush=True)
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s\n")
-    print_table(rows, levels, a.reps)
+    print_table(rows, levels, a.reps, a.before_root)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as fh:
             json.dump({"args": vars(a), "cpus": os.cpu_count(), "rows": rows}, fh, indent=1)
     return 0
 
 
-def print_table(rows: list[dict], levels: list[int], reps: int) -> None:
+def print_table(rows: list[dict], levels: list[int], reps: int, before_root: str | None = None) -> None:
     def cell(sel: list[dict], key: str, fmt) -> str:
         return " / ".join(fmt(r[key]) for r in sel)
 
     print("| client | concurrency | TTFT error p50 ms | TTFT error p99 ms | send leg p99 ms | receive leg p99 ms "
-          "| CPU s per 1000 streamed tokens | client busy (CPU s / wall s) | peak RSS MB | server saw open "
-          "| server truth - D p99 ms | others' CPU cores |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| CPU s per 1000 streamed tokens | client busy (CPU s / wall s) | peak RSS MB | server saw open (max) "
+          "| mean open streams at the server | server truth - D p99 ms | others' CPU cores | load average |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for client, label in (("raw", "raw stdlib asyncio client (bench/raw_client.py), new connection per request"),
-                          ("servewatch", "servewatch loadgen (run_load, httpx), new connection per request")):
+                          ("servewatch", "servewatch loadgen (run_load, httpx), new connection per request"),
+                          ("before", f"servewatch from {before_root}")):
         for lv in levels:
             sel = sorted((r for r in rows if r["client"] == client and r["concurrency"] == lv), key=lambda r: r["rep"])
             if not sel:
@@ -342,19 +379,25 @@ def print_table(rows: list[dict], levels: list[int], reps: int) -> None:
                   f"{cell(sel, 'cpu_per_1k_tokens', lambda v: '-' if v is None else f'{v:.3f}')} | "
                   f"{cell(sel, 'busy', lambda v: f'{v:.2f}')} | "
                   f"{cell(sel, 'rss_mb', lambda v: f'{v:.0f}')} | {cell(sel, 'server_max_open', str)} | "
+                  f"{cell(sel, 'open_mean', lambda v: '-' if v is None else f'{v:.0f}')} | "
                   f"{cell(sel, 'server_late_p99', lambda v: ms(v, 2))} | "
-                  f"{cell(sel, 'bg_cores', lambda v: f'{v:.2f}')} |")
+                  f"{cell(sel, 'bg_cores', lambda v: f'{v:.2f}')} | "
+                  f"{cell(sel, 'loadavg1', lambda v: '-' if v is None else f'{v:.2f}')} |")
             label = "same"
-    print("\nservewatch / raw ratio (same rep):")
-    for lv in levels:
-        parts = []
-        for rep in range(1, reps + 1):
-            sw = next((r for r in rows if r["client"] == "servewatch" and r["concurrency"] == lv and r["rep"] == rep), None)
-            rw = next((r for r in rows if r["client"] == "raw" and r["concurrency"] == lv and r["rep"] == rep), None)
-            if sw and rw and rw["err_p99"] and rw["err_p50"] and rw["cpu_per_1k_tokens"]:
-                parts.append(f"rep {rep}: p50 x{sw['err_p50'] / rw['err_p50']:.1f}, p99 x{sw['err_p99'] / rw['err_p99']:.1f}, "
-                             f"CPU x{sw['cpu_per_1k_tokens'] / rw['cpu_per_1k_tokens']:.1f}")
-        print(f"  concurrency {lv}: " + "; ".join(parts))
+    for who in ("servewatch", "before") if before_root else ("servewatch",):
+        print(f"\n{who} / raw ratio (same rep):")
+        for lv in levels:
+            parts = []
+            for rep in range(1, reps + 1):
+                sw = next((r for r in rows if r["client"] == who and r["concurrency"] == lv and r["rep"] == rep), None)
+                rw = next((r for r in rows if r["client"] == "raw" and r["concurrency"] == lv and r["rep"] == rep), None)
+                if sw and rw and rw["err_p99"] and rw["err_p50"] and rw["cpu_per_1k_tokens"]:
+                    opened = (f", open streams x{sw['open_mean'] / rw['open_mean']:.2f}"
+                              if sw.get("open_mean") and rw.get("open_mean") else "")
+                    parts.append(f"rep {rep}: p50 x{sw['err_p50'] / rw['err_p50']:.1f}, "
+                                 f"p99 x{sw['err_p99'] / rw['err_p99']:.1f}, "
+                                 f"CPU x{sw['cpu_per_1k_tokens'] / rw['cpu_per_1k_tokens']:.1f}{opened}")
+            print(f"  concurrency {lv}: " + "; ".join(parts))
 
 
 if __name__ == "__main__":

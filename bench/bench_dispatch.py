@@ -49,7 +49,7 @@ from delay_server import DelayServerProcess  # noqa: E402
 def servewatch_open_child(port: int, rates: list[float], arrival: str, seconds: float, out_tokens: int,
                           out: str) -> None:
 
-    sys.path.insert(0, ROOT)
+    sys.path.insert(0, os.environ.get("SW_BENCH_ROOT", ROOT))  # --before-root: another tree's tui/
     from tui.sources.load import LoadConfig
 
     if os.path.exists(out):
@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval-ms", type=float, default=5.0)
     ap.add_argument("--no-raw", action="store_true", help="skip the raw-client yardstick")
     ap.add_argument("--json")
+    ap.add_argument("--before-root", help="also measure servewatch from this source tree (e.g. an export of main "
+                    "before a change) as client 'before', right after servewatch in the same run")
     ap.add_argument("--quiet-wait", type=float, default=10.0,
                     help="before each measurement wait up to this many seconds for other load to drop (0: don't)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -100,15 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     with DelayServerProcess(log, a.delay_ms, a.tokens, a.interval_ms) as ds:
         for arrival in arrivals:
             for lv in rates:
-                for client in ("servewatch",) if a.no_raw else ("servewatch", "raw"):
+                clients = ["servewatch"] + (["before"] if a.before_root else []) + ([] if a.no_raw else ["raw"])
+                for client in clients:
                     waited, _ = wait_quiet(a.quiet_wait) if a.quiet_wait > 0 else (0.0, 0.0)
                     ml = MachineLoad()
                     ml.begin(ds.flush()["cpu_s"])
-                    if client == "servewatch":
-                        out = os.path.join(tmp, f"servewatch-{arrival}-{lv:g}.jsonl")
+                    if client in ("servewatch", "before"):
+                        out = os.path.join(tmp, f"{client}-{arrival}-{lv:g}.jsonl")
                         s = run_child([sys.executable, os.path.abspath(__file__), "--child", "--port", str(ds.port),
                                        "--rates", f"{lv:g}", "--arrival", arrival, "--seconds", str(a.seconds),
-                                       "--tokens", str(a.tokens), "--out", out], timeout=300)
+                                       "--tokens", str(a.tokens), "--out", out], timeout=300,
+                                      root=a.before_root if client == "before" else ROOT)
                         recs = load_servewatch(out, s)
                         step = s["steps"][-1]
                         extra = {"step_late_p99_ms": step.get("lateness_p99_ms"), "saturated": step.get("saturated"),
@@ -133,13 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s\n")
     print("| client | arrival | rate req/s | requests | failed | lateness p50 ms | lateness p99 ms | lateness max ms "
           "| server arrival - intended p99 ms | servewatch's own p99 / saturated flag | client CPU s | errors "
-          "| others' CPU cores |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| others' CPU cores | load average |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         flag = "-" if r["client"] == "raw" else f"{r['step_late_p99_ms']} / {r['saturated']}"
         print(f"| {r['client']} | {r['arrival']} | {r['rate']:g} | {r['n']} | {r['failed']} | {ms(r['late_p50'], 2)} | "
               f"{ms(r['late_p99'], 2)} | {ms(r['late_max'], 1)} | {ms(r['arrive_p99'], 2)} | {flag} | "
-              f"{r['cpu_s']:.2f} | {fmt_errors(r['errors'])} | {r['bg_cores']:.2f} |")
+              f"{r['cpu_s']:.2f} | {fmt_errors(r['errors'])} | {r['bg_cores']:.2f} | {r['loadavg1']} |")
     if a.json:
         with open(a.json, "w", encoding="utf-8") as fh:
             json.dump({"args": vars(a), "cpus": os.cpu_count(), "rows": rows}, fh, indent=1)

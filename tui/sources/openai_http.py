@@ -122,16 +122,28 @@ def make_client(
     transport: httpx.AsyncBaseTransport | None = None,
     params: str | None = None,
 ) -> httpx.AsyncClient:
-    """The one way servewatch builds its HTTP client (see the module docstring for the policy)."""
+    """The one way servewatch builds its HTTP client (see the module docstring for the policy).
+
+    Without ``transport``: httpx's standard transport, wrapped in :class:`tui.sources.lean_http.LeanTransport`,
+    which sends only the requests marked :data:`tui.sources.lean_http.LEAN` (the load generator's streamed
+    completions) over its own lean HTTP/1.1 path and everything else through the standard one.
+    """
     kw: dict[str, Any] = {}
     if params:
         kw["params"] = params
+    verify = tls_verify(insecure)
+    # fresh connection per request: no keep-alive pool to go stale (llama-server closes after each stream)
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+    if transport is None:
+        from tui.sources.lean_http import LeanTransport
+
+        transport = LeanTransport(httpx.AsyncHTTPTransport(verify=verify, limits=limits, trust_env=False),
+                                  verify=verify)
     return httpx.AsyncClient(
         headers=dict(headers or {}),
         timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=None),
-        # fresh connection per request: no keep-alive pool to go stale (llama-server closes after each stream)
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
-        verify=tls_verify(insecure),
+        limits=limits,
+        verify=verify,
         trust_env=False,
         follow_redirects=False,
         transport=transport,

@@ -6,10 +6,15 @@ It fills a :class:`Req` (perf_counter stamps, status, error class, tokens) and n
 caller turns a finished ``Req`` into a record (:func:`request_record`). This is the piece a worker
 process can run with its own event loop and client.
 
-Timing: ``t_sent`` is when httpcore started writing the request headers (the
+Timing: ``t_sent`` is when the request headers started to be written (the
 ``http11.send_request_headers.started`` trace event; connection setup is before it); a failure
 before any request byte was written is retried (at most :data:`MAX_RETRIES`) and counted in
 ``retried``; from ``http11.send_request_headers.complete`` on a request is never re-sent.
+
+Requests are marked :data:`tui.sources.lean_http.LEAN`: with the client from
+``tui.sources.openai_http.make_client`` they go over the lean HTTP/1.1 path (same trace events,
+exceptions and framing as httpx's standard transport, a fraction of its CPU per request); with any
+other transport (tests' mocks) the mark is ignored.
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ import httpx
 
 from tui.core.redact import Scrubber
 from tui.sources import openai_http as oh
+from tui.sources.lean_http import LEAN
 from tui.sources.load.stream import StreamInterpreter
+
+_json_str = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
 
 MAX_RETRIES = 2  # re-sends of a request that failed before any byte was written
 OPTIONAL_FIELDS = ("stream_options", "cache_prompt")  # dropped (and remembered) when a server rejects them
@@ -156,8 +164,34 @@ class RequestExecutor:
         self.scrub = scrub
         self.say = say
         self.dropped: set[str] = set()  # optional fields the server rejected
+        self._url = httpx.URL(endpoint)  # parsed once (httpx re-parses a str URL on every request)
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                         "Accept-Encoding": "identity"}
+        self._tpl_key: tuple | None = None
+        self._tpl: tuple[str, str, str] = ("", "", "")
 
     def body(self, req: Req) -> bytes:
+        """The request body: byte for byte what :meth:`body_reference` gives, from a template of the parts that
+        do not change between requests (rebuilt when the model or the dropped fields change)."""
+        key = (self.model, self.chat, self.ignore_eos, "stream_options" in self.dropped, "cache_prompt" in self.dropped)
+        if key != self._tpl_key:
+            self._tpl = self._template()
+            self._tpl_key = key
+        pre, mid, post = self._tpl
+        n = req.out_asked
+        return (pre + _json_str(req.prompt) + mid + (str(n) if type(n) is int else json.dumps(n)) + post).encode()
+
+    def _template(self) -> tuple[str, str, str]:
+        marker_p, marker_n = "\x00prompt\x00", "\x00max\x00"
+        probe = Req("", "measure", 0.0, 0, None, 0, 0, marker_p, 0.0)
+        probe.out_asked = marker_n  # type: ignore[assignment]
+        text = self.body_reference(probe).decode()
+        jp, jn = json.dumps(marker_p), json.dumps(marker_n)
+        i = text.index(jp)
+        j = text.index(jn, i + len(jp))
+        return text[:i], text[i + len(jp):j], text[j + len(jn):]
+
+    def body_reference(self, req: Req) -> bytes:
         body: dict[str, Any] = {}
         if self.model:
             body["model"] = self.model
@@ -195,10 +229,8 @@ class RequestExecutor:
                     _r.t_headers = pc()
 
             request = client.build_request(
-                "POST", self.endpoint, content=self.body(req),
-                headers={"Content-Type": "application/json", "Accept": "text/event-stream",
-                         "Accept-Encoding": "identity"},
-                extensions={"trace": trace}, params=params,
+                "POST", self._url, content=self.body(req), headers=self._headers,
+                extensions={"trace": trace, LEAN: True}, params=params,
             )
             try:
                 resp = await client.send(request, stream=True)
