@@ -291,3 +291,22 @@ def test_run_refuses_an_endpoint_the_probe_refuses(tmp_path, capsys):
             assert len(err) == 1 and words in err[0] and "Traceback" not in printed.err, (url, printed.err)
             assert not rec.exists()  # no empty record file left behind
         assert not [e for s in (bad401, bad503) for e in s.log if e[0] == "POST"]
+
+
+async def test_the_client_keeps_no_cookie_a_server_sets():
+    """A sticky-session cookie must not follow later requests (it would pin the load to one backend)."""
+    import httpx
+
+    from tui.sources import openai_http as ohttp
+
+    seen = []
+
+    def handler(req):
+        seen.append(req.headers.get("cookie"))
+        return httpx.Response(200, headers={"set-cookie": "SERVERID=backend-1; Path=/"}, text="ok", request=req)
+
+    client = ohttp.make_client(transport=httpx.MockTransport(handler))
+    for _ in range(3):
+        await client.get("http://127.0.0.1:1/v1/models")
+    await client.aclose()
+    assert seen == [None, None, None] and not dict(client.cookies)

@@ -20,6 +20,7 @@ One place for:
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import ssl
@@ -147,6 +148,9 @@ def make_client(
         trust_env=False,
         follow_redirects=False,
         transport=transport,
+        # no cookie jar: a cookie a server (or a load balancer's sticky session) sets must not follow later
+        # requests, which would pin the whole load to one backend; it also costs CPU per request
+        cookies=http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[])),
         **kw,
     )
 

@@ -11,7 +11,7 @@ are monotonic):
 
 - ``t_intended``: when the request was scheduled (open loop: the arrival time; closed loop: when
   a worker became free);
-- ``t_sent``: when httpcore started writing the request headers (``tui.sources.load.executor``);
+- ``t_sent``: when the request headers started being written (the ``http11.send_request_headers.started`` trace event, ``tui.sources.load.executor``);
 - ``t_first_token``: when the network read returned that completed the first token event
   (``tui.sources.load.stream``; all token events of one read share its stamp);
 - ``t_end``: ``[DONE]``, end of stream, the failure, or the cancellation (error ``cancelled``).
