@@ -319,3 +319,25 @@ def test_workers_exit_when_the_coordinator_is_killed(fs, tmp_path):
                 alive.discard(pid)
         time.sleep(0.02)
     assert not alive
+
+
+async def test_a_stuck_worker_is_stopped_and_its_requests_recorded_lost(fs, monkeypatch):
+    """A worker that stops reporting (SIGSTOP here; a deadlock alike) cannot hold the step open forever."""
+    import tui.sources.load.workers as workers_mod
+
+    monkeypatch.setattr(workers_mod, "SILENCE_S", 1.0)
+    out: list[dict] = []
+    gens: list[LoadGenerator] = []
+    task = asyncio.create_task(run_load(cfg(fs.url("stall"), levels=[4.0], requests=None, duration=600.0),
+                                        out.append, on_generator=gens.append))
+    await until(lambda: gens and gens[0].pool is not None and gens[0].in_flight >= 4, "4 requests in flight")
+    victim = gens[0].pool.links[1].proc
+    victim.send_signal(signal.SIGSTOP)
+    await until(lambda: any(d.get("error") == "worker_lost" for d in out), "the stuck worker's requests")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert Counter(d["error"] for d in requests_of(out)) == {"worker_lost": 2, "cancelled": 2}
+    end = [d for d in out if d.get("type") == "step" and d.get("event") == "end"][0]
+    assert end["degraded"] and "sent nothing" in end["lost_workers"][0]
+    assert victim.returncode is not None or victim.pid  # killed (SIGKILL reaches a stopped process)

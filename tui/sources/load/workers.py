@@ -61,6 +61,7 @@ FLUSH_S = 0.05  # a worker's batch interval
 FLUSH_RECORDS = 256  # ... or sooner, when this many records wait
 SETUP_TIMEOUT_S = 60.0  # a worker that has not said "ready" by then is a failed start
 CANCEL_TIMEOUT_S = 15.0  # how long the coordinator waits for the workers' last batches after a cancel
+SILENCE_S = 30.0  # a running worker that sent no batch for this long (it sends one every FLUSH_S) is stuck: lost
 AUTO_STREAMS_PER_WORKER = 64  # --workers auto, closed loop: one worker per this many streams
 AUTO_RATE_PER_WORKER = 250.0  # --workers auto, open loop: one worker per this many req/s
 _FRAME = struct.Struct(">I")
@@ -423,6 +424,10 @@ class PipeLink:
         if self.proc is not None:
             await self.proc.wait()
 
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+
     def describe_exit(self) -> str:
         p = self.proc
         rc = None if p is None else p.returncode
@@ -552,9 +557,9 @@ class WorkerPool:
             settled[k] = b.settled
             self._reported_in_flight[k] = b.in_flight
 
-        def lose(k: int) -> None:
+        def lose(k: int, reason: str | None = None) -> None:
             link = next(lk for lk in self.links if lk.index == k)
-            why = link.describe_exit()
+            why = link.describe_exit() if reason is None else reason
             result.lost.append(why)
             self.alive.discard(k)
             t = now_epoch()
@@ -606,27 +611,48 @@ class WorkerPool:
         pumps: list[asyncio.Task] = []
         cancelled = False
         deadline: float | None = None
+        last_seen = dict.fromkeys(running, perf_counter())
+        next_check = perf_counter() + 1.0
         try:
             for lk, order in zip(live, orders, strict=False):
                 await lk.send(("step", order))
             pumps = [asyncio.create_task(pump(lk)) for lk in live]
             while running:
                 try:
-                    if deadline is None:
-                        k, msg = await queue.get()
-                    else:
-                        k, msg = await asyncio.wait_for(queue.get(), max(0.0, deadline - perf_counter()))
-                    await handle(k, msg)
+                    wait = 1.0 if deadline is None else max(0.0, min(1.0, deadline - perf_counter()))
+                    k, msg = await asyncio.wait_for(queue.get(), wait)
+                    if k in running:  # (a worker already given up as lost is not heard again: each id once)
+                        last_seen[k] = perf_counter()
+                        await handle(k, msg)
                 except asyncio.CancelledError:
                     if cancelled:
                         raise
                     cancelled = True  # Ctrl-C / quit / SIGTERM: every worker records its in-flight requests
                     deadline = perf_counter() + CANCEL_TIMEOUT_S
                     await cancel_all()
-                except TimeoutError:  # (only after a cancel) workers that never sent their last batch
+                except TimeoutError:
+                    if deadline is not None and perf_counter() >= deadline:  # after a cancel: no last batch came
+                        for k in sorted(running):
+                            kill = getattr(next(lk for lk in live if lk.index == k), "kill", None)
+                            if kill is not None:
+                                with contextlib.suppress(Exception):
+                                    kill()
+                            lose(k, f"worker {k} sent no last batch within {CANCEL_TIMEOUT_S:g} s of the cancel")
+                        running.clear()
+                        continue
+                now = perf_counter()
+                if now >= next_check:  # (at most once a second, whatever else arrives)
+                    next_check = now + 1.0
                     for k in sorted(running):
-                        lose(k)
-                    running.clear()
+                        if now - last_seen[k] > SILENCE_S:  # alive or not, it no longer reports: stuck
+                            running.discard(k)
+                            link = next(lk for lk in live if lk.index == k)
+                            kill = getattr(link, "kill", None)
+                            if kill is not None:
+                                with contextlib.suppress(Exception):
+                                    kill()
+                            lose(k, f"worker {k} sent nothing for {SILENCE_S:g} s (stuck; stopped)")
+                    release(min(settled[i] for i in running) if running else float("inf"))
         finally:
             release(float("inf"))
             for p in pumps:
