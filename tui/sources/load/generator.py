@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from time import perf_counter
@@ -195,18 +194,19 @@ class LoadGenerator:
     async def _start_workers(self) -> None:
         """--workers N >= 2: start the worker processes (the load then runs there, not here)."""
         from tui.sources.load.config import resolve_workers
+        from tui.sources.load.workers import PipeLink, WorkerLink, WorkerPool
 
-        n = resolve_workers(self.cfg)
-        self.workers = n
-        if n < 2 and not self.cfg.ray:
-            return
-        from tui.sources.load.workers import PipeLink, WorkerPool
-
-        if self.cfg.ray:
+        links: list[WorkerLink]
+        if self.cfg.ray:  # --workers auto with --ray: one actor per CPU the cluster offers (ray_workers.AUTO_MAX)
             from tui.sources.load.ray_workers import ray_links
 
-            links, anchor_shared = await ray_links(self.cfg.ray, n, self.say)
+            ray_list, anchor_shared = await ray_links(self.cfg.ray, self.cfg.workers, self.say)
+            links = list(ray_list)
         else:
+            n = resolve_workers(self.cfg)
+            self.workers = n
+            if n < 2:
+                return
             links, anchor_shared = [PipeLink(k) for k in range(n)], True
         pool = WorkerPool(links, self.say)
         self.workers = len(links)
@@ -242,8 +242,13 @@ class LoadGenerator:
         if self.pool is None:
             return {"count": 1, "kind": "in-process"}
         kind = "ray" if self.cfg.ray else "processes"
-        return {"count": self.workers, "kind": kind, "split": "closed: concurrency divided; open: every W-th arrival",
-                "workers": [dict(i) for i in self.workers_info]}
+        block = {"count": self.workers, "kind": kind, "split": "closed: concurrency divided; open: every W-th arrival",
+                 "workers": [dict(i) for i in self.workers_info]}
+        if kind == "ray":
+            block["clock"] = ("clock_offset_ms: the actor's time.time() minus this process's, best of 5 round trips "
+                              "(+- clock_offset_pm_ms, half that round trip); actors on this machine use this "
+                              "process's clock anchor, others their own; no stamp is corrected by the offset")
+        return block
 
     def header(self, gpu_env: dict | None) -> dict:
         c = self.cfg
@@ -510,8 +515,10 @@ class LoadGenerator:
         if c.warmup:
             lvl = c.levels[0]
             conc = max(1, min(c.warmup, int(lvl))) if c.mode == "closed" else 1
-            await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
-                                 f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
+            end = await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
+                                       f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
+            if self._stop_degraded(end, "the warmup"):
+                return
         total = len(c.levels) * c.rounds
         k = 0
         for rnd in range(1, c.rounds + 1):
@@ -533,6 +540,17 @@ class LoadGenerator:
                     self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
                     self.say("note: " + self.summary.stopped_early)
                     return
+                if self._stop_degraded(end, f"{unit} {lvl:g} round {rnd}"):
+                    return
+
+    def _stop_degraded(self, end: dict, what: str) -> bool:
+        """A load worker was lost in this step: the run stops after it (the workers left cannot hold the
+        next levels as configured; their shares would silently shrink)."""
+        if not end.get("degraded"):
+            return False
+        self.summary.stopped_early = f"{what} degraded (a load worker was lost): run stopped"
+        self.say("note: " + self.summary.stopped_early)
+        return True
 
 
 def _pool_fields(end: dict, pooled: Any, mode: str) -> None:
@@ -563,6 +581,9 @@ def _pool_fields(end: dict, pooled: Any, mode: str) -> None:
             "degraded: a load worker was lost during this step, the level was not held and cannot PASS")
         if end.get("verdict") == "PASS":
             end["verdict"] = "UNDECIDED"
+            end["verdict_reason"] = (f"degraded: a load worker was lost during this step ({pooled.worker_lost_requests} "
+                                     "requests in flight recorded as worker_lost); the level was not held, so it "
+                                     "cannot PASS")
 
 
 def _raise_fd_limit() -> None:

@@ -135,8 +135,9 @@ def split_orders(*, level: float, rnd: int, phase: str, mode: str, t0_epoch: flo
     orders = []
     if mode == "closed":
         conc = split_count(int(concurrency if concurrency is not None else level), workers)
-        counts: list[int | None] = (split_count(n_requests, workers) if n_requests is not None
-                                    else [None] * workers)
+        counts: list[int | None] = [None] * workers
+        if n_requests is not None:
+            counts = list(split_count(n_requests, workers))
         for k in range(workers):
             n_k = counts[k]
             if conc[k] == 0 and n_k:  # more workers than streams: a worker with a count needs a loop
@@ -520,7 +521,10 @@ class WorkerPool:
 
         async def pump(link: WorkerLink) -> None:
             while True:
-                msg = await link.recv()
+                try:
+                    msg = await link.recv()
+                except Exception:  # noqa: BLE001 -- an unreadable message: the worker counts as lost, never a hang
+                    msg = None
                 await queue.put((link.index, msg))
                 if msg is None or (isinstance(msg, Batch) and msg.done is not None):
                     return
@@ -536,7 +540,7 @@ class WorkerPool:
             if b.started and on_started is not None:
                 on_started(len(b.started))
             for d in b.records:
-                fl.pop(d.get("id"), None)
+                fl.pop(str(d.get("id")), None)
                 t = d.get("t_end")
                 heapq.heappush(heap, (t if isinstance(t, (int, float)) else -float("inf"), next(seq), d))
             settled[k] = b.settled
@@ -625,4 +629,8 @@ class WorkerPool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the importable module's main, not this __main__ copy: the batches are pickled by class name, and the
+    # coordinator knows them as tui.sources.load.workers.Batch (a __main__.Batch would not unpickle there)
+    from tui.sources.load import workers as _importable
+
+    sys.exit(_importable.main())
