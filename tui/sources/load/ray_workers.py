@@ -455,7 +455,8 @@ async def ray_links(address: str, workers: int | str, say: Callable[[str], Any])
         raise
     nodes_used = len({p[0] for p in plan})
     shared = all(here)
-    say(f"Ray: {n} load actors on {nodes_used} of {len(nodes)} nodes ({total:g} CPUs); clocks: "
+    conn = "" if owned else " (this process's Ray connection)"
+    say(f"Ray{conn}: {n} load actors on {nodes_used} of {len(nodes)} nodes ({total:g} CPUs); clocks: "
         + ("all on this machine, one clock anchor" if shared else
            f"own anchor per actor, largest measured offset {max(abs(c['clock_offset_ms']) for c in clocks):.1f} ms"))
     return links, shared
