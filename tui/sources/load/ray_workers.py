@@ -76,6 +76,13 @@ def _first_line(exc: BaseException, limit: int = 240) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def _ray_error(exc: BaseException) -> str:
+    """One line for what Ray raised: an exception raised inside the actor is named by itself (a RayTaskError's
+    own first line only names the method)."""
+    cause = getattr(exc, "cause", None)
+    return _first_line(cause if isinstance(cause, BaseException) else exc)
+
+
 def boot_id() -> str | None:
     """This machine's boot id (Linux): two processes with the same one share ``perf_counter``'s clock."""
     try:
@@ -255,8 +262,8 @@ def connect(ray: Any, address: str) -> bool:
             raise SetupError("--ray auto found no Ray cluster: RAY_ADDRESS is not set and no Ray instance runs on "
                              "this machine (start one with `ray start --head`, give --ray ADDRESS, or --ray local "
                              "for a throwaway one here)") from None
-        hint = "" if os.environ.get("RAY_AUTH_MODE") else (
-            "; a cluster with token authentication also needs RAY_AUTH_MODE=token and RAY_AUTH_TOKEN here")
+        hint = ("; check the address and, for a cluster with token authentication, RAY_AUTH_MODE=token with the "
+                "cluster's token in RAY_AUTH_TOKEN") if isinstance(exc, ConnectionError) else ""
         raise SetupError(f"could not connect to {where}: {_first_line(exc)}{hint}") from None
     finally:
         for sig, handler in saved.items():
@@ -313,7 +320,7 @@ class RayLink:
         if isinstance(exc, ray.exceptions.RayActorError):
             self._why = f"died ({_first_line(exc, 160)})"
         else:
-            self._why = f"failed: {_first_line(exc)}"
+            self._why = f"failed: {_ray_error(exc)}"
 
     async def _quiet(self, ref: Any) -> None:
         try:
@@ -435,7 +442,7 @@ async def ray_links(address: str, workers: int | str, say: Callable[[str], Any])
             raise SetupError(f"the Ray actors were not all placed and answering within {PLACE_TIMEOUT_S:g} s "
                              "(the cluster's CPUs busy with other work? fewer --workers?)") from None
         except Exception as exc:  # noqa: BLE001 -- an actor that could not start (runtime env, import)
-            raise SetupError(f"a Ray load worker did not start: {_first_line(exc)}") from None
+            raise SetupError(f"a Ray load worker did not start: {_ray_error(exc)}") from None
         clocks = await asyncio.gather(*(_probe_clock(a) for a in actors))
         mine = boot_id()
         here = [bool(mine) and w.get("boot_id") == mine and c["_perf_inside"] for w, c in zip(wheres, clocks)]
