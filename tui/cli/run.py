@@ -120,7 +120,8 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
                         "64 streams or 250 req/s of the heaviest level, at most the cores")
     w.add_argument("--ray", default=None, metavar="auto|ADDRESS",
                    help="run the workers as actors on a Ray cluster (pip install 'servewatch[ray]'): auto = the "
-                        "cluster RAY_ADDRESS names or a local one, or ray://HOST:10001 / HOST:6379; with --workers N "
+                        "cluster RAY_ADDRESS names or one already running here; local = start a throwaway one here; "
+                        "or ray://HOST:10001 / HOST:6379; with --workers N "
                         "(default with --ray: one per CPU the cluster offers, at most 64)")
 
     o = parser.add_argument_group("recording and telemetry")

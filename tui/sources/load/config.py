@@ -112,7 +112,7 @@ class LoadConfig:
     max_in_flight: int = 4096  # open loop: arrivals beyond this wait (and show as lateness)
     token_offsets: bool = False  # also record per-token arrival offsets (costs one float per token)
     workers: int | str = 1  # load processes: 1 = this process; N >= 2 = worker processes; "auto" (resolve_workers)
-    ray: str | None = None  # "auto" or a Ray cluster address: the workers run as Ray actors (tui.sources.load.ray_workers)
+    ray: str | None = None  # "auto", "local" or a Ray cluster address: the workers run as Ray actors (tui.sources.load.ray_workers)
     # arrivals and lengths replayed from a trace (tui.sources.load.trace.load_trace): one open-loop step at
     # levels == [trace.level], round 1, ending when the trace is exhausted (or --requests/--duration earlier)
     trace: Trace | None = None
@@ -166,7 +166,7 @@ class LoadConfig:
                                            and 1 <= self.workers <= MAX_WORKERS)):
             raise ConfigError(f"--workers must be auto or a whole number from 1 to {MAX_WORKERS}")
         if self.ray is not None and not (isinstance(self.ray, str) and self.ray.strip()):
-            raise ConfigError("--ray must be auto or a cluster address (ray://HOST:10001 or HOST:6379)")
+            raise ConfigError("--ray must be auto, local or a cluster address (ray://HOST:10001 or HOST:6379)")
         for k, _v in self.headers:
             if not k or any(c in k for c in " :\r\n\t"):
                 raise ConfigError("--header must look like 'Name: value'")

@@ -195,21 +195,25 @@ class LoadGenerator:
     async def _start_workers(self) -> None:
         """--workers N >= 2: start the worker processes (the load then runs there, not here)."""
         from tui.sources.load.config import resolve_workers
+        from tui.sources.load.workers import PipeLink, WorkerLink, WorkerPool
 
-        n = resolve_workers(self.cfg)
-        self.workers = n
-        if n < 2 and not self.cfg.ray:
-            return
-        if self._transport is not None:
-            raise SetupError("worker processes need a real server: an in-memory transport cannot be shared with "
-                             "them (use workers=1)")
-        from tui.sources.load.workers import PipeLink, WorkerPool
+        links: list[WorkerLink]
+        if self.cfg.ray:  # --workers auto with --ray: one actor per CPU the cluster offers (ray_workers.AUTO_MAX)
+            if self._transport is not None:
+                raise SetupError("worker processes need a real server: an in-memory transport cannot be shared "
+                                 "with them (use workers=1)")
+            from tui.sources.load.ray_workers import ray_links
 
-        if self.cfg.ray:
-            from tui.sources.load.ray_workers import ray_links  # type: ignore[import-untyped,unused-ignore]
-
-            links, anchor_shared = await ray_links(self.cfg.ray, n, self.say)
+            ray_list, anchor_shared = await ray_links(self.cfg.ray, self.cfg.workers, self.say)
+            links = list(ray_list)
         else:
+            n = resolve_workers(self.cfg)
+            self.workers = n
+            if n < 2:
+                return
+            if self._transport is not None:
+                raise SetupError("worker processes need a real server: an in-memory transport cannot be shared "
+                                 "with them (use workers=1)")
             links, anchor_shared = [PipeLink(k) for k in range(n)], True
         pool = WorkerPool(links, self.say)
         self.workers = len(links)
@@ -245,8 +249,13 @@ class LoadGenerator:
         if self.pool is None:
             return {"count": 1, "kind": "in-process"}
         kind = "ray" if self.cfg.ray else "processes"
-        return {"count": self.workers, "kind": kind, "split": "closed: concurrency divided; open: every W-th arrival",
-                "workers": [dict(i) for i in self.workers_info]}
+        block = {"count": self.workers, "kind": kind, "split": "closed: concurrency divided; open: every W-th arrival",
+                 "workers": [dict(i) for i in self.workers_info]}
+        if kind == "ray":
+            block["clock"] = ("clock_offset_ms: the actor's time.time() minus this process's, best of 5 round trips "
+                              "(+- clock_offset_pm_ms, half that round trip); actors on this machine use this "
+                              "process's clock anchor, others their own; no stamp is corrected by the offset")
+        return block
 
     def header(self, gpu_env: dict | None) -> dict:
         c = self.cfg
@@ -528,8 +537,10 @@ class LoadGenerator:
         if c.warmup:
             lvl = c.levels[0]
             conc = max(1, min(c.warmup, int(lvl))) if c.mode == "closed" else 1
-            await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
-                                 f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
+            end = await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
+                                       f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
+            if self._stop_degraded(end, "the warmup"):
+                return
         total = len(c.levels) * c.rounds
         k = 0
         for rnd in range(1, c.rounds + 1):
@@ -549,16 +560,21 @@ class LoadGenerator:
                 if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
                     self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
                              f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
-                if end.get("degraded"):
-                    self.summary.stopped_early = (f"{unit} {lvl:g} round {rnd} degraded (a load worker was lost): "
-                                                  "run stopped, the remaining levels would run with less load "
-                                                  "than asked")
-                    self.say("note: " + self.summary.stopped_early)
-                    return
                 if c.stop_on_fail and end.get("verdict") == "FAIL":
                     self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
                     self.say("note: " + self.summary.stopped_early)
                     return
+                if self._stop_degraded(end, f"{unit} {lvl:g} round {rnd}"):
+                    return
+
+    def _stop_degraded(self, end: dict, what: str) -> bool:
+        """A load worker was lost in this step: the run stops after it (the workers left cannot hold the
+        next levels as configured; their shares would silently shrink)."""
+        if not end.get("degraded"):
+            return False
+        self.summary.stopped_early = f"{what} degraded (a load worker was lost): run stopped"
+        self.say("note: " + self.summary.stopped_early)
+        return True
 
 
 def trace_arrivals(trace: Any, n_requests: int | None) -> Iterator[Arrival]:
@@ -599,6 +615,9 @@ def _pool_fields(end: dict, pooled: Any, mode: str) -> None:
             "degraded: a load worker was lost during this step, the level was not held and cannot PASS")
         if end.get("verdict") == "PASS":
             end["verdict"] = "UNDECIDED"
+            end["verdict_reason"] = (f"degraded: a load worker was lost during this step ({pooled.worker_lost_requests} "
+                                     "requests in flight recorded as worker_lost); the level was not held, so it "
+                                     "cannot PASS")
 
 
 def _raise_fd_limit() -> None:
