@@ -384,6 +384,14 @@ class RayLink:
         where = f"on node {p.get('ray_node_ip', '?')} ({str(p.get('ray_node_id', '?'))[:12]})"
         return f"Ray actor {self.index} {where} {self._why or 'ended'}"
 
+    async def reap(self) -> None:
+        """(A lost actor has nothing more to wait for: Ray already said why.)"""
+
+    def kill(self) -> None:
+        """Stop an actor that no longer reports (stuck)."""
+        with contextlib.suppress(Exception):
+            self.session.ray.kill(self.actor)
+
     async def close(self) -> None:
         if self._closed:
             return
