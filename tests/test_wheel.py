@@ -122,3 +122,21 @@ def test_installed_quality_finds_its_starter_set(wheel_venv):
     path, n = r.stdout.split()
     assert path.startswith(str(py.parent.parent)) and path.endswith("starter.jsonl")
     assert int(n) > 0
+
+
+def test_installed_run_splits_the_load_over_worker_processes(wheel_venv, tmp_path):
+    """`servewatch run --workers 2` from the installed wheel: the worker processes start from the installed
+    package (not the checkout), and every request lands in the one record file once."""
+    from tests.fault_server import FaultServer
+
+    py, outside = wheel_venv
+    rec = tmp_path / "w.jsonl"
+    with FaultServer() as fs:
+        r = _run([str(py), "-m", "tui", "run", "--url", fs.url("ok", tokens=2), "--model", "m", "--concurrency", "4",
+                  "--requests", "40", "--workers", "2", "--no-gpu", "--record", str(rec)], cwd=outside, env=_clean_env())
+    assert r.returncode in (0, 1, 3), r.stderr[-3000:] + r.stdout[-3000:]
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    block = lines[0]["load"]["workers"]
+    assert block["count"] == 2 and block["kind"] == "processes"
+    ids = [d["id"] for d in lines if d.get("type") == "request"]
+    assert len(ids) == 40 == len(set(ids))
