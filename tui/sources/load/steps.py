@@ -46,7 +46,8 @@ class StepQuantiles:
 
     __slots__ = ("cap", "rel_err", "n", "_exact", "_pos", "_neg", "_zeros", "_pinf", "_ninf", "_inv_log", "_g")
 
-    def __init__(self, cap: int = STEP_EXACT_VALUES, rel_err: float = PCT_REL_ERR) -> None:
+    def __init__(self, cap: int | None = None, rel_err: float = PCT_REL_ERR) -> None:
+        cap = STEP_EXACT_VALUES if cap is None else cap
         if cap < 0 or not 0.0 < rel_err < 1.0:
             raise ValueError("cap must be >= 0 and rel_err in (0, 1)")
         self.cap = cap
