@@ -401,7 +401,7 @@ def record_run(cfg: LoadConfig) -> int | None:
 
     existed = os.path.exists(cfg.record)
     try:
-        rec = Recorder(cfg.record)
+        rec = Recorder(cfg.record, ids_unique=True)  # the generator's ids are unique by construction
     except OSError as exc:
         raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
     unit = "concurrency" if cfg.mode == "closed" else "req/s"
@@ -451,7 +451,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         print(line, flush=True)
     try:
         budget, budget_origin = view_budget(args)  # no budget flags: unknown, never the teaching case
-        mcfg = monitor_config_from_args(args)
+        mcfg = monitor_config_from_args(args, check_duplicate_ids=False)  # the generator's ids: unique by construction
     except (ValueError, OSError) as exc:
         raise UsageError(exc) from None
     source = LiveSource(cfg)

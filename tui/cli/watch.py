@@ -196,7 +196,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def _open_recorder(path):
     from tui.sources.recorder import Recorder
 
-    return Recorder(path)
+    return Recorder(path, ids_unique=True)  # canary ids: the load generator's, unique by construction
 
 
 async def _headless(args) -> int:

@@ -12,6 +12,7 @@ At conf = 0.95 that is n >= 5 for P50, 59 for P95 and 299 for P99.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 
 from tui.core.snapshot import Percentile
@@ -126,13 +127,16 @@ class LogHistogram:
 
 
 class QuantileStore:
-    """Exact values up to ``cap``; past it, a ``LogHistogram`` (seeded with the exact values) takes over."""
+    """Exact values up to ``cap``; past it, a ``LogHistogram`` (seeded with the exact values) takes over.
+
+    The exact values are a compact array of doubles (8 bytes each, not a list of float objects), emptied
+    when the sketch takes over: the memory is bounded by ``cap`` values, then by the sketch's buckets."""
 
     __slots__ = ("cap", "exact", "sketch", "n")
 
     def __init__(self, cap: int = 100_000) -> None:
         self.cap = cap
-        self.exact: list[float] = []
+        self.exact: array = array("d")
         self.sketch: LogHistogram | None = None
         self.n = 0
 
@@ -152,6 +156,7 @@ class QuantileStore:
             ex.extend(xs[:max(room, 0)])
             sk = self.sketch = LogHistogram()
             sk.add_many(ex)
+            self.exact = array("d")  # the sketch holds them now
             xs = xs[max(room, 0):]
         sk.add_many(xs)
 

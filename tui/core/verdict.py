@@ -395,6 +395,8 @@ class LevelJudge:
     def _quantile(self, df: int) -> float:
         q = self._q.get(df)
         if q is None:
+            if len(self._q) >= 64:  # df grows by one per closed batch: keep the cache bounded (exact either way)
+                self._q.clear()
             q = self._q[df] = chi2_lower_quantile(df)
         return q
 

@@ -129,7 +129,7 @@ class LiveSource:
             self._loop = loop
             self._task = asyncio.current_task()
         try:
-            self.recorder = Recorder(self.record_path)
+            self.recorder = Recorder(self.record_path, ids_unique=True)  # the generator's ids: unique by construction
         except OSError as exc:
             self._fail(sink, f"cannot write {self.record_path}: {exc.strerror or exc}")
             return

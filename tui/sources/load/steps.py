@@ -5,13 +5,21 @@ Lateness is ``t_sent - t_intended``: in open loop how late requests reached the 
 schedule (p99 above :data:`SATURATION_LATENESS_MS` flags the step "client saturated, results not
 valid"); in closed loop the same difference is the client's own send overhead, and a client that
 used :data:`CLIENT_BUSY_LIMIT` CPU-seconds per second or more is flagged saturated instead.
+
+Memory: a step keeps counters and two :class:`StepQuantiles` (lateness, TTFT), never a value per
+request beyond :data:`STEP_EXACT_VALUES`: a step of up to that many finished requests reports exact
+nearest-rank percentiles; a longer one (a soak: 50 req/s for an hour is 180,000) reports them from a
+log-bucketed histogram, each within :data:`PCT_REL_ERR` (1%) relative error of the exact value, and
+its end record says so (``percentiles_rel_error``).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from array import array
 from collections import Counter
+from collections.abc import Sequence
 from time import perf_counter
 from typing import Any
 
@@ -19,6 +27,106 @@ from tui.sources.load.config import Mode, Phase
 
 SATURATION_LATENESS_MS = 10.0
 CLIENT_BUSY_LIMIT = 0.9  # closed loop: client CPU-seconds per wall second that flag the step as saturated
+STEP_EXACT_VALUES = 50_000  # values per step kept exactly (8 bytes each) before the histogram takes over
+PCT_REL_ERR = 0.01  # the histogram's bound on the relative error of a percentile
+_TINY = 1e-9  # |x| below this (seconds: 1 ns) counts as 0
+
+
+class StepQuantiles:
+    """Nearest-rank percentiles of one step's values in bounded memory.
+
+    Exact (a compact array of doubles) for the first ``cap`` values. At the ``cap``-th value the
+    array is folded into a histogram with log-spaced buckets, ratio ``gamma = (1 + e) / (1 - e)``
+    (``e`` = ``rel_err``), one set for positive and one for negative values, plus counts of zeros
+    (``|x| < 1 ns``) and of infinities. Bucket counts are exact, so the bucket holding the value of
+    the requested rank is known exactly; the bucket's relative midpoint ``2 gamma^i / (1 + gamma)``
+    is within ``e`` relative error of every value in it. Memory: one counter per bucket in use,
+    about ``ln(max/min) / ln(gamma)`` of them (~1,000 from 1 us to 1,000 s at 1%), whatever the count.
+    """
+
+    __slots__ = ("cap", "rel_err", "n", "_exact", "_pos", "_neg", "_zeros", "_pinf", "_ninf", "_inv_log", "_g")
+
+    def __init__(self, cap: int | None = None, rel_err: float = PCT_REL_ERR) -> None:
+        cap = STEP_EXACT_VALUES if cap is None else cap
+        if cap < 0 or not 0.0 < rel_err < 1.0:
+            raise ValueError("cap must be >= 0 and rel_err in (0, 1)")
+        self.cap = cap
+        self.rel_err = rel_err
+        self.n = 0
+        self._exact: array | None = array("d")
+        self._pos: dict[int, int] = {}
+        self._neg: dict[int, int] = {}
+        self._zeros = self._pinf = self._ninf = 0
+        self._g = math.log((1.0 + rel_err) / (1.0 - rel_err))
+        self._inv_log = 1.0 / self._g
+
+    @property
+    def approximate(self) -> bool:
+        """True once the values are held by the histogram (percentiles within ``rel_err``)."""
+        return self._exact is None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        ex = self._exact
+        if ex is not None:
+            if len(ex) < self.cap:
+                ex.append(x)
+                return
+            self._exact = None
+            for v in ex:
+                self._bucket(v)
+        self._bucket(x)
+
+    def _bucket(self, x: float) -> None:
+        if x != x or x == math.inf:  # NaN: not a number of seconds; kept with the worst values, never dropped
+            self._pinf += 1
+        elif x == -math.inf:
+            self._ninf += 1
+        elif x > _TINY:
+            i = math.ceil(math.log(x) * self._inv_log)
+            self._pos[i] = self._pos.get(i, 0) + 1
+        elif x < -_TINY:
+            i = math.ceil(math.log(-x) * self._inv_log)
+            self._neg[i] = self._neg.get(i, 0) + 1
+        else:
+            self._zeros += 1
+
+    def _mid(self, i: int) -> float:
+        g = self._g
+        return 2.0 * math.exp(i * g) / (1.0 + math.exp(g))
+
+    def quantiles(self, qs: Sequence[float]) -> list[float | None]:
+        """Nearest-rank percentiles (rank ``ceil(q n)``, as :func:`pct`) for each ``q``; None when empty."""
+        n = self.n
+        if n == 0:
+            return [None for _ in qs]
+        ex = self._exact
+        if ex is not None:
+            srt = sorted(ex)
+            return [pct(srt, q) for q in qs]
+        return [self._ranked(min(max(1, math.ceil(q * n)), n)) for q in qs]
+
+    def _ranked(self, k: int) -> float:
+        seen = self._ninf
+        if k <= seen:
+            return -math.inf
+        neg = self._neg
+        for i in sorted(neg, reverse=True):  # the most negative first
+            seen += neg[i]
+            if k <= seen:
+                return -self._mid(i)
+        seen += self._zeros
+        if k <= seen:
+            return 0.0
+        pos = self._pos
+        for i in sorted(pos):
+            seen += pos[i]
+            if k <= seen:
+                return self._mid(i)
+        return math.inf
 
 
 class Step:
@@ -51,8 +159,8 @@ class Step:
         self.finished = 0
         self.complete = 0
         self.errors: Counter = Counter()
-        self.lateness: list[float] = []
-        self.ttfts: list[float] = []
+        self.lateness = StepQuantiles()  # bounded: see StepQuantiles
+        self.ttfts = StepQuantiles()
         self.out_tokens = 0
         self.t0 = perf_counter()
         self.t1: float | None = None
@@ -62,10 +170,10 @@ class Step:
     def add(self, lateness: float, error: str | None, ttft: float | None, out_tokens: int) -> None:
         """One finished request: its lateness, error class (None: complete), TTFT (s) and output tokens."""
         self.finished += 1
-        self.lateness.append(lateness)
+        self.lateness.add(lateness)
         if error is None:
             self.complete += 1
-            self.ttfts.append(ttft if ttft is not None else math.inf)
+            self.ttfts.add(ttft if ttft is not None else math.inf)
             self.out_tokens += out_tokens
         else:
             self.errors[error] += 1
@@ -93,14 +201,11 @@ def step_end_record(step: Step, t1_epoch: float, verdict: Any = None) -> dict:
     monitor's verdict of the step (its ``state`` and ``reason`` are recorded) or None."""
     t1 = step.t1 or perf_counter()
     secs = max(1e-9, t1 - step.t0)
-    late = sorted(step.lateness)
-    ttfts = sorted(step.ttfts)
-    p99 = pct(late, 0.99)
-    p50 = pct(ttfts, 0.5)
+    late50, p99 = step.lateness.quantiles((0.5, 0.99))
+    (p50,) = step.ttfts.quantiles((0.5,))
     # open loop: lateness = t_sent - t_intended (the schedule); closed loop: the same
     # difference is the client's own send overhead (connection setup included)
     lk = "lateness" if step.mode == "open" else "send_overhead"
-    late50 = pct(late, 0.5)
     d: dict[str, Any] = {
         "type": "step", "t": t1_epoch, "event": "end", "level": step.level, "round": step.round,
         "mode": step.mode, "phase": step.phase,
@@ -114,6 +219,9 @@ def step_end_record(step: Step, t1_epoch: float, verdict: Any = None) -> dict:
         "client_cpu_s": round(time.thread_time() - step.cpu0, 4),
         "process_cpu_s": round(time.process_time() - step.pcpu0, 4),
     }
+    if step.lateness.approximate or step.ttfts.approximate:
+        # more than STEP_EXACT_VALUES requests: the percentiles above come from the bounded histogram
+        d["percentiles_rel_error"] = PCT_REL_ERR
     if step.mode == "open":
         sat = p99 is not None and p99 * 1e3 > SATURATION_LATENESS_MS
         d["saturated"] = sat
