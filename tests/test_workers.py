@@ -341,3 +341,17 @@ async def test_a_stuck_worker_is_stopped_and_its_requests_recorded_lost(fs, monk
     end = [d for d in out if d.get("type") == "step" and d.get("event") == "end"][0]
     assert end["degraded"] and "sent nothing" in end["lost_workers"][0]
     assert victim.returncode is not None or victim.pid  # killed (SIGKILL reaches a stopped process)
+
+
+async def test_a_decided_step_stops_every_worker(fs):
+    """Until decided: the coordinator's verdict ends the step on all workers (a failing server FAILs early)."""
+    out: list[dict] = []
+    mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.95, min_window_s=0.0, min_requests=20)
+    summary = await run_load(cfg(fs.url("status", code=500), levels=[4.0], requests=None, until_decided=True,
+                                 max_step_seconds=300.0, monitor=mcfg), out.append)
+    end = [d for d in out if d.get("type") == "step" and d.get("event") == "end"][0]
+    assert end["verdict"] == "FAIL"
+    assert end["duration_s"] < 300.0  # ended by the verdict, not by the cap
+    reqs = requests_of(out)
+    assert len(reqs) == summary.requests == len({d["id"] for d in reqs})
+    assert {d["error"] for d in reqs} == {"http_5xx"}
