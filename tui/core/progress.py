@@ -7,7 +7,6 @@ The numbers are the monitor's own (``Monitor.verdict_for`` -> ``Verdict``): noth
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 
@@ -26,8 +25,8 @@ def _window(seconds: float) -> str:
 def fmt_evidence(e: float) -> str:
     if e != e:
         return "n/a"
-    if math.isinf(e):
-        return "inf"
+    if e >= 1e6:  # (also inf: the product overflowed) far past any threshold; the exact size says nothing more
+        return "over 1e6"
     if e >= 1000:
         return f"{e:.3g}"
     return f"{e:.1f}"
