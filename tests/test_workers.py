@@ -355,3 +355,23 @@ async def test_a_decided_step_stops_every_worker(fs):
     reqs = requests_of(out)
     assert len(reqs) == summary.requests == len({d["id"] for d in reqs})
     assert {d["error"] for d in reqs} == {"http_5xx"}
+
+
+async def test_trace_replay_dealt_to_workers_keeps_the_trace_times(fs):
+    """--trace with two workers: every arrival of the trace once, at its offset, with its lengths."""
+    from pathlib import Path
+
+    from tui.sources.load.trace import load_trace, trace_schedule
+
+    path = Path(__file__).resolve().parent.parent / "sample_logs" / "traces" / "mooncake-synthetic.jsonl"
+    trace = load_trace(str(path), speed=20.0)
+    plan = list(trace_schedule(trace))
+    out: list[dict] = []
+    await run_load(cfg(fs.url("ok", tokens=2), mode="open", levels=[trace.level], requests=None, trace=trace,
+                       workers=2, ignore_eos=True), out.append)
+    reqs = sorted(requests_of(out), key=lambda d: d["t_intended"])
+    assert len(reqs) == len(plan) == len({d["id"] for d in reqs})
+    t0 = reqs[0]["t_intended"]
+    assert [d["t_intended"] - t0 for d in reqs] == pytest.approx([p[0] - plan[0][0] for p in plan], abs=1e-6)
+    assert [d["output_tokens_asked"] for d in reqs] == [p[2] for p in plan]
+    assert out[0]["source"]["kind"] == "trace" and len(out[0]["source"]["sha256"]) == 64
