@@ -86,8 +86,14 @@ def start_in_terminal(args: list[str], size: tuple[int, int] = (120, 40)):
     """The console in a pseudo-terminal of ``size`` (columns, rows): (process, master fd, output)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "tui", *args], stdin=slave, stdout=slave, stderr=slave,
-                            cwd=REPO, env=_env(), start_new_session=True)
+    # a terminal's console starts with SIGHUP at its default: a test run under nohup ignores SIGHUP, the child would
+    # inherit that, and the console rightly keeps running on a SIGHUP it was told to ignore (seen under `nohup .ci/run`)
+    inherited = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "tui", *args], stdin=slave, stdout=slave, stderr=slave,
+                                cwd=REPO, env=_env(), start_new_session=True)
+    finally:
+        signal.signal(signal.SIGHUP, inherited)
     os.close(slave)
     return proc, master, Output(master)
 
