@@ -20,7 +20,7 @@ The wire (:class:`PipeLink`): length-prefixed pickle frames over the worker's st
 output (our own child, our own data). A worker sends a batch every :data:`FLUSH_S` seconds or
 :data:`FLUSH_RECORDS` records, never one message per token or per request: the records finished
 since the last batch, the requests started since the last batch (id, intended time, lengths: what
-the coordinator needs to record a request whose worker died), its in-flight count and a mark
+the coordinator needs to record a request whose worker died) and a mark
 ``settled`` (epoch s) before which it has handed over every finished request. The coordinator
 keeps a heap of received records and releases them in ``t_end`` order up to the smallest mark of
 the workers still running: the monitor's timeline and the record file see one ordered stream.
@@ -119,7 +119,6 @@ class Batch:
     settled: float  # epoch s: every request of this worker that ended before this is in this batch or an earlier one
     records: list[dict] = field(default_factory=list)
     started: list[tuple] = field(default_factory=list)  # (id, t_intended epoch, phase, level, round, n_in, n_out)
-    in_flight: int = 0
     done: dict | None = None  # set on the last batch of a step: {"cpu_s", "thread_cpu_s", "wall_s", "sent"}
 
 
@@ -222,7 +221,7 @@ class WorkerEngine:
 
     def _batch(self, done: dict | None = None) -> Batch:
         r = self.runner
-        b = Batch(self.setup.worker, r.settled_before(), self._records, self._started, r.in_flight, done)
+        b = Batch(self.setup.worker, r.settled_before(), self._records, self._started, done)
         self._records = []
         self._started = []
         return b
@@ -376,6 +375,7 @@ class WorkerLink(Protocol):
     async def recv(self) -> Any: ...  # the next message, or None when the worker is gone
     def describe_exit(self) -> str: ...
     async def reap(self) -> None: ...  # after recv() gave None: wait for the worker's exit status
+    def kill(self) -> None: ...  # stop a worker that no longer reports
     async def close(self) -> None: ...
 
 
@@ -483,7 +483,6 @@ class WorkerPool:
         self.alive: set[int] = set()
         self.info: list[dict] = []
         self._inflight: dict[int, dict[str, tuple]] = {}
-        self._reported_in_flight: dict[int, int] = {}
         self.last_result: StepResult | None = None
 
     @property
@@ -555,7 +554,6 @@ class WorkerPool:
                 t = d.get("t_end")
                 heapq.heappush(heap, (t if isinstance(t, (int, float)) else -float("inf"), next(seq), d))
             settled[k] = b.settled
-            self._reported_in_flight[k] = b.in_flight
 
         def lose(k: int, reason: str | None = None) -> None:
             link = next(lk for lk in self.links if lk.index == k)
@@ -575,6 +573,13 @@ class WorkerPool:
             self._inflight[k] = {}
             self.say(f"note: {why}: step degraded, {result.worker_lost_requests} requests in flight recorded as "
                      "worker_lost")
+
+        def give_up(k: int, reason: str) -> None:
+            """A worker that no longer reports: stop it, and record its requests as lost."""
+            running.discard(k)
+            with contextlib.suppress(Exception):
+                next(lk for lk in live if lk.index == k).kill()
+            lose(k, reason)
 
         async def cancel_all() -> None:
             for lk in live:
@@ -633,25 +638,14 @@ class WorkerPool:
                 except TimeoutError:
                     if deadline is not None and perf_counter() >= deadline:  # after a cancel: no last batch came
                         for k in sorted(running):
-                            kill = getattr(next(lk for lk in live if lk.index == k), "kill", None)
-                            if kill is not None:
-                                with contextlib.suppress(Exception):
-                                    kill()
-                            lose(k, f"worker {k} sent no last batch within {CANCEL_TIMEOUT_S:g} s of the cancel")
-                        running.clear()
+                            give_up(k, f"worker {k} sent no last batch within {CANCEL_TIMEOUT_S:g} s of the cancel")
                         continue
                 now = perf_counter()
                 if now >= next_check:  # (at most once a second, whatever else arrives)
                     next_check = now + 1.0
                     for k in sorted(running):
                         if now - last_seen[k] > SILENCE_S:  # alive or not, it no longer reports: stuck
-                            running.discard(k)
-                            link = next(lk for lk in live if lk.index == k)
-                            kill = getattr(link, "kill", None)
-                            if kill is not None:
-                                with contextlib.suppress(Exception):
-                                    kill()
-                            lose(k, f"worker {k} sent nothing for {SILENCE_S:g} s (stuck; stopped)")
+                            give_up(k, f"worker {k} sent nothing for {SILENCE_S:g} s (stuck; stopped)")
                     release(min(settled[i] for i in running) if running else float("inf"))
         finally:
             release(float("inf"))
