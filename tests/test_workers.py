@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -55,6 +56,21 @@ async def until(cond, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+def start_stalled_run(fs, rec, **popen) -> tuple[subprocess.Popen, list[int]]:
+    """`servewatch run --workers 2` at concurrency 4 against requests that never answer, once the server holds all
+    4: (the process, its worker pids from the run header)."""
+    n_before = len(fs.completions())
+    proc = subprocess.Popen([sys.executable, "-m", "tui", "run", "--url", fs.url("stall"), "--model", "m",
+                             "--concurrency", "4", "--duration", "600", "--workers", "2", "--no-gpu",
+                             "--record", str(rec)], **popen)
+    deadline = time.monotonic() + BOUND_S
+    while len(fs.completions()) - n_before < 4:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    header = json.loads(rec.read_text().splitlines()[0])
+    return proc, [w["pid"] for w in header["load"]["workers"]["workers"]]
 
 
 # ------------------------------------------------------------------ the split (pure)
@@ -214,18 +230,7 @@ def test_a_degraded_level_cannot_pass_in_the_monitor():
 def test_run_stops_on_sigterm_and_records_every_in_flight_request(fs, tmp_path):
     """`servewatch run --workers 2`, SIGTERM mid-step: nothing lost, every worker process gone."""
     rec = tmp_path / "run.jsonl"
-    n_before = len(fs.completions())
-    proc = subprocess.Popen([sys.executable, "-m", "tui", "run", "--url", fs.url("stall"), "--model", "m",
-                             "--concurrency", "4", "--duration", "600", "--workers", "2", "--no-gpu",
-                             "--record", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + BOUND_S
-    while len(fs.completions()) - n_before < 4:
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
-    import json
-
-    header = json.loads(rec.read_text().splitlines()[0])
-    pids = [w["pid"] for w in header["load"]["workers"]["workers"]]
+    proc, pids = start_stalled_run(fs, rec, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     proc.send_signal(signal.SIGTERM)
     text, _ = proc.communicate(timeout=BOUND_S)
     assert "interrupted" in text and "Traceback" not in text
@@ -294,19 +299,8 @@ async def test_live_console_with_workers_quits_losing_nothing(fs, tmp_path):
 
 def test_workers_exit_when_the_coordinator_is_killed(fs, tmp_path):
     """SIGKILL of the coordinator: its workers see their input close and exit (no orphans sending load)."""
-    import json
-
     rec = tmp_path / "run.jsonl"
-    n_before = len(fs.completions())
-    proc = subprocess.Popen([sys.executable, "-m", "tui", "run", "--url", fs.url("stall"), "--model", "m",
-                             "--concurrency", "4", "--duration", "600", "--workers", "2", "--no-gpu",
-                             "--record", str(rec)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + BOUND_S
-    while len(fs.completions()) - n_before < 4:
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
-    header = json.loads(rec.read_text().splitlines()[0])
-    pids = [w["pid"] for w in header["load"]["workers"]["workers"]]
+    proc, pids = start_stalled_run(fs, rec, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc.kill()
     proc.wait(BOUND_S)
     deadline = time.monotonic() + BOUND_S
