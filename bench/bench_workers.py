@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -39,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from bench_client_timing import record_servewatch, run_child  # noqa: E402
 from delay_server import DelayServerProcess  # noqa: E402
 
 
@@ -58,12 +58,12 @@ def ms(v: float | None) -> str:
 
 
 def servewatch_child(a: argparse.Namespace) -> None:
+    """One servewatch measurement (closed or open loop, ``--workers a.w``), recorded through the real Recorder by
+    ``bench_client_timing.record_servewatch``; prints its summary plus the worker count and the workers' peak RSS."""
     sys.path.insert(0, ROOT)
-    import asyncio
     import resource
 
-    from tui.sources.load import LoadConfig, run_load
-    from tui.sources.recorder import Recorder
+    from tui.sources.load import LoadConfig
 
     workers: int | str = a.w if a.w == "auto" else int(a.w)
     kw: dict = {"mode": "closed", "levels": [float(a.c)], "requests": a.n} if a.rate is None else {
@@ -71,35 +71,12 @@ def servewatch_child(a: argparse.Namespace) -> None:
     cfg = LoadConfig(url=f"http://127.0.0.1:{a.port}/v1", model="delay-model", input_tokens=(128, 128),
                      output_tokens=(a.tokens + 1, a.tokens + 1), metrics=False, gpu=False, record=a.out,
                      api_key_env=None, warmup=0, workers=workers, progress_interval=0, **kw)
-    anchors: dict = {}
-
-    def grab(gen) -> None:
-        anchors.update(perf0=gen.clock.perf0, epoch0=gen.clock.epoch0)
-
-    async def go() -> None:
-        rec = Recorder(a.out)
-        try:
-            await run_load(cfg, rec.write, on_generator=grab)
-        finally:
-            rec.close()
-
-    asyncio.run(go())
-    steps = [d for d in map(json.loads, open(a.out, encoding="utf-8"))
-             if d.get("type") == "step" and d.get("event") == "end"]
-    hdr = json.loads(open(a.out, encoding="utf-8").readline())
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    summary = record_servewatch(cfg)
+    with open(a.out, encoding="utf-8") as fh:
+        hdr = json.loads(fh.readline())
     rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(json.dumps({"steps": steps, "workers": hdr["load"]["workers"]["count"], "rss_mb": round(rss, 1),
-                      "worker_rss_mb_max": round(rss_children, 1), **anchors}))
-
-
-def run_child(cmd: list[str], timeout: float) -> dict:
-    extra = os.environ.get("PYTHONPATH")
-    env = dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + extra if extra else ""))
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError(f"child failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    print(json.dumps({**summary, "workers": hdr["load"]["workers"]["count"],
+                      "worker_rss_mb_max": round(rss_children, 1)}))
 
 
 def servewatch_records(path: str, anchors: dict) -> list[dict]:
