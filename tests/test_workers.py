@@ -369,3 +369,38 @@ async def test_trace_replay_dealt_to_workers_keeps_the_trace_times(fs):
     assert [d["t_intended"] - t0 for d in reqs] == pytest.approx([p[0] - plan[0][0] for p in plan], abs=1e-6)
     assert [d["output_tokens_asked"] for d in reqs] == [p[2] for p in plan]
     assert out[0]["source"]["kind"] == "trace" and len(out[0]["source"]["sha256"]) == 64
+
+
+async def test_a_lost_workers_last_words_never_carry_a_secret():
+    """A dying worker's last stderr line goes into the step record and the progress: scrubbed of credentials."""
+    from tui.core.redact import Scrubber
+    from tui.sources.load.workers import Batch, StepOrder, WorkerPool
+
+    secret = "sk-live-abcdef0123456789"
+
+    class DyingLink:
+        index = 0
+
+        def __init__(self) -> None:
+            self.sent: list = []
+            self.replies = [("ready", {"worker": 0}), Batch(0, 0.0, started=[("r-1", 1.0, "measure", 1.0, 1, 8, 8)]),
+                            None]
+
+        async def start(self) -> None: ...
+        async def send(self, msg) -> None: self.sent.append(msg)
+        async def recv(self): return self.replies.pop(0)
+        def describe_exit(self) -> str: return f"worker 0 exited with status 1 (KeyError: 'Bearer {secret}')"
+        async def reap(self) -> None: ...
+        def kill(self) -> None: ...
+        async def close(self) -> None: ...
+
+    said: list[str] = []
+    pool = WorkerPool([DyingLink()], said.append, scrub=Scrubber([secret]))
+    await pool.start([None])
+    got: list[dict] = []
+    result = await pool.run_step([StepOrder(1.0, 1, "measure", "closed", 0.0, None, concurrency=1)], got.append,
+                                 lambda: False)
+    assert result.degraded and result.worker_lost_requests == 1
+    assert [d["error"] for d in got] == ["worker_lost"]
+    text = json.dumps(got) + json.dumps(result.lost) + "\n".join(said)
+    assert "KeyError" in text and secret not in text

@@ -215,7 +215,7 @@ class LoadGenerator:
                 raise SetupError("worker processes need a real server: an in-memory transport cannot be shared "
                                  "with them (use workers=1)")
             links, anchor_shared = [PipeLink(k) for k in range(n)], True
-        pool = WorkerPool(links, self.say)
+        pool = WorkerPool(links, self.say, scrub=self.scrub)
         self.workers = len(links)
         try:
             self.workers_info = await pool.start(self._worker_setups(len(links),

@@ -477,9 +477,11 @@ class StepResult:
 class WorkerPool:
     """The coordinator's side: the workers of one run, one step at a time."""
 
-    def __init__(self, links: Sequence[WorkerLink], say: Callable[[str], Any]) -> None:
+    def __init__(self, links: Sequence[WorkerLink], say: Callable[[str], Any],
+                 scrub: Callable[[str], str] = str) -> None:
         self.links = list(links)
         self.say = say
+        self.scrub = scrub  # a worker's last stderr line goes into the step record: never a secret
         self.alive: set[int] = set()
         self.info: list[dict] = []
         self._inflight: dict[int, dict[str, tuple]] = {}
@@ -501,7 +503,7 @@ class WorkerPool:
             await link.send(("setup", setup))
             msg = await asyncio.wait_for(link.recv(), SETUP_TIMEOUT_S)
             if not (isinstance(msg, tuple) and msg and msg[0] == "ready"):
-                raise RuntimeError(f"a load worker did not start: {link.describe_exit()}")
+                raise RuntimeError(f"a load worker did not start: {self.scrub(link.describe_exit())}")
             return dict(msg[1])
 
         try:
@@ -557,7 +559,7 @@ class WorkerPool:
 
         def lose(k: int, reason: str | None = None) -> None:
             link = next(lk for lk in self.links if lk.index == k)
-            why = link.describe_exit() if reason is None else reason
+            why = self.scrub(link.describe_exit() if reason is None else reason)
             result.lost.append(why)
             self.alive.discard(k)
             t = now_epoch()
