@@ -38,7 +38,7 @@ from tui.core.redact import Scrubber, redact_url
 from tui.sources import openai_http as oh
 from tui.sources.load.arrivals import open_schedule
 from tui.sources.load.config import LoadConfig, Mode, Phase, SetupError, build_headers
-from tui.sources.load.executor import Req, RequestExecutor
+from tui.sources.load.executor import RequestExecutor
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.runner import Arrival, Clock, StepRunner, process_arrivals
 from tui.sources.load.steps import (
@@ -198,10 +198,10 @@ class LoadGenerator:
         from tui.sources.load.workers import PipeLink, WorkerLink, WorkerPool
 
         links: list[WorkerLink]
+        if self._transport is not None and (self.cfg.ray or resolve_workers(self.cfg) >= 2):
+            raise SetupError("worker processes need a real server: an in-memory transport cannot be shared "
+                             "with them (use workers=1)")
         if self.cfg.ray:  # --workers auto with --ray: one actor per CPU the cluster offers (ray_workers.AUTO_MAX)
-            if self._transport is not None:
-                raise SetupError("worker processes need a real server: an in-memory transport cannot be shared "
-                                 "with them (use workers=1)")
             from tui.sources.load.ray_workers import ray_links
 
             ray_list, anchor_shared = await ray_links(self.cfg.ray, self.cfg.workers, self.say)
@@ -211,9 +211,6 @@ class LoadGenerator:
             self.workers = n
             if n < 2:
                 return
-            if self._transport is not None:
-                raise SetupError("worker processes need a real server: an in-memory transport cannot be shared "
-                                 "with them (use workers=1)")
             links, anchor_shared = [PipeLink(k) for k in range(n)], True
         pool = WorkerPool(links, self.say, scrub=self.scrub)
         self.workers = len(links)
@@ -304,14 +301,6 @@ class LoadGenerator:
 
     # -- requests ----------------------------------------------------------
 
-    def _new_req(self, phase: Phase, level: float, rnd: int, step: Step, t_intended: float) -> Req:
-        assert self._runner is not None
-        return self._runner.new_req(step, t_intended)
-
-    async def _send_one(self, req: Req) -> None:
-        assert self._runner is not None
-        await self._runner.send_one(req)
-
     def _on_record(self, d: dict, _req: Any = None) -> None:
         self.emit(d)
 
@@ -345,7 +334,9 @@ class LoadGenerator:
             self._use_client(self._make_client())
         try:
             step = Step(level, 1, phase, "closed")
-            await self._send_one(self._new_req(phase, level, 1, step, perf_counter()))
+            runner = self._runner
+            assert runner is not None
+            await runner.send_one(runner.new_req(step, perf_counter()))
         finally:
             self._emit_raw = emit
             if own:
