@@ -87,9 +87,12 @@ class StepRunner:
         self._seq = worker  # the next id is run_id-(seq+1); steps of `workers`
         lengths = f"{seed}:lengths" if workers == 1 else f"{seed}:lengths:{worker}/{workers}"
         self._len_rng = random.Random(lengths)
-        self.in_flight = 0
         self.sent_total = 0
         self.live: set[Req] = set()  # requests sent and not yet recorded (their outcome still open)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.live)
 
     # -- requests ----------------------------------------------------------
 
@@ -108,7 +111,6 @@ class StepRunner:
 
     async def send_one(self, req: Req) -> None:
         """Run one request to its end, recording it exactly once (also when cancelled)."""
-        self.in_flight += 1
         self.sent_total += 1
         req.step.sent += 1
         self.live.add(req)
@@ -129,7 +131,6 @@ class StepRunner:
                 req.error = "other"
                 req.detail = self.executor.scrub(f"{type(exc).__name__}: {exc}")
         finally:
-            self.in_flight -= 1
             self.live.discard(req)
             self.finish(req)
 
