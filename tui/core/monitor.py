@@ -310,6 +310,32 @@ class Monitor:
         self._timeline_head: list[tuple] = []
         self._timeline_tail: deque = deque(maxlen=TIMELINE_TAIL)
         self.timeline_omitted = 0
+        # evidence problems that forbid a PASS (tui.core.evidence cross-checks, the digest chain, ...): per
+        # (level, round), or for every level under the key None; each reason is shown wherever the verdict is
+        self._pass_blocks: dict[tuple | None, list[str]] = {}
+
+    # ------------------------------------------------------------------ evidence problems
+    def block_pass(self, reason: str, key: tuple | None = None) -> None:
+        """Record an evidence problem that forbids PASS: for the level ``key`` = (level, round), or for every
+        level when ``key`` is None. A PASS becomes UNDECIDED with the reason; FAIL stands (a failing server is
+        still failing); the reason is listed in the snapshot's ``evidence_problems``."""
+        reasons = self._pass_blocks.setdefault(key, [])
+        if reason not in reasons:
+            reasons.append(reason)
+            for st in self.levels.values():
+                st.verdict_cache = None
+
+    def pass_blocks(self, key: tuple | None) -> list[str]:
+        """The reasons that forbid PASS for level ``key`` (the run-wide ones first)."""
+        return self._pass_blocks.get(None, []) + (self._pass_blocks.get(key, []) if key is not None else [])
+
+    def evidence_problems(self) -> tuple[str, ...]:
+        """Every evidence problem recorded, run-wide first, in the order found."""
+        out: list[str] = list(self._pass_blocks.get(None, []))
+        for key, reasons in self._pass_blocks.items():
+            if key is not None:
+                out.extend(r for r in reasons if r not in out)
+        return tuple(out)
 
     # ------------------------------------------------------------------ ingest
     def add_request(self, r: RequestRecord) -> None:
@@ -691,6 +717,9 @@ class Monitor:
             v = verdict_from_judge(j, cfg)
             if st.degraded and v.state == "PASS":
                 v = dataclasses.replace(v, state="UNDECIDED", reason=st.degraded)
+            blocks = self.pass_blocks((st.level, st.round))
+            if blocks and v.state == PASS:
+                v = dataclasses.replace(v, state=UNDECIDED, reason="cannot PASS: " + "; ".join(blocks))
             c = st.verdict_cache = (key, v)
         return c[1]
 
@@ -816,4 +845,5 @@ class Monitor:
             cancelled_open=sum(self.cancelled_open.values()),
             cancelled_late=sum(self.cancelled_late.values()),
             capacity=cap,
+            evidence_problems=self.evidence_problems(),
         )

@@ -207,6 +207,9 @@ class Snapshot:
     #: tui.core.capacity.Capacity of ``levels`` against the budget's candidate: the sweep pane's (and `sweep`'s
     #: and `accept`'s) measured capacity, per-level states and what limits it; None: not computed
     capacity: Any = None
+    #: evidence problems that forbid PASS (Monitor.block_pass): cross-checks of the file against itself, a broken
+    #: digest chain, ...; every view lists them beside the verdict
+    evidence_problems: tuple[str, ...] = ()
 
     @property
     def cancelled_note(self) -> str | None:
