@@ -111,6 +111,7 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
     finally:
         if collecting:
             gc.enable()
+    mon.finish()  # the whole file is read: hold it against itself (tui.core.evidence)
     return mon
 
 

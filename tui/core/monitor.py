@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tui.core import provenance, stats
+from tui.core import evidence, provenance, stats
 from tui.core.budget import BudgetError
 from tui.core.budgetview import (
     ORIGIN_RECORD,
@@ -31,6 +31,7 @@ from tui.core.budgetview import (
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.records import (
     EXCLUDED,
+    FAILED,
     BudgetRecord,
     GpuSample,
     HostSample,
@@ -40,6 +41,7 @@ from tui.core.records import (
     RequestRecord,
     RunHeader,
     StepRecord,
+    contradiction,
     outcome_rule,
 )
 from tui.core.snapshot import (
@@ -67,6 +69,7 @@ from tui.core.snapshot import (
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 
 GIB = 2**30
+EVIDENCE_CAP = evidence.EVIDENCE_CAP
 EXACT_CAP = 100_000  # exact TTFT values kept per level before the sketch takes over
 SERIES_LEN = 240
 MAX_EXAMPLES = 5
@@ -116,7 +119,11 @@ def fraction_severity(frac: float | None, target: float) -> Severity:
 
 
 def _fmt_minutes(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "unknown time" if seconds != seconds else ("over 1e6 min" if seconds > 0 else "0 s")
     m = seconds / 60.0
+    if m >= 1e6:
+        return "over 1e6 min"
     if m >= 1:
         return f"{math.ceil(m - 1e-9)} min"
     return f"{math.ceil(seconds)} s"
@@ -140,16 +147,25 @@ def _episode_note(judge: LevelJudge) -> str:
 
 def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     n, good = judge.n, judge.good
-    elapsed = judge.elapsed
+    elapsed = judge.covered  # the window as judged: time in which measured requests were flowing
+    span = judge.elapsed
     state = judge.state
     need_n = max(0, judge.min_requests - n)
     need_s = max(0.0, judge.min_window_s - elapsed)
     parts = []
-    if need_n:
-        parts.append(f"need {need_n} more requests")
-    if need_s > 0:
-        parts.append(f"{_fmt_minutes(need_s)} more" if parts else f"need {_fmt_minutes(need_s)} more")
+    if judge.failing and state != FAIL:
+        # advice that decides soonest: the evidence already shows FAIL, only the 60-s minimum is missing
+        parts.append(f"FAIL in about {_fmt_minutes(max(1.0, judge.fail_min_s - elapsed))} if this holds")
+    else:
+        if need_n:
+            parts.append(f"need {need_n} more requests")
+        if need_s > 0:
+            parts.append(f"{_fmt_minutes(need_s)} more" if parts else f"need {_fmt_minutes(need_s)} more")
     missing = ", ".join(parts) or None
+    gaps = ""
+    if span - elapsed > max(1.0, 0.05 * span):
+        gaps = (f" Requests were flowing for {_fmt_minutes(elapsed)} of the {_fmt_minutes(span)} span: stretches "
+                "with nothing in flight count only up to 10 send gaps each.")
     v = judge.vif
     n_eff = judge.n_eff
     bursty = judge.vif_point is not None and judge.vif_point >= 2.0  # the point estimate, not the bound
@@ -168,9 +184,11 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
         reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is below the "
                   f"{cfg.target:.0%} target {test}.{corr}")
     elif state == INSUFFICIENT_WINDOW:
-        lean = " Evidence so far favours PASS." if judge.passing else ""
+        lean = (" The evidence already shows FAIL; FAIL needs at least "
+                f"{_fmt_minutes(judge.fail_min_s)} of data." if judge.failing
+                else " Evidence so far favours PASS." if judge.passing else "")
         reason = (f"good fraction {pct:.1f}% on {n} requests over {_fmt_minutes(elapsed)}: too few to judge "
-                  f"the {cfg.target:.0%} target honestly.{lean}{corr}")
+                  f"the {cfg.target:.0%} target honestly.{lean}{corr}{gaps}")
     elif state == PASS:
         reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is at or above the "
                   f"{cfg.target:.0%} target {test}.{corr} {_episode_note(judge)}")
@@ -201,6 +219,7 @@ class _LevelState:
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
         "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
+        "rec_n", "rec_err", "rec_incomplete", "contradictions", "sends", "ends", "late", "delivered_cache",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -222,6 +241,14 @@ class _LevelState:
         self.max_waiting: float | None = None
         self.peak_gpu_gib: float | None = None
         self._sorted_cache: tuple[int, Sequence[float]] | None = None
+        # what the level's own records say, for the cross-checks (tui.core.evidence): every measured record of
+        # the level (cancelled ones included), those with an error, those not complete without one, those that
+        # contradict themselves; send / end times and dispatch lateness of the first EVIDENCE_CAP
+        self.rec_n = self.rec_err = self.rec_incomplete = self.contradictions = 0
+        self.sends = array("d")
+        self.ends = array("d")
+        self.late = array("d")
+        self.delivered_cache: tuple[int, evidence.Delivered] | None = None
 
     def sorted_ttfts(self) -> Sequence[float]:
         exact = self.ttft.exact
@@ -313,6 +340,10 @@ class Monitor:
         # evidence problems that forbid a PASS (tui.core.evidence cross-checks, the digest chain, ...): per
         # (level, round), or for every level under the key None; each reason is shown wherever the verdict is
         self._pass_blocks: dict[tuple | None, list[str]] = {}
+        self._warm_sends = array("d")  # t_sent of warmup records (the first EVIDENCE_CAP)
+        self._first_measured: float | None = None  # earliest t_sent of a measured record
+        self.contradictions = 0
+        self.finished = False  # ``finish()`` ran: the whole file has been read
 
     # ------------------------------------------------------------------ evidence problems
     def block_pass(self, reason: str, key: tuple | None = None) -> None:
@@ -336,6 +367,106 @@ class Monitor:
             if key is not None:
                 out.extend(r for r in reasons if r not in out)
         return tuple(out)
+
+    def _contradiction(self, st: _LevelState, r: RequestRecord) -> None:
+        """A record that says complete but contradicts itself: judged failed (the outcome rule), counted, shown."""
+        st.contradictions += 1
+        self.contradictions += 1
+        why = contradiction(r)
+        if why is not None and len(self.examples) < MAX_EXAMPLES:
+            where = f"{self.source}: " if self.source else ""
+            self.examples.append(f"{where}request {r.id!r}: {why}: counted as failed")
+
+    def _mode_of(self, st: _LevelState) -> str | None:
+        m = st.mode
+        if m in ("closed", "open"):
+            return m
+        ld = self.header.get("load") if self.header else None
+        m = ld.get("mode") if isinstance(ld, dict) else None
+        return m if m in ("closed", "open") else None
+
+    def _cv2(self) -> float:
+        """Squared coefficient of variation of the header's arrival process (the achieved-rate tolerance)."""
+        ld = self.header.get("load") if self.header else None
+        if not isinstance(ld, dict):
+            return 1.0
+        arr = ld.get("arrival")
+        if arr == "constant":
+            return 0.0
+        b = ld.get("burstiness")
+        if arr == "gamma" and isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0:
+            return 1.0 / b
+        return 1.0
+
+    def delivered(self, st: _LevelState) -> evidence.Delivered:
+        """The delivered-load check of a level (tui.core.evidence.delivered), recomputed when the level has grown
+        by 2% since the last time (or after ``finish``): the console asks at every tick."""
+        n = len(st.sends)
+        c = st.delivered_cache
+        if c is not None and (c[0] == n or (not self.finished and n - c[0] < max(1, c[0] // 50))):
+            return c[1]
+        d = evidence.delivered(st.level, self._mode_of(st), st.sends, st.ends, st.late, self._slo_ms, self._cv2())
+        st.delivered_cache = (n, d)
+        return d
+
+    def finish(self) -> None:
+        """The whole file has been read: hold what it says against itself (tui.core.evidence) and record every
+        contradiction as a reason that forbids PASS. Readers of complete files call it once at the end; a live
+        run does not (its steps are still being written)."""
+        self.finished = True
+        header = self.header
+        ld = header.get("load") if isinstance(header.get("load"), dict) else {}
+        by_key = {(st.level, st.round): st for st in self.levels.values()}
+        # step end records against the request records of their level and round
+        if self.step_info:
+            for key, info in self.step_info.items():
+                st = by_key.get(key)
+                name = evidence.level_name(key[0], key[1], info.get("mode") or (st and st.mode))
+                n, err, inc = (st.rec_n, st.rec_err, st.rec_incomplete) if st is not None else (0, 0, 0)
+                problem = evidence.step_count_problem(name, info, n, err, err + inc)
+                if problem:
+                    self.block_pass(problem, key)
+            for key, st in by_key.items():
+                if st.rec_n and key not in self.step_info:
+                    name = evidence.level_name(key[0], key[1], self._mode_of(st))
+                    self.block_pass(f"{name}: {st.rec_n} request records but no step end record for them (the "
+                                    "file has step records for other levels): records added or relabelled", key)
+        elif self.requests_total and (provenance.source_block(header) or {}).get("kind") in ("run", "trace"):
+            self._notes.append("no step records: the file is judged on what its request records hold")
+        # planned rounds against those present (a sweep that stopped at a FAIL legitimately has fewer)
+        stopped_on_fail = bool(ld.get("stop_on_fail")) and any(
+            self.verdict_for(st).state == FAIL for st in self.levels.values() if st.n)
+        if not stopped_on_fail:
+            rounds: dict[float | None, list[int]] = {}
+            for (lv, rnd), st in by_key.items():
+                if st.rec_n:
+                    rounds.setdefault(lv, []).append(rnd)
+            for lv, present in rounds.items():
+                st0 = by_key[(lv, present[0])]
+                problem = evidence.rounds_problem(ld.get("rounds"), present,
+                                                  evidence.level_name(lv, 1, self._mode_of(st0)).rsplit(" round", 1)[0])
+                if problem:
+                    for rnd in present:
+                        self.block_pass(problem, (lv, rnd))
+        # warmup records in the middle of the measured load
+        fm = self._first_measured
+        if fm is not None and self._warm_sends:
+            late = sum(1 for t in self._warm_sends if t > fm)
+            problem = evidence.warmup_problem(late, self.warmup_total)
+            if problem:
+                self.block_pass(problem)
+        # delivered load: a level not reached can never PASS (shown with the measured figure)
+        for key, st in by_key.items():
+            if st.n:
+                d = self.delivered(st)
+                if d.problem:
+                    self.block_pass(f"{evidence.level_name(key[0], key[1], self._mode_of(st))} {d.problem}", key)
+        if self.contradictions:
+            self._notes.append(f"{self.contradictions} request record(s) say complete but contradict themselves (an "
+                               "HTTP status other than 2xx, 0 output tokens, an abort/error finish reason or no first "
+                               "token): counted as failed")
+        for st in self.levels.values():
+            st.verdict_cache = None
 
     # ------------------------------------------------------------------ ingest
     def add_request(self, r: RequestRecord) -> None:
@@ -484,18 +615,37 @@ class Monitor:
                 recent_append((r, outcome, ttft_ms))  # rows are built at snapshot time only
                 if r.phase != "measure":
                     self.warmup_total += 1
+                    ws = self._warm_sends
+                    if len(ws) < EVIDENCE_CAP:
+                        ws.append(t_sent)
                     continue
+                fm = self._first_measured
+                if fm is None or t_sent < fm:
+                    self._first_measured = t_sent
+                if st is None or st.level != r.level or st.round != r.round:
+                    if ttfts or tpots:
+                        _store(st, ttfts, tpots)
+                        ttfts, tpots = [], []
+                    st = self.current = self._state_for(r.level, r.round)
+                # what the file says about this level, for the cross-checks (tui.core.evidence)
+                st.rec_n += 1
+                if err is not None:
+                    st.rec_err += 1
+                elif not r.complete:
+                    st.rec_incomplete += 1
+                elif outcome == FAILED:
+                    self._contradiction(st, r)
+                ss = st.sends
+                if len(ss) < EVIDENCE_CAP:
+                    ss.append(t_sent)
+                    st.ends.append(t_end)
+                    st.late.append(t_sent - r.t_intended)
                 if err == "cancelled":
                     key = (r.level, r.round)
                     if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
                         self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
                         continue
                     self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
-                if st is None or st.level != r.level or st.round != r.round:
-                    if ttfts or tpots:
-                        _store(st, ttfts, tpots)
-                        ttfts, tpots = [], []
-                    st = self.current = self._state_for(r.level, r.round)
                 good = outcome == "good"
                 failed = outcome == "failed"
                 n = st.n = st.n + 1
@@ -718,6 +868,10 @@ class Monitor:
             if st.degraded and v.state == "PASS":
                 v = dataclasses.replace(v, state="UNDECIDED", reason=st.degraded)
             blocks = self.pass_blocks((st.level, st.round))
+            if not self.finished and v.state == PASS:  # live: the load must have been delivered (finish() adds it)
+                d = self.delivered(st)
+                if d.problem:
+                    blocks = blocks + [d.problem]
             if blocks and v.state == PASS:
                 v = dataclasses.replace(v, state=UNDECIDED, reason="cannot PASS: " + "; ".join(blocks))
             c = st.verdict_cache = (key, v)
@@ -728,11 +882,13 @@ class Monitor:
         for st in self.levels.values():
             if st.n == 0:
                 continue
+            d = self.delivered(st)
             rows.append(LevelRow(
                 level=st.level, round=st.round, mode=st.mode, window=self._window_from_state(st),
                 verdict=self.verdict_for(st), saturated=st.saturated, lateness_p99_ms=st.lateness_p99_ms,
                 max_waiting=st.max_waiting, peak_gpu_gib=st.peak_gpu_gib,
                 cancelled_open=self.cancelled_open.get((st.level, st.round), 0),
+                delivered=d.figure, not_reached=d.problem, problems=tuple(self.pass_blocks((st.level, st.round))),
             ))
         return tuple(rows)
 

@@ -126,7 +126,10 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome,
       within the SLO when ``round_half_up(ttft_us) <= slo_us``. Epoch-second floats resolve about
       0.24 us, so a TTFT recorded as exactly the SLO (``t_first_token = t_sent + 1.0`` with an SLO of
       1000 ms) can come out as 999.99976 or 1000.00024 ms; at 1 us it is exactly the SLO, and good.
-    - ``good``: ``complete``, no ``error``, a first token, TTFT within the SLO.
+    - complete means ``complete: true``, no ``error``, and nothing in the record saying otherwise
+      (``_consistent``: an HTTP status, when given, of 2xx; a finish reason that is not an abort or an
+      error; at least one output token when counted): a record that contradicts itself is failed.
+    - ``good``: complete, a first token, TTFT within the SLO.
     - ``slow``: ``complete``, no ``error``, a first token, TTFT over the SLO.
     - ``excluded``: ``error == "cancelled"`` while the outcome was still open: a first token within
       the SLO, or no first token and ``t_end - t_sent`` (the time at the cancellation) within the SLO.
@@ -148,7 +151,7 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome,
             return FAILED, None
         ttft = (tf - r.t_sent) * 1000.0
         if err is None:
-            if r.complete:
+            if r.complete and _consistent(r):
                 return (GOOD if (ttft * 1000.0 + 0.5) // 1.0 <= slo_us else SLOW), ttft
             return FAILED, ttft
         if err == CANCELLED and (ttft * 1000.0 + 0.5) // 1.0 <= slo_us:
@@ -156,6 +159,36 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome,
         return FAILED, ttft
 
     return classify
+
+
+#: finish reasons that say the generation did not end normally (a record that says complete with one is not)
+BAD_FINISH_REASONS: Final = frozenset({"abort", "error", "aborted", "cancelled"})
+
+
+def _consistent(r: RequestRecord) -> bool:
+    """A record that says ``complete`` is complete only if nothing else in it says otherwise: an HTTP status, when
+    given, of 2xx; a finish reason, when given, that is not an abort or an error; at least one output token when a
+    count is given. Fewer tokens than asked is normal (a model may stop early) and not a contradiction."""
+    st = r.http_status
+    ot = r.output_tokens
+    fr = r.finish_reason
+    return ((st is None or 200 <= st < 300) and (ot is None or ot >= 1)
+            and (fr is None or fr not in BAD_FINISH_REASONS))
+
+
+def contradiction(r: RequestRecord) -> str | None:
+    """Why a record that says ``complete`` (and no error) contradicts itself, or None (shown and counted)."""
+    if not r.complete or r.error is not None:
+        return None
+    if r.http_status is not None and not 200 <= r.http_status < 300:
+        return f"complete with HTTP status {r.http_status}"
+    if r.output_tokens is not None and r.output_tokens < 1:
+        return "complete with 0 output tokens"
+    if r.finish_reason is not None and r.finish_reason in BAD_FINISH_REASONS:
+        return f"complete with finish reason {r.finish_reason!r}"
+    if r.t_first_token is None:
+        return "complete without a first token"
+    return None
 
 
 _TTFT_ONLY = outcome_rule(1000.0)  # the TTFT part of the rule does not depend on the SLO
@@ -272,6 +305,40 @@ def _int(d: dict, key: str) -> int | None:
         return None
     if not _is_num(v):
         raise RecordError(f"field {key!r} must be a number, got {v!r:.40}")
+    if not -_INT_MAX <= v <= _INT_MAX:
+        raise RecordError(f"field {key!r} is out of range (|x| <= 2**63), got {v!r:.40}")
+    return int(v)
+
+
+#: Record times are epoch seconds of a real clock: from 2000-01-01 (anything earlier is a stamp that is not a wall
+#: clock's, such as ``t_sent = 1.0``, which once gave a "window" of 30,000,001 minutes) to 2100-01-01.
+T_MIN_EPOCH: Final = 946_684_800.0
+T_MAX_EPOCH: Final = 4_102_444_800.0
+_T_MIN = T_MIN_EPOCH
+_T_MAX = T_MAX_EPOCH
+#: the largest count (tokens, rounds, retries) a record may carry: 2**53, where a float still holds every integer
+_COUNT_MAX: Final = 2**53
+_INT_MAX: Final = 2**63
+
+
+def _bad_time(key: str, v: Any) -> str:
+    if type(v) not in _NUM_TYPES:
+        return f"field {key!r} must be a finite number, got {v!r:.40}"
+    if not _isfinite(v):
+        return f"field {key!r} must be a finite number, got {v!r:.40}"
+    return (f"field {key!r} is not a wall-clock time between 2000-01-01 and 2100-01-01 "
+            f"(epoch seconds), got {v!r:.40}")
+
+
+def _count(d: dict, key: str) -> int | None:
+    """A non-negative integer count (tokens, rounds, retries): finite, at most 2**53."""
+    v = d.get(key)
+    if v is None:
+        return None
+    if not _is_num(v) or v != int(v):
+        raise RecordError(f"field {key!r} must be a whole number, got {v!r:.40}")
+    if not 0 <= v <= _COUNT_MAX:
+        raise RecordError(f"field {key!r} must be a count between 0 and 2**53, got {v!r:.40}")
     return int(v)
 
 
@@ -317,16 +384,16 @@ def parse_request(d: dict) -> RequestRecord:
         for key in ("id", "t_sent", "t_end", "complete"):
             if get(key) is None:
                 raise RecordError(f"missing required field {key!r}")
-    if type(t_sent) not in _NUM_TYPES or not _isfinite(t_sent):
-        raise RecordError(f"field 't_sent' must be a finite number, got {t_sent!r:.40}")
-    if type(t_end) not in _NUM_TYPES or not _isfinite(t_end):
-        raise RecordError(f"field 't_end' must be a finite number, got {t_end!r:.40}")
+    if type(t_sent) not in _NUM_TYPES or not _T_MIN <= t_sent < _T_MAX:
+        raise RecordError(_bad_time("t_sent", t_sent))
+    if type(t_end) not in _NUM_TYPES or not _T_MIN <= t_end < _T_MAX:
+        raise RecordError(_bad_time("t_end", t_end))
     if complete is not True and complete is not False:
         raise RecordError("field 'complete' must be true or false")
     if t_first is not None and (type(t_first) not in _NUM_TYPES or t_first - t_first != 0):
         t_first = _opt_num(d, "t_first_token")
-    if t_int is not None and (type(t_int) not in _NUM_TYPES or t_int - t_int != 0):
-        t_int = _opt_num(d, "t_intended")
+    if t_int is not None and (type(t_int) not in _NUM_TYPES or not _T_MIN <= t_int < _T_MAX):
+        raise RecordError(_bad_time("t_intended", t_int))
     if t_end < t_sent:
         raise RecordError("t_end is before t_sent")
     if t_first is not None and not (t_sent <= t_first <= t_end):
@@ -338,19 +405,23 @@ def parse_request(d: dict) -> RequestRecord:
     offsets = get("token_offsets")
     if offsets is not None and not (isinstance(offsets, list) and all(_is_num(x) for x in offsets)):
         raise RecordError("field 'token_offsets' must be a list of numbers")
-    if itok is not None and type(itok) is not int:
-        itok = _int(d, "input_tokens")
-    if otok is not None and type(otok) is not int:
-        otok = _int(d, "output_tokens")
-    if status is not None and type(status) is not int:
+    if itok is not None and (type(itok) is not int or not 0 <= itok <= _COUNT_MAX):
+        itok = _count(d, "input_tokens")
+    if otok is not None and (type(otok) is not int or not 0 <= otok <= _COUNT_MAX):
+        otok = _count(d, "output_tokens")
+    if status is not None and (type(status) is not int or not 100 <= status <= 599):
         status = _int(d, "http_status")
-    if rnd is not None and type(rnd) is not int:
-        rnd = _int(d, "round")
+        if status is not None and not 100 <= status <= 599:
+            raise RecordError(f"field 'http_status' must be an HTTP status (100-599), got {status!r:.40}")
+    if rnd is not None and (type(rnd) is not int or not 1 <= rnd <= _COUNT_MAX):
+        rnd = _count(d, "round")
+        if rnd is not None and rnd < 1:
+            raise RecordError("field 'round' must be >= 1")
     if level is not None and (type(level) not in _NUM_TYPES or level - level != 0):
         level = _opt_num(d, "level")
     retried = get("retried") or 0
-    if type(retried) is not int:
-        retried = _int(d, "retried") or 0
+    if type(retried) is not int or not 0 <= retried <= _COUNT_MAX:
+        retried = _count(d, "retried") or 0
     return RequestRecord(
         str(rid),
         t_sent,

@@ -116,6 +116,8 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         view = _budget_view(budget, budget_origin, snap.header)
     frac = w.good.fraction
     ready, missing = conclusion(None if budget is None else bool(budget.fits), state, quality, teaching=view.teaching)
+    if row is not None and row.problems and state != FAIL:
+        missing.append(f"Measured: the record file does not support a PASS at this level: {row.problems[0]}")
     reason = v.reason
     if j is not None and j.rounds > 1 and state != v.state:
         reason = f"{j.rounds} rounds at this level combine to {state} (FAIL if any round FAILs); last round: {v.reason}"
@@ -151,9 +153,16 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "levels": [
             {"level": r.level, "round": r.round, "mode": r.mode, "verdict": r.verdict.state,
              "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
-             "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open, **window_dict(r.window)}
+             "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open,
+             "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
+             **window_dict(r.window)}
             for r in snap.levels
         ],
+        # what the file says against itself (tui.core.evidence): each of these forbids PASS where it applies
+        "evidence": {"problems": list(snap.evidence_problems),
+                     "judged_level_problems": [] if row is None else list(row.problems),
+                     "judged_level_delivered": None if row is None else (row.delivered or None),
+                     "judged_level_not_reached": None if row is None else row.not_reached},
         "requests_total": snap.requests_total,
         "warmup_total": snap.warmup_total,
         "errors_by_class": snap.errors_by_class,
@@ -249,6 +258,14 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"  {rep['judged']['text']}")
     add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else ""))
     add(f"    {vd['reason']}")
+    ev = rep.get("evidence") or {}
+    if ev.get("judged_level_delivered"):
+        add(f"  load delivered: {ev['judged_level_delivered']}" + ("" if not ev.get("judged_level_not_reached")
+                                                                  else "  [NOT REACHED: cannot PASS]"))
+    if ev.get("problems"):
+        add("  evidence problems (the file checked against itself; each forbids PASS where it applies):")
+        for p in ev["problems"]:
+            add(f"    - {p}")
     shown = [e for e in rep.get("timeline", ()) if e["level"] == m["level"] and e["round"] == m["round"]
              and e["state"] in (PASS, FAIL)]
     if shown and any(e["state"] != vd["state"] for e in shown):
@@ -270,7 +287,8 @@ def format_report(rep: dict[str, Any]) -> str:
 
             add(f"  {fmt_level(r['level']):>5} {r['round']:>5} {r['n']:>6} {fmt_pct(r['good_fraction'], 1):>7} "
                 f"{ms('P50'):>8} {ms('P95'):>8} {ms('P99'):>8} {_f(r['req_per_s']):>6} {_f(r['goodput_per_s']):>9} "
-                f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else ""))
+                f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else "")
+                + ("  NOT REACHED" if r.get("not_reached") else ""))
         add("  (* = insufficient n for that percentile)")
     if rep["errors_by_class"]:
         add("  errors: " + ", ".join(f"{k}={v}" for k, v in sorted(rep["errors_by_class"].items())))

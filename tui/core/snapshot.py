@@ -163,6 +163,9 @@ class LevelRow:
     max_waiting: float | None = None
     peak_gpu_gib: float | None = None
     cancelled_open: int = 0  # measured requests of this level+round cancelled while still open: not judged
+    delivered: str = ""  # the load the level's own records show ("mean 3.96 requests in flight (concurrency 4)")
+    not_reached: str | None = None  # why the labelled load was not delivered (then it can never PASS)
+    problems: tuple[str, ...] = ()  # evidence problems that forbid PASS at this level (run-wide ones included)
 
 
 @dataclass(frozen=True, slots=True)

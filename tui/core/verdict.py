@@ -143,6 +143,11 @@ MIN_BATCHES_SHORTEST = 3  # the shortest length is used from 3 batches on (its w
 VIF_CONF = 0.95
 EPISODE_MIN = 3  # an episode is a maximal run of at least this many not-good requests
 FAIL_MIN_S = 60.0
+#: Window coverage: an idle stretch (no measured request in flight) or one request's own time in flight counts
+#: toward the window for at most COVER_GAP_FACTOR times the level's mean gap between sends so far, and never less
+#: than COVER_GAP_MIN_S: 96 requests in 58 s and one more 10 minutes later cover about 64 s, not 10 minutes.
+COVER_GAP_FACTOR = 10.0
+COVER_GAP_MIN_S = 1.0
 RATCHET = True  # keep the largest bound from lengths with >= MIN_BATCHES batches (see docs)
 _Z_LOW = NormalDist().inv_cdf(1.0 - VIF_CONF)  # -1.645
 
@@ -199,6 +204,7 @@ class LevelJudge:
         "_acc", "_disp", "_q", "_passing", "_failing", "_pass_bound", "_fail_bound", "state", "state_since_n",
         "_run", "_run_t0", "_run_t1", "episodes", "longest_episode_s", "longest_episode_n", "episodes_exact",
         "log_e_pass", "log_e_fail", "_v_floor", "_eval_s", "_eval_f", "_eval_v", "evaluations",
+        "covered", "_s_max", "_dur_sum",
     )
 
     def __init__(self, test: MixtureTest, *, min_window_s: float, min_requests: int, fail_min_s: float = FAIL_MIN_S,
@@ -248,6 +254,10 @@ class LevelJudge:
         self._eval_f = -1
         self._eval_v = 0.0
         self.evaluations = 0
+        #: seconds of the window in which measured requests were flowing (see ``_cover``); the window's length
+        self.covered = 0.0
+        self._s_max: float | None = None  # latest send time seen
+        self._dur_sum = 0.0  # sum of t - start over outcomes given a start (mean request duration)
 
     # ------------------------------------------------------------------ input
     def note_start(self, t: float) -> None:
@@ -271,8 +281,15 @@ class LevelJudge:
                 self.t_start = t
             self._t0 = t
             self._next_close = t + self._w
+            self.covered = t - self.t_start
+            self._s_max = start
         elif t > self.t_last:  # type: ignore[operator]
+            self._cover(t, start)
             self.t_last = t
+        elif start is not None and (self._s_max is None or start > self._s_max):
+            self._s_max = start
+        if start is not None:
+            self._dur_sum += t - start
         if t >= self._next_close:
             self._roll(t)
         if good:
@@ -296,6 +313,30 @@ class LevelJudge:
             self._decide(good)
         self._update_state(n)
 
+    def _cover(self, t: float, start: float | None) -> None:
+        """Extend the covered window to an outcome at ``t`` (past every earlier end), sent at ``start``. Two parts,
+        each bounded: the idle stretch before ``start`` (nothing in flight since the previous end), at most
+        COVER_GAP_FACTOR mean gaps between sends; the new time in flight (from the later of ``start`` and the
+        previous end), at most COVER_GAP_FACTOR mean request durations. Records out of order (``t`` before an
+        earlier end) add nothing: conservative."""
+        f = self.t_last
+        n = self.n
+        if start is None:
+            start = f
+        smax = self._s_max  # the latest send before this one: the mean gap so far does not include this one's
+        if smax is None or start > smax:
+            self._s_max = start
+        if start > f:  # type: ignore[operator]
+            gap = (smax - self.t_start) / (n - 2) if n > 2 and smax is not None else 0.0  # type: ignore[operator]
+            cap = COVER_GAP_FACTOR * gap
+            idle = start - f  # type: ignore[operator]
+            self.covered += idle if idle < cap or idle < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S)
+            busy = t - start  # type: ignore[operator]
+        else:
+            busy = t - f  # type: ignore[operator]
+        cap = COVER_GAP_FACTOR * self._dur_sum / (n - 1) if n > 1 else 0.0
+        self.covered += busy if busy < cap or busy < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S)
+
     def add_many(self, t: float, good: int, total: int) -> None:
         """``total`` outcomes, ``good`` of them good, observed together at time ``t`` (aggregated
         counters: their order is unknown, so episodes are counted only when a whole aggregate is
@@ -312,7 +353,9 @@ class LevelJudge:
                 self.t_start = t
             self._t0 = t
             self._next_close = t + self._w
+            self.covered = t - self.t_start
         elif t > self.t_last:  # type: ignore[operator]
+            self.covered += t - self.t_last  # type: ignore[operator]  # aggregated windows: time flows continuously
             self.t_last = t
         if t >= self._next_close:
             self._roll(t)
@@ -502,7 +545,7 @@ class LevelJudge:
                     self._fail_bound = self._gallop(lambda x: self._fail_at(s, x), f + 1)
 
     def _update_state(self, n: int) -> None:
-        el = self.t_last - self.t_start  # type: ignore[operator]  # ``elapsed`` (called after an outcome)
+        el = self.covered  # the window: time in which measured requests were flowing
         if el < 0.0:
             el = 0.0
         st: VerdictState
@@ -540,7 +583,7 @@ class LevelJudge:
 
     @property
     def window_complete(self) -> bool:
-        return self.n >= self.min_requests and self.elapsed >= self.min_window_s
+        return self.n >= self.min_requests and self.covered >= self.min_window_s
 
     def e_values(self) -> tuple[float, float]:
         """(E_pass, E_fail) on the corrected counts now (evaluated on demand)."""

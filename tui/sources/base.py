@@ -93,6 +93,11 @@ class MonitorSink:
         with self.lock:
             self.monitor.add_many(items)
 
+    def finish(self) -> None:
+        """The source has delivered a whole file: the Monitor holds it against itself (``Monitor.finish``)."""
+        with self.lock:
+            self.monitor.finish()
+
     def snapshot(self) -> Snapshot:
         with self.lock:
             return self.monitor.snapshot()

@@ -439,6 +439,9 @@ class ReplaySource:
                 pending.append((record_time(it), it))
             if pending:
                 return False
+            finish = getattr(sink, "finish", None)  # the whole file is in: the cross-checks (Monitor.finish)
+            if finish is not None:
+                finish()
             self._finished = True
             return True
         with self._cv:

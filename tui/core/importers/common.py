@@ -11,7 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from tui.core.records import SCHEMA, SCHEMA_VERSION, LineIssue
+from tui.core.records import SCHEMA, SCHEMA_VERSION, T_MIN_EPOCH, LineIssue
+
+#: Where relative times (and the stand-in times of sources without start times) are placed: 2000-01-01, the
+#: earliest wall-clock time a record may carry (a record time must be a plausible epoch second)
+AXIS_ORIGIN = T_MIN_EPOCH
 
 #: Time axis kinds a source can give (``source.time_axis`` in the run header).
 AXIS_EPOCH = "epoch"  # absolute wall-clock start times (AIPerf, GuideLLM)

@@ -29,7 +29,7 @@ def looks_like(obj: Any) -> bool:
 
 def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None = None,
             level: float | None = None) -> C.ImportResult:
-    derived = ["t_sent = 0 for every request (no start times in the source: not a time axis)",
+    derived = ["t_sent = 2000-01-01 for every request (no start times in the source: not a time axis)",
                "t_first_token = ttft_s (when > 0)", "t_end = end_to_end_latency_s",
                "failed = error_code not null; error class from error_code (HTTP status; -1 = exception)",
                "output_tokens = number_output_tokens (LLMPerf re-counts them with its own tokenizer)"]
@@ -57,7 +57,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             if not C.is_num(e2e) or e2e < 0:
                 raise ValueError("end_to_end_latency_s missing or not a non-negative number")
             t_first = float(ttft) if C.is_num(ttft) and ttft > 0 else None
-            rec = C.request(rid=f"llmperf-{i:06d}", t_sent=0.0, t_end=float(e2e), t_first=t_first,
+            rec = C.request(rid=f"llmperf-{i:06d}", t_sent=C.AXIS_ORIGIN, t_end=C.AXIS_ORIGIN + float(e2e), t_first=t_first,
                             complete=not failed,
                             error=C.classify_error(status=code if C.is_num(code) and code > 0 else None,
                                                    message=d.get("error_msg")) if failed else None,

@@ -59,7 +59,7 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
         if v is not None and (not isinstance(v, list) or len(v) != n):
             issues.append(C.entry_issue(label, f"{where}'{k}'", f"has {len(v) if isinstance(v, list) else 'no'} "
                                         f"entries, 'ttfts' has {n}: the requests it lacks are reported"))
-    origin = min((s for s in starts if C.is_num(s)), default=0.0) if has_starts and isinstance(starts, list) else 0.0
+    origin = (min((s for s in starts if C.is_num(s)), default=0.0) if has_starts and isinstance(starts, list) else 0.0) - C.AXIS_ORIGIN
     recs: list[dict] = []
     converted = 0
     for i in range(n):
@@ -88,7 +88,7 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
                     raise ValueError("start_times entry is not a number")
                 t_sent = float(s) - origin
             else:
-                t_sent = 0.0  # no time axis: every request at 0 (the verdict is withheld, see source.time_axis)
+                t_sent = C.AXIS_ORIGIN  # no time axis: every request at one instant (the verdict is withheld, see source.time_axis)
             if failed:
                 # vLLM keeps no end time for a failed request: zero length (its latency is not recorded)
                 t_first, t_end = None, t_sent
@@ -140,11 +140,11 @@ def convert_runs(objs: list[tuple[int, Any]], label: str, *, file: str | None = 
                "error class from the errors[i] message", "level = max_concurrency (closed) else request_rate (open)"]
     lacks = []
     if has_starts:
-        derived.insert(0, "t_sent = start_times[i] - min(start_times) (perf_counter, origin unknown: relative times)")
+        derived.insert(0, "t_sent = 2000-01-01 + start_times[i] - min(start_times) (perf_counter, origin unknown: relative times)")
     else:
         lacks.append("start_times: this version of the vLLM benchmark does not save request start times, so the "
                      "file has no time axis and no observation window")
-        derived.insert(0, "t_sent = 0 for every request (no start times in the source: not a time axis)")
+        derived.insert(0, "t_sent = 2000-01-01 for every request (no start times in the source: not a time axis)")
     first = objs[0][1] if objs and isinstance(objs[0][1], dict) else {}
     src = C.source_block(tool=TOOL, version=None, file=file, sha256=sha256, derived=derived,
                          ttft_definition=TTFT_DEFINITION, time_axis=axis, fmt=FORMAT, lacks=lacks)

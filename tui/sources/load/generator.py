@@ -438,7 +438,7 @@ class LoadGenerator:
             except Exception:  # noqa: BLE001 (a side channel must not stop the run)
                 verdict = None
         assert step.t1 is not None
-        return step_end_record(step, self.clock.epoch(step.t1), verdict)
+        return step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms)
 
     async def _ticker(self) -> None:
         t0 = perf_counter()

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from time import perf_counter
 from typing import Any
 
+from tui.core.evidence import LATENESS_FLOOR_MS
 from tui.sources.load.config import Mode, Phase
 
 SATURATION_LATENESS_MS = 10.0
@@ -196,9 +197,11 @@ def step_start_record(t: float, level: float, rnd: int, mode: Mode, phase: Phase
     return d
 
 
-def step_end_record(step: Step, t1_epoch: float, verdict: Any = None) -> dict:
+def step_end_record(step: Step, t1_epoch: float, verdict: Any = None, slo_ms: float | None = None) -> dict:
     """The ``step`` end record. ``step.t1`` must be set (perf_counter); ``verdict`` is the core
-    monitor's verdict of the step (its ``state`` and ``reason`` are recorded) or None."""
+    monitor's verdict of the step (its ``state`` and ``reason`` are recorded) or None. With ``slo_ms`` an open-loop
+    step is ``saturated`` by the delivered-load bounds the verdict uses (tui.core.evidence: lateness p99 within
+    the SLO, p99 - p50 within one arrival gap); without it by the fixed SATURATION_LATENESS_MS."""
     t1 = step.t1 or perf_counter()
     secs = max(1e-9, t1 - step.t0)
     late50, p99 = step.lateness.quantiles((0.5, 0.99))
@@ -223,12 +226,20 @@ def step_end_record(step: Step, t1_epoch: float, verdict: Any = None) -> dict:
         # more than STEP_EXACT_VALUES requests: the percentiles above come from the bounded histogram
         d["percentiles_rel_error"] = PCT_REL_ERR
     if step.mode == "open":
-        sat = p99 is not None and p99 * 1e3 > SATURATION_LATENESS_MS
+        if slo_ms is None:
+            sat = p99 is not None and p99 * 1e3 > SATURATION_LATENESS_MS
+            bound = f"> {SATURATION_LATENESS_MS:g} ms"
+        else:
+            late_bound = max(LATENESS_FLOOR_MS, slo_ms)
+            spread_bound = max(LATENESS_FLOOR_MS, 1000.0 / step.level) if step.level > 0 else LATENESS_FLOOR_MS
+            sat = p99 is not None and late50 is not None and (
+                p99 * 1e3 > late_bound or (p99 - late50) * 1e3 > spread_bound)
+            bound = (f"> {late_bound:g} ms (the SLO), or p99 - p50 > {spread_bound:.0f} ms (one arrival gap)")
         d["saturated"] = sat
         if sat:
             assert p99 is not None
             d["note"] = (f"client saturated, results not valid: dispatch lateness p99 {p99 * 1e3:.1f} ms "
-                         f"> {SATURATION_LATENESS_MS:g} ms (requests reached the wire later than scheduled)")
+                         f"{bound} (requests reached the wire later than scheduled)")
     else:
         # closed loop: no schedule to miss, but a CPU-bound client delays reading tokens (TTFT grows)
         busy = d["process_cpu_s"] / secs
