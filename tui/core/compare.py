@@ -220,7 +220,7 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = 0.02,
     syn = [s["label"] for s in (b, c) if (s["header"] or {}).get("synthetic")]
     code, synthetic_why = synthetic_exit(EXIT[overall], bool(syn))
     if syn:
-        warnings.insert(0, f"SYNTHETIC: {', '.join(syn)} labelled synthetic: the comparison checks the arithmetic, "
+        warnings.append(f"SYNTHETIC: {', '.join(syn)} labelled synthetic: the comparison checks the arithmetic, "
                            "nothing about a server" + (f"; {synthetic_why}" if synthetic_why else ""))
     return {
         "schema": "servewatch.compare/1",
