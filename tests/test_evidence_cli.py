@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_accept import BUDGET, accept, write_quality
+from tests.test_accept import BUDGET, accept
 from tui.cli import main
 from tui.core import quality as Q
 from tui.core.grade import ALPHA_FLOOR, MIN_WINDOW_FLOOR_S, acceptance_grade, changed_settings

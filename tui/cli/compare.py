@@ -81,9 +81,8 @@ def load_run(path: str, pick_run: int | None = None) -> dict:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from tui.core.compare import compare, to_markdown
-
     from tui.cli.report import runs_problem
+    from tui.core.compare import compare, to_markdown
     from tui.core.runs import RunNotInFile, SeveralRuns
 
     runs = []

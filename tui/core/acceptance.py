@@ -494,7 +494,7 @@ def tied_text(runs: Sequence[RunInput], qsec: Mapping) -> str:
     """Which load files and which quality file were tied, by model and endpoint."""
     loads = []
     for r in runs:
-        tgt = r.snapshot.header.get("target") if isinstance(r.snapshot.header.get("target"), Mapping) else {}
+        tgt = _map(r.snapshot.header.get("target"))
         loads.append(f"{r.source} (model {_str(tgt.get('model')) or 'unknown'}, endpoint "
                      f"{redact_url(tgt.get('url')) or 'unknown'})")
     t = _map(qsec.get("target"))

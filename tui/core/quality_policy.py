@@ -12,8 +12,9 @@ Anything short is "quality: not acceptance-grade (why)", never "ready".
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tui.core import quality as Q
 

@@ -16,8 +16,9 @@ Several files: :func:`run_identity` is the run id (header ``run_id``, else start
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from tui.core.records import LineIssue, Record, RequestRecord, RunHeader, StepRecord
 
@@ -95,7 +96,7 @@ class RunSplitter:
             self._count(seg, self.runs[-1])
             if self._cur == keep:
                 out += seg
-            self._new_run(x)  # type: ignore[arg-type]
+            self._new_run(x)
             if self._cur == keep:
                 out.append(x)
             start = i + 1
