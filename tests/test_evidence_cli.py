@@ -373,3 +373,47 @@ def test_accept_names_the_judged_levels_own_gap(tmp_path, capsys):
     assert f"({missing})" in measured_line, (measured_line, missing)
     level1 = next(r["missing"] for r in doc["measured"]["levels"] if r["level"] == 1)
     assert level1 != missing and level1 not in measured_line
+
+
+def test_import_of_a_synthetic_source_never_exits_0(tmp_path, capsys):
+    """`import` of a file labelled synthetic converts it (the records are written) and exits 3, saying why."""
+    root = Path(__file__).parent / "fixtures" / "imports"
+    syn = root / "from_source" / "aiperf" / "profile_export_from_source.jsonl"
+    out = tmp_path / "run.jsonl"
+    assert main(["import", str(syn), "--out", str(out)]) == 3
+    assert "never exits 0" in capsys.readouterr().err and out.exists()
+
+
+def test_replay_console_exit_of_synthetic_data_is_never_0(tmp_path, monkeypatch):
+    """The console's own exit code (the verdict on screen) passes through the same rule."""
+    import argparse
+
+    from tui.cli import replay as R
+    from tui.core.records import RunHeader
+
+    class FakeApp:
+        def run(self) -> int:
+            return 0  # the console closed on PASS
+
+    monkeypatch.setattr(R, "build_app", lambda *a, **k: FakeApp())
+
+    class Src:
+        label = "syn"
+
+        def stop(self) -> None:
+            pass
+
+    from tui.core.monitor import MonitorConfig
+    from tui.sources.base import MonitorSink
+
+    seen: dict = {}
+    real_snapshot = MonitorSink.snapshot
+
+    def snapshot(self):  # the sink as the console left it: a synthetic header was read
+        if not seen:
+            self.monitor.add(RunHeader({"type": "run", "schema_version": 1, "synthetic": True}))
+            seen["x"] = 1
+        return real_snapshot(self)
+
+    monkeypatch.setattr(MonitorSink, "snapshot", snapshot)
+    assert R.open_console(Src(), argparse.Namespace(), None, MonitorConfig()) == 3
