@@ -141,9 +141,9 @@ def test_non_inferiority_decision_is_calibrated_at_the_margin():
 
 
 # ------------------------------------------------------------------------------------------- CLI
-def write_run(path: Path, reqs, header=None) -> Path:
+def write_run(path: Path, reqs, header=None, synthetic=True) -> Path:
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(dumps(header or run_header(synthetic=True, started_at=reqs[0].t_sent, load={"mode": "closed"})))
+        fh.write(dumps(header or run_header(synthetic=synthetic, started_at=reqs[0].t_sent, load={"mode": "closed"})))
         for r in reqs:
             fh.write(dumps(request_to_dict(r)))
     return path
@@ -160,11 +160,14 @@ def cli(*argv: str) -> tuple[int, str]:
 
 
 def test_cli_exit_codes_for_the_three_verdicts(tmp_path):
-    base = write_run(tmp_path / "base.jsonl", run_records(0.98, 3000, seed=1))
-    same = write_run(tmp_path / "same.jsonl", run_records(0.98, 3000, seed=2))
+    base = write_run(tmp_path / "base.jsonl", run_records(0.98, 3000, seed=1), synthetic=False)
+    same = write_run(tmp_path / "same.jsonl", run_records(0.98, 3000, seed=2), synthetic=False)
     worse = write_run(tmp_path / "worse.jsonl", run_records(0.90, 3000, seed=3))
     small = write_run(tmp_path / "small.jsonl", run_records(0.98, 60, seed=4))
     assert cli(str(base), str(same))[0] == 0
+    same_syn = write_run(tmp_path / "same_syn.jsonl", run_records(0.98, 3000, seed=2))
+    code, out = cli(str(base), str(same_syn), "--json")
+    assert code == 3 and json.loads(out)["verdict"] == "NOT WORSE"  # SYNTHETIC never exits 0 (issue 17)
     code, out = cli(str(base), str(worse), "--json")
     assert code == 1 and json.loads(out)["verdict"] == "WORSE"
     assert cli(str(base), str(small))[0] == 3

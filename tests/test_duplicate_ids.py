@@ -39,7 +39,7 @@ def test_repeated_requests_do_not_reach_pass(tmp_path, capsys):
     # the same 300 requests with distinct ids are enough for PASS: the duplicates are what changed the answer
     distinct = [dict(r, id=f"{r['id']}-{k}", t_sent=r["t_sent"] + k * 4.0, t_first_token=r["t_first_token"] + k * 4.0,
                      t_end=r["t_end"] + k * 4.0) for r in unique for k in range(10)]
-    assert main(["report", _write(tmp_path / "distinct.jsonl", distinct)]) == 0
+    assert main(["report", _write(tmp_path / "distinct.jsonl", distinct)]) == 3  # PASS; SYNTHETIC never exits 0
     out = capsys.readouterr().out
     assert "verdict=PASS" in out
 

@@ -7,8 +7,11 @@ Exit codes: 0 ready for real traffic, 1 something failed, 3 evidence missing, 2 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import platform
+import stat
 from pathlib import Path
 
 from tui import __version__
@@ -17,13 +20,18 @@ from tui.cli.options import (
     add_acceptance_arguments,
     add_budget_arguments,
     add_required_level_argument,
+    add_run_argument,
     add_teaching_argument,
     epilog,
+    fraction,
+    margin_fraction,
     non_negative_float,
     positive_int,
 )
 from tui.cli.quality import _err, _httpx_version, _now_iso, _read_json
 from tui.core import quality as Q
+from tui.core.grade import acceptance_grade, changed_settings
+from tui.core.quality_policy import QualityPolicy
 
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
                    "3 evidence missing, 2 bad usage or unreadable input")
@@ -51,6 +59,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=positive_int, default=None, metavar="N",
                         help="GPUs the deployment uses (default 1)")
     parser.add_argument("--no-html", action="store_true", help="do not write acceptance.html")
+    parser.add_argument("--model", default=None, metavar="NAME",
+                        help="judge only the record files of this model (header target.model); files of other "
+                             "models are left out, said (default: none; files of different models or targets are "
+                             "refused, exit 2)")
+    qp = parser.add_argument_group("quality policy (accept's own, never the quality file's; defaults as `quality`)")
+    qp.add_argument("--quality-margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
+                    help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
+    qp.add_argument("--quality-alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
+                    help="error level of the quality tests (default 0.05)")
+    qp.add_argument("--quality-min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
+                    help="fewest usable paired cases with which quality PASS is possible (default 20)")
+    add_run_argument(parser, several_files=True)
     add_required_level_argument(parser)
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
@@ -66,6 +86,57 @@ def read_rollback_file(path: str) -> list[str]:
     from tui.core.acceptance import parse_rollback_rules
 
     return parse_rollback_rules(text, path)
+
+
+def same_file_as(path: str, seen: dict[object, str]) -> str | None:
+    """The earlier path that is the same file as ``path`` (same path, same inode or identical content SHA-256),
+    or None (``path`` is then remembered in ``seen``). Standard input is never the same as a file."""
+    if path == "-":
+        return None
+    keys: list[object] = [("path", os.path.realpath(path))]
+    try:
+        st = os.stat(path)
+        keys.append(("inode", st.st_dev, st.st_ino))
+        if stat.S_ISREG(st.st_mode):
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            keys.append(("sha256", h.hexdigest()))
+    except OSError:
+        pass
+    for k in keys:
+        if k in seen:
+            how = {"path": "same path", "inode": "same file", "sha256": "identical content"}[str(k[0])]  # type: ignore[index]
+            return f"{how} as {seen[k]}"
+    for k in keys:
+        seen[k] = path
+    return None
+
+
+def one_target(runs: list, model: str | None, notes: list[str]) -> list:
+    """The runs judged together: all of one model and one target URL. Files of different models or targets are
+    refused (UsageError, listing them) unless ``model`` picks one; the others are then left out, said."""
+    from tui.core.runs import target_of
+
+    if model is not None:
+        kept = [r for r in runs if target_of(r.snapshot.header)[0] == model]
+        for r in runs:
+            if r not in kept:
+                notes.append(f"{r.source} left out: model {target_of(r.snapshot.header)[0] or 'unknown'}, not {model}")
+        if not kept:
+            raise UsageError(f"--model {model}: no record file is of that model")
+        runs = kept
+    models = {target_of(r.snapshot.header)[0] for r in runs} - {None}
+    urls = {target_of(r.snapshot.header)[1] for r in runs} - {None}
+    if len(models) > 1 or len(urls) > 1:
+        for r in runs:
+            m, u = target_of(r.snapshot.header)
+            _err(f"  {r.source}: model {m or 'unknown'}, url {u or 'unknown'}")
+        what = "models" if len(models) > 1 else "targets"
+        raise UsageError(f"the record files are of different {what} (listed above): one verdict cannot combine "
+                         "them; give the files of one deployment, or --model NAME")
+    return runs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,20 +173,38 @@ def run(args: argparse.Namespace) -> int:
             Q.recheck(quality_doc)
         except (ValueError, Q.SetError) as exc:
             raise UsageError(f"{args.quality}: {exc}") from None
+    from tui.cli.report import runs_problem
+    from tui.core.runs import RunNotInFile, SeveralRuns, run_identity
+
     runs = []
     if args.records.count("-") > 1:
         raise UsageError("standard input (-) can be read once")
     record_budget = None
+    input_notes: list[str] = []
+    seen_files: dict[object, str] = {}
+    seen_runs: dict[str, str] = {}
     for path in args.records:
         problem = input_problem(path)
         if problem:
             raise UsageError(problem)
+        same = same_file_as(path, seen_files)
+        if same is not None:
+            input_notes.append(f"{path} given twice ({same}), counted once")
+            continue
         try:
-            mon = analyse_file(path, cfg, budget, budget_origin)
+            mon = analyse_file(path, cfg, budget, budget_origin, pick_run=args.run)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (SeveralRuns, RunNotInFile) as exc:
+            raise runs_problem(exc) from None
         except ValueError as exc:  # another tool's file that cannot be imported
             raise UsageError(str(exc)) from None
+        rid = run_identity(mon.header)
+        if rid is not None and rid in seen_runs:
+            input_notes.append(f"{path} given twice (the same run as {seen_runs[rid]}: {rid}), counted once")
+            continue
+        if rid is not None:
+            seen_runs[rid] = path
         problem = not_record_file_problem(mon)
         if problem:
             raise UsageError(problem)
@@ -127,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
         if budget is None and snap.budget is not None and record_budget is None:
             record_budget = (snap.budget, f"budget record in {mon.source}")
         runs.append(A.RunInput(source=mon.source, snapshot=snap))
+    runs = one_target(runs, args.model, input_notes)
     if budget is None and record_budget is not None:  # the first file's budget record (verified on load)
         budget, budget_origin = record_budget
     out_dir = Path(args.out)
@@ -154,6 +244,10 @@ def run(args: argparse.Namespace) -> int:
         required_level=args.required_level,
         generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
         generated_at=_now_iso(),
+        quality_policy=QualityPolicy(args.quality_margin, args.quality_alpha, args.quality_min_cases),
+        settings_changed=changed_settings(cfg),
+        not_acceptance_grade=acceptance_grade(cfg),
+        input_notes=input_notes,
     )
     md = A.render_markdown(doc)
     written = []
@@ -169,7 +263,13 @@ def run(args: argparse.Namespace) -> int:
     c = doc["conclusion"]
     if doc.get("banner"):
         print(doc["banner"])
-    print(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})")
+    for note in input_notes:
+        print(f"  input: {note}")
+    changed = ("  [settings not default: " + ", ".join(c["settings_changed"]) + "]") if c.get("settings_changed") else ""
+    print(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})"
+          + changed)
+    if doc["quality"].get("tied"):
+        print(f"  {doc['quality']['tied']}")
     if doc["measured"].get("judged"):
         print(f"  {doc['measured']['judged']['text']}")
     if doc["budget"].get("capacity_vs_server"):

@@ -32,41 +32,69 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest acceptable drop in good fraction (default 0.02 = 2 points)")
     parser.add_argument("--alpha", type=fraction, default=0.05, metavar="FRACTION",
                         help="one-sided error level of each decision (default 0.05)")
+    from tui.cli.options import positive_int
+
+    parser.add_argument("--base-run", dest="base_run", type=positive_int, default=None, metavar="N",
+                        help="run N (1-based) of a base file holding several runs (default: none; such a file is "
+                             "refused, exit 2, with the list)")
+    parser.add_argument("--cand-run", dest="cand_run", type=positive_int, default=None, metavar="N",
+                        help="run N of a candidate file holding several runs (default: none, as --base-run)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
     parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
 
 
-def load_run(path: str) -> dict:
-    """{"label", "header", "requests", "issues"} of any readable run; raises OSError / ValueError."""
+def load_run(path: str, pick_run: int | None = None) -> dict:
+    """{"label", "header", "requests", "issues"} of any readable run; raises OSError / ValueError
+    (``tui.core.runs.SeveralRuns`` with the list when the file holds several runs and ``pick_run`` is None:
+    several runs are never merged)."""
     from tui.core.records import LineIssue, RequestRecord, RunHeader
+    from tui.core.runs import RunSplitter
     from tui.sources.importing import open_run
 
     items, _src = open_run(path)
+    splitter = RunSplitter(pick_run)
     header: dict = {}
-    reqs, issues = [], 0
+    reqs: list = []
+    issues = 0
+    batch: list = []
+
+    def take(block: list) -> None:
+        nonlocal header, issues
+        for it in splitter.feed(block):
+            if type(it) is RequestRecord:
+                reqs.append(it)
+            elif isinstance(it, RunHeader):
+                header = header or it.data
+            elif isinstance(it, LineIssue):
+                issues += 1
+
     for it in items:
-        if type(it) is RequestRecord:
-            reqs.append(it)
-        elif isinstance(it, RunHeader):
-            header = header or it.data
-        elif isinstance(it, LineIssue):
-            issues += 1
+        batch.append(it)
+        if len(batch) >= 4096:
+            take(batch)
+            batch = []
+    take(batch)
+    splitter.check(path)
     if not reqs:
         raise ValueError(f"{path}: no usable request records ({issues} problem lines)")
     return {"label": path, "header": header, "requests": reqs, "issues": issues}
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from tui.cli.report import runs_problem
     from tui.core.compare import compare, to_markdown
+    from tui.core.runs import RunNotInFile, SeveralRuns
 
     runs = []
-    for path in (args.base, args.cand):
+    for path, pick in ((args.base, getattr(args, "base_run", None)), (args.cand, getattr(args, "cand_run", None))):
         if not os.path.isfile(path):
             raise UsageError(f"cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}")
         try:
-            runs.append(load_run(path))
+            runs.append(load_run(path, pick))
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (SeveralRuns, RunNotInFile) as exc:
+            raise runs_problem(exc) from None
         except ValueError as exc:
             raise UsageError(exc) from None
     result = compare(runs[0], runs[1], slo_ttft_ms=args.slo_ttft_ms, margin=args.margin, alpha=args.alpha)
@@ -78,4 +106,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     sys.stdout.write(text + "\n" if args.json else to_markdown(result))
+    if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
+        from tui.core.exitcodes import SYNTHETIC_NEVER_0
+
+        print(f"servewatch: {SYNTHETIC_NEVER_0}", file=sys.stderr)
     return int(result["exit_code"])

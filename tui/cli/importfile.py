@@ -23,7 +23,8 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.options import epilog
 
     parser.epilog = epilog("servewatch import profile_export.jsonl --out run.jsonl",
-                           codes="exit codes: 0 converted, 2 bad usage, unreadable or not importable")
+                           codes="exit codes: 0 converted, 3 converted but SYNTHETIC (never 0), 2 bad usage, unreadable or "
+                                 "not importable")
     parser.add_argument("file", help="the other tool's output file")
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="record file to write (default: FILE with .servewatch.jsonl appended)")
@@ -60,9 +61,15 @@ def cmd_import(args: argparse.Namespace) -> int:
                "entries": res.entries, "converted": res.converted, "problems": len(res.issues),
                "counts": res.counts(), "tool_summary": res.tool_summary, "time_axis": src.get("time_axis"),
                "sample": src.get("sample"), "ttft_definition": src.get("ttft_definition"), "notes": res.notes}
+    from tui.core.exitcodes import synthetic_exit
+
+    code, synthetic_why = synthetic_exit(0, bool(res.header.get("synthetic")))  # SYNTHETIC never exits 0
+    summary["synthetic"] = bool(res.header.get("synthetic"))
+    if synthetic_why:
+        print(f"servewatch: {synthetic_why}", file=sys.stderr)
     if getattr(args, "json", False):
         print(json.dumps(summary, indent=2))
-        return 0
+        return code
     c = res.counts()
     print(f"imported {path} ({src.get('tool')}, format {res.format}) -> {out}")
     print(f"  entries {res.entries}: converted {res.converted}, problems {len(res.issues)} (listed above)")
@@ -73,4 +80,4 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(f"  time axis: {src.get('time_axis')}; TTFT as {src.get('tool')} defines it: {src.get('ttft_definition')}")
     for n in res.notes:
         print(f"  note: {n}")
-    return 0
+    return code

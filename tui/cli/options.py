@@ -177,6 +177,14 @@ def add_required_level_argument(parser: argparse.ArgumentParser) -> None:
                              "(exit 2). --level is an alias")
 
 
+def add_run_argument(parser: argparse.ArgumentParser, *, several_files: bool = False) -> None:
+    """--run N: the run of a record file to judge (``run --record`` appends; several runs are never merged)."""
+    parser.add_argument("--run", dest="run", type=positive_int, default=None, metavar="N",
+                        help="judge run N (1-based) of a record file holding several runs (default: none; a file "
+                             "with several runs is refused, exit 2, with the list of its runs)"
+                             + ("; applies to every file given" if several_files else ""))
+
+
 # ------------------------------------------------------------------ memory budget
 
 

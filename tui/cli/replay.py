@@ -21,6 +21,7 @@ from tui.cli.options import (
     add_speed_arguments,
     add_teaching_argument,
     epilog,
+    positive_int,
 )
 from tui.cli.report import monitor_config_from_args
 from tui.core.exitcodes import ExitCode
@@ -37,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_speed_arguments(parser, "default: 1, as recorded")
     g = parser.add_argument_group("replay")
     g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
+    g.add_argument("--run", dest="run", type=positive_int, default=None, metavar="N",
+                   help="replay run N (1-based) of a file holding several runs (default: none; such a file is "
+                        "refused, exit 2, with the list; with --follow the first run, runs appended later left out)")
     g.add_argument("--baseline", metavar="FILE", default=None,
                    help="a base run (any importable format): its per-level good fraction is drawn beside this "
                         "run's in the sweep pane (default: none)")
@@ -102,9 +106,25 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
         problem = validate_record_file(play, follow=follow)
         if problem:
             raise UsageError(problem.replace(str(play), os.fspath(path)))
+    pick = getattr(args, "run", None)
+    if line_parser is None and not follow:  # several runs are never merged: refused without --run, listed
+        _check_runs(str(play), os.fspath(path), pick, cfg)
     source = ReplaySource(play, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
-                          follow=follow, label=label or os.fspath(path), line_parser=line_parser)
+                          follow=follow, label=label or os.fspath(path), line_parser=line_parser, run=pick)
     return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
+
+
+def _check_runs(play: str, shown: str, pick: int | None, cfg: Any) -> None:
+    """Refuse (exit 2, with the list) a file of several runs without --run, or --run N beyond them."""
+    from tui.cli.report import _count_runs, runs_problem
+    from tui.core.runs import RunNotInFile, RunSplitter, SeveralRuns
+
+    splitter = RunSplitter(pick)
+    splitter.runs = _count_runs(play, cfg)
+    try:
+        splitter.check(shown)
+    except (SeveralRuns, RunNotInFile) as exc:
+        raise runs_problem(exc) from None
 
 
 def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, *,
@@ -129,7 +149,14 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
         code = app.run()
     finally:
         source.stop()
-    return ExitCode.INSUFFICIENT if code is None else int(code)
+    from tui.core.exitcodes import synthetic_exit
+
+    final, why = synthetic_exit(ExitCode.INSUFFICIENT if code is None else int(code), sink.snapshot().synthetic)
+    if why:
+        import sys
+
+        print(f"servewatch: {why}", file=sys.stderr)
+    return final
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from tui.cli.options import (
     add_acceptance_arguments,
     add_budget_arguments,
     add_required_level_argument,
+    add_run_argument,
     add_teaching_argument,
     epilog,
 )
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, record format v1); - reads standard input")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_required_level_argument(parser)
+    add_run_argument(parser)
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
@@ -78,13 +80,34 @@ def _is_record_file(path: str) -> bool:
     return fmt is None or fmt == importers.SERVEWATCH
 
 
-def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None) -> Monitor:
+LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appended
+
+
+def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None,
+                 pick_run: int | None = None) -> Monitor:
     """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable).
 
     The file is read in chunks through the block reader (``tui.core.records.iter_blocks``, the one
-    the replay uses) and each chunk's records go to the Monitor as one batch: memory stays bounded."""
+    the replay uses) and each chunk's records go to the Monitor as one batch: memory stays bounded.
+
+    Several runs in the file (``run --record`` appends) are never merged (``tui.core.runs.RunSplitter``):
+    ``pick_run`` N keeps run N (1-based), ``LAST_RUN`` the last one; None raises ``SeveralRuns`` (with the
+    list) when the file holds more than one, ``RunNotInFile`` for an N beyond them."""
+    from tui.core.runs import RunSplitter
+
+    if pick_run == LAST_RUN:
+        if path == "-":
+            raise ValueError("the last run of standard input cannot be picked")
+        pick_run = len(_count_runs(path, config))
+    splitter = RunSplitter(pick_run)
     mon = Monitor(config, budget=budget, source="<stdin>" if path == "-" else path, budget_origin=budget_origin)
-    add_many = mon.add_many
+    mon_add_many = mon.add_many
+    feed = splitter.feed
+
+    def add_many(items: list) -> None:
+        kept = feed(items)
+        if kept:
+            mon_add_many(kept)
     # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
     # every record and memory stays bounded without the cycle collector, whose passes over the young records
     # of each chunk would cost about a tenth of a large report. Paused only here, for this loop.
@@ -111,8 +134,31 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
     finally:
         if collecting:
             gc.enable()
+    splitter.check(mon.source)
     mon.finish()  # the whole file is read: hold it against itself (tui.core.evidence)
     return mon
+
+
+def _count_runs(path: str, config: MonitorConfig) -> list:
+    """The runs of a record file (one pass of the block reader, nothing judged)."""
+    from tui.core.runs import RunSplitter
+
+    splitter = RunSplitter(None)
+    if _is_record_file(path):
+        with open(path, "rb") as fh:
+            for items in iter_blocks(fh, path):
+                splitter.feed(items)
+    return splitter.runs
+
+
+def runs_problem(exc: Exception) -> UsageError:
+    """A file with several runs and no --run (the list on stderr, then the one line), or --run N beyond them."""
+    from tui.core.runs import SeveralRuns
+
+    if isinstance(exc, SeveralRuns):
+        for line in exc.listing():
+            print(f"servewatch:   {line}", file=sys.stderr)
+    return UsageError(str(exc))
 
 
 def not_record_file_problem(mon: Monitor) -> str | None:
@@ -158,10 +204,14 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         from tui.cli.watch import report_watch_file
 
         return report_watch_file(path, args, out)
+    from tui.core.runs import RunNotInFile, SeveralRuns
+
     try:
-        mon = analyse_file(path, cfg, budget, origin)
+        mon = analyse_file(path, cfg, budget, origin, pick_run=getattr(args, "run", None))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (SeveralRuns, RunNotInFile) as exc:
+        raise runs_problem(exc) from None
     except ValueError as exc:  # ImportProblem: another tool's file that cannot be imported
         raise UsageError(str(exc)) from None
     problem = not_record_file_problem(mon)
@@ -181,14 +231,49 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
     if hidden > 0:
         print(f"servewatch: ... and {hidden} more problem lines (counted in the report)", file=sys.stderr)
+    from tui.core.exitcodes import synthetic_exit
+
+    state = rep["measured"]["verdict"]["state"]
+    code, synthetic_why = synthetic_exit(exit_code(state), snap.synthetic)
+    rep["settings"] = settings_dict(cfg)
+    rep["exit"] = {"code": code, "synthetic": synthetic_why}
     if getattr(args, "json", False):
         out.write(json.dumps(rep, indent=2, default=str) + "\n")
     else:
         from tui.core.importers.limits import describe_source
 
         line = describe_source(snap.header)
-        out.write(format_report(rep) if line is None else f"{line}\n" + format_report(rep))
-    return exit_code(rep["measured"]["verdict"]["state"])
+        text = mark_verdict_line(format_report(rep), state, rep["settings"], synthetic_why)
+        out.write(text if line is None else f"{line}\n" + text)
+    if synthetic_why:
+        print(f"servewatch: {synthetic_why}", file=sys.stderr)
+    return code
+
+
+def settings_dict(cfg: MonitorConfig) -> dict:
+    """The acceptance settings that differ from their defaults, and those below a floor (``tui.core.grade``)."""
+    from tui.core.grade import acceptance_grade, changed_settings
+
+    return {"changed_from_default": changed_settings(cfg), "not_acceptance_grade": acceptance_grade(cfg)}
+
+
+def mark_verdict_line(text: str, state: str, settings: dict, synthetic_why: str | None) -> str:
+    """The report's verdict line names every setting that differs from its default, marks a PASS on settings
+    below a floor "PASS (not acceptance-grade: ...)" and says why SYNTHETIC input does not exit 0."""
+    lines = text.split("\n")
+    for i, ln in enumerate(lines):
+        if not ln.startswith("  verdict="):
+            continue
+        weak = settings["not_acceptance_grade"]
+        if weak and state == "PASS":
+            ln = ln.replace("verdict=PASS", f"verdict=PASS (not acceptance-grade: {', '.join(weak)})", 1)
+        if settings["changed_from_default"]:
+            ln += f"  [settings not default: {', '.join(settings['changed_from_default'])}]"
+        lines[i] = ln
+        if synthetic_why:
+            lines.insert(i + 1, f"    {synthetic_why}: exit 3")
+        break
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -346,9 +346,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     failed = record_run(cfg)
     if failed is not None:
         return failed
-    from tui.cli.report import run_report
+    from tui.cli.report import LAST_RUN, run_report
 
     _print("")
+    args.run = LAST_RUN  # the record file may hold earlier runs (appended): the verdict is on this one
     return run_report(cfg.record, args, default_budget=False)
 
 

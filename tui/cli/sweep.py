@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """`servewatch sweep`."""
     from tui.cli.budget import budget_from_args, budget_given, budget_title
-    from tui.cli.report import analyse_file, monitor_config_from_args
+    from tui.cli.report import LAST_RUN, analyse_file, monitor_config_from_args
     from tui.cli.run import _print, config_or_usage, record_run, step_plan
 
     budget = None
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     failed = record_run(cfg)
     if failed is not None:
         return failed
-    mon = analyse_file(cfg.record, monitor_config_from_args(args), budget)
+    mon = analyse_file(cfg.record, monitor_config_from_args(args), budget, pick_run=LAST_RUN)  # this run only
     summary = sweep_summary(mon.snapshot(), budget, cfg.record)
     summary["record"] = cfg.record
     _print("")

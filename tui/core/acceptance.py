@@ -30,11 +30,14 @@ from tui.core.levels import (  # noqa: F401 (re-exported)
     level_key,
     row_mode,
 )
+from tui.core.quality_policy import QualityPolicy, file_settings_note, policy_problems
+from tui.core.quality_policy import recompute as recompute_quality
 from tui.core.redact import redact_url, scrub
 from tui.core.report import conclusion as three_part_conclusion
 from tui.core.snapshot import (
     FAIL,
     INSUFFICIENT_WINDOW,
+    UNDECIDED,
     LevelRow,
     Snapshot,
 )
@@ -430,22 +433,29 @@ QUALITY_PHRASES = {
 }
 
 
-def quality_section(doc: Mapping | None, source: str | None, measured_models: Sequence[str]) -> dict:
+def quality_section(doc: Mapping | None, source: str | None, measured_models: Sequence[str],
+                    policy: QualityPolicy | None = None) -> dict:
+    """Section 5: the quality verdict recomputed from the file's per-case rows with accept's own policy (its
+    margin / alpha / minimum cases, never the file's), and why it is not acceptance-grade (tui.core.quality_policy)."""
     if doc is None:
         return {"run": False, "state": "not run", "source": None}
-    comparison, verdict = Q.recheck(doc)
+    policy = policy or QualityPolicy()
+    comparison, verdict = recompute_quality(doc, policy)
     notes: list[str] = []
     saved = _map(doc.get("verdict"))
     if saved.get("state") and saved.get("state") != verdict["state"]:
-        notes.append(f"the file says {saved.get('state')}, its cases say {verdict['state']}: the recomputed verdict is used")
+        notes.append(f"the file says {saved.get('state')}, its cases say {verdict['state']} under accept's policy: "
+                     "the recomputed verdict is used")
+    own = file_settings_note(doc, policy)
+    if own:
+        notes.append(own)
     cand = _map(doc.get("candidate"))
     base = doc.get("baseline") if isinstance(doc.get("baseline"), Mapping) else None
     s_c = Q.summarize(cand.get("cases") or [])
     s_b = Q.summarize(base.get("cases") or []) if base else None
     tgt = _map(cand.get("target"))
     qmodel = _str(tgt.get("model"))
-    if qmodel and measured_models and qmodel not in measured_models:
-        notes.append(f"quality was run against model {qmodel}, the load test against {', '.join(measured_models)}")
+    not_grade = policy_problems(doc, policy, measured_models)
     st = _map(doc.get("set"))
     if st.get("starter"):
         notes.append("quality used the STARTER set: replace it with the team's own key tasks")
@@ -474,8 +484,34 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
             "min_cases", "mcnemar_p_worse", "p_worse_by_more_than_margin", "p_noninferior",
             "p_noninferior_exact_guard")},
         "failed_requests": s_c["failed_requests"],
+        "policy": {"margin": policy.margin, "alpha": policy.alpha, "min_cases": policy.min_cases},
+        "not_acceptance_grade": not_grade,
         "notes": notes + [n for n in (comparison or {}).get("notes", []) if isinstance(n, str)],
     }
+
+
+def tied_text(runs: Sequence[RunInput], qsec: Mapping) -> str:
+    """Which load files and which quality file were tied, by model and endpoint."""
+    loads = []
+    for r in runs:
+        tgt = _map(r.snapshot.header.get("target"))
+        loads.append(f"{r.source} (model {_str(tgt.get('model')) or 'unknown'}, endpoint "
+                     f"{redact_url(tgt.get('url')) or 'unknown'})")
+    t = _map(qsec.get("target"))
+    return (f"load {', '.join(loads) or 'none'} tied to quality {qsec.get('source')} (model "
+            f"{t.get('model') or 'unknown'}, endpoint {t.get('url') or 'unknown'})")
+
+
+def judged_missing(measured: Mapping) -> str | None:
+    """The judged level's own gap ("need 87 more requests, ..."): the row(s) of the level the verdict judges
+    (``levels.judge_level``, the rule `report` uses), never another level's."""
+    j = measured.get("judged")
+    if not j:
+        return None
+    for r in measured["levels"]:
+        if r["mode"] == j["mode"] and r["level"] == j["level"] and r["missing"] and r["verdict"] != FAIL:
+            return str(r["missing"])
+    return None
 
 
 # ------------------------------------------------------------------ 6. cost
@@ -598,8 +634,16 @@ def build_acceptance(
     required_level: float | None = None,
     generator: Mapping | None = None,
     generated_at: str | None = None,
+    quality_policy: QualityPolicy | None = None,
+    settings_changed: Sequence[str] = (),
+    not_acceptance_grade: Sequence[str] = (),
+    input_notes: Sequence[str] = (),
 ) -> dict:
-    """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise)."""
+    """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
+
+    ``settings_changed``: the acceptance settings that differ from their defaults (named in the verdict);
+    ``not_acceptance_grade``: those weaker than a floor (``tui.core.grade``): never "ready"; ``input_notes``:
+    what was done with the inputs (a file given twice, files of other models left out)."""
     cost = cost or CostInputs()
     prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
              "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
@@ -622,19 +666,25 @@ def build_acceptance(
     models = sorted({m for r in runs for m in [
         _str((r.snapshot.header.get("target") or {}).get("model")) if isinstance(r.snapshot.header.get("target"), Mapping) else None
     ] if m})
-    qsec = quality_section(quality, quality_source, models)
+    qsec = quality_section(quality, quality_source, models, quality_policy)
+    if qsec["run"]:
+        qsec["tied"] = tied_text(runs, qsec)
     csec = cost_section(cost, measured)
     drules, rnotes = default_rollback_rules(target, slo_ttft_ms)
 
     # 8. conclusion
     qstate = qsec["state"]
     q_arg = None if not qsec["run"] else ("PASS" if qstate == Q.PASS else QUALITY_PHRASES.get(qstate, qstate))
+    if q_arg == "PASS" and qsec.get("not_acceptance_grade"):
+        q_arg = f"not acceptance-grade ({'; '.join(qsec['not_acceptance_grade'])})"
     ready, lines = three_part_conclusion(bsec.get("fits"), measured["state"], q_arg, teaching=bool(bsec.get("teaching")))
-    if measured["state"] == INSUFFICIENT_WINDOW:
-        miss = [r["missing"] for r in measured["levels"]
-                if r["missing"] and r["mode"] == measured["primary_mode"] and r["verdict"] == INSUFFICIENT_WINDOW]
+    if measured["state"] in (INSUFFICIENT_WINDOW, UNDECIDED):
+        miss = judged_missing(measured)  # the judged level's own gap, the same rule as `report`
         if miss:
-            lines = [ln if not ln.startswith("Measured:") else f"{ln[:-1]} ({miss[0]})." for ln in lines]
+            lines = [ln if not ln.startswith("Measured:") else f"{ln[:-1]} ({miss})." for ln in lines]
+    if not_acceptance_grade:
+        lines.append(f"Settings: not acceptance-grade ({', '.join(not_acceptance_grade)}): fine for a quick check, "
+                     "never 'ready'; use the defaults or stricter.")
     if synthetic:
         lines.append("Provenance: synthetic inputs can check the arithmetic but can never show readiness; "
                      "measure the real deployment.")
@@ -643,7 +693,7 @@ def build_acceptance(
                      "`servewatch run`.")
     if not runs:
         lines.append("Measured: no record files.")
-    ready = ready and not synthetic and not unknown and bool(runs)
+    ready = ready and not synthetic and not unknown and bool(runs) and not not_acceptance_grade
     failed = (bsec.get("fits") is False) or measured["state"] == FAIL or qstate == Q.FAIL
     exit_code = 0 if ready else (1 if failed else 3)
     cap = measured["measured_capacity"]
@@ -659,6 +709,8 @@ def build_acceptance(
         "at_load": (None if not (ready and measured["has_measured_capacity"]) else
                     ("at the recorded load" if cap is None else f"up to {measured['unit']} {_fmt_level(cap)}")),
         "missing_or_failed": lines,
+        "settings_changed": list(settings_changed),
+        "not_acceptance_grade": list(not_acceptance_grade),
     }
     doc = {
         "schema": SCHEMA,
@@ -668,7 +720,7 @@ def build_acceptance(
         "provenance": prov,
         "banner": " ".join(banner_parts) or None,
         "inputs": {"records": [r.source for r in runs], "quality": quality_source, "budget": budget_source,
-                   "rollback": rollback_source},
+                   "rollback": rollback_source, "notes": list(input_notes)},
         "slo": {"ttft_ms": slo_ttft_ms, "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
                 "good": f"completed AND client TTFT <= {slo_ttft_ms:g} ms, over all measured requests"},
         "budget": bsec,

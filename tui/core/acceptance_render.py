@@ -75,9 +75,12 @@ def md_title(doc: Mapping) -> list[str]:
     add(f"- Quality result: {inp['quality'] or 'not run'}")
     add(f"- Budget: {inp['budget'] or 'none'}")
     add(f"- Rollback rules file: {inp['rollback'] or 'none (defaults only)'}")
+    for n in inp.get("notes") or ():
+        add(f"- Input: {n}")
     slo = doc["slo"]
     add(f"- SLO: good = {slo['good']}; target {_pct(slo['target'], 0)} good; alpha {slo['alpha']:g}; "
-        f"minimum observation window {slo['min_window_minutes']:g} min")
+        f"minimum observation window {slo['min_window_minutes']:g} min"
+        + (f" (settings not default: {', '.join(c['settings_changed'])})" if c.get("settings_changed") else ""))
     add("")
     add(f"**Conclusion: {c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "")
         + f" - budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']}")
@@ -287,8 +290,16 @@ def md_quality(doc: Mapping) -> list[str]:
             (cat, _rate(q["categories"].get(cat)),
              _rate((q.get("baseline_categories") or {}).get(cat)) if q.get("baseline_categories") else "no baseline")
             for cat in cats))
-        if q["notes"]:
+        if q["notes"] or q.get("not_acceptance_grade") or q.get("tied"):
             add("")
+        if q.get("tied"):
+            add(f"- Tied: {q['tied']}")
+        if q.get("policy"):
+            pol = q["policy"]
+            add(f"- Judged with accept's own policy: margin {pol['margin']:g}, alpha {pol['alpha']:g}, "
+                f"min cases {pol['min_cases']}")
+        for n in q.get("not_acceptance_grade") or ():
+            add(f"- Not acceptance-grade: {n}")
         for n in q["notes"]:
             add(f"- Note: {n}")
     add("")

@@ -22,6 +22,7 @@ from statistics import NormalDist
 from typing import Any
 
 from tui.core import stats
+from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
 from tui.core.records import RequestRecord
 
@@ -216,6 +217,11 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = 0.02,
         overall = NOT_WORSE
     else:
         overall = NOT_ENOUGH
+    syn = [s["label"] for s in (b, c) if (s["header"] or {}).get("synthetic")]
+    code, synthetic_why = synthetic_exit(EXIT[overall], bool(syn))
+    if syn:
+        warnings.append(f"SYNTHETIC: {', '.join(syn)} labelled synthetic: the comparison checks the arithmetic, "
+                           "nothing about a server" + (f"; {synthetic_why}" if synthetic_why else ""))
     return {
         "schema": "servewatch.compare/1",
         "base": {"file": b["label"], "tool": tb, "ttft_definition": db, "time_axis": b["has_axis"],
@@ -230,7 +236,8 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = 0.02,
         "reason": ("no level is present in both runs" if not rows else
                    f"{verdicts.count(WORSE)} worse, {verdicts.count(NOT_WORSE)} not worse, "
                    f"{verdicts.count(NOT_ENOUGH)} undecided of {len(rows)} matched levels"),
-        "exit_code": EXIT[overall],
+        "synthetic": bool(syn),
+        "exit_code": code,
     }
 
 
@@ -252,7 +259,8 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
 
 def to_markdown(cmp: dict) -> str:
     b, c = cmp["base"], cmp["candidate"]
-    lines = [f"# servewatch compare: {cmp['verdict']}", "",
+    title = cmp["verdict"] + (" (SYNTHETIC input: never exits 0)" if cmp.get("synthetic") else "")
+    lines = [f"# servewatch compare: {title}", "",
              f"- base: `{b['file']}` ({b['tool']}{'' if b['time_axis'] else ', no time axis'})",
              f"- candidate: `{c['file']}` ({c['tool']}{'' if c['time_axis'] else ', no time axis'})",
              f"- good = completed AND client TTFT <= {cmp['slo_ttft_ms']:g} ms; margin {100 * cmp['margin']:.1f} points; "
@@ -289,7 +297,8 @@ def to_markdown(cmp: dict) -> str:
         fmt = lambda xs: ", ".join("-" if x is None else f"{x:g}" for x in xs) or "none"  # noqa: E731
         lines.append(f"Unmatched levels (listed, not judged): base {fmt(um['base'])}; candidate {fmt(um['candidate'])}")
         lines.append("")
-    lines.append(f"Exit code {cmp['exit_code']} (0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE, 2 bad input)")
+    lines.append(f"Exit code {cmp['exit_code']} (0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE or SYNTHETIC input, "
+                 "2 bad input)")
     return "\n".join(lines) + "\n"
 
 

@@ -30,5 +30,16 @@ class UsageError(Exception):
         super().__init__(" ".join(str(message).split()) or "bad usage")
 
 
+SYNTHETIC_NEVER_0 = "SYNTHETIC: the input is labelled synthetic; synthetic data never exits 0 (exit 3 at best)"
+
+
+def synthetic_exit(code: int, synthetic: bool) -> tuple[int, str | None]:
+    """The one rule every command applies last: SYNTHETIC data never exits 0. A 0 (PASS, ready, NOT WORSE,
+    converted) on synthetic input becomes 3 with the reason; every other code stands (a FAIL is still 1)."""
+    if synthetic and code == ExitCode.PASS:
+        return int(ExitCode.INSUFFICIENT), SYNTHETIC_NEVER_0
+    return int(code), None
+
+
 EXIT_CODES_DOC = "exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED, 2 bad usage or unreadable input"
 

@@ -50,6 +50,7 @@ from tui.core.records import (
     parse_lines,
     scan_usable,
 )
+from tui.core.runs import RunSplitter
 from tui.sources.base import ReplayControls, Source, SourceMode
 
 MIN_SPEED = 1.0 / 16.0
@@ -69,7 +70,10 @@ def record_time(item) -> float | None:
 class _Reader:
     """Reads a file incrementally: complete lines now, a partial last line kept for later."""
 
-    def __init__(self, path: str, label: str, chunk_size: int, line_parser: Callable | None = None) -> None:
+    def __init__(self, path: str, label: str, chunk_size: int, line_parser: Callable | None = None,
+                 run: int | None = None) -> None:
+        self.run = run
+        self.splitter: RunSplitter | None = None
         self.path = path
         self.label = label
         self.parse = line_parser or parse_lines  # another tool's line format: converted per line (importing)
@@ -87,6 +91,12 @@ class _Reader:
         self.pos = 0
         self.lineno = 0
         self.partial = b""
+        # several runs in the file (run --record appends) are never merged: only run ``run`` (default 1) is
+        # replayed; runs after it (a followed file growing) are left out
+        self.splitter = RunSplitter(self.run or 1)
+
+    def _keep(self, items: list) -> list:
+        return items if self.splitter is None else self.splitter.feed(items)
 
     def close(self) -> None:
         if self.fh is not None:
@@ -109,12 +119,12 @@ class _Reader:
         if self.parse is parse_lines:  # a servewatch record file: the one block reader (report uses it too)
             items = parse_block(body, self.lineno + 1, self.label)
             self.lineno += body.count(b"\n") + 1
-            return items
+            return self._keep(items)
         numbered = []  # another tool's line format: converted line by line (importing)
         for line in body.split(b"\n"):
             self.lineno += 1
             numbered.append((self.lineno, line, True))
-        return list(self.parse(numbered, self.label))
+        return self._keep(list(self.parse(numbered, self.label)))
 
     def flush_partial(self) -> list:
         """The kept partial line as a final (unterminated) line: a record or a truncation issue."""
@@ -122,7 +132,7 @@ class _Reader:
             return []
         self.lineno += 1
         line, self.partial = self.partial, b""
-        return list(self.parse([(self.lineno, line, False)], self.label))
+        return self._keep(list(self.parse([(self.lineno, line, False)], self.label)))
 
     def check_replaced(self) -> tuple[str, list] | None:
         """At end of file: has the file been truncated or replaced?
@@ -178,8 +188,10 @@ class ReplaySource:
         chunk_size: int = 1 << 20,
         clock: Callable[[], float] = time.monotonic,
         line_parser: Callable | None = None,
+        run: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self.run = run  # the run replayed (1-based) of a file holding several (default: the first)
         self.line_parser = line_parser
         self.label = label if label is not None else self.path
         self.follow = bool(follow)
@@ -388,7 +400,7 @@ class ReplaySource:
         return not self._stop
 
     def _run(self, sink) -> None:
-        reader = _Reader(self.path, self.label, self.chunk_size, self.line_parser)
+        reader = _Reader(self.path, self.label, self.chunk_size, self.line_parser, self.run)
         if self.follow and not self._wait_for_file():
             self._finished = True
             return
