@@ -41,22 +41,24 @@ def _header(synthetic=False, headers=None, url="http://127.0.0.1:8000/v1", model
 
 
 def write_records(path: Path, steps, *, header=True, **hkw) -> Path:
-    """steps: dicts with level, n (120), round (1), slow_every, fail_every, tpot_s (0.02), out (20), waiting."""
+    """steps: dicts with level, n (120 requests per slot: a level of L has L slots), round (1), slow_every,
+    fail_every, tpot_s (0.02), out (20), waiting."""
     lines = [_header(**hkw)] if header else []
     t = T0
     for st in steps:
         lvl, rnd, n = st["level"], st.get("round", 1), st.get("n", 120)
         tpot, out = st.get("tpot_s", 0.02), st.get("out", 20)
         lines.append({"type": "step", "t": t, "event": "start", "level": lvl, "round": rnd, "mode": "closed"})
-        for i in range(n):
-            ts = t + i * 0.5
+        # ``lvl`` slots each send a request every 0.5 s: ``lvl`` requests in flight, the load the level claims
+        for i in range(n * int(lvl)):
+            ts = t + (i // int(lvl)) * 0.5 + (i % int(lvl)) * 0.001
             slow = st.get("slow_every") and i % st["slow_every"] == 0
             fail = st.get("fail_every") and i % st["fail_every"] == 1
             if st.get("waiting") is not None and i % 10 == 0:
                 lines.append({"type": "queue", "t": ts, "source": "llamacpp", "waiting": st["waiting"], "running": 4})
             if fail:
                 lines.append({"type": "request", "id": f"{lvl}-{rnd}-{i}", "t_sent": ts, "t_first_token": None,
-                              "t_end": ts + 0.3, "complete": False, "error": "http_5xx", "level": lvl, "round": rnd,
+                              "t_end": ts + 0.48, "complete": False, "error": "http_5xx", "level": lvl, "round": rnd,
                               "output_tokens": 0})
                 continue
             tf = ts + (1.5 if slow else 0.1)
@@ -299,9 +301,10 @@ def test_cost_arithmetic_at_the_measured_capacity(tmp_path):
     rc, doc, md, _ = accept(tmp_path, "--records", str(rec), "--min-window-minutes", "0",
                             "--gpu-hour-usd", "2.5", "--gpus", "2")
     c = doc["cost"]
-    # level 4: 120 requests sent 0.5 s apart, each ends 0.1 + 19 x 0.02 s after it was sent, 20 output tokens each
-    span = 119 * 0.5 + 0.1 + 19 * 0.02
-    tok_s, good_s = 120 * 20 / span, 120 / span
+    # level 4: 4 slots of 120 requests sent 0.5 s apart, each ends 0.1 + 19 x 0.02 s after it was sent, 20 output
+    # tokens each
+    span = 119 * 0.5 + 3 * 0.001 + 0.1 + 19 * 0.02
+    tok_s, good_s = 4 * 120 * 20 / span, 4 * 120 / span
     assert c["usd_per_hour"] == 5.0 and c["capacity_level"] == 4 and c["gpus_assumed"] is False
     assert c["output_tok_per_s"] == pytest.approx(tok_s, rel=1e-6)
     assert c["usd_per_1m_output_tokens"] == pytest.approx(5.0 / (tok_s * 3600) * 1e6, rel=1e-6)

@@ -34,10 +34,10 @@ DEADLINE_S = 15.0
 
 SEED_TEXT = (
     '{"type":"run","schema":"servewatch.record/1","schema_version":1,"synthetic":true,"started_at":0}\n'
-    '{"type":"request","id":"seed-1","t_sent":0.0,"t_first_token":0.4,"t_end":1.4,"complete":true,"output_tokens":64}\n'
-    '{"type":"request","id":"seed-2","t_sent":2.0,"t_first_token":2.8,"t_end":3.8,"complete":true,"output_tokens":64}\n'
-    '{"type":"request","id":"seed-3","t_sent":4.0,"t_first_token":5.2,"t_end":6.2,"complete":true,"output_tokens":64}\n'
-    '{"type":"request","id":"seed-4","t_sent":6.0,"t_first_token":6.3,"t_end":6.3,"complete":false,'
+    '{"type":"request","id":"seed-1","t_sent":1767225600.0,"t_first_token":1767225600.4,"t_end":1767225601.4,"complete":true,"output_tokens":64}\n'
+    '{"type":"request","id":"seed-2","t_sent":1767225602.0,"t_first_token":1767225602.8,"t_end":1767225603.8,"complete":true,"output_tokens":64}\n'
+    '{"type":"request","id":"seed-3","t_sent":1767225604.0,"t_first_token":1767225605.2,"t_end":1767225606.2,"complete":true,"output_tokens":64}\n'
+    '{"type":"request","id":"seed-4","t_sent":1767225606.0,"t_first_token":1767225606.3,"t_end":1767225606.3,"complete":false,'
     '"error":"stream_reset","output_tokens":1}\n'
 )
 
@@ -81,7 +81,11 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
+T0 = 1_767_225_600.0  # record times are wall-clock epoch seconds: req_line's t_end is an offset from T0
+
+
 def req_line(i: int, t_end: float, ttft: float = 0.3, ok: bool = True, **kw) -> str:
+    t_end += T0
     t_sent = t_end - 1.0
     r = RequestRecord(id=f"r{i}", t_sent=t_sent, t_end=t_end, complete=ok, t_intended=t_sent,
                       t_first_token=t_sent + ttft, output_tokens=10, error=None if ok else "http_5xx", **kw)
@@ -501,7 +505,9 @@ def write_sweep_run(path: Path, levels=SWEEP_LEVELS, t0: float = 1_767_225_600.0
                               load={"mode": mode, "levels": [lv[0] for lv in levels]}))]
     t = t0
     for lvl, n, frac, *gap in levels:
-        gap_s = gap[0] if gap else 0.05
+        # the load each level claims is delivered: open loop, one request every 1/rate s; closed loop, each request
+        # lasts at least ``lvl`` send gaps, so ``lvl`` or more are in flight (tui.core.evidence)
+        gap_s = gap[0] if gap else (1.0 / lvl if mode == "open" else 0.05)
         lines.append(dumps({"type": "step", "t": round(t, 3), "event": "start", "level": lvl, "round": 1,
                             "mode": mode}))
         bad = 1.0 - frac
@@ -509,7 +515,8 @@ def write_sweep_run(path: Path, levels=SWEEP_LEVELS, t0: float = 1_767_225_600.0
             t += gap_s
             slow = int((i + 1) * bad + 1e-9) > int(i * bad + 1e-9)
             ttft = 2.0 if slow else 0.2
-            r = RequestRecord(id=f"c{lvl}-{i:04d}", t_sent=round(t, 3), t_end=round(t + ttft + 0.3, 3), complete=True,
+            dur = max(ttft + 0.3, lvl * gap_s) if mode == "closed" else ttft + 0.3
+            r = RequestRecord(id=f"c{lvl}-{i:04d}", t_sent=round(t, 3), t_end=round(t + dur, 3), complete=True,
                               t_intended=round(t, 3), t_first_token=round(t + ttft, 3), output_tokens=16,
                               finish_reason="length", level=lvl, round=1, phase="measure")
             lines.append(dumps(request_to_dict(r)))

@@ -177,7 +177,11 @@ def test_quantile_store_is_compact_and_empties_its_exact_values_when_the_sketch_
     assert want is not None and got is not None and abs(got - want) <= 0.01 * want * (1 + 1e-9)
 
 
+T0 = 1_767_225_600.0  # record times are wall-clock epoch seconds
+
+
 def _record(i: int, t: float, ttft: float | None = 0.2) -> RequestRecord:
+    t = T0 + t
     r = parse_object({"type": "request", "id": f"r-{i}", "level": 1.0, "round": 1, "phase": "measure",
                       "t_sent": t, "t_first_token": None if ttft is None else t + ttft, "t_end": t + 0.5,
                       "complete": ttft is not None, "output_tokens": 4,

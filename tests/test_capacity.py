@@ -18,14 +18,16 @@ T0 = 1_767_225_600.0
 
 
 def _round(level: float, rnd: int, start: float, slow_every: int | None, n: int = 200) -> list[dict]:
-    """n requests 1 s apart at ``level``; every ``slow_every``-th one slow (TTFT 1.5 s > the 1 s SLO)."""
+    """n requests 1 s apart at ``level``, each ``level`` s long; every ``slow_every``-th one slow (TTFT 1.5 s > the
+    1 s SLO)."""
     out = []
     for i in range(n):
         slow = slow_every is not None and i % slow_every == 0
         ts = start + i
         tf = ts + (1.5 if slow else 0.2)
+        # each lasts ``level`` s: one sent a second keeps ``level`` in flight (the load the label claims)
         out.append({"type": "request", "id": f"{level:g}-{rnd}-{i}", "t_sent": ts, "t_first_token": tf,
-                    "t_end": tf + 0.5, "complete": True, "error": None, "level": level, "round": rnd,
+                    "t_end": ts + level - 0.001, "complete": True, "error": None, "level": level, "round": rnd,
                     "phase": "measure", "output_tokens": 16})
     return out
 

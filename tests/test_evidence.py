@@ -218,3 +218,16 @@ def test_failing_level_says_fail_is_near(tmp_path, capsys):
     assert rc == 3 and v["state"] == "INSUFFICIENT_WINDOW"
     assert v["missing"].startswith("FAIL in about ") and "if this holds" in v["missing"]
     assert "more requests" not in v["missing"]
+
+
+# ---------------------------------------------------------------- compare: a level not reached is not evidence
+
+def test_compare_does_not_call_a_level_not_reached_not_worse(tmp_path, capsys):
+    base = ef.write(tmp_path / "base.jsonl", ef.honest_open())
+    cand = ef.write(tmp_path / "cand.jsonl", ef.honest_open(late=5.0))
+    rc = main(["compare", str(base), str(cand), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 3 and doc["verdict"] != "NOT WORSE"
+    assert "not reached" in json.dumps(doc)
+    rc = main(["compare", str(base), str(base), "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["verdict"] == "NOT WORSE"

@@ -39,7 +39,8 @@ def _header(model="test-model", url="http://127.0.0.1:8000/v1", run_id=None, syn
 
 
 def run_lines(*, n=700, gap=1.0, t0=T0, level=1, fail_every=0, prefix="r", header=True, **hkw) -> list[dict]:
-    """One honest closed-loop run: n requests ``gap`` s apart (700 x 1 s: past the default 10-min window),
+    """One honest closed-loop run at concurrency 1: n requests back to back, each ``gap`` s long (700 x 1 s: past
+    the default 10-min window; the slot is always busy, so the load was delivered),
     every ``fail_every``-th failed (0: none), with its step records and their counts."""
     lines: list[dict] = [_header(started_at=t0, **hkw)] if header else []
     lines.append({"type": "step", "t": t0, "event": "start", "level": level, "round": 1, "mode": "closed",
@@ -50,11 +51,11 @@ def run_lines(*, n=700, gap=1.0, t0=T0, level=1, fail_every=0, prefix="r", heade
         if fail_every and i % fail_every == 0:
             failed += 1
             lines.append({"type": "request", "id": f"{prefix}-{i}", "t_sent": ts, "t_first_token": None,
-                          "t_end": ts + 0.2, "complete": False, "error": "http_5xx", "http_status": 500,
+                          "t_end": ts + gap - 0.001, "complete": False, "error": "http_5xx", "http_status": 500,
                           "level": level, "round": 1, "output_tokens": 0, "phase": "measure"})
             continue
-        lines.append({"type": "request", "id": f"{prefix}-{i}", "t_sent": ts, "t_first_token": ts + 0.1,
-                      "t_end": ts + 0.5, "complete": True, "error": None, "http_status": 200, "level": level,
+        lines.append({"type": "request", "id": f"{prefix}-{i}", "t_sent": ts, "t_first_token": ts + min(0.1, gap / 2),
+                      "t_end": ts + gap - 0.001, "complete": True, "error": None, "http_status": 200, "level": level,
                       "round": 1, "output_tokens": 20, "finish_reason": "length", "phase": "measure"})
     lines.append({"type": "step", "t": t0 + 2 + n * gap, "event": "end", "level": level, "round": 1,
                   "mode": "closed", "phase": "measure", "requests": n, "completed": n - failed, "failed": failed,

@@ -1,4 +1,5 @@
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -8,10 +9,19 @@ from tui.core import records
 from tui.core.records import LineIssue, RecordError, RequestRecord, parse_line, read_file
 
 
+T = 1_767_225_600.0  # record times are wall-clock epoch seconds (2026-01-01); the tests below give offsets from it
+TIMES = ("t_sent", "t_first_token", "t_end", "t_intended")
+
+
 def req(**kw):
+    """A request record; numeric times given (and the defaults) are seconds after ``T``."""
     d = {"type": "request", "id": "a", "t_sent": 10.0, "t_first_token": 10.25, "t_end": 11.0, "complete": True,
          "error": None, "phase": "measure", "level": 4, "round": 1}
     d.update(kw)
+    for k in TIMES:
+        v = d.get(k)
+        if type(v) is float and math.isfinite(v):
+            d[k] = T + v
     return d
 
 
@@ -23,7 +33,7 @@ def test_ttft_is_derived_not_trusted():
 
 def test_unknown_fields_ignored_and_intended_defaults_to_sent():
     r = parse_line(json.dumps(req(something_new={"x": 1})))
-    assert r.t_intended == 10.0
+    assert r.t_intended == T + 10.0
 
 
 @pytest.mark.parametrize("missing", ["id", "t_sent", "t_end", "complete"])
@@ -41,6 +51,37 @@ def test_missing_required_field_rejected(missing):
 def test_inconsistent_records_rejected(bad):
     with pytest.raises(RecordError):
         parse_line(json.dumps(bad))
+
+
+@pytest.mark.parametrize("field,value", [
+    ("t_sent", 1.0), ("t_sent", -1e308), ("t_end", 1e308), ("t_intended", 5.0), ("t_sent", 4_102_444_800.0),
+    ("output_tokens", 10**30), ("output_tokens", -1), ("input_tokens", 2.5), ("round", 0), ("http_status", 42),
+    ("http_status", 10**20), ("retried", 10**30),
+])
+def test_implausible_values_are_bad_lines(field, value):
+    d = req()
+    d[field] = value  # raw: not shifted by T
+    if field == "t_end":
+        d["t_first_token"] = None
+    with pytest.raises(RecordError, match=field):
+        parse_line(json.dumps(d))
+
+
+def test_plausible_bounds_are_accepted():
+    d = req()
+    d.update(t_sent=records.T_MIN_EPOCH, t_intended=records.T_MIN_EPOCH, t_first_token=None,
+             t_end=records.T_MIN_EPOCH + 1, output_tokens=2**53, http_status=599)
+    assert isinstance(parse_line(json.dumps(d)), RequestRecord)
+
+
+@pytest.mark.parametrize("edit,why", [({"http_status": 500}, "HTTP status 500"), ({"output_tokens": 0}, "0 output"),
+                                      ({"finish_reason": "abort"}, "abort"), ({"finish_reason": "error"}, "error")])
+def test_complete_records_that_contradict_themselves_are_failed(edit, why):
+    r = parse_line(json.dumps(req(**edit)))
+    assert r.outcome(1.0) == "failed"
+    assert why in records.contradiction(r)
+    short = parse_line(json.dumps(req(output_tokens=1, finish_reason="length", http_status=200)))
+    assert short.outcome(1.0) == "good" and records.contradiction(short) is None
 
 
 def test_outcomes():

@@ -13,7 +13,8 @@ from tui.core.records import LineIssue, iter_file, parse_lines, read_file
 from tui.sources.replay import _Reader
 
 GOOD = [
-    {"type": "request", "id": "a", "t_sent": 1.0, "t_first_token": 1.2, "t_end": 2.0, "complete": True, "level": 1},
+    {"type": "request", "id": "a", "t_sent": 1767225601.0, "t_first_token": 1767225601.2, "t_end": 1767225602.0,
+     "complete": True, "level": 1},
     {"type": "queue", "t": 1.5, "source": "llamacpp", "waiting": 2, "running": 4},
     {"type": "gpu", "t": 1.6, "device": 0, "name": "X", "memory_used": 1, "memory_total": 2},
     {"type": "step", "t": 1.7, "event": "end", "level": 1},
@@ -90,7 +91,7 @@ def test_block_reader_in_small_blocks_matches_line_parser(lines, block_bytes, ch
 
 def test_bad_record_inside_a_clean_block_keeps_its_line_number():
     lines = [json.dumps(GOOD[0]).encode()] * 5
-    lines[2] = b'{"type":"request","id":"x","t_sent":2,"t_end":1,"complete":true}'
+    lines[2] = b'{"type":"request","id":"x","t_sent":1767225602,"t_end":1767225601,"complete":true}'
     lines[3] = b'{"type":"mystery"}'
     items = records.parse_block(b"\n".join(lines), 10, "f")
     issues = [(i.line, i.kind, str(i)) for i in items if isinstance(i, LineIssue)]

@@ -74,7 +74,11 @@ def wait_loops(src: ReplaySource, n: int = 5) -> None:
     wait_until(lambda: src.loops >= start + n, "source loop iterations")
 
 
+T0 = 1_767_225_600.0  # record times are wall-clock epoch seconds: the t_end values below are offsets from T0
+
+
 def req(i: int, t_end: float, ok: bool = True) -> str:
+    t_end += T0
     t_sent = t_end - 1.0
     r = RequestRecord(
         id=f"r{i}", t_sent=t_sent, t_end=t_end, complete=ok, t_intended=t_sent,
@@ -124,7 +128,7 @@ def test_max_speed_delivers_everything_in_bounded_batches(tmp_path):
         assert isinstance(sink.items[0], RunHeader)
         assert max(sink.batches) <= 5
         assert len(sink.batches) >= 5
-        assert src.record_time == 32.0 and src.first_record_time == 10.0
+        assert src.record_time == T0 + 32.0 and src.first_record_time == T0 + 10.0
         assert "end" in src.status
     finally:
         src.stop()

@@ -36,7 +36,7 @@ def test_seed_report_json(capsys):
 def _write_run(path, n, p_fail_every=None, rate=2.0, synthetic=True):
     lines = [json.dumps({"type": "run", "schema_version": 1, "synthetic": synthetic})]
     for i in range(n):
-        t = i / rate
+        t = 1_767_225_600.0 + i / rate  # record times are wall-clock epoch seconds
         bad = p_fail_every and i % p_fail_every == 0
         lines.append(json.dumps({"type": "request", "id": str(i), "t_sent": t, "t_first_token": t + (1.5 if bad else 0.1),
                                  "t_end": t + 2.0, "complete": True, "level": 2}))
@@ -137,13 +137,13 @@ def test_report_ingest_makes_no_reference_cycles(tmp_path):
     from tui.core.monitor import MonitorConfig
 
     good = [b'{"type":"run","schema_version":1,"synthetic":true}',
-            b'{"type":"request","id":"a","t_sent":1,"t_first_token":1.2,"t_end":2,"complete":true,"level":1}',
-            b'{"type":"request","id":"c","t_sent":1,"t_end":1.5,"complete":false,"error":"cancelled","level":1}',
+            b'{"type":"request","id":"a","t_sent":1767225601.0,"t_first_token":1767225601.2,"t_end":1767225602.0,"complete":true,"level":1}',
+            b'{"type":"request","id":"c","t_sent":1767225601.0,"t_end":1767225601.5,"complete":false,"error":"cancelled","level":1}',
             b'{"type":"step","t":1,"event":"start","level":2,"mode":"closed"}',
             b'{"type":"queue","t":1,"source":"vllm","waiting":3}', b'{"type":"gpu","t":1,"memory_used":5}',
             b'{"type":"host","t":1,"cpu_percent":3}']
     bad = [b"{not json", b'{"type":"mystery"}', b"[1]", b"\xff\xfe", b'{"type":"request","id":"x"}', b"",
-           b'{"type":"request","id":"z","t_sent":2,"t_end":1,"complete":true}']
+           b'{"type":"request","id":"z","t_sent":1767225602.0,"t_end":1767225601.0,"complete":true}']
     p = tmp_path / "mixed.jsonl"
     lines = [line.replace(b'"id":"a"', b'"id":"a%d"' % i).replace(b'"id":"c"', b'"id":"c%d"' % i)
              for i in range(300) for line in (good if i == 0 else good[1:]) + bad]  # ids unique in a run; one run

@@ -20,7 +20,8 @@ def _level(mon, level, n, p_good, tpot_s, waiting=0, t0=0.0, seed=0):
     if waiting:
         mon.add(QueueSample(t=t0 + 1, source="llamacpp", waiting=waiting, running=4))
     for i in range(n):
-        t = t0 + i * 0.5
+        # ``level`` slots, each sending every 0.5 s: ``level`` requests in flight (the load the label claims)
+        t = t0 + (i // level) * 0.5 + (i % level) * 0.001
         ttft = 0.2 if rng.random() < p_good else 2.5
         mon.add(RequestRecord(id=f"{level}-{i}", t_sent=t, t_end=t + ttft + 31 * tpot_s, complete=True, t_intended=t,
                               t_first_token=t + ttft, level=level, output_tokens=32))

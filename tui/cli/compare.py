@@ -43,13 +43,16 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
 
 
-def load_run(path: str, pick_run: int | None = None) -> dict:
-    """{"label", "header", "requests", "issues"} of any readable run; raises OSError / ValueError
+def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = 1000.0) -> dict:
+    """{"label", "header", "requests", "issues", "problems"} of any readable run (``problems``: per level, the
+    evidence problems that forbid judging it: the file held against itself); raises OSError / ValueError
     (``tui.core.runs.SeveralRuns`` with the list when the file holds several runs and ``pick_run`` is None:
     several runs are never merged)."""
     from tui.core.records import LineIssue, RequestRecord, RunHeader
     from tui.core.runs import RunSplitter
     from tui.sources.importing import open_run
+
+    from tui.core.monitor import Monitor, MonitorConfig
 
     items, _src = open_run(path)
     splitter = RunSplitter(pick_run)
@@ -57,10 +60,13 @@ def load_run(path: str, pick_run: int | None = None) -> dict:
     reqs: list = []
     issues = 0
     batch: list = []
+    mon = Monitor(MonitorConfig(slo_ttft_ms=slo_ttft_ms), source=path)  # the cross-checks of the file (issue 17)
 
     def take(block: list) -> None:
         nonlocal header, issues
-        for it in splitter.feed(block):
+        kept = list(splitter.feed(block))
+        mon.add_many(kept)
+        for it in kept:
             if type(it) is RequestRecord:
                 reqs.append(it)
             elif isinstance(it, RunHeader):
@@ -77,7 +83,13 @@ def load_run(path: str, pick_run: int | None = None) -> dict:
     splitter.check(path)
     if not reqs:
         raise ValueError(f"{path}: no usable request records ({issues} problem lines)")
-    return {"label": path, "header": header, "requests": reqs, "issues": issues}
+    mon.finish()
+    problems: dict = {}
+    for (level, _rnd), _st in mon.levels.items():
+        found = mon.pass_blocks((level, _rnd))
+        if found:
+            problems.setdefault(level, []).extend(p for p in found if p not in problems.get(level, []))
+    return {"label": path, "header": header, "requests": reqs, "issues": issues, "problems": problems}
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -90,7 +102,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not os.path.isfile(path):
             raise UsageError(f"cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}")
         try:
-            runs.append(load_run(path, pick))
+            runs.append(load_run(path, pick, args.slo_ttft_ms))
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:

@@ -196,6 +196,9 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = 0.02,
         unmatched_c.remove(match)
         sc = c["levels"][match]
         reasons = [s["limit"][1] for s in (b, c) if s["limit"]]
+        for side, run, lvl in (("base", base, lb), ("candidate", cand, match)):
+            for p in (run.get("problems") or {}).get(lvl, ()):  # the file held against itself (issue 17)
+                reasons.append(f"{side}: {p}")
         if reasons:
             j = {"verdict": NOT_ENOUGH, "reason": "; ".join(reasons)}
         else:

@@ -11,7 +11,8 @@ docs/record-format.md ("Cross-checks").
   (at least ``LATENESS_FLOOR_MS``), and the achieved send rate within ``rate_tolerance`` of the label. Closed loop:
   the time-averaged number of requests in flight over the measured part of the step (from the moment the
   ``level``-th request was sent to the last send: ramp-up and drain excluded) within ``INFLIGHT_TOLERANCE`` of the
-  concurrency. Otherwise the level is "not reached".
+  concurrency, a slot counting as busy from the request's dispatch (``t_intended``: connection setup included) to its
+  end. Otherwise the level is "not reached".
 - **Step records against the request records** (``step_count_problem``): a step ``end`` record's request and
   failure counts against the request records of its level and round.
 - **Planned rounds** (``rounds_problem``), **warmup placement** (``warmup_problem``), **records without a step**.
@@ -106,6 +107,9 @@ def delivered(level: float | None, mode: str | None, sends: Sequence[float], end
         return Delivered(True, fig, None)
     conc = level
     c = max(1, int(round(conc)))
+    # a closed-loop slot is busy from the request's dispatch (t_intended: connection setup is the client's work on
+    # it) to its end; the gap to the next dispatch is the client's own overhead
+    sends = [s - lt for s, lt in zip(sends, lateness_s)] if len(lateness_s) == n else list(sends)
     if n < c:
         mean = sum(e - s for s, e in zip(sends, ends)) / max(1e-9, max(ends) - min(sends))
         fig = f"mean {mean:.2f} in flight (concurrency {conc:g}; only {n} requests)"
@@ -125,8 +129,8 @@ def delivered(level: float | None, mode: str | None, sends: Sequence[float], end
                 total += hi - lo
         mean = total / (b - a)
     fig = f"mean {mean:.2f} requests in flight (concurrency {conc:g})"
-    if abs(mean / conc - 1.0) > INFLIGHT_TOLERANCE:
-        return Delivered(False, fig, f"not reached: {fig}, off by more than {INFLIGHT_TOLERANCE:.0%}")
+    if mean < (1.0 - INFLIGHT_TOLERANCE) * conc:  # more in flight than the label only makes the test harder
+        return Delivered(False, fig, f"not reached: {fig}, more than {INFLIGHT_TOLERANCE:.0%} below it")
     return Delivered(True, fig, None)
 
 
