@@ -55,6 +55,9 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
     w.add_argument("--record", metavar="FILE", default=None,
                    help="write the windows (and canary requests) as records, for replay and report (default: none)")
+    from tui.cli.chainopts import add_sign_key_argument
+
+    add_sign_key_argument(w)
     c = p.add_argument_group("canary (off by default: without it watch sends the model server nothing)")
     c.add_argument("--url", default=None, metavar="URL", help="the model server's base URL (for --probe-rate) (default: none)")
     c.add_argument("--probe-rate", type=positive_float, default=None, metavar="RATE",
@@ -193,10 +196,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return asyncio.run(_headless(args))
 
 
-def _open_recorder(path):
+def _open_recorder(path, args=None):
+    from tui.cli.chainopts import sign_key
     from tui.sources.recorder import Recorder
 
-    return Recorder(path, ids_unique=True)  # canary ids: the load generator's, unique by construction
+    key = sign_key(args) if args is not None else None  # UsageError (exit 2) when the key variable is missing
+    return Recorder(path, ids_unique=True, sign_key=key)  # canary ids: the load generator's, unique by construction
 
 
 async def _headless(args) -> int:
@@ -205,7 +210,7 @@ async def _headless(args) -> int:
     rec = None
     if args.record:
         try:
-            rec = _open_recorder(args.record)
+            rec = _open_recorder(args.record, args)
         except OSError as exc:
             raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
     client = make_client(_headers(args), insecure=args.insecure)
@@ -261,7 +266,7 @@ def run_console(args) -> int:
     rec = None
     if args.record:
         try:
-            rec = _open_recorder(args.record)
+            rec = _open_recorder(args.record, args)
         except OSError as exc:
             raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
     try:
