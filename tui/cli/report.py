@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    from tui.cli.chainopts import add_verify_key_argument
+
+    add_verify_key_argument(parser)
 
 
 def input_problem(path: str) -> str | None:
@@ -78,11 +81,18 @@ def _is_record_file(path: str) -> bool:
     return fmt is None or fmt == importers.SERVEWATCH
 
 
-def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None) -> Monitor:
+def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None,
+                 verify_key: bytes | None = None, key_name: str = "the key given") -> Monitor:
     """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable).
 
     The file is read in chunks through the block reader (``tui.core.records.iter_blocks``, the one
-    the replay uses) and each chunk's records go to the Monitor as one batch: memory stays bounded."""
+    the replay uses) and each chunk's records go to the Monitor as one batch: memory stays bounded.
+    The same raw chunks go through the digest chain's verifier (``tui.core.chain``; ``verify_key``: also its
+    signature), whose result the Monitor gets at the end (``Monitor.set_records_integrity``)."""
+    from tui.core.chain import ChainVerifier
+
+    verifier = ChainVerifier(verify_key, key_name)
+    tap = verifier.feed
     mon = Monitor(config, budget=budget, source="<stdin>" if path == "-" else path, budget_origin=budget_origin)
     add_many = mon.add_many
     # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
@@ -92,11 +102,11 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
     gc.disable()
     try:
         if path == "-":
-            for items in iter_blocks(sys.stdin.buffer, "<stdin>"):
+            for items in iter_blocks(sys.stdin.buffer, "<stdin>", tap=tap):
                 add_many(items)
         elif _is_record_file(path):
             with open(path, "rb") as fh:
-                for items in iter_blocks(fh, path):
+                for items in iter_blocks(fh, path, tap=tap):
                     add_many(items)
         else:  # another tool's run, converted on the fly (recognised by content): raises ImportProblem
             from tui.sources.importing import open_run
@@ -111,6 +121,7 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
     finally:
         if collecting:
             gc.enable()
+    mon.set_records_integrity(verifier.finish())  # another tool's file: "unverified (no digest)"
     return mon
 
 
@@ -157,8 +168,11 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         from tui.cli.watch import report_watch_file
 
         return report_watch_file(path, args, out)
+    from tui.cli.chainopts import verify_key
+
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
     try:
-        mon = analyse_file(path, cfg, budget, origin)
+        mon = analyse_file(path, cfg, budget, origin, verify_key=key, key_name=key_name)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:  # ImportProblem: another tool's file that cannot be imported
@@ -175,6 +189,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         raise UsageError(exc) from None
     if snap.budget is not None:
         rep["budget"]["title"] = budget_title(snap.budget)
+    if snap.records_integrity is not None:  # the digest chain (tui.core.chain)
+        rep["records_integrity"] = snap.records_integrity.to_dict()
     for issue in snap.malformed_examples:
         print(f"servewatch: {issue}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
@@ -186,8 +202,20 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         from tui.core.importers.limits import describe_source
 
         line = describe_source(snap.header)
-        out.write(format_report(rep) if line is None else f"{line}\n" + format_report(rep))
+        text = format_report(rep) if line is None else f"{line}\n" + format_report(rep)
+        if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
+            text = _with_integrity(text, snap.records_integrity)
+        out.write(text)
     return exit_code(rep["measured"]["verdict"]["state"])
+
+
+def _with_integrity(text: str, integrity) -> str:
+    """The report text with the records-integrity line (and its details) after its ``data from:`` line (else
+    after its first line)."""
+    rows = text.split("\n")
+    at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
+    rows[at + 1:at + 1] = [integrity.summary] + [f"  {d}" for d in integrity.details]
+    return "\n".join(rows)
 
 
 def run(args: argparse.Namespace) -> int:
