@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    from tui.cli.chainopts import add_verify_key_argument
+
+    add_verify_key_argument(parser)
 
 
 def read_rollback_file(path: str) -> list[str]:
@@ -106,12 +109,15 @@ def run(args: argparse.Namespace) -> int:
     if args.records.count("-") > 1:
         raise UsageError("standard input (-) can be read once")
     record_budget = None
+    from tui.cli.chainopts import verify_key
+
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
     for path in args.records:
         problem = input_problem(path)
         if problem:
             raise UsageError(problem)
         try:
-            mon = analyse_file(path, cfg, budget, budget_origin)
+            mon = analyse_file(path, cfg, budget, budget_origin, verify_key=key, key_name=key_name)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except ValueError as exc:  # another tool's file that cannot be imported
@@ -155,7 +161,13 @@ def run(args: argparse.Namespace) -> int:
         generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
         generated_at=_now_iso(),
     )
+    from tui.core.chain import integrity_markdown
+
+    integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
+    doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]  # the digest chain
     md = A.render_markdown(doc)
+    if integrity:
+        md = md.rstrip("\n") + "\n\n" + integrity_markdown(integrity)
     written = []
     try:
         for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")):
@@ -176,5 +188,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {doc['budget']['capacity_vs_server']}")
     for line in c["missing_or_failed"]:
         print(f"  {line}")
+    for src, ri in integrity:
+        print(f"  {src}: {ri.summary}")
     print("wrote " + ", ".join(written))
     return int(doc["exit_code"])

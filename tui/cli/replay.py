@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_rolling_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    from tui.cli.chainopts import add_verify_key_argument
+
+    add_verify_key_argument(parser)
 
 
 def default_sample_path() -> Path | None:
@@ -102,8 +105,12 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
         problem = validate_record_file(play, follow=follow)
         if problem:
             raise UsageError(problem.replace(str(play), os.fspath(path)))
+    from tui.cli.chainopts import verify_key
+
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
     source = ReplaySource(play, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
-                          follow=follow, label=label or os.fspath(path), line_parser=line_parser)
+                          follow=follow, label=label or os.fspath(path), line_parser=line_parser,
+                          verify_key=key, key_name=key_name)
     return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
 
 

@@ -383,6 +383,27 @@ class ChainVerifier:
                                 details=tuple(details), signature=signature, runs=tuple(r.to_dict() for r in runs))
 
 
+def integrity_markdown(items: list[tuple[str, RecordsIntegrity]]) -> str:
+    """The acceptance report's section on the records' integrity: one bullet per record file."""
+    out = ["## Records integrity (digest chain)", ""]
+    for source, ri in items:
+        out.append(f"- `{source}`: {ri.summary}")
+        out.extend(f"  - {d}" for d in ri.details)
+    return "\n".join(out) + "\n"
+
+
+def verify_stream(fh: Any, key: bytes | None = None, key_name: str = "the key given",
+                  block: int = 1 << 20) -> RecordsIntegrity:
+    """Verify an open binary stream to its end, ``block`` bytes at a time (memory bounded by the block)."""
+    v = ChainVerifier(key, key_name)
+    read = fh.read
+    while True:
+        data = read(block)
+        if not data:
+            return v.finish()
+        v.feed(data)
+
+
 def verify_bytes(data: bytes, key: bytes | None = None, key_name: str = "the key given",
                  block: int = 1 << 20) -> RecordsIntegrity:
     """Verify a whole file held in memory, fed ``block`` bytes at a time (tests, small files)."""
