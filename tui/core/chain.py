@@ -114,6 +114,11 @@ class RunChain:
             return 0  # broken, not merely unverified
         return self.tail if self.sealed_at is None else 0
 
+    @property
+    def unsealed(self) -> bool:
+        """A chained run verified so far but without its seal (a crash, a cut file, a removed end)."""
+        return self.chained and not self.broken and self.sealed_at is None
+
 
 @dataclass(frozen=True)
 class RecordsIntegrity:
@@ -136,6 +141,15 @@ class RecordsIntegrity:
 
 def _n(v: int) -> str:
     return f"{v:,}"
+
+
+def seal_line(checkpoint: dict) -> bytes:
+    """The seal record's line: ``{"type":"seal","chain":{...}}``, compact JSON; readers require exactly these bytes."""
+    return _canonical({"type": "seal", "chain": checkpoint})
+
+
+def _canonical(obj: dict) -> bytes:
+    return (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
 
 
 class ChainVerifier:
@@ -237,19 +251,21 @@ class ChainVerifier:
                 self._problems.append(run.broken)
             return
         if run.broken is None:
-            self._check(run, lineno, obj, ch)
+            self._check(run, lineno, obj, ch, raw)
             if run.broken is None:
                 run._h.update(raw)
                 run._covered += 1
         if run.broken is None and obj.get("type") == "seal":
             run.sealed_at = lineno
 
-    def _check(self, run: RunChain, lineno: int, obj: dict, ch: dict) -> None:
+    def _check(self, run: RunChain, lineno: int, obj: dict, ch: dict, raw: bytes) -> None:
         kind = "seal" if obj.get("type") == "seal" else f"{str(obj.get('type'))[:20]} record"
         good = run.last_good if run.last_good is not None else run.header_line
         span = f"lines {_n(good or 1)}-{_n(lineno)}"
         lines, digest = ch.get("lines"), ch.get("digest")
-        if lines != run._covered:
+        if kind == "seal" and raw != _canonical(obj):  # nothing covers the seal itself: it must be exactly as written
+            run.broken = (f"line {_n(lineno)}: the seal record is not byte for byte what servewatch writes: edited")
+        elif lines != run._covered:
             diff = run._covered - lines if isinstance(lines, int) else None
             more = "" if diff is None else (f": {_n(abs(diff))} line{'s' if abs(diff) != 1 else ''} "
                                             f"{'added' if diff > 0 else 'removed'} there")
@@ -343,7 +359,7 @@ class ChainVerifier:
                 f"run at line {_n(run.header_line)}"
             if not run.chained:
                 details.append(f"{where}: unverified ({run.note or 'no digest'}), {_n(run.lines)} lines")
-            elif not run.broken and run.sealed_at is None and run.tail:
+            elif run.unsealed:
                 details.append(f"{where}: verified up to line {_n(run.last_good or 0)}; unverified: {_n(run.tail)} "
                                f"line{'s' if run.tail != 1 else ''} after the last checkpoint (no seal: the run was cut "
                                "short, or its end removed)")
@@ -370,9 +386,11 @@ class ChainVerifier:
             state = "unverified"
             summary = "records unverified (no digest)"
             short = "unverified (no digest)"
-        elif unverified:
+        elif unverified or any(r.unsealed for r in chained):
             state = "partial"
-            summary = (f"records verified in part ({_n(total - unverified)} of {_n(total)} lines, chain intact); "
+            summary = (f"records verified ({_n(total)} lines, chain intact) up to the last checkpoint; no seal: the run "
+                       "was cut short, or its end removed" + sig_text) if not unverified else \
+                (f"records verified in part ({_n(total - unverified)} of {_n(total)} lines, chain intact); "
                        f"unverified: {_n(unverified)} line{'s' if unverified != 1 else ''}" + sig_text)
             short = "verified in part"
         else:

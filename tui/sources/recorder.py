@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
-from tui.core.chain import ChainWriter
+from tui.core.chain import ChainWriter, seal_line
 from tui.core.records import dumps
 
 #: record types that carry a checkpoint of the chain (besides the final ``seal``)
@@ -105,7 +104,7 @@ class Recorder:
 
     def _seal_locked(self, chain: ChainWriter) -> None:
         """The final record of a chained run: the checkpoint of every line of it."""
-        line = dumps({"type": "seal", "t": time.time(), "chain": chain.checkpoint()}).encode("utf-8")
+        line = seal_line(chain.checkpoint())
         self._write_line(line)
         chain.end()
 
