@@ -361,3 +361,29 @@ def test_sigterm_still_leaves_a_sealed_chain(fs, tmp_path):
     assert lines_of(data)[-1].startswith(b'{"type":"seal"')
     ri = verify_bytes(data)
     assert ri.state == "intact", ri.summary
+
+
+def test_accept_and_compare_report_the_chain(tmp_path, capsys):
+    """accept: a "Records integrity" section in acceptance.md and the entries in acceptance.json; compare: both
+    sides' results in its JSON, and NOT WORSE needs intact chains (an edited candidate: NOT ENOUGH EVIDENCE, 3)."""
+    from tui.cli import main
+
+    base, cand = tmp_path / "base.jsonl", tmp_path / "cand.jsonl"
+    write_run(base, levels=(1,), per_level=1500)
+    write_run(cand, levels=(1,), per_level=1500)
+    assert main(["compare", str(base), str(cand), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "NOT WORSE"
+    assert {s: d["state"] for s, d in doc["records_integrity"].items()} == {"base": "intact", "candidate": "intact"}
+    ls = lines_of(cand.read_bytes())
+    ls[100] = ls[100].replace(b'"complete":true', b'"complete":false')
+    cand.write_bytes(b"".join(ls))
+    assert main(["compare", str(base), str(cand), "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "NOT ENOUGH EVIDENCE" and doc["reason"].startswith("cannot say NOT WORSE: records integrity")
+    out = tmp_path / "acc"
+    assert main(["accept", "--records", str(cand), "--out", str(out), "--no-html"]) in (1, 3)
+    md = (out / "acceptance.md").read_text()
+    assert "## Records integrity (digest chain)" in md and "records integrity FAILED: lines 2-1,503" in md
+    acc = json.loads((out / "acceptance.json").read_text())
+    assert acc["records_integrity"][0]["state"] == "broken"

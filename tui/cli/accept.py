@@ -161,13 +161,10 @@ def run(args: argparse.Namespace) -> int:
         generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
         generated_at=_now_iso(),
     )
-    from tui.core.chain import integrity_markdown
-
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
-    doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]  # the digest chain
+    if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
+        doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
     md = A.render_markdown(doc)
-    if integrity:
-        md = md.rstrip("\n") + "\n\n" + integrity_markdown(integrity)
     written = []
     try:
         for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")):

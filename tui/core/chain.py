@@ -401,13 +401,17 @@ class ChainVerifier:
                                 details=tuple(details), signature=signature, runs=tuple(r.to_dict() for r in runs))
 
 
-def integrity_markdown(items: list[tuple[str, RecordsIntegrity]]) -> str:
-    """The acceptance report's section on the records' integrity: one bullet per record file."""
+def md_records_integrity(doc: Any) -> list[str]:
+    """The acceptance report's section on the records' integrity (``doc["records_integrity"]``: one entry per
+    record file, ``{"source", **RecordsIntegrity.to_dict()}``); no section when the document has none."""
+    items = doc.get("records_integrity") or []
+    if not items:
+        return []
     out = ["## Records integrity (digest chain)", ""]
-    for source, ri in items:
-        out.append(f"- `{source}`: {ri.summary}")
-        out.extend(f"  - {d}" for d in ri.details)
-    return "\n".join(out) + "\n"
+    for it in items:
+        out.append(f"- `{it.get('source')}`: {it.get('summary')}")
+        out.extend(f"  - {d}" for d in it.get("details") or ())
+    return out + [""]
 
 
 def verify_stream(fh: Any, key: bytes | None = None, key_name: str = "the key given",
