@@ -387,3 +387,27 @@ def test_accept_and_compare_report_the_chain(tmp_path, capsys):
     assert "## Records integrity (digest chain)" in md and "records integrity FAILED: lines 2-1,503" in md
     acc = json.loads((out / "acceptance.json").read_text())
     assert acc["records_integrity"][0]["state"] == "broken"
+
+
+def test_a_watch_record_file_is_verified_and_an_edit_blocks_its_pass(tmp_path, capsys):
+    """`report` on a `watch --record` file: the chain checkpointed in every window; an edited window: no PASS."""
+    from tui.cli import main
+    from tui.core import watch as W
+
+    p = tmp_path / "w.jsonl"
+    with Recorder(str(p), ids_unique=True) as rec:
+        rec.write({"type": "run", "schema_version": 1, "source": {"kind": "watch"}})
+        for k in range(20):
+            w = W.Window(k * 30.0, (k + 1) * 30.0, "vllm", "metrics",
+                         ttft=((0.1, 300.0), (0.5, 300.0), (1.0, 300.0), (float("inf"), 301.0)),
+                         waiting_start=0, waiting_end=0)
+            rec.write(W.window_to_record(w))
+    assert main(["report", str(p), "--min-window-minutes", "1"]) == 0
+    assert "records verified (22 lines, chain intact)" in capsys.readouterr().out
+    ls = lines_of(p.read_bytes())
+    ls[5] = ls[5].replace(b'"waiting_end":0', b'"waiting_end":0.0')
+    assert ls[5] != lines_of(p.read_bytes())[5]
+    p.write_bytes(b"".join(ls))
+    assert main(["report", str(p), "--min-window-minutes", "1"]) == 3
+    out = capsys.readouterr().out
+    assert "verdict: UNDECIDED: cannot PASS: records integrity: lines 6-7:" in out  # line 6 edited, checkpointed at 7

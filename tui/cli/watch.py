@@ -352,6 +352,31 @@ def judge_watch_file(path: str, cfg):
     return j, engine, header, problems
 
 
+def _with_chain(path: str, args, v):
+    """(the verdict, the file's RecordsIntegrity): verified in a second pass over the file (1 MiB at a time); each
+    problem blocks PASS (a PASS becomes UNDECIDED, with the reason)."""
+    import dataclasses
+
+    from tui.cli.chainopts import verify_key
+    from tui.core.chain import verify_stream
+    from tui.core.snapshot import PASS, UNDECIDED
+
+    key, key_name = verify_key(args)
+    try:
+        with open(path, "rb") as fh:
+            integrity = verify_stream(fh, key, key_name)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if integrity.problems:
+        blocked = v.blocked + tuple(f"records integrity: {p}" for p in integrity.problems)
+        if v.state == PASS:
+            v = dataclasses.replace(v, state=UNDECIDED, reason=f"cannot PASS: {blocked[-len(integrity.problems)]}",
+                                    blocked=blocked)
+        else:
+            v = dataclasses.replace(v, blocked=blocked)
+    return v, integrity
+
+
 def report_watch_file(path: str, args, out=None) -> int:
     """`servewatch report` on a watch record file: the same judgement as the live watch."""
     from tui.core.watch import ENGINES, WatchConfig, describe_window
@@ -367,15 +392,18 @@ def report_watch_file(path: str, args, out=None) -> int:
     if engine is None:
         raise UsageError(f"{path}: a watch file without usable watch records (0 windows)")
     v = j.verdict(has_ttft=bool(ENGINES[engine].ttft))
+    v, integrity = _with_chain(path, args, v)  # the digest chain (tui.core.chain): a broken one forbids PASS
     src = (header.get("source") or {}) if isinstance(header, dict) else {}
     w = j.span or j.last
     if getattr(args, "json", False):
         out.write(json.dumps({"source": src, "engine": engine, "windows": j.windows, "verdict": v.to_dict(),
-                              "window": describe_window(w, cfg) if w else None, "problems": len(problems)},
+                              "window": describe_window(w, cfg) if w else None, "problems": len(problems),
+                              "records_integrity": integrity.to_dict()},
                              indent=2, default=_json_default) + "\n")
     else:
         out.write(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}\n")
         out.write(f"  engine {engine}, {j.windows} windows, scope: {(header.get('watch') or {}).get('scope', 'unknown')}\n")
+        out.write(f"{integrity.summary}\n")
         out.write(f"verdict: {v.state}: {v.reason}\n")
         for b in v.blocked:
             out.write(f"  PASS blocked: {b}\n")
