@@ -343,11 +343,13 @@ def test_sign_key_env_missing_is_bad_usage_before_anything_runs(fs, tmp_path):
 
 
 def test_sigterm_still_leaves_a_sealed_chain(fs, tmp_path):
-    """SIGTERM mid-step: the recorder's close() writes the seal; the file verifies intact."""
+    """SIGTERM mid-step of a run with worker processes (the coordinator writes every record): the recorder's close()
+    writes the seal; the file verifies intact, the cancelled requests included."""
     rec = tmp_path / "run.jsonl"
     n_before = len(fs.completions())
     proc = subprocess.Popen([sys.executable, "-m", "tui", "run", "--url", fs.url("stall"), "--model", "m",
-                             "--concurrency", "2", "--duration", "600", "--no-gpu", "--record", str(rec)],
+                             "--concurrency", "2", "--duration", "600", "--workers", "2", "--no-gpu",
+                             "--record", str(rec)],
                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + BOUND_S
@@ -411,3 +413,48 @@ def test_a_watch_record_file_is_verified_and_an_edit_blocks_its_pass(tmp_path, c
     assert main(["report", str(p), "--min-window-minutes", "1"]) == 3
     out = capsys.readouterr().out
     assert "verdict: UNDECIDED: cannot PASS: records integrity: lines 6-7:" in out  # line 6 edited, checkpointed at 7
+
+
+def test_the_replay_console_gets_the_verification_at_the_end_of_the_file(chained, tmp_path):
+    """ReplaySource verifies the raw chunks it reads and hands the result to the sink at the end of the file: the
+    snapshot carries it (the console header's label) and a broken chain is an evidence problem."""
+    import threading
+
+    from tui.core.monitor import Monitor
+    from tui.sources.base import MonitorSink
+    from tui.sources.replay import ReplaySource
+
+    def replay(data: bytes):
+        p = tmp_path / "r.jsonl"
+        p.write_bytes(data)
+        sink = MonitorSink(Monitor())
+        src = ReplaySource(str(p), max_speed=True, chunk_size=256)
+        src.start(sink)
+        deadline = time.monotonic() + BOUND_S
+        while not src.finished and time.monotonic() < deadline:
+            threading.Event().wait(0.005)  # the source thread runs; its state is what we wait on
+        src.stop()
+        return sink.snapshot()
+
+    snap = replay(chained)
+    assert snap.records_integrity.state == "intact" and snap.records_integrity.short == "chain intact"
+    ls = lines_of(chained)
+    ls[3] = ls[3].replace(b'"complete":true', b'"complete":false')
+    snap = replay(b"".join(ls))
+    assert snap.records_integrity.state == "broken" and snap.records_integrity.short == "chain BROKEN"
+    assert any(p.startswith("records integrity: lines 2-9") for p in snap.evidence_problems)
+
+
+def test_the_console_header_shows_the_core_label_and_nothing_for_unverified(chained):
+    import dataclasses
+
+    from tui.core.monitor import Monitor
+    from tui.widgets.bars import HeaderBar
+
+    base = Monitor().snapshot()
+    for data, label in ((chained, "chain intact"), (chained[:-3], "verified in part")):
+        snap = dataclasses.replace(base, records_integrity=verify_bytes(data))
+        assert label in HeaderBar._header_line("x.jsonl", "REPLAY x1", snap, "servewatch", compact=False, width=200)
+    snap = dataclasses.replace(base, records_integrity=verify_bytes(b'{"type":"run","schema_version":1}\n'))
+    line = HeaderBar._header_line("x.jsonl", "REPLAY x1", snap, "servewatch", compact=False, width=200)
+    assert "unverified" not in line and "chain" not in line
