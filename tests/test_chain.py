@@ -458,3 +458,16 @@ def test_the_console_header_shows_the_core_label_and_nothing_for_unverified(chai
     snap = dataclasses.replace(base, records_integrity=verify_bytes(b'{"type":"run","schema_version":1}\n'))
     line = HeaderBar._header_line("x.jsonl", "REPLAY x1", snap, "servewatch", compact=False, width=200)
     assert "unverified" not in line and "chain" not in line
+
+
+def test_a_run_appended_after_a_crash_mid_line_starts_a_clean_chain(tmp_path):
+    """The first run was cut inside a line (kill -9): the next recorder ends that line before its header, so the
+    second run verifies intact and the first verifies up to its last checkpoint."""
+    p = tmp_path / "crash.jsonl"
+    write_run(p)
+    p.write_bytes(p.read_bytes()[:-40])  # the seal cut short
+    write_run(p, levels=(4,))
+    ri = verify_bytes(p.read_bytes())
+    assert ri.state == "partial" and not ri.problems
+    assert [r["header_line"] for r in ri.runs] == [1, 19]
+    assert ri.runs[1]["sealed_at"] is not None and ri.runs[0]["sealed_at"] is None

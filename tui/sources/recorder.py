@@ -48,7 +48,24 @@ class Recorder:
         self.requests_written = 0
         self.duplicates_refused = 0
         self._chain: ChainWriter | None = ChainWriter(sign_key) if chain else None
+        if chain:
+            self._end_cut_line()
 
+    def _end_cut_line(self) -> None:
+        """An existing file cut inside a line (a crash, a full disk): end that line, so that this run's first line
+        (its header, which starts its chain) is a line of its own and not glued to the cut one."""
+        fd = self._fd
+        assert fd is not None
+        try:
+            if os.fstat(fd).st_size == 0:
+                return
+            with open(self.path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                cut = fh.read(1) != b"\n"
+        except OSError:  # not readable or not seekable (a pipe): nothing to fix
+            return
+        if cut:
+            os.write(fd, b"\n")
     def write(self, record: dict) -> bool:
         """Write one record as one line. Returns False when refused (duplicate id or closed)."""
         typ = record.get("type")
