@@ -180,11 +180,27 @@ def test_a_file_cut_mid_step_says_how_many_lines_are_unverified(chained):
     assert "verified up to line 10; unverified: 4 lines after the last checkpoint" in ri.details[0]
 
 
+def _signed() -> bytes:
+    """A signed run (written once, at import: the hypothesis test draws plain or signed)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "s.jsonl"
+        write_run(p, key=KEY)
+        return p.read_bytes()
+
+
+SIGNED = _signed()
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_any_edit_is_detected_or_leaves_the_bytes_unchanged(chained, data):
-    """Random edits (bytes replaced, removed, inserted; whole lines removed, duplicated, moved): the result is
-    never "intact" unless the bytes are exactly those written."""
+@given(data=st.data(), signed=st.booleans())
+def test_any_edit_is_detected_or_leaves_the_bytes_unchanged(chained, data, signed):
+    """Random edits (bytes replaced, removed, inserted; whole lines removed, duplicated, moved) of a plain file, or
+    of a signed one verified with its key: the result is never "intact" unless the bytes are exactly those
+    written."""
+    if signed:
+        chained = SIGNED
     buf = bytearray(chained)
     kind = data.draw(st.sampled_from(["replace", "delete", "insert", "drop_line", "dup_line", "move_line"]))
     if kind in ("replace", "delete", "insert"):
@@ -210,7 +226,7 @@ def test_any_edit_is_detected_or_leaves_the_bytes_unchanged(chained, data):
             ls.insert(data.draw(st.integers(0, len(ls))), ln)
         buf = bytearray(b"".join(ls))
     edited = bytes(buf)
-    ri = verify_bytes(edited, block=data.draw(st.sampled_from([64, 1 << 20])))
+    ri = verify_bytes(edited, KEY if signed else None, block=data.draw(st.sampled_from([64, 1 << 20])))
     if edited != chained:
         assert ri.state != "intact", (kind, ri.summary)
     else:
