@@ -487,3 +487,15 @@ def test_a_run_appended_after_a_crash_mid_line_starts_a_clean_chain(tmp_path):
     assert ri.state == "partial" and not ri.problems
     assert [r["header_line"] for r in ri.runs] == [1, 19]
     assert ri.runs[1]["sealed_at"] is not None and ri.runs[0]["sealed_at"] is None
+
+
+def test_an_unchained_run_appended_after_a_seal_is_its_own_unverified_run(chained, tmp_path):
+    """An older servewatch (or an import) appending a run without a digest after a sealed one: not a break; that
+    run is unverified and judged on what it holds."""
+    old = (dumps({"type": "run", "schema_version": 1, "synthetic": True})
+           + dumps({"type": "request", "id": "o1", "t_sent": 1.0, "t_end": 2.0, "complete": True})).encode()
+    for data, first in ((chained + old, 19), (old + chained, 1)):
+        ri = verify_bytes(data)
+        assert ri.state == "partial" and not ri.problems, ri.summary
+        unchained = [r for r in ri.runs if not r["chained"]]
+        assert [(r["header_line"], r["lines"], r["note"]) for r in unchained] == [(first, 2, "no digest")]

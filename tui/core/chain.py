@@ -166,26 +166,36 @@ class ChainVerifier:
         self._runs: list[RunChain] = []
         self._problems: list[str] = []
         self._finished: RecordsIntegrity | None = None
+        self._header_may_follow = True  # the next line may be a run header without a chain (file start, after a seal)
 
     # ------------------------------------------------------------------ feeding
     def feed(self, data: bytes) -> None:
         if not data:
             return
-        buf = self._partial + data if self._partial else data
-        cut = buf.rfind(b"\n")
+        start = 0
+        if self._partial:  # the line cut by the last block: completed and scanned alone (no copy of the block)
+            i = data.find(b"\n")
+            if i < 0:
+                self._partial += data
+                return
+            line = self._partial + data[:i + 1]
+            self._partial = b""
+            self._scan(line, 0, len(line))
+            start = i + 1
+        cut = data.rfind(b"\n", start)
         if cut < 0:
-            self._partial = buf
+            self._partial = data[start:]
             return
-        self._partial = buf[cut + 1:]
-        self._scan(buf, cut + 1)
+        self._partial = data[cut + 1:]
+        self._scan(data, start, cut + 1)
 
-    def _scan(self, buf: bytes, end: int) -> None:
-        pos = 0
+    def _scan(self, buf: bytes, pos: int, end: int) -> None:
+        """One ``find`` pass for the chain marker: chained headers and checkpoints carry it. A header without a
+        chain can only start a run where one may start without breaking a chain (the first line of the file, the
+        line after a seal): only that one line is looked at (``_plain``)."""
         find = buf.find
-        nc = find(_CHAIN_MARK, 0, end)
-        nr = find(_RUN_MARK, 0, end)
-        while nc >= 0 or nr >= 0:
-            p = nr if nc < 0 or (0 <= nr < nc) else nc
+        p = find(_CHAIN_MARK, pos, end)
+        while p >= 0:
             ls = buf.rfind(b"\n", pos, p) + 1 or pos
             le = find(b"\n", p, end)
             n = buf.count(b"\n", pos, ls)
@@ -193,16 +203,21 @@ class ChainVerifier:
                 self._plain(buf, pos, ls, n)
             self._special(buf[ls:le + 1])
             pos = le + 1
-            if nc >= 0 and nc < pos:
-                nc = find(_CHAIN_MARK, pos, end)
-            if nr >= 0 and nr < pos:
-                nr = find(_RUN_MARK, pos, end)
+            p = find(_CHAIN_MARK, pos, end)
         n = buf.count(b"\n", pos, end)
         if n:
             self._plain(buf, pos, end, n)
 
     def _plain(self, buf: bytes, a: int, b: int, n: int) -> None:
         """``n`` ordinary lines ``buf[a:b]`` (whole lines) of the current run."""
+        if self._header_may_follow:
+            self._header_may_follow = False
+            le = buf.find(b"\n", a, b) + 1
+            if _RUN_MARK in buf[a:le]:  # an unchained run header here: it starts a run of its own
+                self._special(buf[a:le])
+                if n > 1:
+                    self._plain(buf, le, b, n - 1)
+                return
         run = self._run
         first = self._line
         self._line += n
@@ -222,6 +237,7 @@ class ChainVerifier:
 
     def _special(self, raw: bytes) -> None:
         """A line that may be a run header or a checkpoint (it holds one of the markers)."""
+        self._header_may_follow = False
         lineno = self._line
         try:
             obj = json.loads(raw)
@@ -257,6 +273,7 @@ class ChainVerifier:
                 run._covered += 1
         if run.broken is None and obj.get("type") == "seal":
             run.sealed_at = lineno
+            self._header_may_follow = True
 
     def _check(self, run: RunChain, lineno: int, obj: dict, ch: dict, raw: bytes) -> None:
         kind = "seal" if obj.get("type") == "seal" else f"{str(obj.get('type'))[:20]} record"
