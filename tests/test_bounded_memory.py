@@ -150,7 +150,9 @@ def test_recorder_without_the_id_set_writes_every_record_once(tmp_path):
         assert (rec.requests_written, rec.records_written, rec.duplicates_refused) == (2000, 2001, 0)
         with pytest.raises(RuntimeError):
             rec.has_request("abcd1234-000001")
-    ids = [json.loads(line)["id"] for line in p.read_text().splitlines()[1:]]
+    lines = p.read_text().splitlines()
+    assert json.loads(lines[-1])["type"] == "seal"  # the digest chain's last record (tui.core.chain)
+    ids = [json.loads(line)["id"] for line in lines[1:-1]]
     assert ids == [f"abcd1234-{i:06d}" for i in range(1, 2001)]
 
 

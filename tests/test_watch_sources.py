@@ -236,10 +236,11 @@ def test_cli_once_json_record_and_report(tmp_path):
     assert "one replica" in doc["scope"]
     lines = [json.loads(x) for x in rec.read_text().splitlines()]
     assert lines[0]["type"] == "run" and lines[0]["source"]["kind"] == "watch"
-    assert [x["type"] for x in lines[1:]] == ["watch"]
+    assert [x["type"] for x in lines[1:]] == ["watch", "seal"]  # the digest chain's seal ends the file
     code2, out2, err2 = _main(["report", str(rec), "--min-window-minutes", "0", "--json"])
     assert code2 == code, err2
     assert json.loads(out2)["verdict"]["state"] == doc["verdict"]["state"]
+    assert json.loads(out2)["records_integrity"]["state"] == "intact"
 
 
 def test_report_judges_a_recorded_watch_like_the_watch(tmp_path):

@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    from tui.cli.chainopts import add_verify_key_argument
+
+    add_verify_key_argument(parser)
 
 
 def read_rollback_file(path: str) -> list[str]:
@@ -183,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
     input_notes: list[str] = []
     seen_files: dict[object, str] = {}
     seen_runs: dict[str, str] = {}
+    from tui.cli.chainopts import verify_key
+
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
     for path in args.records:
         problem = input_problem(path)
         if problem:
@@ -192,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
             input_notes.append(f"{path} given twice ({same}), counted once")
             continue
         try:
-            mon = analyse_file(path, cfg, budget, budget_origin, pick_run=args.run)
+            mon = analyse_file(path, cfg, budget, budget_origin, pick_run=args.run, verify_key=key,
+                               key_name=key_name)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:
@@ -249,6 +256,9 @@ def run(args: argparse.Namespace) -> int:
         not_acceptance_grade=acceptance_grade(cfg),
         input_notes=input_notes,
     )
+    integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
+    if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
+        doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
     md = A.render_markdown(doc)
     written = []
     try:
@@ -276,5 +286,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {doc['budget']['capacity_vs_server']}")
     for line in c["missing_or_failed"]:
         print(f"  {line}")
+    for src, ri in integrity:
+        print(f"  {src}: {ri.summary}")
     print("wrote " + ", ".join(written))
     return int(doc["exit_code"])

@@ -41,6 +41,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run N of a candidate file holding several runs (default: none, as --base-run)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
     parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
+    from tui.cli.chainopts import add_verify_key_argument
+
+    add_verify_key_argument(parser)
 
 
 def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = 1000.0) -> dict:
@@ -110,6 +113,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(exc) from None
     result = compare(runs[0], runs[1], slo_ttft_ms=args.slo_ttft_ms, margin=args.margin, alpha=args.alpha)
+    integrity = _integrity(args, result)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
         try:
@@ -117,9 +121,39 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 fh.write(text + "\n")
         except OSError as exc:
             raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-    sys.stdout.write(text + "\n" if args.json else to_markdown(result))
+    sys.stdout.write(text + "\n" if args.json else to_markdown(result) + integrity)
     if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
         from tui.core.exitcodes import SYNTHETIC_NEVER_0
 
         print(f"servewatch: {SYNTHETIC_NEVER_0}", file=sys.stderr)
     return int(result["exit_code"])
+
+
+def _integrity(args: argparse.Namespace, result: dict) -> str:
+    """Verify both files' digest chains (a second pass, 1 MiB at a time: ``tui.core.chain``), put the results in
+    ``result["records_integrity"]`` and, when either chain is broken or a signature fails, turn NOT WORSE into
+    NOT ENOUGH EVIDENCE (exit 3) with the reason. Returns the markdown lines saying so."""
+    from tui.cli.chainopts import verify_key
+    from tui.core.chain import verify_stream
+    from tui.core.compare import EXIT, NOT_ENOUGH, NOT_WORSE
+
+    key, key_name = verify_key(args)
+    lines = ["", "Records integrity (digest chain):"]
+    found: dict = {}
+    problems: list[str] = []
+    for side, path in (("base", args.base), ("candidate", args.cand)):
+        try:
+            with open(path, "rb") as fh:
+                ri = verify_stream(fh, key, key_name)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        found[side] = ri.to_dict()
+        lines.append(f"  {side} {path}: {ri.summary}")
+        problems.extend(f"{side} {path}: {p}" for p in ri.problems)
+    result["records_integrity"] = found
+    if problems and result.get("verdict") == NOT_WORSE:
+        result["verdict"] = NOT_ENOUGH
+        result["exit_code"] = EXIT[NOT_ENOUGH]
+        result["reason"] = f"cannot say NOT WORSE: records integrity: {problems[0]}"
+        lines.append(f"  => {result['reason']} (exit {EXIT[NOT_ENOUGH]})")
+    return "\n".join(lines) + "\n"

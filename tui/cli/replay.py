@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_rolling_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    from tui.cli.chainopts import add_verify_key_argument
+
+    add_verify_key_argument(parser)
 
 
 def default_sample_path() -> Path | None:
@@ -109,8 +112,12 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     pick = getattr(args, "run", None)
     if line_parser is None and not follow:  # several runs are never merged: refused without --run, listed
         _check_runs(str(play), os.fspath(path), pick, cfg)
+    from tui.cli.chainopts import verify_key
+
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
     source = ReplaySource(play, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
-                          follow=follow, label=label or os.fspath(path), line_parser=line_parser, run=pick)
+                          follow=follow, label=label or os.fspath(path), line_parser=line_parser, run=pick,
+                          verify_key=key, key_name=key_name)
     return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
 
 

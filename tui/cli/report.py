@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    from tui.cli.chainopts import add_verify_key_argument
+
+    add_verify_key_argument(parser)
 
 
 def input_problem(path: str) -> str | None:
@@ -84,7 +87,8 @@ LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appen
 
 
 def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None,
-                 pick_run: int | None = None) -> Monitor:
+                 pick_run: int | None = None, verify_key: bytes | None = None,
+                 key_name: str = "the key given") -> Monitor:
     """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable).
 
     The file is read in chunks through the block reader (``tui.core.records.iter_blocks``, the one
@@ -92,7 +96,12 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
 
     Several runs in the file (``run --record`` appends) are never merged (``tui.core.runs.RunSplitter``):
     ``pick_run`` N keeps run N (1-based), ``LAST_RUN`` the last one; None raises ``SeveralRuns`` (with the
-    list) when the file holds more than one, ``RunNotInFile`` for an N beyond them."""
+    list) when the file holds more than one, ``RunNotInFile`` for an N beyond them.
+
+    The same raw chunks go through the digest chain's verifier (``tui.core.chain``; ``verify_key``: also its
+    signature), whose result the Monitor gets at the end (``Monitor.set_records_integrity``); then the Monitor
+    holds the file against itself (``Monitor.finish``, tui.core.evidence)."""
+    from tui.core.chain import ChainVerifier
     from tui.core.runs import RunSplitter
 
     if pick_run == LAST_RUN:
@@ -100,6 +109,8 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
             raise ValueError("the last run of standard input cannot be picked")
         pick_run = len(_count_runs(path, config))
     splitter = RunSplitter(pick_run)
+    verifier = ChainVerifier(verify_key, key_name)
+    tap = verifier.feed
     mon = Monitor(config, budget=budget, source="<stdin>" if path == "-" else path, budget_origin=budget_origin)
     mon_add_many = mon.add_many
     feed = splitter.feed
@@ -115,11 +126,11 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
     gc.disable()
     try:
         if path == "-":
-            for items in iter_blocks(sys.stdin.buffer, "<stdin>"):
+            for items in iter_blocks(sys.stdin.buffer, "<stdin>", tap=tap):
                 add_many(items)
         elif _is_record_file(path):
             with open(path, "rb") as fh:
-                for items in iter_blocks(fh, path):
+                for items in iter_blocks(fh, path, tap=tap):
                     add_many(items)
         else:  # another tool's run, converted on the fly (recognised by content): raises ImportProblem
             from tui.sources.importing import open_run
@@ -135,6 +146,7 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
         if collecting:
             gc.enable()
     splitter.check(mon.source)
+    mon.set_records_integrity(verifier.finish())  # another tool's file: "unverified (no digest)"
     mon.finish()  # the whole file is read: hold it against itself (tui.core.evidence)
     return mon
 
@@ -204,10 +216,13 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         from tui.cli.watch import report_watch_file
 
         return report_watch_file(path, args, out)
+    from tui.cli.chainopts import verify_key
     from tui.core.runs import RunNotInFile, SeveralRuns
 
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
     try:
-        mon = analyse_file(path, cfg, budget, origin, pick_run=getattr(args, "run", None))
+        mon = analyse_file(path, cfg, budget, origin, pick_run=getattr(args, "run", None), verify_key=key,
+                           key_name=key_name)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
@@ -226,6 +241,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         raise UsageError(exc) from None
     if snap.budget is not None:
         rep["budget"]["title"] = budget_title(snap.budget)
+    if snap.records_integrity is not None:  # the digest chain (tui.core.chain)
+        rep["records_integrity"] = snap.records_integrity.to_dict()
     for issue in snap.malformed_examples:
         print(f"servewatch: {issue}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
@@ -244,7 +261,10 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
 
         line = describe_source(snap.header)
         text = mark_verdict_line(format_report(rep), state, rep["settings"], synthetic_why)
-        out.write(text if line is None else f"{line}\n" + text)
+        text = text if line is None else f"{line}\n" + text
+        if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
+            text = _with_integrity(text, snap.records_integrity)
+        out.write(text)
     if synthetic_why:
         print(f"servewatch: {synthetic_why}", file=sys.stderr)
     return code
@@ -274,6 +294,15 @@ def mark_verdict_line(text: str, state: str, settings: dict, synthetic_why: str 
             lines.insert(i + 1, f"    {synthetic_why}: exit 3")
         break
     return "\n".join(lines)
+
+
+def _with_integrity(text: str, integrity) -> str:
+    """The report text with the records-integrity line (and its details) after its ``data from:`` line (else
+    after its first line)."""
+    rows = text.split("\n")
+    at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
+    rows[at + 1:at + 1] = [integrity.summary] + [f"  {d}" for d in integrity.details]
+    return "\n".join(rows)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -131,6 +131,9 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
     o.add_argument("--metrics-interval", type=positive_float, default=1.0, metavar="SECONDS",
                    help="seconds between metrics/GPU samples (default 1)")
     o.add_argument("--no-gpu", action="store_true", help="do not sample NVML/host telemetry")
+    from tui.cli.chainopts import add_sign_key_argument
+
+    add_sign_key_argument(o)
 
     c = add_http_arguments(parser)
     c.add_argument("--connect-timeout", type=positive_float, default=10.0, metavar="SECONDS",
@@ -215,6 +218,7 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         connect_timeout=float(getattr(args, "connect_timeout", 10.0)),
         read_timeout=float(getattr(args, "read_timeout", 300.0)),
         api_key_env=getattr(args, "api_key_env", "OPENAI_API_KEY"),
+        sign_key_env=getattr(args, "sign_key_env", None),
         headers=list(getattr(args, "headers", None) or []),
         insecure=bool(getattr(args, "insecure", False)),
         seed=int(getattr(args, "seed", 0) or 0),
@@ -335,9 +339,13 @@ def _print(line: str) -> None:
 def config_or_usage(args: argparse.Namespace) -> LoadConfig:
     """``config_from_args``, with a bad combination raised as UsageError."""
     try:
-        return config_from_args(args)
+        cfg = config_from_args(args)
     except ConfigError as exc:
         raise UsageError(exc) from None
+    from tui.cli.chainopts import sign_key
+
+    sign_key(args)  # a missing key variable is bad usage before anything runs
+    return cfg
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -401,8 +409,11 @@ def record_run(cfg: LoadConfig) -> int | None:
     import os
 
     existed = os.path.exists(cfg.record)
+    from tui.cli.chainopts import key_from_env
+
+    key = key_from_env(cfg.sign_key_env, "--sign-key-env")
     try:
-        rec = Recorder(cfg.record, ids_unique=True)  # the generator's ids are unique by construction
+        rec = Recorder(cfg.record, ids_unique=True, sign_key=key)  # the generator's ids are unique by construction
     except OSError as exc:
         raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
     unit = "concurrency" if cfg.mode == "closed" else "req/s"

@@ -55,6 +55,9 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
     w.add_argument("--record", metavar="FILE", default=None,
                    help="write the windows (and canary requests) as records, for replay and report (default: none)")
+    from tui.cli.chainopts import add_sign_key_argument
+
+    add_sign_key_argument(w)
     c = p.add_argument_group("canary (off by default: without it watch sends the model server nothing)")
     c.add_argument("--url", default=None, metavar="URL", help="the model server's base URL (for --probe-rate) (default: none)")
     c.add_argument("--probe-rate", type=positive_float, default=None, metavar="RATE",
@@ -193,10 +196,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return asyncio.run(_headless(args))
 
 
-def _open_recorder(path):
+def _open_recorder(path, args=None):
+    from tui.cli.chainopts import sign_key
     from tui.sources.recorder import Recorder
 
-    return Recorder(path, ids_unique=True)  # canary ids: the load generator's, unique by construction
+    key = sign_key(args) if args is not None else None  # UsageError (exit 2) when the key variable is missing
+    return Recorder(path, ids_unique=True, sign_key=key)  # canary ids: the load generator's, unique by construction
 
 
 async def _headless(args) -> int:
@@ -205,7 +210,7 @@ async def _headless(args) -> int:
     rec = None
     if args.record:
         try:
-            rec = _open_recorder(args.record)
+            rec = _open_recorder(args.record, args)
         except OSError as exc:
             raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
     client = make_client(_headers(args), insecure=args.insecure)
@@ -261,7 +266,7 @@ def run_console(args) -> int:
     rec = None
     if args.record:
         try:
-            rec = _open_recorder(args.record)
+            rec = _open_recorder(args.record, args)
         except OSError as exc:
             raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
     try:
@@ -347,6 +352,31 @@ def judge_watch_file(path: str, cfg):
     return j, engine, header, problems
 
 
+def _with_chain(path: str, args, v):
+    """(the verdict, the file's RecordsIntegrity): verified in a second pass over the file (1 MiB at a time); each
+    problem blocks PASS (a PASS becomes UNDECIDED, with the reason)."""
+    import dataclasses
+
+    from tui.cli.chainopts import verify_key
+    from tui.core.chain import verify_stream
+    from tui.core.snapshot import PASS, UNDECIDED
+
+    key, key_name = verify_key(args)
+    try:
+        with open(path, "rb") as fh:
+            integrity = verify_stream(fh, key, key_name)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if integrity.problems:
+        blocked = v.blocked + tuple(f"records integrity: {p}" for p in integrity.problems)
+        if v.state == PASS:
+            v = dataclasses.replace(v, state=UNDECIDED, reason=f"cannot PASS: {blocked[-len(integrity.problems)]}",
+                                    blocked=blocked)
+        else:
+            v = dataclasses.replace(v, blocked=blocked)
+    return v, integrity
+
+
 def report_watch_file(path: str, args, out=None) -> int:
     """`servewatch report` on a watch record file: the same judgement as the live watch."""
     from tui.core.watch import ENGINES, WatchConfig, describe_window
@@ -362,15 +392,18 @@ def report_watch_file(path: str, args, out=None) -> int:
     if engine is None:
         raise UsageError(f"{path}: a watch file without usable watch records (0 windows)")
     v = j.verdict(has_ttft=bool(ENGINES[engine].ttft))
+    v, integrity = _with_chain(path, args, v)  # the digest chain (tui.core.chain): a broken one forbids PASS
     src = (header.get("source") or {}) if isinstance(header, dict) else {}
     w = j.span or j.last
     if getattr(args, "json", False):
         out.write(json.dumps({"source": src, "engine": engine, "windows": j.windows, "verdict": v.to_dict(),
-                              "window": describe_window(w, cfg) if w else None, "problems": len(problems)},
+                              "window": describe_window(w, cfg) if w else None, "problems": len(problems),
+                              "records_integrity": integrity.to_dict()},
                              indent=2, default=_json_default) + "\n")
     else:
         out.write(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}\n")
         out.write(f"  engine {engine}, {j.windows} windows, scope: {(header.get('watch') or {}).get('scope', 'unknown')}\n")
+        out.write(f"{integrity.summary}\n")
         out.write(f"verdict: {v.state}: {v.reason}\n")
         for b in v.blocked:
             out.write(f"  PASS blocked: {b}\n")

@@ -390,7 +390,10 @@ def md_conclusion(doc: Mapping) -> list[str]:
 
 
 #: The report's sections in order, one function each (each returns its markdown lines).
-MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_quality, md_cost, md_rollback, md_conclusion)
+from tui.core.chain import md_records_integrity  # noqa: E402 - the digest chain's section (issue 19)
+
+MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_records_integrity, md_quality, md_cost,
+               md_rollback, md_conclusion)
 
 
 def render_markdown(doc: Mapping) -> str:

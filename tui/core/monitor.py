@@ -468,6 +468,16 @@ class Monitor:
         for st in self.levels.values():
             st.verdict_cache = None
 
+    # ------------------------------------------------------------------ records integrity (tui.core.chain)
+    records_integrity: Any = None  # the RecordsIntegrity of the file read; None: not verified
+
+    def set_records_integrity(self, integrity: Any) -> None:
+        """The digest chain's verification of the file (``tui.core.chain.RecordsIntegrity``): shown in every view;
+        each of its problems (a broken chain, a signature that does not verify) forbids PASS run-wide."""
+        self.records_integrity = integrity
+        for problem in integrity.problems:
+            self.block_pass(f"records integrity: {problem}")
+
     # ------------------------------------------------------------------ ingest
     def add_request(self, r: RequestRecord) -> None:
         """``add`` for a request record."""
@@ -1002,4 +1012,5 @@ class Monitor:
             cancelled_late=sum(self.cancelled_late.values()),
             capacity=cap,
             evidence_problems=self.evidence_problems(),
+            records_integrity=self.records_integrity,
         )

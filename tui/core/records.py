@@ -46,7 +46,8 @@ ERROR_CLASSES = (
     "other",
 )
 
-KNOWN_TYPES = ("run", "request", "gpu", "queue", "budget", "step", "host", "watch")
+# "seal": the digest chain's final record (tui.core.chain; docs/record-format.md "Digest chain")
+KNOWN_TYPES = ("run", "request", "gpu", "queue", "budget", "step", "host", "watch", "seal")
 
 
 class RecordError(ValueError):
@@ -262,6 +263,13 @@ class WatchRecord:
 
 
 @dataclass(slots=True)
+class SealRecord:
+    """The final record of a chained run (tui.core.chain): its checkpoint; verified by ``ChainVerifier``."""
+
+    data: dict
+
+
+@dataclass(slots=True)
 class UnknownRecord:
     type: str
     data: dict
@@ -281,7 +289,7 @@ class LineIssue:
 
 
 Record = (RequestRecord | GpuSample | QueueSample | HostSample | StepRecord | RunHeader | BudgetRecord | WatchRecord
-          | UnknownRecord)
+          | SealRecord | UnknownRecord)
 
 
 def _is_num(v: Any) -> bool:
@@ -515,6 +523,8 @@ def parse_object(d: Any) -> Record:
         except ValueError as exc:
             raise RecordError(f"watch record: {exc}") from None
         return WatchRecord(d)
+    if typ == "seal":  # the digest chain's final record: checked by tui.core.chain, not here
+        return SealRecord(d)
     if typ is None:
         raise RecordError("missing required field 'type'")
     return UnknownRecord(str(typ)[:40], d)
@@ -658,10 +668,12 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
         start = end + 1
 
 
-def iter_blocks(fh: BinaryIO, source: str, chunk_size: int = 1 << 20) -> Iterator[list[Record | LineIssue]]:
+def iter_blocks(fh: BinaryIO, source: str, chunk_size: int = 1 << 20,
+                tap: Callable[[bytes], None] | None = None) -> Iterator[list[Record | LineIssue]]:
     """Read an open binary stream to its end, ``chunk_size`` bytes at a time (memory bounded by
     the chunk), yielding the records and issues of each chunk's complete lines (``parse_block``);
-    an unterminated last line is parsed last, as a truncated line when it is not a record."""
+    an unterminated last line is parsed last, as a truncated line when it is not a record.
+    ``tap``: called with every chunk of raw bytes as read, in order (the digest chain's verifier)."""
     lineno = 1
     partial = b""
     read = fh.read
@@ -669,6 +681,8 @@ def iter_blocks(fh: BinaryIO, source: str, chunk_size: int = 1 << 20) -> Iterato
         data = read(chunk_size)
         if not data:
             break
+        if tap is not None:
+            tap(data)
         buf = partial + data if partial else data
         cut = buf.rfind(b"\n")
         if cut < 0:

@@ -213,6 +213,9 @@ class Snapshot:
     #: evidence problems that forbid PASS (Monitor.block_pass): cross-checks of the file against itself, a broken
     #: digest chain, ...; every view lists them beside the verdict
     evidence_problems: tuple[str, ...] = ()
+    #: tui.core.chain.RecordsIntegrity of the file read (digest chain verified, broken, unverified); None: not
+    #: verified by this view (a live run, a stream still being read)
+    records_integrity: Any = None
 
     @property
     def cancelled_note(self) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from tui.core.monitor import Monitor
 from tui.core.records import LineIssue, Record
@@ -101,3 +101,8 @@ class MonitorSink:
     def snapshot(self) -> Snapshot:
         with self.lock:
             return self.monitor.snapshot()
+
+    def set_records_integrity(self, integrity: Any) -> None:
+        """The digest chain's verification of the file read (``Monitor.set_records_integrity``)."""
+        with self.lock:
+            self.monitor.set_records_integrity(integrity)

@@ -10,6 +10,7 @@ parsed and handed to the sink. ``stop()`` cancels the run; in-flight requests ar
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -129,7 +130,10 @@ class LiveSource:
             self._loop = loop
             self._task = asyncio.current_task()
         try:
-            self.recorder = Recorder(self.record_path, ids_unique=True)  # the generator's ids: unique by construction
+            var = self.config.sign_key_env  # checked by the CLI before the console opened (tui.cli.chainopts)
+            key = os.environ.get(var, "").encode("utf-8") or None if var else None
+            self.recorder = Recorder(self.record_path, ids_unique=True,  # the generator's ids: unique by construction
+                                     sign_key=key)
         except OSError as exc:
             self._fail(sink, f"cannot write {self.record_path}: {exc.strerror or exc}")
             return

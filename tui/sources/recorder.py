@@ -12,6 +12,12 @@ readers; that check keeps every id. Records made by servewatch's load generator
 (``Recorder(path, ids_unique=True)``: ``run``, ``live``, the watch canary) carry ids unique by construction
 (the run id and a sequence number, each request recorded once by ``LoadGenerator._finish``), so no id is
 kept and the recorder's memory does not grow with the run.
+
+The digest chain (``tui.core.chain``, docs/record-format.md "Digest chain"): each run header written starts a
+chain (its ``chain`` object says how it is kept); every line written after it, the header included, goes into one
+SHA-256; each ``step`` record carries the checkpoint of the lines before it, and ``close()`` (also reached on
+Ctrl-C / SIGTERM) ends the run with a ``seal`` record. A second header in the same file seals the run before it and
+starts its own chain. ``sign_key``: each checkpoint also carries an HMAC with that key (never written anywhere).
 """
 
 from __future__ import annotations
@@ -19,15 +25,21 @@ from __future__ import annotations
 import os
 import threading
 
+from tui.core.chain import ChainWriter, seal_line
 from tui.core.records import dumps
+
+#: record types that carry a checkpoint of the chain (besides the final ``seal``)
+CHECKPOINT_TYPES = ("step", "watch")
 
 
 class Recorder:
     """Append records (dicts) to ``path``; thread-safe; ``close()`` is idempotent."""
 
-    def __init__(self, path: str, *, ids_unique: bool = False) -> None:
+    def __init__(self, path: str, *, ids_unique: bool = False, chain: bool = True,
+                 sign_key: bytes | None = None) -> None:
         """``ids_unique``: the caller guarantees request ids unique by construction (the load generator's);
-        then no id is remembered and ``duplicates_refused`` stays 0."""
+        then no id is remembered and ``duplicates_refused`` stays 0. ``chain``: keep the digest chain (from the
+        first run header written on); ``sign_key``: make its checkpoints HMACs with that key too."""
         self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
@@ -35,14 +47,36 @@ class Recorder:
         self.records_written = 0
         self.requests_written = 0
         self.duplicates_refused = 0
+        self._chain: ChainWriter | None = ChainWriter(sign_key) if chain else None
+        if chain:
+            self._end_cut_line()
 
+    def _end_cut_line(self) -> None:
+        """An existing file cut inside a line (a crash, a full disk): end that line, so that this run's first line
+        (its header, which starts its chain) is a line of its own and not glued to the cut one."""
+        fd = self._fd
+        assert fd is not None
+        try:
+            if os.fstat(fd).st_size == 0:
+                return
+            with open(self.path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                cut = fh.read(1) != b"\n"
+        except OSError:  # not readable or not seekable (a pipe): nothing to fix
+            return
+        if cut:
+            os.write(fd, b"\n")
     def write(self, record: dict) -> bool:
         """Write one record as one line. Returns False when refused (duplicate id or closed)."""
+        typ = record.get("type")
+        chain = self._chain
+        if chain is not None and (typ == "run" or typ in CHECKPOINT_TYPES):
+            return self._write_chained(record, typ, chain)
         line = dumps(record).encode("utf-8")
         with self._lock:
             if self._fd is None:
                 return False
-            if record.get("type") == "request":
+            if typ == "request":
                 ids = self._ids
                 if ids is not None:
                     rid = str(record.get("id"))
@@ -51,12 +85,52 @@ class Recorder:
                         return False
                     ids.add(rid)
                 self.requests_written += 1
-            view = memoryview(line)
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
-            self.records_written += 1
+            self._write_line(line)
+            if chain is not None and chain.active:
+                chain.add(line)
             return True
+
+    def _write_line(self, line: bytes) -> None:
+        """One whole line with ``os.write`` (under the lock)."""
+        view = memoryview(line)
+        fd = self._fd
+        assert fd is not None
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        self.records_written += 1
+
+    def _write_chained(self, record: dict, typ: str, chain: ChainWriter) -> bool:
+        """A run header (starts a chain, sealing the one before) or a checkpoint record: serialised under the lock,
+        because the checkpoint is the digest of exactly the lines written before this one."""
+        with self._lock:
+            if self._fd is None:
+                return False
+            if typ == "run":
+                if chain.active:
+                    self._seal_locked(chain)
+                chain.start()
+                record = {**record, "chain": chain.header_field()}
+            elif chain.active:
+                record = {**record, "chain": chain.checkpoint()}
+            line = dumps(record).encode("utf-8")
+            self._write_line(line)
+            if chain.active:
+                chain.add(line)
+            return True
+
+    def _seal_locked(self, chain: ChainWriter) -> None:
+        """The final record of a chained run: the checkpoint of every line of it."""
+        line = seal_line(chain.checkpoint())
+        self._write_line(line)
+        chain.end()
+
+    def seal(self) -> None:
+        """End the current run's chain with a ``seal`` record now (``close`` does it too); idempotent."""
+        with self._lock:
+            chain = self._chain
+            if self._fd is not None and chain is not None and chain.active:
+                self._seal_locked(chain)
 
     def has_request(self, rid: str) -> bool:
         """Whether a request record with id ``rid`` was written (only a recorder that keeps ids can tell)."""
@@ -66,9 +140,17 @@ class Recorder:
             return rid in self._ids
 
     def close(self) -> None:
+        """Seal the chained run (if any) and close the file; idempotent. A seal that cannot be written (disk full)
+        leaves the chain verifiable up to its last checkpoint."""
         with self._lock:
             if self._fd is not None:
                 try:
+                    chain = self._chain
+                    if chain is not None and chain.active:
+                        try:
+                            self._seal_locked(chain)
+                        except OSError:
+                            chain.end()
                     os.close(self._fd)
                 finally:
                     self._fd = None

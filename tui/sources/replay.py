@@ -36,7 +36,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tui.core.records import (
     GpuSample,
@@ -83,6 +83,7 @@ class _Reader:
         self.lineno = 0
         self.partial = b""
         self.ino: int | None = None
+        self.verifier: Any = None  # tui.core.chain.ChainVerifier fed every raw chunk read (not when following)
 
     def open(self) -> None:
         self.fh = fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
@@ -110,6 +111,8 @@ class _Reader:
         if not data:
             return None
         self.pos += len(data)
+        if self.verifier is not None:
+            self.verifier.feed(data)
         buf = self.partial + data
         cut = buf.rfind(b"\n")
         if cut < 0:
@@ -189,9 +192,15 @@ class ReplaySource:
         clock: Callable[[], float] = time.monotonic,
         line_parser: Callable | None = None,
         run: int | None = None,
+        verify_key: bytes | None = None,
+        key_name: str = "the key given",
     ) -> None:
         self.path = os.fspath(path)
         self.run = run  # the run replayed (1-based) of a file holding several (default: the first)
+        # the digest chain (tui.core.chain): verified on the raw chunks as read; the result goes to the sink's
+        # ``set_records_integrity`` at the end of the file (not while following: the file is still growing)
+        self.verify_key = verify_key
+        self.key_name = key_name
         self.line_parser = line_parser
         self.label = label if label is not None else self.path
         self.follow = bool(follow)
@@ -401,6 +410,10 @@ class ReplaySource:
 
     def _run(self, sink) -> None:
         reader = _Reader(self.path, self.label, self.chunk_size, self.line_parser, self.run)
+        if not self.follow:
+            from tui.core.chain import ChainVerifier
+
+            reader.verifier = ChainVerifier(self.verify_key, self.key_name)
         if self.follow and not self._wait_for_file():
             self._finished = True
             return
@@ -451,6 +464,10 @@ class ReplaySource:
                 pending.append((record_time(it), it))
             if pending:
                 return False
+            if reader.verifier is not None:
+                set_integrity = getattr(sink, "set_records_integrity", None)
+                if set_integrity is not None:
+                    set_integrity(reader.verifier.finish())
             finish = getattr(sink, "finish", None)  # the whole file is in: the cross-checks (Monitor.finish)
             if finish is not None:
                 finish()

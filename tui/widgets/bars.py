@@ -59,6 +59,10 @@ class HeaderBar(Static):
                 parts.append(f"{label}{fmt.level(snap.current_level)}{rnd}")
         if snap is not None and snap.provenance_short:  # where the data came from (tui.core.provenance.short)
             parts.append(f"[$sw-na]{esc(snap.provenance_short)}[/]" if snap.header else f"[$sw-warn]{esc(snap.provenance_short)}[/]")
+        ri = getattr(snap, "records_integrity", None)
+        if ri is not None and ri.state != "unverified":  # the digest chain (tui.core.chain): its label, the core's words
+            style = "$sw-warn" if ri.state == "broken" else "$sw-na"
+            parts.append(f"[{style}]{esc(ri.short)}[/]")
         src_label = "" if compact else "[$sw-na]source[/] "
         sep = " " if compact else "  "
         used = Content.from_markup(sep.join(parts) + sep + src_label).cell_length + 2  # 2: padding

@@ -104,6 +104,7 @@ class LoadConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 300.0  # must cover queueing: a queued request gets no bytes at all
     api_key_env: str | None = "OPENAI_API_KEY"
+    sign_key_env: str | None = None  # sign the record file's digest chain with the key in this variable (tui.core.chain)
     headers: list[tuple[str, str]] = field(default_factory=list)
     insecure: bool = False
     seed: int = 0
