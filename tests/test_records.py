@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from tui.core import records
 from tui.core.records import LineIssue, RecordError, RequestRecord, parse_line, read_file
 
-
 T = 1_767_225_600.0  # record times are wall-clock epoch seconds (2026-01-01); the tests below give offsets from it
 TIMES = ("t_sent", "t_first_token", "t_end", "t_intended")
 

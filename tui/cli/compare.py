@@ -51,11 +51,10 @@ def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = 1000.0
     evidence problems that forbid judging it: the file held against itself); raises OSError / ValueError
     (``tui.core.runs.SeveralRuns`` with the list when the file holds several runs and ``pick_run`` is None:
     several runs are never merged)."""
+    from tui.core.monitor import Monitor, MonitorConfig
     from tui.core.records import LineIssue, RequestRecord, RunHeader
     from tui.core.runs import RunSplitter
     from tui.sources.importing import open_run
-
-    from tui.core.monitor import Monitor, MonitorConfig
 
     items, _src = open_run(path)
     splitter = RunSplitter(pick_run)

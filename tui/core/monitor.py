@@ -415,13 +415,14 @@ class Monitor:
         run does not (its steps are still being written)."""
         self.finished = True
         header = self.header
-        ld = header.get("load") if isinstance(header.get("load"), dict) else {}
+        load = header.get("load")
+        ld: dict = load if isinstance(load, dict) else {}
         by_key = {(st.level, st.round): st for st in self.levels.values()}
         # step end records against the request records of their level and round
         if self.step_info:
             for key, info in self.step_info.items():
                 st = by_key.get(key)
-                name = evidence.level_name(key[0], key[1], info.get("mode") or (st and st.mode))
+                name = evidence.level_name(key[0], key[1], info.get("mode") or (st.mode if st is not None else None))
                 n, err, inc = (st.rec_n, st.rec_err, st.rec_incomplete) if st is not None else (0, 0, 0)
                 problem = evidence.step_count_problem(name, info, n, err, err + inc)
                 if problem:

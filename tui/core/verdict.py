@@ -323,17 +323,18 @@ class LevelJudge:
         n = self.n
         if start is None:
             start = f
+        assert start is not None and f is not None  # called after the first outcome
         smax = self._s_max  # the latest send before this one: the mean gap so far does not include this one's
         if smax is None or start > smax:
             self._s_max = start
-        if start > f:  # type: ignore[operator]
+        if start > f:
             gap = (smax - self.t_start) / (n - 2) if n > 2 and smax is not None else 0.0  # type: ignore[operator]
             cap = COVER_GAP_FACTOR * gap
-            idle = start - f  # type: ignore[operator]
+            idle = start - f
             self.covered += idle if idle < cap or idle < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S)
-            busy = t - start  # type: ignore[operator]
+            busy = t - start
         else:
-            busy = t - f  # type: ignore[operator]
+            busy = t - f
         cap = COVER_GAP_FACTOR * self._dur_sum / (n - 1) if n > 1 else 0.0
         self.covered += busy if busy < cap or busy < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S)
 
