@@ -29,13 +29,13 @@ def write_run(path: Path, *, key: bytes | None = None, levels=(1, 2), per_level:
     """One chained run through the real Recorder: header, per level a step start, requests, a step end; the seal
     at close."""
     with Recorder(str(path), ids_unique=True, sign_key=key) as rec:
-        rec.write(run_header(synthetic=True))
+        rec.write(run_header(synthetic=False))  # test data; not SYNTHETIC so that compare may exit 0 on it
         t = t0
         for lvl in levels:
             rec.write({"type": "step", "t": t, "event": "start", "level": lvl, "round": 1, "mode": "closed"})
             for i in range(per_level):
                 rec.write({"type": "request", "id": f"c{lvl}-{i:04d}", "t_sent": t, "t_first_token": t + 0.1,
-                           "t_end": t + 0.5, "complete": True, "level": lvl, "round": 1})
+                           "t_end": t + lvl - 0.001, "complete": True, "level": lvl, "round": 1})  # lvl in flight
                 t += 1.0
             rec.write({"type": "step", "t": t, "event": "end", "level": lvl, "round": 1, "mode": "closed"})
 

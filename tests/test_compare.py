@@ -35,11 +35,12 @@ def run_records(p_good, n, *, level=4.0, seed=0, rate=4.0, burst_len=0, t0=1_780
         else:
             good = rng.random() < p_good
         t = t0 + i / rate
+        dur = level / rate  # each lasts ``level`` send gaps: ``level`` in flight, the load the level claims
         if good:
-            r = RequestRecord(id=f"r{level:g}-{i}", t_sent=t, t_end=t + 0.5, complete=True, t_intended=t,
+            r = RequestRecord(id=f"r{level:g}-{i}", t_sent=t, t_end=t + dur, complete=True, t_intended=t,
                               t_first_token=t + 0.2, output_tokens=16, level=level)
         else:
-            r = RequestRecord(id=f"r{level:g}-{i}", t_sent=t, t_end=t + 0.05, complete=False, t_intended=t,
+            r = RequestRecord(id=f"r{level:g}-{i}", t_sent=t, t_end=t + dur, complete=False, t_intended=t,
                               error="http_5xx", level=level)
         out.append(r)
     return out

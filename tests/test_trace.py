@@ -45,6 +45,7 @@ def open_loop_record(tmp_path: Path, *, mode: str = "open", headers: int = 1) ->
         (102.25, 4, "measure", (140, 14)),
     ]
     for i, (t, level, phase, asked) in enumerate(reqs):
+        t += 1_767_225_500.0  # record times are wall-clock epoch seconds (the offsets below are what is kept)
         r = {"type": "request", "id": f"r{i}", "t_intended": t, "t_sent": t + 0.001, "t_first_token": t + 0.1,
              "t_end": t + 0.2, "complete": True, "error": None, "phase": phase, "level": level, "round": 1,
              "input_tokens": 130, "output_tokens": 13}

@@ -213,9 +213,10 @@ async def test_a_killed_worker_degrades_the_step_and_its_requests_are_recorded_l
 def test_a_degraded_level_cannot_pass_in_the_monitor():
     """All requests good, but the step says a worker was lost: the level was not held."""
     mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.5, min_window_s=0.0, min_requests=5)
-    recs = [{"type": "request", "id": f"r{i}", "t_sent": 100.0 + i, "t_first_token": 100.1 + i, "t_end": 100.2 + i,
+    t0 = 1_767_225_600.0  # record times are wall-clock epoch seconds; two requests in flight at a time
+    recs = [{"type": "request", "id": f"r{i}", "t_sent": t0 + i, "t_first_token": t0 + 0.1 + i, "t_end": t0 + 1.99 + i,
              "complete": True, "level": 2.0, "round": 1, "phase": "measure"} for i in range(40)]
-    end = {"type": "step", "event": "end", "t": 200.0, "level": 2.0, "round": 1, "mode": "closed",
+    end = {"type": "step", "event": "end", "t": t0 + 100, "level": 2.0, "round": 1, "mode": "closed",
            "phase": "measure", "degraded": True, "worker_lost": 1}
     for degraded in (False, True):
         mon = Monitor(mcfg)

@@ -31,7 +31,7 @@ LATENESS_FLOOR_MS = 10.0
 #: estimated from n arrivals (sqrt(cv2 / n)), whichever is larger
 RATE_TOLERANCE = 0.10
 #: closed loop: the time-averaged requests in flight may differ from the concurrency by this share
-INFLIGHT_TOLERANCE = 0.10
+INFLIGHT_TOLERANCE = 0.20
 #: values per level kept exactly for these checks (16-24 bytes a request); beyond, the checks use the first ones
 EVIDENCE_CAP = 50_000
 

@@ -56,7 +56,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             failed = code is not None
             if not C.is_num(e2e) or e2e < 0:
                 raise ValueError("end_to_end_latency_s missing or not a non-negative number")
-            t_first = float(ttft) if C.is_num(ttft) and ttft > 0 else None
+            t_first = C.AXIS_ORIGIN + float(ttft) if C.is_num(ttft) and ttft > 0 else None
             rec = C.request(rid=f"llmperf-{i:06d}", t_sent=C.AXIS_ORIGIN, t_end=C.AXIS_ORIGIN + float(e2e), t_first=t_first,
                             complete=not failed,
                             error=C.classify_error(status=code if C.is_num(code) and code > 0 else None,
