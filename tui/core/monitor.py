@@ -219,7 +219,7 @@ class _LevelState:
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
         "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
-        "rec_n", "rec_err", "rec_incomplete", "contradictions", "sends", "ends", "late", "delivered_cache",
+        "rec_n", "rec_err", "rec_incomplete", "contradictions", "times", "delivered_cache",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -245,9 +245,7 @@ class _LevelState:
         # the level (cancelled ones included), those with an error, those not complete without one, those that
         # contradict themselves; send / end times and dispatch lateness of the first EVIDENCE_CAP
         self.rec_n = self.rec_err = self.rec_incomplete = self.contradictions = 0
-        self.sends = array("d")
-        self.ends = array("d")
-        self.late = array("d")
+        self.times = array("d")  # (t_sent, t_end, t_sent - t_intended) per record, interleaved: one extend each
         self.delivered_cache: tuple[int, evidence.Delivered] | None = None
 
     def sorted_ttfts(self) -> Sequence[float]:
@@ -341,7 +339,6 @@ class Monitor:
         # (level, round), or for every level under the key None; each reason is shown wherever the verdict is
         self._pass_blocks: dict[tuple | None, list[str]] = {}
         self._warm_sends = array("d")  # t_sent of warmup records (the first EVIDENCE_CAP)
-        self._first_measured: float | None = None  # earliest t_sent of a measured record
         self.contradictions = 0
         self.finished = False  # ``finish()`` ran: the whole file has been read
 
@@ -401,11 +398,12 @@ class Monitor:
     def delivered(self, st: _LevelState) -> evidence.Delivered:
         """The delivered-load check of a level (tui.core.evidence.delivered), recomputed when the level has grown
         by 2% since the last time (or after ``finish``): the console asks at every tick."""
-        n = len(st.sends)
+        n = st.rec_n if st.rec_n < EVIDENCE_CAP else EVIDENCE_CAP
         c = st.delivered_cache
         if c is not None and (c[0] == n or (not self.finished and n - c[0] < max(1, c[0] // 50))):
             return c[1]
-        d = evidence.delivered(st.level, self._mode_of(st), st.sends, st.ends, st.late, self._slo_ms, self._cv2())
+        ts = st.times
+        d = evidence.delivered(st.level, self._mode_of(st), ts[0::3], ts[1::3], ts[2::3], self._slo_ms, self._cv2())
         st.delivered_cache = (n, d)
         return d
 
@@ -450,7 +448,7 @@ class Monitor:
                     for rnd in present:
                         self.block_pass(problem, (lv, rnd))
         # warmup records in the middle of the measured load
-        fm = self._first_measured
+        fm = min((min(st.times[0::3]) for st in self.levels.values() if st.times), default=None)
         if fm is not None and self._warm_sends:
             late = sum(1 for t in self._warm_sends if t > fm)
             problem = evidence.warmup_problem(late, self.warmup_total)
@@ -630,27 +628,21 @@ class Monitor:
                     if len(ws) < EVIDENCE_CAP:
                         ws.append(t_sent)
                     continue
-                fm = self._first_measured
-                if fm is None or t_sent < fm:
-                    self._first_measured = t_sent
                 if st is None or st.level != r.level or st.round != r.round:
                     if ttfts or tpots:
                         _store(st, ttfts, tpots)
                         ttfts, tpots = [], []
                     st = self.current = self._state_for(r.level, r.round)
                 # what the file says about this level, for the cross-checks (tui.core.evidence)
-                st.rec_n += 1
+                rn = st.rec_n = st.rec_n + 1
                 if err is not None:
                     st.rec_err += 1
                 elif not r.complete:
                     st.rec_incomplete += 1
                 elif outcome == FAILED:
                     self._contradiction(st, r)
-                ss = st.sends
-                if len(ss) < EVIDENCE_CAP:
-                    ss.append(t_sent)
-                    st.ends.append(t_end)
-                    st.late.append(t_sent - r.t_intended)
+                if rn <= EVIDENCE_CAP:  # rec_n == len(times) / 3 up to the cap
+                    st.times.extend((t_sent, t_end, t_sent - r.t_intended))
                 if err == "cancelled":
                     key = (r.level, r.round)
                     if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged

@@ -152,8 +152,15 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome,
             return FAILED, None
         ttft = (tf - r.t_sent) * 1000.0
         if err is None:
-            if r.complete and _consistent(r):
-                return (GOOD if (ttft * 1000.0 + 0.5) // 1.0 <= slo_us else SLOW), ttft
+            if r.complete:
+                # _consistent(r), inlined (the hot path of every reader): 2xx, a finish reason that is not an
+                # abort or an error, at least one output token
+                st = r.http_status
+                ot = r.output_tokens
+                fr = r.finish_reason
+                if ((st is None or 200 <= st < 300) and (ot is None or ot >= 1)
+                        and (fr is None or fr not in BAD_FINISH_REASONS)):
+                    return (GOOD if (ttft * 1000.0 + 0.5) // 1.0 <= slo_us else SLOW), ttft
             return FAILED, ttft
         if err == CANCELLED and (ttft * 1000.0 + 0.5) // 1.0 <= slo_us:
             return EXCLUDED, ttft
