@@ -236,6 +236,18 @@ def test_any_edit_is_detected_or_leaves_the_bytes_unchanged(chained, data, signe
 # ------------------------------------------------------------------ signing
 
 
+def test_a_mac_with_non_ascii_characters_is_a_failed_signature_not_a_crash(tmp_path):
+    """Found by the random-edit test: hmac.compare_digest raised TypeError on a str mac with non-ASCII text."""
+    p = tmp_path / "signed.jsonl"
+    write_run(p, key=KEY)
+    lines = lines_of(p.read_bytes())
+    step = json.loads(lines[1])  # the first checkpoint (a step record)
+    step["chain"]["mac"] = "\u00e9" * 64
+    lines[1] = (json.dumps(step, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    ri = verify_bytes(b"".join(lines), KEY, "$SW_KEY")
+    assert ri.state == "broken" and "signature" in ri.problems[0]
+
+
 def test_signed_file_verifies_with_the_key_and_fails_with_another(tmp_path):
     p = tmp_path / "signed.jsonl"
     write_run(p, key=KEY)

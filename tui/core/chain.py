@@ -294,7 +294,9 @@ class ChainVerifier:
                           f"edited, removed or reordered in that range (the last good checkpoint is line {_n(good or 1)})")
         elif run.keyed and self._key is not None and run.key_id == self._key_id:
             mac = ch.get("mac")
-            if not isinstance(mac, str) or not hmac.compare_digest(mac, checkpoint_mac(self._key, lines, digest)):
+            # compared as bytes: compare_digest refuses str with non-ASCII characters (an edited mac may carry them)
+            if not isinstance(mac, str) or not hmac.compare_digest(
+                    mac.encode("utf-8", "replace"), checkpoint_mac(self._key, lines, digest).encode("ascii")):
                 run.broken = (f"line {_n(lineno)}: the signature of the {kind} does not verify with the key in "
                               f"{self._key_name}: not recorded by a holder of that key, or the checkpoint was rewritten")
         if run.broken is not None:
