@@ -231,3 +231,15 @@ def test_compare_does_not_call_a_level_not_reached_not_worse(tmp_path, capsys):
     assert "not reached" in json.dumps(doc)
     rc = main(["compare", str(base), str(base), "--json"])
     assert rc == 0 and json.loads(capsys.readouterr().out)["verdict"] == "NOT WORSE"
+
+
+def test_accept_names_the_evidence_problem_of_the_judged_level(tmp_path, capsys):
+    reqs = ef.closed_step(4, ef.T0 + 1, 1300, idle=18.0)
+    start, end = ef.step_records(reqs, 4, "closed")
+    rec = ef.write(tmp_path / "sparse.jsonl", ef.assemble(ef.header("closed", (4,)), [(start, reqs, end)]))
+    rc = main(["accept", "--records", str(rec), "--out", str(tmp_path / "acc")])
+    out = capsys.readouterr().out
+    doc = json.loads((tmp_path / "acc" / "acceptance.json").read_text())
+    assert rc == 3 and doc["conclusion"]["ready_for_traffic"] is False
+    assert "do not support a PASS at the judged level" in out and "not reached" in out
+    assert doc["measured"]["levels"][0]["evidence_problems"]

@@ -349,6 +349,10 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
         "max_waiting": row.max_waiting,
         "peak_gpu_gib": row.peak_gpu_gib,
         **({"cancelled_open": row.cancelled_open} if row.cancelled_open else {}),
+        # the file held against itself (tui.core.evidence): what forbids PASS at this level, the load delivered
+        "evidence_problems": list(row.problems) + ([row.not_reached] if row.not_reached and
+                                                    row.not_reached not in " ".join(row.problems) else []),
+        "delivered": row.delivered or None,
     }
 
 
@@ -500,6 +504,18 @@ def tied_text(runs: Sequence[RunInput], qsec: Mapping) -> str:
     t = _map(qsec.get("target"))
     return (f"load {', '.join(loads) or 'none'} tied to quality {qsec.get('source')} (model "
             f"{t.get('model') or 'unknown'}, endpoint {t.get('url') or 'unknown'})")
+
+
+def judged_problems(measured: Mapping) -> list[str]:
+    """The evidence problems of the judged level's rows (the file held against itself), in order, once each."""
+    j = measured.get("judged")
+    out: list[str] = []
+    if not j:
+        return out
+    for r in measured["levels"]:
+        if r["mode"] == j["mode"] and r["level"] == j["level"]:
+            out.extend(p for p in r.get("evidence_problems") or () if p not in out)
+    return out
 
 
 def judged_missing(measured: Mapping) -> str | None:
@@ -682,6 +698,10 @@ def build_acceptance(
         miss = judged_missing(measured)  # the judged level's own gap, the same rule as `report`
         if miss:
             lines = [ln if not ln.startswith("Measured:") else f"{ln[:-1]} ({miss})." for ln in lines]
+    problems = judged_problems(measured) if measured["state"] != FAIL else []
+    if problems:
+        lines.append(f"Measured: the record files do not support a PASS at the judged level: {problems[0]}"
+                     + (f" (and {len(problems) - 1} more evidence problems)" if len(problems) > 1 else "") + ".")
     if not_acceptance_grade:
         lines.append(f"Settings: not acceptance-grade ({', '.join(not_acceptance_grade)}): fine for a quick check, "
                      "never 'ready'; use the defaults or stricter.")
