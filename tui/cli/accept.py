@@ -106,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     if args.records.count("-") > 1:
         raise UsageError("standard input (-) can be read once")
     record_budget = None
+    from tui.sources.importing import ImportProblem
+
     for path in args.records:
         problem = input_problem(path)
         if problem:
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             mon = analyse_file(path, cfg, budget, budget_origin)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:  # another tool's file that cannot be imported
+        except ImportProblem as exc:  # another tool's file that cannot be imported (other ValueErrors: bugs)
             raise UsageError(str(exc)) from None
         problem = not_record_file_problem(mon)
         if problem:
@@ -156,13 +158,15 @@ def run(args: argparse.Namespace) -> int:
         generated_at=_now_iso(),
     )
     md = A.render_markdown(doc)
+    from tui.sources.outfiles import write_text_atomic
+
     written = []
     try:
         for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")):
-            (out_dir / name).write_text(content, encoding="utf-8")
+            write_text_atomic(out_dir / name, content)
             written.append(str(out_dir / name))
         if not args.no_html:
-            (out_dir / "acceptance.html").write_text(A.render_html(doc, md), encoding="utf-8")
+            write_text_atomic(out_dir / "acceptance.html", A.render_html(doc, md))
             written.append(str(out_dir / "acceptance.html"))
     except OSError as exc:
         raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None

@@ -36,8 +36,13 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
 
 
+class NoRequests(ValueError):
+    """A readable file without one usable request record (bad input, exit 2)."""
+
+
 def load_run(path: str) -> dict:
-    """{"label", "header", "requests", "issues"} of any readable run; raises OSError / ValueError."""
+    """{"label", "header", "requests", "issues"} of any readable run; raises OSError, ImportProblem (another
+    tool's file that cannot be imported) or NoRequests; any other exception is a bug."""
     from tui.core.records import LineIssue, RequestRecord, RunHeader
     from tui.sources.importing import open_run
 
@@ -52,12 +57,14 @@ def load_run(path: str) -> dict:
         elif isinstance(it, LineIssue):
             issues += 1
     if not reqs:
-        raise ValueError(f"{path}: no usable request records ({issues} problem lines)")
+        raise NoRequests(f"{path}: no usable request records ({issues} problem lines)")
     return {"label": path, "header": header, "requests": reqs, "issues": issues}
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from tui.core.compare import compare, to_markdown
+
+    from tui.sources.importing import ImportProblem
 
     runs = []
     for path in (args.base, args.cand):
@@ -67,14 +74,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
             runs.append(load_run(path))
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
+        except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
     result = compare(runs[0], runs[1], slo_ttft_ms=args.slo_ttft_ms, margin=args.margin, alpha=args.alpha)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
         try:
-            with open(args.out, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            from tui.sources.outfiles import write_text_atomic
+
+            write_text_atomic(args.out, text + "\n")
         except OSError as exc:
             raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     sys.stdout.write(text + "\n" if args.json else to_markdown(result))

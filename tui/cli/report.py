@@ -157,11 +157,13 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         from tui.cli.watch import report_watch_file
 
         return report_watch_file(path, args, out)
+    from tui.sources.importing import ImportProblem
+
     try:
         mon = analyse_file(path, cfg, budget, origin)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:  # ImportProblem: another tool's file that cannot be imported
+    except ImportProblem as exc:  # another tool's file that cannot be imported (any other ValueError is a bug)
         raise UsageError(str(exc)) from None
     problem = not_record_file_problem(mon)
     if problem:
