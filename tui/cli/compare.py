@@ -63,7 +63,6 @@ def load_run(path: str) -> dict:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from tui.core.compare import compare, to_markdown
-
     from tui.sources.importing import ImportProblem
 
     runs = []

@@ -116,6 +116,10 @@ def fraction_severity(frac: float | None, target: float) -> Severity:
 
 
 def _fmt_minutes(seconds: float) -> str:
+    if seconds != seconds:  # NaN: a time nobody can state
+        return "an unknown time"
+    if seconds > 6e7:  # over 1e6 minutes (and +inf): a bound, never a made-up figure or an OverflowError
+        return "over 1e6 min"
     m = seconds / 60.0
     if m >= 1:
         return f"{math.ceil(m - 1e-9)} min"

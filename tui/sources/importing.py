@@ -273,7 +273,6 @@ def line_parser_for(path: str | os.PathLike):
 def write_records(result, out_path: str) -> int:
     """Write an ImportResult as a servewatch record file; returns the number of lines written."""
     from tui.core.records import dumps
-
     from tui.sources.outfiles import atomic_text
 
     n = 0
