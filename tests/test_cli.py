@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import tui.cli as cli
-from tui.cli import COMMANDS, Command, ExitCode, build_parser, main
+from tui.cli import COMMANDS, Command, build_parser, main
 from tui.cli import options as O
 from tui.core.exitcodes import ExitCode
 
