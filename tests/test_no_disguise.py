@@ -292,3 +292,18 @@ async def test_after_the_replay_ended_a_tick_takes_no_snapshot(tmp_path):
         app.tick(force=True)  # a forced tick (a key, a resize) still renders
         assert len(calls) == before + 1
         assert "end" in app.mode_badge
+
+
+def test_a_crash_inside_the_console_is_raised_not_returned_as_no_decision(monkeypatch, tmp_path):
+    """Textual shows an unhandled exception and returns no value, which the command line read as exit 3
+    ("no decision"); the app raises it again so the boundary says internal error (70)."""
+    from tests.test_app import make_app
+    from tui.app import ServewatchApp
+
+    def broken(self):
+        raise RuntimeError("a bug in a pane")
+
+    monkeypatch.setattr(ServewatchApp, "on_mount", broken)
+    app, _src, _sink = make_app(SEED, tmp_path=tmp_path, max_speed=True)
+    with pytest.raises(RuntimeError, match="a bug in a pane"):
+        app.run(headless=True, size=(120, 40))

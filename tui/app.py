@@ -187,14 +187,19 @@ class ServewatchApp(App[int]):
         """Textual's ``run``, refused (``UsageError``: one line, exit 2) when there is no terminal to draw on and
         no driver named: ``servewatch | tail -2`` or ``servewatch < /dev/null`` would otherwise spin unseen.
         ``textual serve`` names its web driver (``TEXTUAL_DRIVER``); headless runs and Pilot tests
-        (``run_test``, which does not come through here) have their own driver."""
+        (``run_test``, which does not come through here) have their own driver. An unhandled exception inside
+        the app is raised again after Textual has shown it, so the command exits 70 instead of 3."""
         if not kwargs.get("headless") and kwargs.get("auto_pilot") is None:
             problem = terminal_problem()
             if problem:
                 from tui.core.exitcodes import UsageError
 
                 raise UsageError(problem)
-        return super().run(*args, **kwargs)
+        result = super().run(*args, **kwargs)
+        crash = getattr(self, "_exception", None)  # Textual printed it and exited with no value: not a verdict
+        if isinstance(crash, Exception):
+            raise crash  # the command line's boundary: exit 70 (internal error), never 3 "no decision"
+        return result
 
     # ------------------------------------------------------------------ themes
     @property
