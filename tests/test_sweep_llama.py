@@ -12,7 +12,6 @@ assertions read the records and the sweep table, never a wall-clock speed.
 from __future__ import annotations
 
 import json
-import statistics
 
 from tests.calibrate import measure_peer, slo_between
 from tui.cli import main
@@ -25,7 +24,8 @@ def test_sweep_finds_the_level_where_queueing_breaks_the_gate(llama_server, tmp_
     speed = measure_peer(llama_server.openai_url, prompt_words=16, output_tokens=32)
     slo_ms = slo_between(speed)
     # a step ends when decided; its cap lets level 1 see the few dozen requests a PASS needs at THIS speed
-    step_s = max(60.0, 60.0 * statistics.median(speed.e2e_s))
+    # (the slowest calibration request: on a shared box the speed swings by 10x within minutes; at most 600 s)
+    step_s = min(600.0, max(60.0, 60.0 * max(speed.e2e_s)))
     why = f"{speed}; SLO {slo_ms:.0f} ms; step cap {step_s:.0f} s"
     rc = main([
         "sweep", "--url", llama_server.base_url, "--concurrency", "1,8", "--input-tokens", "16",
