@@ -64,7 +64,8 @@ def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
                "with contextlib.redirect_stdout(io.StringIO()):\n"
                "    rc = main(['budget', '--json'])\n"
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual', 'rich'))\n"
-               "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m != 'tui.cli.options')\n"
+               "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash'))\n"  # shared flags and checks, no command
                "print(rc, heavy, cmds)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]
@@ -76,7 +77,8 @@ def test_top_level_help_imports_no_command_module_and_lists_every_command():
                "buf = io.StringIO()\n"
                "with contextlib.redirect_stdout(buf):\n"
                "    rc = main(['--help'])\n"
-               "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m != 'tui.cli.options')\n"
+               "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash'))\n"  # shared flags and checks, no command
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual'))\n"
                "print(repr(buf.getvalue()))\n"
                "print(rc, cmds, heavy)")
@@ -89,8 +91,8 @@ def test_top_level_help_imports_no_command_module_and_lists_every_command():
 
 def test_a_broken_command_module_is_an_error_not_a_hidden_command(monkeypatch, capsys):
     monkeypatch.setitem(COMMANDS, "report", Command("tui.cli.no_such_module", "headless verdict on a record file"))
-    with pytest.raises(ModuleNotFoundError):
-        main(["report", SEED])
+    assert main(["report", SEED]) == ExitCode.INTERNAL  # an internal error says so (issue 18): never hidden
+    assert "internal error" in capsys.readouterr().err
     with pytest.raises(ModuleNotFoundError):
         build_parser()  # every command declared: the broken one raises, it is not skipped
     assert main(["--help"]) == 0

@@ -9,10 +9,12 @@ deadline; nothing here asserts a wall-clock speed.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections import Counter
 
+from tests.calibrate import bound_s, measure_peer
 from tui.app import build_app
 from tui.core.budget import teaching_case
 from tui.core.monitor import Monitor, MonitorConfig
@@ -42,6 +44,9 @@ async def wait_for(pilot, pred, what: str, source: LiveSource, timeout: float = 
 
 async def test_live_console_fills_the_good_fraction_and_queue_panes(llama_server, tmp_path):
     record = tmp_path / "live.jsonl"
+    # the bound of a failing run, from this machine's speed now (issue 18): 24 requests, 16 tokens each
+    speed = await asyncio.to_thread(measure_peer, llama_server.openai_url, prompt_words=16, output_tokens=16)
+    bound = max(DEADLINE_S, bound_s(speed, REQUESTS))
     cfg = LoadConfig(url=llama_server.base_url, mode="closed", levels=[8], input_tokens=(16, 16),
                      output_tokens=(16, 16), ignore_eos=True, requests=REQUESTS, record=str(record),
                      metrics_interval=0.2, progress_interval=0, gpu=False, api_key_env=None, read_timeout=120.0)
@@ -63,7 +68,8 @@ async def test_live_console_fills_the_good_fraction_and_queue_panes(llama_server
             return (measured > 0 and q.source == "llamacpp" and busy
                     and shown.search(app.query_one("#good-text").visual.plain) is not None)
 
-        await wait_for(pilot, filled, "requests in the Good-fraction pane and the llama.cpp queue filling", source)
+        await wait_for(pilot, filled, "requests in the Good-fraction pane and the llama.cpp queue filling", source,
+                       timeout=bound)
 
         snap = app.snapshot
         assert "LIVE" in app.query_one(HeaderBar).visual.plain

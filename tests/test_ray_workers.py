@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.calibrate import pass_slo_ms
 from tests.fault_server import FaultServer
 from tests.llama_fixture import in_ci
 from tui.core.records import LineIssue, RequestRecord, RunHeader, StepRecord, read_file
@@ -146,8 +147,9 @@ def ends_of(out: list[dict]) -> list[dict]:
 async def test_verdicts_equal_in_process_local_workers_and_ray(ray_head):
     """The deterministic test server: the same verdicts whichever way the load is sent."""
     with FaultServer() as fs:
+        slo_ms = await asyncio.to_thread(pass_slo_ms, fs.url("ok", tokens=2), output_tokens=2)  # this machine, now
         for expect, url, mon in (
-                ("PASS", fs.url("ok", tokens=2), monitor_config(slo_ttft_ms=1000.0, target=0.5, min_window_minutes=0)),
+                ("PASS", fs.url("ok", tokens=2), monitor_config(slo_ttft_ms=slo_ms, target=0.5, min_window_minutes=0)),
                 ("FAIL", fs.url("ok", tokens=2, first_delay=0.02), monitor_config(slo_ttft_ms=5.0,
                                                                                   min_window_minutes=0))):
             verdicts = {}
@@ -169,8 +171,10 @@ async def test_killed_actor_degrades_the_step_and_records_its_requests_as_worker
     gens = []
     out: list[dict] = []
     with FaultServer() as fs:
-        cfg = fault_cfg(fs.url("ok", tokens=2, first_delay=0.3), levels=[4, 8], requests=32, workers=2, ray=ray_head,
-                        monitor=monitor_config(slo_ttft_ms=1000.0, target=0.3, min_window_minutes=0))
+        slow = fs.url("ok", tokens=2, first_delay=0.3)
+        slo_ms = await asyncio.to_thread(pass_slo_ms, slow, output_tokens=2, factor=3.0)  # this machine, now
+        cfg = fault_cfg(slow, levels=[4, 8], requests=32, workers=2, ray=ray_head,
+                        monitor=monitor_config(slo_ttft_ms=slo_ms, target=0.3, min_window_minutes=0))
         run = asyncio.create_task(run_load(cfg, out.append, on_generator=gens.append))
 
         async def kill_when_busy() -> None:  # actor 0 has requests in flight and some already recorded

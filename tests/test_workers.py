@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.calibrate import pass_slo_ms
 from tests.fault_server import FaultServer
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import parse_object
@@ -155,9 +156,10 @@ async def test_open_loop_union_is_the_single_process_schedule(fs):
 
 async def test_same_verdict_in_process_and_with_workers(fs):
     verdicts = {}
+    slo_ms = await asyncio.to_thread(pass_slo_ms, fs.url("ok", tokens=2), output_tokens=2)  # this machine, now
     for workers in (1, 2):
         out: list[dict] = []
-        mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.5, min_window_s=0.0, min_requests=20)
+        mcfg = MonitorConfig(slo_ttft_ms=slo_ms, target=0.5, min_window_s=0.0, min_requests=20)
         await run_load(cfg(fs.url("ok", tokens=2), levels=[4.0], requests=80, workers=workers, monitor=mcfg),
                        out.append)
         mon = Monitor(mcfg)

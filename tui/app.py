@@ -147,6 +147,7 @@ class ServewatchApp(App[int]):
         self.snapshot: Snapshot | None = None
         self.last_seq: int | None = None
         self.ticks = 0
+        self.idle_ticks = 0  # ticks that found the source ended and nothing new (no snapshot taken)
         self.pane_updates = 0
         self.display_paused = False
         self.solo: int | None = None
@@ -181,6 +182,24 @@ class ServewatchApp(App[int]):
                 self.theme = DEFAULT_THEME
             elif self.theme_set.themes:
                 self.theme = self.theme_set.themes[0].name
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Textual's ``run``, refused (``UsageError``: one line, exit 2) when there is no terminal to draw on and
+        no driver named: ``servewatch | tail -2`` or ``servewatch < /dev/null`` would otherwise spin unseen.
+        ``textual serve`` names its web driver (``TEXTUAL_DRIVER``); headless runs and Pilot tests
+        (``run_test``, which does not come through here) have their own driver. An unhandled exception inside
+        the app is raised again after Textual has shown it, so the command exits 70 instead of 3."""
+        if not kwargs.get("headless") and kwargs.get("auto_pilot") is None:
+            problem = terminal_problem()
+            if problem:
+                from tui.core.exitcodes import UsageError
+
+                raise UsageError(problem)
+        result = super().run(*args, **kwargs)
+        crash = getattr(self, "_exception", None)  # Textual printed it and exited with no value: not a verdict
+        if isinstance(crash, Exception):
+            raise crash  # the command line's boundary: exit 70 (internal error), never 3 "no decision"
+        return result
 
     # ------------------------------------------------------------------ themes
     @property
@@ -343,10 +362,24 @@ class ServewatchApp(App[int]):
     def source_label(self) -> str:
         return (self.source.label if self.source is not None else "") or (self.snapshot.source if self.snapshot else "")
 
+    def _nothing_new(self) -> bool:
+        """True when the source has ended and the monitor holds nothing the last snapshot did not: the tick
+        then takes no snapshot (idle after a replay has ended, the console costs next to nothing)."""
+        if self.source is None or self.snapshot is None or not getattr(self.source, "finished", False):
+            return False
+        seq = getattr(getattr(self.sink, "monitor", None), "seq_no", None)
+        return isinstance(seq, int) and seq == self.last_seq
+
     def tick(self, force: bool = False) -> None:
-        """Take one snapshot; update the panes only when it changed (or when forced)."""
+        """Take one snapshot; update the panes only when it changed (or when forced). After the source has
+        ended with nothing new, only the header's badge is kept current."""
         self.ticks += 1
         in_flight_changed = self._push_in_flight()
+        if not force and not in_flight_changed and self._nothing_new():
+            self.idle_ticks += 1
+            self._refresh_header()
+            self.sub_title = f"{self.source_label} · {self.mode_badge}"
+            return
         try:
             snap = self.sink.snapshot()
         except Exception as exc:  # a bug in the core must not kill the console
@@ -535,7 +568,9 @@ class ServewatchApp(App[int]):
             "snapshot": snap.to_dict(),
         }
         json_path = d / f"{base}.json"
-        json_path.write_text(json.dumps(_json_safe(doc), indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8")
+        from tui.sources.outfiles import write_text_atomic
+
+        write_text_atomic(json_path, json.dumps(_json_safe(doc), indent=2, allow_nan=False, default=str) + "\n")
         self.exports.append((svg_path, json_path))
         return svg_path, json_path
 
@@ -577,6 +612,26 @@ class ServewatchApp(App[int]):
             rolling=rolling,
             candidate_note=note,
         )
+
+
+def terminal_problem() -> str | None:
+    """Why the console cannot be drawn here (standard input or output not a terminal and no driver named by
+    ``TEXTUAL_DRIVER``), else None."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    missing = []
+    for name, stream in (("input", sys.__stdin__), ("output", sys.__stdout__)):
+        try:
+            tty = stream is not None and stream.isatty()
+        except (ValueError, OSError):
+            tty = False
+        if not tty:
+            missing.append(name)
+    if not missing:
+        return None
+    return (f"the console needs a terminal, and standard {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not one; for a verdict without a terminal use "
+            "`servewatch report FILE` (or `watch --once`), or serve the console with `textual serve`")
 
 
 def build_app(

@@ -209,3 +209,17 @@ def load_themes(themes_dir: str | os.PathLike | None = None) -> ThemeSet:
             by_name[theme.name] = theme
     result.themes = list(by_name.values())
     return result
+
+
+def unknown_theme_problem(name: str, themes_dir: str | os.PathLike | None = None) -> str | None:
+    """The one line for ``--theme NAME`` when no theme has that name (servewatch's files, ``--themes-dir``,
+    Textual's built-ins), listing the themes it knows; None when the theme exists. Checked before the UI starts."""
+    themes = load_themes(themes_dir)
+    if themes.get(name) is not None:
+        return None
+    from textual.theme import BUILTIN_THEMES
+
+    if name in BUILTIN_THEMES:
+        return None
+    own = ", ".join(themes.names) or "none"
+    return f"unknown theme {name!r}; servewatch themes: {own}; Textual's own: {', '.join(sorted(BUILTIN_THEMES))}"

@@ -16,7 +16,9 @@ ever hidden by an ImportError.
 
 The boundary: a command raises :class:`~tui.core.exitcodes.UsageError` ("one line") for bad usage or unreadable
 input; ``main()`` prints ``servewatch: <line>`` on stderr and returns 2.  Ctrl-C returns 130 quietly; a closed
-standard output (``servewatch budget --json | head -1``) returns 141 quietly.  Exit codes: ``tui.core.exitcodes``.
+standard output (``servewatch budget --json | head -1``) returns 141 quietly.  Any other exception is a bug:
+70 and one line naming the failing place and the log file with the traceback (``--debug`` prints it instead),
+``tui.cli.crash``.  Exit codes: ``tui.core.exitcodes``.
 
 Adding a command (e.g. ``watch``) is one module plus one table entry:
 
@@ -103,6 +105,9 @@ def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     None: all of them.  The others are listed (name and help) but take no flags."""
     p = _Parser(prog="servewatch", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--version", action="version", version=f"servewatch {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="on an internal error (exit 70), print the traceback instead of writing it to a log file "
+                        "(allowed anywhere on the command line)")
     add_console_default_arguments(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, command in COMMANDS.items():
@@ -133,17 +138,26 @@ def _dispatch(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors: one line on stderr, exit 2 (help/version: 0)
         return int(exc.code or 0) if isinstance(exc.code, int) else ExitCode.USAGE
+    if args.command is not None and command is None:  # console flags before a command: `--theme light replay f`
+        raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
+    from tui.cli.guard import own_input_refusal, theme_refusal
+
+    refusal = theme_refusal(args) or own_input_refusal(args)  # an unknown theme; a command writing onto its input
+    if refusal:
+        raise UsageError(refusal)
     if args.command is None:
         _add, run = CONSOLE.load()
         return int(run(args) or 0)
-    if command is None:  # console flags before a command: `servewatch --theme light replay f`
-        raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
     return int(args.func(args) or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `servewatch` entry point: the one place that turns errors into exit codes."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv[: argv.index("--")] if "--" in argv else "--debug" in argv
+    if debug:  # a global flag, accepted before or after the command
+        cut = argv.index("--") if "--" in argv else len(argv)
+        argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
     try:
         code = _dispatch(argv)
         sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
@@ -156,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _quiet_closed_stdout()
         return ExitCode.BROKEN_PIPE
+    except Exception as exc:  # a bug: its own exit code and one line, never disguised as FAIL or bad input
+        from tui.cli.crash import report_internal_error
+
+        return report_internal_error(exc, debug, argv)
 
 
 if __name__ == "__main__":

@@ -189,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
     from tui.cli.chainopts import verify_key
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
+    from tui.sources.importing import ImportProblem
+
     for path in args.records:
         problem = input_problem(path)
         if problem:
@@ -204,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:
             raise runs_problem(exc) from None
-        except ValueError as exc:  # another tool's file that cannot be imported
+        except ImportProblem as exc:  # another tool's file that cannot be imported (other ValueErrors: bugs)
             raise UsageError(str(exc)) from None
         rid = run_identity(mon.header)
         if rid is not None and rid in seen_runs:
@@ -260,13 +262,15 @@ def run(args: argparse.Namespace) -> int:
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
         doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
     md = A.render_markdown(doc)
+    from tui.sources.outfiles import write_text_atomic
+
     written = []
     try:
         for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")):
-            (out_dir / name).write_text(content, encoding="utf-8")
+            write_text_atomic(out_dir / name, content)
             written.append(str(out_dir / name))
         if not args.no_html:
-            (out_dir / "acceptance.html").write_text(A.render_html(doc, md), encoding="utf-8")
+            write_text_atomic(out_dir / "acceptance.html", A.render_html(doc, md))
             written.append(str(out_dir / "acceptance.html"))
     except OSError as exc:
         raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None

@@ -254,7 +254,9 @@ def run(args: argparse.Namespace) -> int:
     out = getattr(args, "out", None)
     if out:
         try:
-            Path(out).write_text(text + "\n", encoding="utf-8")
+            from tui.sources.outfiles import write_text_atomic
+
+            write_text_atomic(out, text + "\n")
         except OSError as exc:
             raise UsageError(f"budget: cannot write {out}: {_one_line(exc)}") from None
     if getattr(args, "json", False):

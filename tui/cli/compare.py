@@ -46,11 +46,16 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     add_verify_key_argument(parser)
 
 
+class NoRequests(ValueError):
+    """A readable file without one usable request record (bad input, exit 2)."""
+
+
 def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = 1000.0) -> dict:
     """{"label", "header", "requests", "issues", "problems"} of any readable run (``problems``: per level, the
-    evidence problems that forbid judging it: the file held against itself); raises OSError / ValueError
-    (``tui.core.runs.SeveralRuns`` with the list when the file holds several runs and ``pick_run`` is None:
-    several runs are never merged)."""
+    evidence problems that forbid judging it: the file held against itself); raises OSError, ImportProblem
+    (another tool's file that cannot be imported), NoRequests, or ``tui.core.runs.SeveralRuns`` with the list when
+    the file holds several runs and ``pick_run`` is None (several runs are never merged); any other exception is a
+    bug."""
     from tui.core.monitor import Monitor, MonitorConfig
     from tui.core.records import LineIssue, RequestRecord, RunHeader
     from tui.core.runs import RunSplitter
@@ -84,7 +89,7 @@ def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = 1000.0
     take(batch)
     splitter.check(path)
     if not reqs:
-        raise ValueError(f"{path}: no usable request records ({issues} problem lines)")
+        raise NoRequests(f"{path}: no usable request records ({issues} problem lines)")
     mon.finish()
     problems: dict = {}
     for (level, _rnd), _st in mon.levels.items():
@@ -98,6 +103,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tui.cli.report import runs_problem
     from tui.core.compare import compare, to_markdown
     from tui.core.runs import RunNotInFile, SeveralRuns
+    from tui.sources.importing import ImportProblem
 
     runs = []
     for path, pick in ((args.base, getattr(args, "base_run", None)), (args.cand, getattr(args, "cand_run", None))):
@@ -109,15 +115,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:
             raise runs_problem(exc) from None
-        except ValueError as exc:
+        except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
     result = compare(runs[0], runs[1], slo_ttft_ms=args.slo_ttft_ms, margin=args.margin, alpha=args.alpha)
     integrity = _integrity(args, result)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
         try:
-            with open(args.out, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            from tui.sources.outfiles import write_text_atomic
+
+            write_text_atomic(args.out, text + "\n")
         except OSError as exc:
             raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     sys.stdout.write(text + "\n" if args.json else to_markdown(result) + integrity)

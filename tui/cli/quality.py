@@ -261,7 +261,9 @@ def run(args: argparse.Namespace) -> int:
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     if args.out:
         try:
-            Path(args.out).write_text(text + "\n", encoding="utf-8")
+            from tui.sources.outfiles import write_text_atomic
+
+            write_text_atomic(args.out, text + "\n")
         except OSError as exc:
             raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     if args.json:

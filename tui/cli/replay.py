@@ -99,9 +99,11 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     from tui.sources.importing import prepare_replay  # other tools' files, recognised by content
 
     follow = bool(getattr(args, "follow", False))
+    from tui.sources.importing import ImportProblem
+
     try:
         play, line_parser, refusal = prepare_replay(path, follow)
-    except (OSError, ValueError) as exc:
+    except (OSError, ImportProblem) as exc:  # any other ValueError is a bug, not bad input
         raise UsageError(exc) from None
     if refusal:
         raise UsageError(refusal)
@@ -191,8 +193,9 @@ def run(args: argparse.Namespace) -> int:
 
 def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:
     """The base run's per-level good fractions for the sweep pane, or a one-line problem."""
-    from tui.cli.compare import load_run
+    from tui.cli.compare import NoRequests, load_run
     from tui.core.compare import baseline_levels
+    from tui.sources.importing import ImportProblem
 
     if not os.path.isfile(path):
         return f"cannot read baseline {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}"
@@ -200,7 +203,7 @@ def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:
         run = load_run(path)
     except OSError as exc:
         return f"cannot read baseline {path}: {exc.strerror or exc}"
-    except ValueError as exc:
+    except (ImportProblem, NoRequests) as exc:
         return str(exc)
     return baseline_levels(run["requests"], slo_ttft_ms, run["header"], label=path)
 

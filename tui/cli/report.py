@@ -106,7 +106,7 @@ def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: s
 
     if pick_run == LAST_RUN:
         if path == "-":
-            raise ValueError("the last run of standard input cannot be picked")
+            raise UsageError("the last run of standard input cannot be picked")
         pick_run = len(_count_runs(path, config))
     splitter = RunSplitter(pick_run)
     verifier = ChainVerifier(verify_key, key_name)
@@ -220,6 +220,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     from tui.core.runs import RunNotInFile, SeveralRuns
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
+    from tui.sources.importing import ImportProblem
+
     try:
         mon = analyse_file(path, cfg, budget, origin, pick_run=getattr(args, "run", None), verify_key=key,
                            key_name=key_name)
@@ -227,7 +229,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
         raise runs_problem(exc) from None
-    except ValueError as exc:  # ImportProblem: another tool's file that cannot be imported
+    except ImportProblem as exc:  # another tool's file that cannot be imported (any other ValueError is a bug)
         raise UsageError(str(exc)) from None
     problem = not_record_file_problem(mon)
     if problem:

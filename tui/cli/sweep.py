@@ -64,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(format_sweep(summary))
     if args.sweep_json:
         try:
-            with open(args.sweep_json, "w") as fh:
-                json.dump(summary, fh, indent=2, default=str)
+            from tui.sources.outfiles import write_text_atomic
+
+            write_text_atomic(args.sweep_json, json.dumps(summary, indent=2, default=str))
         except OSError as exc:
             raise UsageError(f"cannot write {args.sweep_json}: {exc.strerror or exc}") from None
         _print(f"sweep table written to {args.sweep_json}")

@@ -77,9 +77,15 @@ class CostInputs:
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    """A finite number as a float, else None (unknown): wrong types, NaN, +-inf and integers too large for a
+    float (``10**400`` in a record file)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _str(v: Any, limit: int = 200) -> str | None:

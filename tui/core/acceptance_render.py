@@ -21,8 +21,29 @@ def _pct(v: float | None, digits: int = 1) -> str:
     return fmt_pct(v, digits)
 
 
+HUGE = 1e12  # beyond this a figure is shown as a bound, never as a 13-digit made-up number
+
+
+def _num(v: Any, spec: str) -> str:
+    """A number formatted with ``spec``; None: N/A; NaN, wrong types and "nan": unknown; +-inf (or the "inf"
+    strings of the JSON document) and magnitudes over 1e12: "over 1e12" / "below -1e12". Never raises."""
+    if v is None:
+        return "N/A"
+    if isinstance(v, str):
+        return {"inf": "over 1e12", "-inf": "below -1e12"}.get(v, "unknown")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return "unknown"
+    if v != v:
+        return "unknown"
+    if v > HUGE:
+        return "over 1e12"
+    if v < -HUGE:
+        return "below -1e12"
+    return format(v, spec)
+
+
 def _f(v: float | None, digits: int = 2) -> str:
-    return "N/A" if v is None else f"{v:.{digits}f}"
+    return _num(v, f".{digits}f")
 
 
 def _md_cell(v: Any) -> str:
@@ -40,7 +61,7 @@ def _ms(p: Mapping) -> str:
     v = p.get("value_ms")
     if v is None:
         return "N/A"
-    s = "inf" if v == "inf" else f"{v:.0f} ms"
+    s = "inf" if v == "inf" else f"{_num(v, '.0f')} ms"
     if p.get("approximate"):
         s += " (approx.)"
     if p.get("label"):
@@ -213,10 +234,10 @@ def md_measured(doc: Mapping) -> list[str]:
             (f"`{r['source']}`", r["mode"] or "-", _fmt_level(r["level"]), r["round"], r["n"],
              f"{_pct(r['good_fraction'])} ({r['good']}/{r['n']}) [{_pct(r['wilson_95'][0], 0)}-{_pct(r['wilson_95'][1], 0)}]",
              _ms(r["ttft_ms"]["P50"]), _ms(r["ttft_ms"]["P95"]), _ms(r["ttft_ms"]["P99"]),
-             "N/A" if r["tpot_ms_p50"] is None else f"{r['tpot_ms_p50']:.1f} ms",
+             "N/A" if r["tpot_ms_p50"] is None else f"{_num(r['tpot_ms_p50'], '.1f')} ms",
              _f(r["req_per_s"]), _f(r["output_tok_per_s"], 1), _f(r["goodput_per_s"]),
              r["verdict"] + (" (client saturated: not valid)" if r["saturated"] else ""),
-             f"n={r['window']['n']}, {r['window']['minutes']:.1f} min, VIF {r['window']['vif']:.2f}"
+             f"n={r['window']['n']}, {_num(r['window']['minutes'], '.1f')} min, VIF {_num(r['window']['vif'], '.2f')}"
              + (" (bursty)" if r["window"]["bursty"] else "")) for r in m["levels"]))
         add("")
         add("TTFT percentiles are over completed requests; failed requests count against the good fraction. "

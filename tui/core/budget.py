@@ -953,8 +953,16 @@ def budget_from_dict(d: Mapping[str, Any]) -> BudgetResult:
     """Recompute a saved budget from its parameters; raise BudgetError if its saved results disagree.
 
     Accepts the file shape {"schema": ..., "parameters": ..., "results": ..., ...} and the budget
-    record shape (the same keys plus "type": "budget").
+    record shape (the same keys plus "type": "budget"). Numbers too large for a float (``10**400``) are a
+    BudgetError too, never an OverflowError.
     """
+    try:
+        return _budget_from_dict(d)
+    except OverflowError:
+        raise BudgetError("a number in the budget is too large to compute with") from None
+
+
+def _budget_from_dict(d: Mapping[str, Any]) -> BudgetResult:
     if not isinstance(d, Mapping):
         raise BudgetError("a budget must be a JSON object")
     if d.get("type") == "budget" and "schema" not in d and isinstance(d.get("budget"), Mapping):

@@ -70,7 +70,14 @@ LLAMACPP_NOTE = ("llama.cpp's context (n_ctx, split over its slots) is set by th
 
 
 def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
+    """A positive finite count, else None (wrong types, NaN, inf, and integers beyond a float's range)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return int(v) if math.isfinite(f) and f > 0 else None
 
 
 def capacity_sentence(budget: Any, cap: Mapping | None) -> str | None:

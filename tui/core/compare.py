@@ -50,6 +50,8 @@ class LevelStats:
         bound (None when none can be estimated)."""
         if not self.outcomes or self.t0 is None:
             return None
+        if not all(math.isfinite(t - self.t0) for t, _g in self.outcomes):
+            return None  # a time axis that is not finite: no batches, the VIF is unknown
         best = None
         for length in BATCH_SECONDS:
             buckets: dict[int, list[int]] = {}
@@ -67,6 +69,8 @@ class LevelStats:
         lo, hi = stats.wilson(self.good, self.n)
         pct = stats.percentiles(sorted(self.ttft_ms))
         span = (self.t1 - self.t0) if (has_axis and self.t0 is not None and self.t1 is not None) else None
+        if span is not None and not math.isfinite(span):
+            span = None  # not a duration anyone measured: unknown
         vif = self.vif() if has_axis else None
         tp = sorted(self.tpot_ms)
         return {

@@ -4,6 +4,9 @@
     1 FAIL         the verdict is FAIL (measured load, quality or acceptance failed)
     2 USAGE        bad usage or unreadable input: one line on stderr, never a traceback
     3 INSUFFICIENT no decision yet: INSUFFICIENT_WINDOW, UNDECIDED, NO_EVIDENCE, no baseline
+   70 INTERNAL     an internal error (a bug in servewatch, not the input, not a verdict): one line naming the
+                   failing place and where the traceback was written (``--debug`` prints it); 70 is EX_SOFTWARE of
+                   sysexits.h, outside the verdict codes 0-3 and the 128+signal range
   130 INTERRUPTED  Ctrl-C (SIGINT), quietly
   141 BROKEN_PIPE  standard output was closed by its reader (``servewatch report x --json | head -1``), quietly:
                    128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
@@ -19,6 +22,7 @@ class ExitCode(enum.IntEnum):
     FAIL = 1
     USAGE = 2
     INSUFFICIENT = 3
+    INTERNAL = 70
     INTERRUPTED = 130
     BROKEN_PIPE = 141
 
@@ -41,5 +45,6 @@ def synthetic_exit(code: int, synthetic: bool) -> tuple[int, str | None]:
     return int(code), None
 
 
-EXIT_CODES_DOC = "exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED, 2 bad usage or unreadable input"
+EXIT_CODES_DOC = ("exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED, 2 bad usage or unreadable input, "
+                  "70 internal error (a bug; the traceback's log file is named)")
 

@@ -119,11 +119,13 @@ def fraction_severity(frac: float | None, target: float) -> Severity:
 
 
 def _fmt_minutes(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "unknown time" if seconds != seconds else ("over 1e6 min" if seconds > 0 else "0 s")
-    m = seconds / 60.0
-    if m >= 1e6:
+    if seconds != seconds:  # NaN: a time nobody can state
+        return "an unknown time"
+    if seconds > 6e7:  # over 1e6 minutes (and +inf): a bound, never a made-up figure or an OverflowError
         return "over 1e6 min"
+    if seconds <= 0:  # (and -inf)
+        return "0 s"
+    m = seconds / 60.0
     if m >= 1:
         return f"{math.ceil(m - 1e-9)} min"
     return f"{math.ceil(seconds)} s"

@@ -432,8 +432,10 @@ def parse_request(d: dict) -> RequestRecord:
         rnd = _count(d, "round")
         if rnd is not None and rnd < 1:
             raise RecordError("field 'round' must be >= 1")
-    if level is not None and (type(level) not in _NUM_TYPES or level - level != 0):
+    if level is not None and (type(level) not in _NUM_TYPES or not -_COUNT_MAX <= level <= _COUNT_MAX):
         level = _opt_num(d, "level")
+        if level is not None and not -_COUNT_MAX <= level <= _COUNT_MAX:
+            raise RecordError(f"field 'level' is out of range (|x| <= 2**53), got {level!r:.40}")
     retried = get("retried") or 0
     if type(retried) is not int or not 0 <= retried <= _COUNT_MAX:
         retried = _count(d, "retried") or 0

@@ -203,7 +203,7 @@ def format_report(rep: dict[str, Any]) -> str:
     prov = rep.get("provenance") or {}
     add(f"data from: {prov.get('text') or _prov.UNKNOWN}")
     hdr = rep.get("header") or {}
-    tgt = hdr.get("target") or {}
+    tgt = hdr.get("target") if isinstance(hdr.get("target"), dict) else {}  # a record file may get it wrong
     if tgt:
         add(f"target: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
     add("")

@@ -273,9 +273,10 @@ def line_parser_for(path: str | os.PathLike):
 def write_records(result, out_path: str) -> int:
     """Write an ImportResult as a servewatch record file; returns the number of lines written."""
     from tui.core.records import dumps
+    from tui.sources.outfiles import atomic_text
 
     n = 0
-    with open(out_path, "w", encoding="utf-8") as fh:
+    with atomic_text(out_path) as fh:  # whole or not at all
         for d in result.all_records():
             fh.write(dumps(d))
             n += 1
