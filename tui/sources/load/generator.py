@@ -604,11 +604,12 @@ def _pool_fields(end: dict, pooled: Any, mode: str) -> None:
         end["lost_workers"] = list(pooled.lost)
         end["note"] = ((end.get("note", "") + "; ") if end.get("note") else "") + (
             "degraded: a load worker was lost during this step, the level was not held and cannot PASS")
-        if end.get("verdict") == "PASS":
+        if end.get("verdict") in ("PASS", "UNDECIDED"):  # a FAIL stands; a PASS (or one already blocked) cannot
+            prev = end.get("verdict_reason") if end.get("verdict") == "UNDECIDED" else None
             end["verdict"] = "UNDECIDED"
             end["verdict_reason"] = (f"degraded: a load worker was lost during this step ({pooled.worker_lost_requests} "
                                      "requests in flight recorded as worker_lost); the level was not held, so it "
-                                     "cannot PASS")
+                                     "cannot PASS" + (f"; {prev}" if prev and prev.startswith("cannot PASS") else ""))
 
 
 def _raise_fd_limit() -> None:
