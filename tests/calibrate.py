@@ -94,13 +94,18 @@ def measure_peer(openai_url: str, *, prompt_words: int = 16, output_tokens: int 
 
 def slo_between(speed: PeerSpeed, *, above_ttft: float = 3.0, floor_ms: float = 100.0) -> float:
     """An SLO (ms) that a request served at once meets with room to spare, and a request queued behind a full
-    batch misses: the geometric mean of ``above_ttft`` x the median concurrency-1 TTFT and the median
-    concurrency-1 end-to-end time (a queued request waits at least about one whole request), never under
+    batch misses: 0.6 of the median concurrency-1 end-to-end time (a queued request waits at least about one whole
+    request), and at least the geometric mean of that and ``above_ttft`` x the median concurrency-1 TTFT (on a busy
+    box the TTFT of a request served at once swings more than its whole time does), never under
     ``floor_ms``. Medians: one request delayed by a burst of load elsewhere does not move the SLO. When the two
     figures are too close to separate, the lower bound wins (the PASS side is kept)."""
     low = max(floor_ms, above_ttft * speed.ttft_median_s * 1e3)
     high = speed.e2e_median_s * 1e3
-    return low if high <= low else math.sqrt(low * high)
+    if high <= low:
+        return low
+    # as high as a queued request still misses: 0.6 of a whole request (a request queued behind a full batch waits
+    # at least about one whole request), never below the geometric mean of the two
+    return max(math.sqrt(low * high), 0.6 * high)
 
 
 def bound_s(speed: PeerSpeed, requests: int, *, factor: float = 20.0, floor_s: float = 30.0) -> float:

@@ -7,6 +7,7 @@ and the ordering of the timestamps. Server-side logs give ground truth (what was
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 
@@ -317,7 +318,10 @@ async def test_open_loop_schedule_lateness_and_step_record(fs):
     assert end["mode"] == "open" and isinstance(end["saturated"], bool)
     late = sorted(r["t_sent"] - r["t_intended"] for r in reqs)
     assert end["lateness_p99_ms"] == pytest.approx(late[-1] * 1000, abs=0.01)
-    assert end["saturated"] is (end["lateness_p99_ms"] > 10.0)
+    # saturated by the delivered-load bounds the verdict uses (tui.core.evidence): p99 over the SLO (default 1000 ms),
+    # or p99 - p50 over one arrival gap (50 ms at 20 req/s); never by a fixed 10 ms
+    p50 = late[max(1, math.ceil(0.5 * len(late))) - 1] * 1000
+    assert end["saturated"] is (end["lateness_p99_ms"] > 1000.0 or end["lateness_p99_ms"] - p50 > 50.0)
     if end["saturated"]:
         assert "client saturated, results not valid" in end["note"]
 
