@@ -150,3 +150,13 @@ def test_arbitrary_records_never_raise_unexpected(d, typ):
     line = json.dumps(d).encode()
     items = list(records.parse_lines([(1, line, True)], "fuzz"))
     assert len(items) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.integers(100, 599)), st.one_of(st.none(), st.integers(0, 5)),
+       st.one_of(st.none(), st.sampled_from(["stop", "length", "abort", "aborted", "error", "cancelled", "tool_calls"])))
+def test_the_outcome_rule_and_contradiction_agree(status, tokens, finish):
+    """The hot path checks inline what ``contradiction`` says in words: a complete record is good or slow exactly
+    when nothing in it contradicts it."""
+    r = RequestRecord("a", T, T + 1.0, True, T, T + 0.1, http_status=status, output_tokens=tokens, finish_reason=finish)
+    assert (records.outcome_rule(1000.0)(r)[0] == "failed") is (records.contradiction(r) is not None)

@@ -128,7 +128,7 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome,
       0.24 us, so a TTFT recorded as exactly the SLO (``t_first_token = t_sent + 1.0`` with an SLO of
       1000 ms) can come out as 999.99976 or 1000.00024 ms; at 1 us it is exactly the SLO, and good.
     - complete means ``complete: true``, no ``error``, and nothing in the record saying otherwise
-      (``_consistent``: an HTTP status, when given, of 2xx; a finish reason that is not an abort or an
+      (``contradiction`` says which: an HTTP status, when given, of 2xx; a finish reason that is not an abort or an
       error; at least one output token when counted): a record that contradicts itself is failed.
     - ``good``: complete, a first token, TTFT within the SLO.
     - ``slow``: ``complete``, no ``error``, a first token, TTFT over the SLO.
@@ -153,7 +153,7 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome,
         ttft = (tf - r.t_sent) * 1000.0
         if err is None:
             if r.complete:
-                # _consistent(r), inlined (the hot path of every reader): 2xx, a finish reason that is not an
+                # the first three checks of ``contradiction`` (the hot path of every reader): 2xx, a finish reason that is not an
                 # abort or an error, at least one output token
                 st = r.http_status
                 ot = r.output_tokens
@@ -173,19 +173,12 @@ def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome,
 BAD_FINISH_REASONS: Final = frozenset({"abort", "error", "aborted", "cancelled"})
 
 
-def _consistent(r: RequestRecord) -> bool:
-    """A record that says ``complete`` is complete only if nothing else in it says otherwise: an HTTP status, when
-    given, of 2xx; a finish reason, when given, that is not an abort or an error; at least one output token when a
-    count is given. Fewer tokens than asked is normal (a model may stop early) and not a contradiction."""
-    st = r.http_status
-    ot = r.output_tokens
-    fr = r.finish_reason
-    return ((st is None or 200 <= st < 300) and (ot is None or ot >= 1)
-            and (fr is None or fr not in BAD_FINISH_REASONS))
-
-
 def contradiction(r: RequestRecord) -> str | None:
-    """Why a record that says ``complete`` (and no error) contradicts itself, or None (shown and counted)."""
+    """Why a record that says ``complete`` (and no error) contradicts itself, or None (shown and counted). A record
+    that says complete is complete only if nothing else in it says otherwise: an HTTP status, when given, of 2xx; a
+    finish reason, when given, that is not an abort or an error; at least one output token when a count is given
+    (``outcome_rule`` applies the same three checks inline). Fewer tokens than asked is normal (a model may stop
+    early) and not a contradiction."""
     if not r.complete or r.error is not None:
         return None
     if r.http_status is not None and not 200 <= r.http_status < 300:
