@@ -29,6 +29,7 @@ from tui.core.budgetview import (
     budget_view,
 )
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
+from tui.core.levels import row_mode
 from tui.core.records import (
     EXCLUDED,
     FAILED,
@@ -221,7 +222,7 @@ class _LevelState:
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
         "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
-        "rec_n", "rec_err", "rec_incomplete", "contradictions", "times", "delivered_cache",
+        "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -244,9 +245,9 @@ class _LevelState:
         self.peak_gpu_gib: float | None = None
         self._sorted_cache: tuple[int, Sequence[float]] | None = None
         # what the level's own records say, for the cross-checks (tui.core.evidence): every measured record of
-        # the level (cancelled ones included), those with an error, those not complete without one, those that
-        # contradict themselves; send / end times and dispatch lateness of the first EVIDENCE_CAP
-        self.rec_n = self.rec_err = self.rec_incomplete = self.contradictions = 0
+        # the level (cancelled ones included), those with an error, those not complete without one; send / end times
+        # and dispatch lateness of the first EVIDENCE_CAP
+        self.rec_n = self.rec_err = self.rec_incomplete = 0
         self.times = array("d")  # (t_sent, t_end, t_sent - t_intended) per record, interleaved: one extend each
         self.delivered_cache: tuple[int, evidence.Delivered] | None = None
 
@@ -367,9 +368,8 @@ class Monitor:
                 out.extend(r for r in reasons if r not in out)
         return tuple(out)
 
-    def _contradiction(self, st: _LevelState, r: RequestRecord) -> None:
+    def _contradiction(self, r: RequestRecord) -> None:
         """A record that says complete but contradicts itself: judged failed (the outcome rule), counted, shown."""
-        st.contradictions += 1
         self.contradictions += 1
         why = contradiction(r)
         if why is not None and len(self.examples) < MAX_EXAMPLES:
@@ -377,12 +377,7 @@ class Monitor:
             self.examples.append(f"{where}request {r.id!r}: {why}: counted as failed")
 
     def _mode_of(self, st: _LevelState) -> str | None:
-        m = st.mode
-        if m in ("closed", "open"):
-            return m
-        ld = self.header.get("load") if self.header else None
-        m = ld.get("mode") if isinstance(ld, dict) else None
-        return m if m in ("closed", "open") else None
+        return row_mode(st.mode, self.header)  # the one rule: the level's own mode, else the header's
 
     def _cv2(self) -> float:
         """Squared coefficient of variation of the header's arrival process (the achieved-rate tolerance)."""
@@ -642,7 +637,7 @@ class Monitor:
                 elif not r.complete:
                     st.rec_incomplete += 1
                 elif outcome == FAILED:
-                    self._contradiction(st, r)
+                    self._contradiction(r)
                 if rn <= EVIDENCE_CAP:  # rec_n == len(times) / 3 up to the cap
                     st.times.extend((t_sent, t_end, t_sent - r.t_intended))
                 if err == "cancelled":
