@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import tui.core.defaults as defaults
 from tui.core import evidence, provenance, stats
 from tui.core.budget import BudgetError
 from tui.core.budgetview import (
@@ -81,20 +82,20 @@ ROLLING_MAX = 200_000  # most requests a time-based rolling window holds (above 
 
 @dataclass(frozen=True)
 class MonitorConfig:
-    slo_ttft_ms: float = 1000.0
-    target: float = 0.95
-    alpha: float = 0.05
-    min_window_s: float = 600.0
+    slo_ttft_ms: float = defaults.SLO_TTFT_MS
+    target: float = defaults.TARGET
+    alpha: float = defaults.ALPHA
+    min_window_s: float = defaults.MIN_WINDOW_S
     min_requests: int | None = None  # default: the fewest requests with which PASS is possible
-    rolling_s: float = 60.0
+    rolling_s: float = defaults.ROLLING_S
     rolling_n: int | None = None  # when set, the rolling window is the last N requests instead
     # A request id seen again is an input problem: counted and shown, never counted twice (a file with
     # each request repeated ten times must not reach PASS on a tenth of the evidence). The load generator
     # makes ids unique by construction and turns this off so a soak's memory stays flat.
     check_duplicate_ids: bool = True
-    recent_rows: int = 500
-    bucket_s: float = 5.0  # sparkline bucket width (record time)
-    batch_s: float = 15.0  # shortest batch length of the dependence correction (also x2, x4, x8)
+    recent_rows: int = defaults.RECENT_ROWS
+    bucket_s: float = defaults.BUCKET_S  # sparkline bucket width (record time)
+    batch_s: float = defaults.BATCH_S  # shortest batch length of the dependence correction (also x2, x4, x8)
     max_batches: int = 1024  # unused since the judge keeps running sums per batch length
 
     def __post_init__(self) -> None:
