@@ -4,7 +4,7 @@
                                                    [--uncorrected]
 
 Drives tui.core.verdict.LevelJudge directly (the code path the Monitor uses), one request every
-0.3 s, checked after every request, over the seeded scenarios of tests/verdict_scenarios.py
+0.3 s, checked after every request, over the seeded scenarios of tests/support/verdict_scenarios.py
 (seeds 1,000,000 + run, disjoint from the CI tests' seeds). Prints one line per scenario with
 the rate and its Wilson 95% interval; --out appends the same as JSON lines. SYNTHETIC: it measures
 the statistics of the decision rule, nothing about any server. Outside CI (minutes to hours).
