@@ -1,4 +1,4 @@
-"""Issue 17, the CLI half: evidence a reviewer can sign (findings 6-9 of the issue).
+"""The CLI half of the evidence checks: evidence a reviewer can sign.
 
 - several runs in one file are never merged (`--run N`), in report, replay, compare and accept;
 - several files: the same file or run twice counts once, files of other models or targets are refused (`--model`);

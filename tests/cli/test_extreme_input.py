@@ -1,4 +1,4 @@
-"""Extreme and wrongly typed values anywhere in a record never crash a reading command (issue 18).
+"""Extreme and wrongly typed values anywhere in a record never crash a reading command.
 
 A hypothesis test builds small record files over the whole schema (run header, step, request, queue, gpu, host
 and budget records; another tool's AIPerf export; a `watch --record` file), puts extreme values into any field

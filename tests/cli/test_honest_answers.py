@@ -1,4 +1,4 @@
-"""Issue 9 (honest answers): no budget nobody gave, one answer per question, input that is not a record file,
+"""Honest answers: no budget nobody gave, one answer per question, input that is not a record file,
 provenance everywhere. CLI tests go through ``tui.cli.main`` (or a subprocess for standard input) and assert exit
 codes and text."""
 

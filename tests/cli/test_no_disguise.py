@@ -1,4 +1,4 @@
-"""Issue 18's findings, one test each: an internal error says so (exit 70, one line, the traceback in a log
+"""One test per way an error could be disguised: an internal error says so (exit 70, one line, the traceback in a log
 file or with --debug) and is never disguised as bad input or FAIL; no command writes onto one of its own
 inputs (path, symlink, hard link); output files appear whole or not at all; an unknown theme and a console
 without a terminal are one line and exit 2 before the UI; the console takes no snapshots once the replay has

@@ -1,4 +1,4 @@
-"""Tests that depend on the machine's speed calibrate to it first (issue 18): the one helper.
+"""Tests that depend on the machine's speed calibrate to it first: the one helper.
 
 ``measure_peer(url)`` sends a few requests one at a time (concurrency 1, streaming, 127.0.0.1 only, bounded in
 count and time) to an OpenAI-compatible server (the real llama-server, or the in-test FaultServer) and returns

@@ -1,4 +1,4 @@
-"""Seeded bursty-outcome scenarios for the verdict (issue 8), shared by tests/unit/core/test_verdict_bursts.py
+"""Seeded bursty-outcome scenarios for the verdict, shared by tests/unit/core/test_verdict_bursts.py
 and bench/audit_verdict.py.
 
 Scenario definition (docs/statistics.md): a two-state Markov chain over requests. In the good

@@ -1,4 +1,4 @@
-"""A record file is a claim: the cross-checks that hold it against itself (issue 17, findings 1-5 and 9).
+"""A record file is a claim: the cross-checks that hold it against itself.
 
 Each test builds the file a reviewer might receive (tests/support/evidence_files.py), edits it the way the finding did, and
 runs `servewatch report --json` on it: the honest file PASSes, every edited one does not, and says why."""

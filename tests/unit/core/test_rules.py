@@ -1,4 +1,4 @@
-"""One rule, one place, tested where production uses it (issue 10).
+"""One rule, one place, tested where production uses it.
 
 The good / slow / failed / excluded rule and the TTFT derivation live in
 ``tui.core.records.outcome_rule``; the Monitor, ``RequestRecord.outcome`` and every report go

@@ -1,4 +1,4 @@
-"""Issue 8: the verdict stays honest when failures come in bursts.
+"""The verdict stays honest when failures come in bursts.
 
 Drives the verdict engine (tui.core.verdict.LevelJudge, the code the Monitor uses) directly over the
 seeded scenarios of tests/support/verdict_scenarios.py: a two-state Markov chain over requests, one request

@@ -1,4 +1,4 @@
-"""Memory that does not grow with the run (issue 11): the bounded structures keep their answers.
+"""Memory that does not grow with the run: the bounded structures keep their answers.
 
 Step percentiles are exact up to ``STEP_EXACT_VALUES`` values and within ``PCT_REL_ERR`` beyond; the generator's
 recorder keeps no ids and still writes every record once; the stores and windows stay bounded. Seeded data only,

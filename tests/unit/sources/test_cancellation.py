@@ -1,4 +1,4 @@
-"""Requests the user (or servewatch) cancelled (issue 8).
+"""Requests the user (or servewatch) cancelled.
 
 Dropping cancelled requests favours PASS: the requests still in flight at a stop are the slow
 ones. The rule (``tui.core.records.outcome_rule``): a cancelled request whose first token came

@@ -1,4 +1,4 @@
-"""Arrivals from a trace (issue 11): the four formats, bad rows, window and speed, the CLI's bad usage, and a short
+"""Arrivals from a trace: the four formats, bad rows, window and speed, the CLI's bad usage, and a short
 replay against the fault server (tests/support/fault_server.py) whose requests follow the trace."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Worker processes (issue 11): the load split over processes, one record file, one verdict.
+"""Worker processes: the load split over processes, one record file, one verdict.
 
 The server is the in-test FaultServer (it can stall a request on demand, which the real llama-server
 cannot); the worker processes reach it over 127.0.0.1 like any server. A real ramp against
