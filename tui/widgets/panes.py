@@ -37,8 +37,9 @@ else:
 
 
 class PaneMixin(_PaneBase):
-    """Shared bits: numbered border title, snapshot hook."""
+    """Shared bits: numbered border title, snapshot hook; keys 1-7 maximise a pane (``Screen.maximize``)."""
 
+    ALLOW_MAXIMIZE = True
     number: int = 0
 
     def _init_pane(self, number: int) -> None:
