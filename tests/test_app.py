@@ -908,3 +908,25 @@ def test_verdict_bar_packs_statuses_without_losing_one():
     assert pack([head, budget, quality, extra], 60) == [f"{head}  {budget}", f"quality: not run  {extra}"]
     long_head = "[b] INSUFFICIENT WINDOW [/]  need 1,234 more requests, 12 min more, and a second round"
     assert pack([long_head, budget, quality], 78) == [long_head, f"budget: feasible (candidate 15)  {quality}"]
+
+
+async def test_the_console_screen_takes_its_layout_classes_from_breakpoints_as_the_terminal_resizes(seed_path):
+    """One width class and one height class on the console screen (Textual's breakpoints), kept current on a
+    resize; at the wide breakpoint the sweep pane moves after the GPU pane in grid order, and back."""
+    from textual.widgets import Footer
+
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, src, sink)
+        screen = app.console_screen
+        assert screen.has_class("-narrow", "-short") and not screen.has_class("-medium", "-wide", "-mid", "-tall")
+        assert app.query_one(Footer).compact
+        for size, width_class, height_class in (((120, 40), "-medium", "-mid"), ((200, 60), "-wide", "-tall"),
+                                                ((109, 50), "-narrow", "-tall"), ((160, 33), "-wide", "-short")):
+            await pilot.resize_terminal(*size)
+            await wait_for(pilot, lambda w=width_class, h=height_class: screen.has_class(w, h), f"classes at {size}")
+            others = {"-narrow", "-medium", "-wide", "-short", "-mid", "-tall"} - {width_class, height_class}
+            assert not any(screen.has_class(c) for c in others), (size, screen.classes)
+            assert app.query_one(Footer).compact == (width_class == "-narrow")
+            order = [w.id for w in app.query_one("#grid").children]
+            assert (order.index("sweep") > order.index("gpu")) == (width_class == "-wide"), (size, order)

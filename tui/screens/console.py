@@ -39,6 +39,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
+import tui.core.defaults as defaults
 from tui.core.budget import BudgetResult
 from tui.core.console_seams import ConsoleFeed, ReplayControls, SourceView
 from tui.core.report import exit_code
@@ -92,7 +93,7 @@ class ConsoleScreen(Screen[None]):
 
     def __init__(self, source: SourceView | None, feed: ConsoleFeed, budget: BudgetResult | None = None, *,
                  write_text: WriteText, quality: str | None = None, tick_hz: float = 4.0,
-                 export_dir: Path = Path("exports"), baseline: dict | None = None) -> None:
+                 export_dir: Path = Path(defaults.EXPORT_DIR), baseline: dict | None = None) -> None:
         super().__init__()
         self.source = source
         self.feed = feed
