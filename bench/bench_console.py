@@ -11,7 +11,7 @@ replay      The real app: a ServewatchApp subclass (timestamps only) headless in
             app process:
               * ingest: monitor.requests_total over time; records/s from source start to source finished,
                 and per 10 % slice of the run;
-              * the UI tick: every call of ``ServewatchApp.tick`` (count, gaps between calls, CPU spent in it);
+              * the UI tick: every call of ``ConsoleScreen.tick`` (count, gaps between calls, CPU spent in it);
               * keys: ``t`` (next theme), ``?`` (help) and ``escape`` (close help), pressed with ``pilot.press``
                 throughout; latency = press -> the action method ran (app-side timestamp) and press -> the
                 first frame composed after it (``App._display``, which Textual calls headless too);
@@ -123,6 +123,7 @@ async def _replay_child(path: str, key_interval: float, deadline_s: float, ui_pa
     import tui.screens.help as help_mod
     from tui.app import ServewatchApp
     from tui.core.monitor import Monitor, MonitorConfig
+    from tui.screens.console import ConsoleScreen
     from tui.sources.base import MonitorSink
     from tui.sources.replay import ReplaySource
 
@@ -136,6 +137,16 @@ async def _replay_child(path: str, key_interval: float, deadline_s: float, ui_pa
         orig_close(self)
 
     help_mod.HelpScreen.action_close = timed_close
+
+    # the console screen's tick (the timer calls it): time-stamp it in this process only
+    orig_tick = ConsoleScreen.tick
+
+    def timed_tick(self, force: bool = False) -> None:
+        t, c = perf(), time.thread_time()
+        orig_tick(self, force)
+        self.app.tick_log.append((t, time.thread_time() - c))
+
+    ConsoleScreen.tick = timed_tick
 
     class TimedSource(ReplaySource):
         t_started: float | None = None
@@ -165,11 +176,6 @@ async def _replay_child(path: str, key_interval: float, deadline_s: float, ui_pa
             super().__init__(*a, **kw)
             self.tick_log: list[tuple[float, float]] = []  # (start, CPU seconds spent in the tick)
             self.frames: list[tuple[float, str]] = []  # (perf time, screen class) of every composed frame
-
-        def tick(self, force: bool = False) -> None:
-            t, c = perf(), time.thread_time()
-            super().tick(force)
-            self.tick_log.append((t, time.thread_time() - c))
 
         def _display(self, screen, renderable) -> None:
             if renderable is not None and not self._batch_count:
@@ -273,9 +279,9 @@ async def _replay_child(path: str, key_interval: float, deadline_s: float, ui_pa
                             "during_ingest": src.t_done is None})
             await asyncio.sleep(key_interval)
         # the replay is over: wait (bounded) for the last snapshot to be on screen
-        while perf() - t_run < deadline_s and app.last_seq != sink.snapshot().seq:
+        while perf() - t_run < deadline_s and app.console_screen.last_seq != sink.snapshot().seq:
             await pilot.pause(0.05)
-        final_rendered = app.last_seq == sink.snapshot().seq
+        final_rendered = app.console_screen.last_seq == sink.snapshot().seq
         t_end = perf()
         stop.set()
         for task in tasks:
@@ -362,7 +368,7 @@ async def _replay_child(path: str, key_interval: float, deadline_s: float, ui_pa
         "ui_cpu_s": other_cpu,
         "rss_slices_mb": [max((m for t, _, m in samples if t <= t_start + ingest_s * i / 10), default=None)
                           for i in range(1, 11)] if ingest_s else [],
-        "pane_updates": app.pane_updates,
+        "pane_updates": app.console_screen.pane_updates,
         "loop_lag_max_ms": max(lag, default=0.0) * 1e3,
         "loop_lag_p99_ms": (_pct(lag, 0.99) or 0.0) * 1e3,
         "keys": key_rows,

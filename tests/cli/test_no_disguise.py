@@ -284,15 +284,15 @@ async def test_after_the_replay_ended_a_tick_takes_no_snapshot(tmp_path):
     sink.snapshot = counted  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, app, src, sink)
-        app.tick()  # the first tick after the end may still render the final snapshot
-        before, idle_before = len(calls), app.idle_ticks
+        app.console_screen.tick()  # the first tick after the end may still render the final snapshot
+        before, idle_before = len(calls), app.console_screen.idle_ticks
         for _ in range(20):
-            app.tick()
+            app.console_screen.tick()
         assert len(calls) == before  # nothing new: no snapshot taken
-        assert app.idle_ticks == idle_before + 20
-        app.tick(force=True)  # a forced tick (a key, a resize) still renders
+        assert app.console_screen.idle_ticks == idle_before + 20
+        app.console_screen.tick(force=True)  # a forced tick (a key, a resize) still renders
         assert len(calls) == before + 1
-        assert "end" in app.mode_badge
+        assert "end" in app.console_screen.mode_badge
 
 
 def test_a_crash_inside_the_console_is_raised_not_returned_as_no_decision(monkeypatch, tmp_path):

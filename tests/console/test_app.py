@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from textual.containers import Grid
 
 from tests.support.paths import REPO
 from tui.app import ServewatchApp, build_app
@@ -72,7 +71,7 @@ async def wait_for(pilot, pred, what: str = "condition", timeout: float = DEADLI
 
 async def settled(pilot, app: ServewatchApp, src: ReplaySource, sink: MonitorSink) -> None:
     """Wait until the replay finished and the panes show the final snapshot."""
-    await wait_for(pilot, lambda: src.finished and app.last_seq == sink.snapshot().seq, "replay to finish and render")
+    await wait_for(pilot, lambda: src.finished and app.console_screen.last_seq == sink.snapshot().seq, "replay to finish and render")
 
 
 def screen_text(app) -> str:
@@ -185,12 +184,12 @@ async def test_updates_only_when_the_snapshot_changes(seed_path):
     app, src, sink = make_app(seed_path, max_speed=True)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, app, src, sink)
-        before = app.pane_updates
-        app.tick()
-        app.tick()
-        assert app.pane_updates == before
-        app.tick(force=True)
-        assert app.pane_updates == before + 1
+        before = app.console_screen.pane_updates
+        app.console_screen.tick()
+        app.console_screen.tick()
+        assert app.console_screen.pane_updates == before
+        app.console_screen.tick(force=True)
+        assert app.console_screen.pane_updates == before + 1
 
 
 class _FixedSink:
@@ -240,7 +239,7 @@ async def test_hand_made_snapshot_edge_cases_render(tmp_path):
         bar = app.query_one(VerdictBar).visual.plain
         assert "[bold]not markup[/]" in bar, "outside text is escaped, never interpreted as markup"
         assert "SYNTHETIC" not in app.query_one(HeaderBar).visual.plain
-        svg, js = app.export()
+        svg, js = app.console_screen.export()
         doc = json.loads(js.read_text())
         assert doc["snapshot"]["cumulative"]["ttft"][2]["value_ms"] == "inf"
 
@@ -278,7 +277,7 @@ async def test_pause_key_pauses_and_resumes_the_replay(tmp_path, key):
     p = write_run(tmp_path / "slow.jsonl", [10.0, 3610.0, 7210.0])  # an hour of record time apart
     app, src, sink = make_app(p)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 1)
+        await wait_for(pilot, lambda: app.console_screen.snapshot is not None and app.console_screen.snapshot.requests_total == 1)
         await pilot.press(key)
         assert src.paused
         assert "PAUSED" in app.query_one(HeaderBar).visual.plain
@@ -305,14 +304,14 @@ async def test_step_keys_and_jump_to_end(tmp_path):
     p = write_run(tmp_path / "steps.jsonl", [10.0, 3610.0, 3610.5, 7210.0, 7211.0])
     app, src, sink = make_app(p)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 1)
+        await wait_for(pilot, lambda: app.console_screen.snapshot is not None and app.console_screen.snapshot.requests_total == 1)
         await pilot.press("s")
-        await wait_for(pilot, lambda: app.snapshot.requests_total == 2, "one stepped record")
+        await wait_for(pilot, lambda: app.console_screen.snapshot.requests_total == 2, "one stepped record")
         assert src.paused and "PAUSED" in app.query_one(HeaderBar).visual.plain
         await pilot.press("S")  # one second of record time from 3610: brings 3610.5
-        await wait_for(pilot, lambda: app.snapshot.requests_total == 3, "one second of records")
+        await wait_for(pilot, lambda: app.console_screen.snapshot.requests_total == 3, "one second of records")
         await pilot.press("e")
-        await wait_for(pilot, lambda: app.snapshot.requests_total == 5 and src.finished, "jump to end")
+        await wait_for(pilot, lambda: app.console_screen.snapshot.requests_total == 5 and src.finished, "jump to end")
 
 
 @pytest.mark.parametrize("size", [SIZE, (200, 60)])
@@ -323,20 +322,23 @@ async def test_number_keys_maximise_and_restore_each_pane(seed_path, size):
         for number, pane_id in [(1, "budget"), (2, "requests"), (3, "good"), (4, "ttft"), (5, "queue"), (6, "gpu")]:
             await pilot.press(str(number))
             await pilot.pause()
-            visible = [p.id for p in app.panes if p.display and p.region.area > 0]
+            visible = [p.id for p in app.console_screen.panes if p.display and p.region.area > 0]
             assert visible == [pane_id]
-            pane, grid = app.query_one(f"#{pane_id}"), app.query_one("#grid", Grid)
-            assert pane.region.width == size[0] and pane.region.height == grid.region.height, "one cell, all of it"
-            assert app.query_one(VerdictBar).region.height >= 2, "the verdict bar stays visible"
+            pane, verdict = app.query_one(f"#{pane_id}"), app.query_one(VerdictBar)
+            assert app.screen.maximized is pane
+            assert pane.region.width == size[0], "the full width"
+            assert pane.region.y == app.query_one(HeaderBar).region.bottom and pane.region.bottom == verdict.region.y, \
+                "all the height between the header and the verdict bar"
+            assert verdict.region.height >= 2, "the verdict bar stays visible"
             await pilot.press(str(number))
             await pilot.pause()
-            assert len([p for p in app.panes if p.region.area > 0]) == 6
-            assert not app.query_one("#grid", Grid).has_class("-solo")
+            assert len([p for p in app.console_screen.panes if p.region.area > 0]) == 6
+            assert app.screen.maximized is None
         # another number while one pane is maximised switches straight to that pane
         await pilot.press("1")
         await pilot.press("4")
         await pilot.pause()
-        assert [p.id for p in app.panes if p.display and p.region.area > 0] == ["ttft"]
+        assert [p.id for p in app.console_screen.panes if p.display and p.region.area > 0] == ["ttft"]
         # the maximised TTFT pane is wide enough to spell "insufficient n" beside the value
         assert "insufficient n" in app.query_one("#ttft-text").visual.plain
 
@@ -364,8 +366,8 @@ async def test_ctrl_s_exports_svg_and_json(seed_path, tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, app, src, sink)
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: len(app.exports) == 1, "export")
-        svg, js = app.exports[0]
+        await wait_for(pilot, lambda: len(app.console_screen.exports) == 1, "export")
+        svg, js = app.console_screen.exports[0]
         assert svg.parent == tmp_path / "exports" and svg.suffix == ".svg"
         assert "<svg" in svg.read_text()[:500]
         doc = json.loads(js.read_text())
@@ -391,7 +393,7 @@ async def test_command_palette_runs_our_commands(tmp_path):
         await pilot.press(*"Jump to end")
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 3, "jump via palette")
+        await wait_for(pilot, lambda: app.console_screen.snapshot is not None and app.console_screen.snapshot.requests_total == 3, "jump via palette")
 
 
 # ----------------------------------------------------------------------------- requests pane
@@ -432,7 +434,7 @@ async def test_requests_pane_caps_rows_and_keeps_the_readers_place():
     async with app.run_test(size=SIZE) as pilot:
         lst = app.query_one(RequestList)
         feed(0, 100)
-        app.tick()
+        app.console_screen.tick()
         await pilot.pause()
         assert lst.row_count == 100 and lst.at_end()
         lst.scroll_to(y=20, animate=False, immediate=True)
@@ -440,20 +442,20 @@ async def test_requests_pane_caps_rows_and_keeps_the_readers_place():
         assert not lst.at_end()
         first_visible = ids(lst)[int(lst.scroll_y)]
         feed(100, 50)
-        app.tick()
+        app.console_screen.tick()
         await pilot.pause()
         assert lst.row_count == 150
         assert lst.scroll_y == 20, "scrolled back: the stream must not yank the view"
         assert ids(lst)[int(lst.scroll_y)] == first_visible
         feed(150, 100)  # 250 rows, still below the cap
-        app.tick()
+        app.console_screen.tick()
         await pilot.pause()
         assert ids(lst)[int(lst.scroll_y)] == first_visible
         lst.scroll_to(y=200, animate=False, immediate=True)
         await pilot.pause()
         first_visible = ids(lst)[int(lst.scroll_y)]  # r200
         feed(250, 300)  # 550 rows: the 50 oldest are trimmed, the view moves up with its rows
-        app.tick()
+        app.console_screen.tick()
         await pilot.pause()
         assert lst.row_count == 500
         assert ids(lst)[0] == "r50" and ids(lst)[-1] == "r549"
@@ -461,7 +463,7 @@ async def test_requests_pane_caps_rows_and_keeps_the_readers_place():
         lst.scroll_end(animate=False, immediate=True)
         await pilot.pause()
         feed(550, 10)
-        app.tick()
+        app.console_screen.tick()
         await pilot.pause()
         assert lst.at_end(), "at the end: new rows keep the view at the end"
         assert ids(lst)[-1] == "r559"
@@ -479,12 +481,12 @@ async def test_live_source_pause_freezes_the_display_and_speed_keys_explain():
     async with app.run_test(size=SIZE) as pilot:
         assert "LIVE" in app.query_one(HeaderBar).visual.plain
         await pilot.press("p")
-        assert app.display_paused and "PAUSED" in app.query_one(HeaderBar).visual.plain
+        assert app.console_screen.display_paused and "PAUSED" in app.query_one(HeaderBar).visual.plain
         sink([parse_line(req_line(1, 5.0))])
-        app.tick()
-        assert app.snapshot.requests_total == 0, "display frozen while paused"
+        app.console_screen.tick()
+        assert app.console_screen.snapshot.requests_total == 0, "display frozen while paused"
         await pilot.press("p")
-        assert app.snapshot.requests_total == 1
+        assert app.console_screen.snapshot.requests_total == 1
         await pilot.press("plus")
         await pilot.pause()
         assert any("replays only" in n.message for n in app._notifications)
@@ -541,15 +543,15 @@ async def test_sweep_view_shows_levels_target_candidate_and_measured_capacity(tm
     app, src, sink = make_app(p, max_speed=True, cfg=MonitorConfig(min_window_s=0.0))
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, app, src, sink)
-        snap = app.snapshot
+        snap = app.console_screen.snapshot
         states = {r.level: (r.window.good.n, r.verdict.state) for r in snap.levels}
         assert states == {1.0: (160, "PASS"), 2.0: (160, "PASS"), 4.0: (900, "PASS"), 8.0: (160, "FAIL")}
         # the sweep pane is in the grid, under the budget, and the footer offers it
         sweep, budget = app.query_one("#sweep"), app.query_one("#budget")
-        assert app.sweep_active
+        assert app.console_screen.sweep_active
         await wait_for(pilot, lambda: sweep.region.area > 0, "the grid laid out with the sweep pane")
         assert sweep.region.x == budget.region.x and sweep.region.y == budget.region.bottom
-        assert len([p for p in app.panes if p.region.area > 0]) == 7
+        assert len([p for p in app.console_screen.panes if p.region.area > 0]) == 7
         text = screen_text(app)
         assert "7 Sweep" in text
         lines = sweep_lines(app)
@@ -578,7 +580,7 @@ async def test_sweep_view_shows_levels_target_candidate_and_measured_capacity(tm
         # 7 maximises the sweep: n, the interval and what limits, from the core
         await pilot.press("7")
         await pilot.pause()
-        assert [p.id for p in app.panes if p.display and p.region.area > 0] == ["sweep"]
+        assert [p.id for p in app.console_screen.panes if p.display and p.region.area > 0] == ["sweep"]
         wide = "\n".join(sweep_lines(app))
         row4 = row_of(sweep_lines(app), 4)
         r4 = next(r for r in snap.levels if r.level == 4.0)
@@ -586,21 +588,21 @@ async def test_sweep_view_shows_levels_target_candidate_and_measured_capacity(tm
         assert "What limits" in wide and "memory-only candidate (15)" in wide
         await pilot.press("7")
         await pilot.pause()
-        assert len([p for p in app.panes if p.region.area > 0]) == 7
+        assert len([p for p in app.console_screen.panes if p.region.area > 0]) == 7
 
 
 async def test_sweep_pane_stays_out_of_the_grid_for_one_level(seed_path):
     app, src, sink = make_app(seed_path, max_speed=True)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, app, src, sink)
-        assert not app.sweep_active
+        assert not app.console_screen.sweep_active
         assert app.query_one("#sweep").region.area == 0
         assert app.query_one("#budget").region.height > 20, "the budget keeps both rows"
         assert "7 Sweep" not in screen_text(app)
         assert "7" in app.active_bindings and app.active_bindings["7"].binding.action == "maximise(7)"
         await pilot.press("7")  # still reachable: says why there is nothing to compare
         await pilot.pause()
-        assert [p.id for p in app.panes if p.display and p.region.area > 0] == ["sweep"]
+        assert [p.id for p in app.console_screen.panes if p.display and p.region.area > 0] == ["sweep"]
         assert "one load level so far" in "\n".join(sweep_lines(app))
 
 
@@ -626,7 +628,7 @@ async def test_sweep_in_req_per_s_keeps_the_concurrency_candidate_off_the_axis(t
     app, src, sink = make_app(p, max_speed=True, cfg=MonitorConfig(min_window_s=0.0))
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, app, src, sink)
-        assert app.sweep_active
+        assert app.console_screen.sweep_active
         text = "\n".join(sweep_lines(app))
         assert "measured capacity 2 req/s" in text
         assert "◆ memory-only candidate" not in text, "a concurrency is not a point on a req/s axis"
@@ -653,7 +655,7 @@ async def test_live_source_in_flight_reaches_the_queue_pane_every_tick():
         assert "5" in app.query_one("#queue-text").visual.plain.split("in-flight")[1]
         seq = sink.snapshot().seq
         src.in_flight = 2  # no new record: the tick alone carries the new figure to the screen
-        await wait_for(pilot, lambda: app.snapshot.queue.client_in_flight == 2, "in-flight 2 in the snapshot")
+        await wait_for(pilot, lambda: app.console_screen.snapshot.queue.client_in_flight == 2, "in-flight 2 in the snapshot")
         assert sink.snapshot().seq == seq
         assert app.query_one("#queue-text").visual.plain.split("in-flight")[1].split()[0] == "2"
 
@@ -665,10 +667,10 @@ async def test_follow_mode_shows_records_appended_while_running(tmp_path):
     p = write_run(tmp_path / "growing.jsonl", [1.0, 2.0])
     app, src, sink = make_app(p, follow=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.requests_total == 2 and src.caught_up)
+        await wait_for(pilot, lambda: app.console_screen.snapshot is not None and app.console_screen.snapshot.requests_total == 2 and src.caught_up)
         with open(p, "a", encoding="utf-8") as fh:
             fh.write(req_line(10, 3.0) + req_line(11, 4.0, ok=False))
-        await wait_for(pilot, lambda: app.snapshot.requests_total == 4, "appended records on screen")
+        await wait_for(pilot, lambda: app.console_screen.snapshot.requests_total == 4, "appended records on screen")
         assert [r.id for r in app.query_one(RequestList).rows][-2:] == ["r10", "r11"]
         assert "following" in app.query_one(HeaderBar).visual.plain
 
@@ -680,7 +682,7 @@ async def test_degrades_to_80x24(seed_path):
     app, src, sink = make_app(seed_path, max_speed=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, src, sink)
-        assert app.query_one("#grid", Grid).has_class("-narrow")
+        assert app.screen.has_class("-narrow", "-short")  # the breakpoint classes on the console screen
         text = screen_text(app)
         assert "INSUFFICIENT WINDOW" in text and "SYNTHETIC" in text
         assert app.query_one(VerdictBar).region.y + app.query_one(VerdictBar).region.height <= 24
@@ -907,3 +909,25 @@ def test_verdict_bar_packs_statuses_without_losing_one():
     assert pack([head, budget, quality, extra], 60) == [f"{head}  {budget}", f"quality: not run  {extra}"]
     long_head = "[b] INSUFFICIENT WINDOW [/]  need 1,234 more requests, 12 min more, and a second round"
     assert pack([long_head, budget, quality], 78) == [long_head, f"budget: feasible (candidate 15)  {quality}"]
+
+
+async def test_the_console_screen_takes_its_layout_classes_from_breakpoints_as_the_terminal_resizes(seed_path):
+    """One width class and one height class on the console screen (Textual's breakpoints), kept current on a
+    resize; at the wide breakpoint the sweep pane moves after the GPU pane in grid order, and back."""
+    from textual.widgets import Footer
+
+    app, src, sink = make_app(seed_path, max_speed=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, src, sink)
+        screen = app.console_screen
+        assert screen.has_class("-narrow", "-short") and not screen.has_class("-medium", "-wide", "-mid", "-tall")
+        assert app.query_one(Footer).compact
+        for size, width_class, height_class in (((120, 40), "-medium", "-mid"), ((200, 60), "-wide", "-tall"),
+                                                ((109, 50), "-narrow", "-tall"), ((160, 33), "-wide", "-short")):
+            await pilot.resize_terminal(*size)
+            await wait_for(pilot, lambda w=width_class, h=height_class: screen.has_class(w, h), f"classes at {size}")
+            others = {"-narrow", "-medium", "-wide", "-short", "-mid", "-tall"} - {width_class, height_class}
+            assert not any(screen.has_class(c) for c in others), (size, screen.classes)
+            assert app.query_one(Footer).compact == (width_class == "-narrow")
+            order = [w.id for w in app.query_one("#grid").children]
+            assert (order.index("sweep") > order.index("gpu")) == (width_class == "-wide"), (size, order)

@@ -86,7 +86,7 @@ def until_final(src, sink):
     async def run_before(pilot) -> None:
         app = pilot.app
         deadline = time.monotonic() + DEADLINE_S
-        while not (src.finished and app.last_seq == sink.snapshot().seq):
+        while not (src.finished and app.console_screen.last_seq == sink.snapshot().seq):
             if time.monotonic() > deadline:
                 raise AssertionError("replay did not finish in time")
             await pilot.pause(0.02)

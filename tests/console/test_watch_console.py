@@ -48,9 +48,9 @@ async def test_console_watches_a_server(tmp_path):
             ms.state.waiting = 5
             ms.state.running = 3
             ms.state.observe(fast=400, slow=4)
-            await _until(pilot, lambda: app.snapshot is not None and app.snapshot.cumulative.good.n >= 404,
+            await _until(pilot, lambda: app.console_screen.snapshot is not None and app.console_screen.snapshot.cumulative.good.n >= 404,
                          "the requests to be counted")
-            snap = app.snapshot
+            snap = app.console_screen.snapshot
             assert snap.queue.source == "vllm (server)" and snap.queue.waiting == 5 and snap.queue.running == 3
             assert snap.cumulative.good.fraction == pytest.approx(400 / 404)
             good_text = _text(app.query_one(GoodFractionPane).query_one("#good-text"))
@@ -88,9 +88,9 @@ async def test_replay_of_a_watch_file_gives_the_report_verdict(tmp_path):
     sink = WatchSink(source)
     app = build_app(source, sink, None, export_dir=tmp_path / "exports")
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: source.finished and app.snapshot is not None and app.last_seq == sink.snapshot().seq,
+        await _until(pilot, lambda: source.finished and app.console_screen.snapshot is not None and app.console_screen.last_seq == sink.snapshot().seq,
                      "the replay")
-        state = app.snapshot.verdict.state
+        state = app.console_screen.snapshot.verdict.state
         await pilot.press("q")
     from tui.cli.watch import judge_watch_file
 
@@ -108,7 +108,7 @@ def test_watch_snapshot(snap_compare, tmp_path):
 
     async def run_before(pilot):
         end = time.monotonic() + DEADLINE_S
-        while not (source.finished and app.last_seq == sink.snapshot().seq):
+        while not (source.finished and app.console_screen.last_seq == sink.snapshot().seq):
             if time.monotonic() > end:
                 raise AssertionError("replay did not finish")
             await pilot.pause(0.02)
@@ -135,7 +135,7 @@ async def test_console_from_command_line_arguments(tmp_path):
             await _until(pilot, lambda: source.session is not None and source.session.windows_recorded >= 1,
                          "a first window")
             ms.state.observe(fast=300)
-            await _until(pilot, lambda: app.snapshot is not None and app.snapshot.cumulative.good.n >= 300,
+            await _until(pilot, lambda: app.console_screen.snapshot is not None and app.console_screen.snapshot.cumulative.good.n >= 300,
                          "the requests")
             assert "one replica" in _text(app.query_one(HeaderBar))
             await pilot.press("q")

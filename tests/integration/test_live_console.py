@@ -35,7 +35,7 @@ async def wait_for(pilot, pred, what: str, source: LiveSource, timeout: float = 
     while not pred():
         assert source.error is None, f"the live run failed: {source.error}"
         if time.monotonic() > deadline:
-            snap = pilot.app.snapshot
+            snap = pilot.app.console_screen.snapshot
             raise AssertionError(f"timed out waiting for {what}; last progress: {source.last_progress!r}; "
                                  f"good pane: {pilot.app.query_one('#good-text').visual.plain!r}; "
                                  f"queue: {None if snap is None else (snap.queue.waiting, snap.queue.running, snap.queue.client_in_flight)}")
@@ -59,7 +59,7 @@ async def test_live_console_fills_the_good_fraction_and_queue_panes(llama_server
     async with app.run_test(size=SIZE) as pilot:
 
         def filled() -> bool:
-            snap = app.snapshot  # what the panes show now
+            snap = app.console_screen.snapshot  # what the panes show now
             if snap is None:
                 return False
             q = snap.queue
@@ -71,7 +71,7 @@ async def test_live_console_fills_the_good_fraction_and_queue_panes(llama_server
         await wait_for(pilot, filled, "requests in the Good-fraction pane and the llama.cpp queue filling", source,
                        timeout=bound)
 
-        snap = app.snapshot
+        snap = app.console_screen.snapshot
         assert "LIVE" in app.query_one(HeaderBar).visual.plain
         # Good fraction pane: the cumulative figure and its n, as the snapshot holds them
         good = app.query_one("#good-text").visual.plain

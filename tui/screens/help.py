@@ -10,19 +10,20 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.widgets import fmt
+import tui.core.defaults as defaults
+import tui.widgets.fmt as fmt
 
 
 @dataclass(frozen=True)
 class HelpFacts:
     """The thresholds in force, so the help text quotes the real numbers."""
 
-    slo_ttft_ms: float = 1000.0
-    target: float = 0.95
-    alpha: float = 0.05
-    min_window_s: float = 600.0
+    slo_ttft_ms: float = defaults.SLO_TTFT_MS
+    target: float = defaults.TARGET
+    alpha: float = defaults.ALPHA
+    min_window_s: float = defaults.MIN_WINDOW_S
     min_requests: int | None = None
-    rolling: str = "last 60 s"
+    rolling: str = f"last {defaults.ROLLING_S:g} s"
     candidate_note: str = ""
 
 

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
+from tui.core.console_seams import ReplayControls  # its home is the core (the console screen reads it too)
 from tui.core.monitor import Monitor
 from tui.core.records import LineIssue, Record
 from tui.core.snapshot import Snapshot
@@ -20,24 +21,6 @@ Sink = Callable[[Iterable["Record | LineIssue"]], None]
 
 #: What kind of source it is (the console header's badge falls back to it).
 SourceMode = Literal["REPLAY", "LIVE", "WATCH"]
-
-
-class ReplayControls(Protocol):
-    """The replay keys: what a recorded run's source lets the viewer do (a live run has none)."""
-
-    def toggle_pause(self) -> bool:
-        """Pause or resume; returns the new paused state."""
-        ...
-
-    def speed_up(self) -> float: ...
-
-    def slow_down(self) -> float: ...
-
-    def step(self, unit: str = "record") -> None:
-        """Pause and hand over one record (``"record"``) or one second of record time (``"second"``)."""
-        ...
-
-    def jump_to_end(self) -> None: ...
 
 
 class Source(Protocol):

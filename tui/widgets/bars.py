@@ -19,8 +19,8 @@ from textual import events
 from textual.content import Content
 from textual.widgets import Static
 
+import tui.widgets.fmt as fmt
 from tui.core.snapshot import Snapshot
-from tui.widgets import fmt
 from tui.widgets.fmt import VERDICT_STYLE, esc, na
 
 

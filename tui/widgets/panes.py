@@ -13,8 +13,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+import tui.core.defaults as defaults
+import tui.widgets.fmt as fmt
 from tui.core.snapshot import Percentile, Snapshot, WindowStat
-from tui.widgets import fmt
 from tui.widgets.fmt import esc, na, sev
 from tui.widgets.requests import RequestList, header_text
 from tui.widgets.sparkline import TargetSparkline
@@ -37,8 +38,9 @@ else:
 
 
 class PaneMixin(_PaneBase):
-    """Shared bits: numbered border title, snapshot hook."""
+    """Shared bits: numbered border title, snapshot hook; keys 1-7 maximise a pane (``Screen.maximize``)."""
 
+    ALLOW_MAXIMIZE = True
     number: int = 0
 
     def _init_pane(self, number: int) -> None:
@@ -208,7 +210,7 @@ class GoodFractionPane(PaneMixin, Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="good-text")
-        yield TargetSparkline(0.95, higher_is_better=True, floor=0.0, ceiling=1.0, id="good-spark")
+        yield TargetSparkline(defaults.TARGET, higher_is_better=True, floor=0.0, ceiling=1.0, id="good-spark")
         yield Static(id="good-legend")
 
     def update_snapshot(self, snap: Snapshot) -> None:
@@ -265,7 +267,7 @@ class TtftPane(PaneMixin, Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="ttft-text")
-        yield TargetSparkline(1000.0, higher_is_better=False, id="ttft-spark")
+        yield TargetSparkline(defaults.SLO_TTFT_MS, higher_is_better=False, id="ttft-spark")
         yield Static(id="ttft-legend")
 
     def update_snapshot(self, snap: Snapshot) -> None:

@@ -17,8 +17,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+import tui.widgets.fmt as fmt
 from tui.core.snapshot import RequestRow
-from tui.widgets import fmt
 
 #: (title, width) of each column; the last one takes what is left.
 COLUMNS = (("id", 18), ("level", 7), ("phase", 7), ("TTFT", 9), ("latency", 9), ("out tok", 8), ("outcome", 32))

@@ -26,9 +26,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+import tui.widgets.fmt as fmt
 from tui.core.compare import baseline_for
 from tui.core.snapshot import LevelRow, Snapshot
-from tui.widgets import fmt
 from tui.widgets.fmt import VERDICT_STYLE, esc, na
 from tui.widgets.panes import PaneMixin
 

@@ -279,10 +279,10 @@ async def test_live_console_with_workers_quits_losing_nothing(fs, tmp_path):
     app = build_app(source, sink, None, export_dir=tmp_path / "exports")
     async with app.run_test(size=(120, 40)) as pilot:
         deadline = time.monotonic() + BOUND_S
-        while (app.snapshot is None or app.snapshot.requests_total < 30) and time.monotonic() < deadline:
+        while (app.console_screen.snapshot is None or app.console_screen.snapshot.requests_total < 30) and time.monotonic() < deadline:
             assert source.error is None, source.error
             await pilot.pause(0.05)
-        assert app.snapshot is not None and app.snapshot.requests_total >= 30
+        assert app.console_screen.snapshot is not None and app.console_screen.snapshot.requests_total >= 30
         await pilot.press("q")
         deadline = time.monotonic() + BOUND_S
         while app.return_value is None and time.monotonic() < deadline:
