@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import os
 import pathlib
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -126,3 +129,14 @@ def test_planned_arrivals_reach_a_worker_unchanged_over_its_pipe():
     assert got == order and got.arrivals is not None
     assert got.arrivals[0].input_tokens == 10 and type(got.arrivals[1]) is PlannedArrival
     assert pickle.loads(pickle.dumps(plan[1])) == (4, plan[1].offset, None, None)  # still a plain tuple's values
+
+
+def test_a_worker_process_starts_and_ends_with_nothing_on_its_stderr():
+    """The coordinator keeps a worker's last stderr line to say how a lost worker ended: starting the worker
+    module must not print there itself (runpy warns when the package had already imported the module)."""
+    from tui.sources.load.coordinator import WORKER_MODULE
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this tree's package, as PipeLink starts it
+    r = subprocess.run([sys.executable, "-m", WORKER_MODULE], input=b"", capture_output=True, cwd=ROOT, env=env,
+                       timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")  # input closed at once: nothing to do, exit 0

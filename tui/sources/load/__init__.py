@@ -13,8 +13,9 @@ by module path, never through this ``__init__``; the import-linter ``layers`` co
 - :mod:`~tui.sources.load.config`: :class:`LoadConfig` (with the verdict's ``MonitorConfig``);
 - :mod:`~tui.sources.load.wire`: what travels between the coordinator and its workers;
 - :mod:`~tui.sources.load.runner`: the request loop of one step (in process and in every worker);
-- :mod:`~tui.sources.load.worker` / :mod:`~tui.sources.load.coordinator`: the worker process and the coordinator;
-- :mod:`~tui.sources.load.ray_workers`: workers as Ray actors;
+- :mod:`~tui.sources.load.worker` / :mod:`~tui.sources.load.coordinator`: the worker's engine and the coordinator;
+- :mod:`~tui.sources.load.worker_process` / :mod:`~tui.sources.load.ray_workers`: a worker as a process (``python
+  -m``, imported by nothing here) and as a Ray actor;
 - :mod:`~tui.sources.load.generator`: :class:`LoadGenerator` and :func:`run_load`, the orchestration.
 
 The names below are the public interface for callers outside this package; import the submodules for the rest.

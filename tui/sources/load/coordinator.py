@@ -1,6 +1,6 @@
 """The coordinator: the load of one run split over several worker processes (or Ray actors), one record file.
 
-``--workers N`` (N >= 2, or ``auto``) starts N worker processes (``python -m tui.sources.load.worker``, :mod:`tui.sources.load.worker`)
+``--workers N`` (N >= 2, or ``auto``) starts N worker processes (``python -m tui.sources.load.worker_process``, :mod:`tui.sources.load.worker_process`)
 beside the coordinator (the process the user started). Each worker has its own event loop, HTTP
 client and :class:`~tui.sources.load.runner.StepRunner`; the coordinator keeps everything that must
 be one: the server probe and prompt calibration, the single record file, the monitor and its
@@ -18,7 +18,7 @@ The split (:func:`tui.sources.load.wire.split_orders`):
 
 The wire (:class:`PipeLink`, :mod:`tui.sources.load.wire`): length-prefixed pickle frames over the worker's standard input and
 output (our own child, our own data). A worker sends a batch every ``FLUSH_S`` seconds or
-``FLUSH_RECORDS`` records (:mod:`tui.sources.load.worker`), never one message per token or per request: the records finished
+``FLUSH_RECORDS`` records (:mod:`tui.sources.load.worker`, :mod:`tui.sources.load.worker_process`), never one message per token or per request: the records finished
 since the last batch, the requests started since the last batch (id, intended time, lengths: what
 the coordinator needs to record a request whose worker died) and a mark
 ``settled`` (epoch s) before which it has handed over every finished request. The coordinator
@@ -60,7 +60,7 @@ from tui.sources.load.wire import Batch, StepOrder, WorkerSetup, frame, read_fra
 SETUP_TIMEOUT_S = 60.0  # a worker that has not said "ready" by then is a failed start
 CANCEL_TIMEOUT_S = 15.0  # how long the coordinator waits for the workers' last batches after a cancel
 SILENCE_S = 30.0  # a running worker that sent no batch for this long (it sends one every FLUSH_S) is stuck: lost
-WORKER_MODULE = "tui.sources.load.worker"  # what a worker process runs (python -m)
+WORKER_MODULE = "tui.sources.load.worker_process"  # what a worker process runs (python -m)
 
 
 class WorkerLink(Protocol):

@@ -9,7 +9,7 @@
   output (our own child, our own data).
 
 Plain data and framing only (no event loop of its own, no request): the worker process
-(:mod:`tui.sources.load.worker`), the coordinator (:mod:`tui.sources.load.coordinator`) and the Ray
+(:mod:`tui.sources.load.worker_process`, :mod:`tui.sources.load.worker`), the coordinator (:mod:`tui.sources.load.coordinator`) and the Ray
 actors (:mod:`tui.sources.load.ray_workers`) all speak it. The design and the failures are described in
 :mod:`tui.sources.load.coordinator` and docs/load-workers.md.
 """

@@ -1,9 +1,10 @@
-"""The load worker: one share of each step on its own event loop, reported to the coordinator in batches.
+"""The load worker's engine: one share of each step on its own event loop, reported to the coordinator in batches.
 
-``--workers N`` (N >= 2, or ``auto``) starts N worker processes, ``python -m tui.sources.load.worker``
-(:func:`main`), beside the coordinator (:mod:`tui.sources.load.coordinator`). Each has its own event loop,
-HTTP client and :class:`~tui.sources.load.runner.StepRunner`; the same :class:`WorkerEngine` runs inside a
-Ray actor (:mod:`tui.sources.load.ray_workers`).
+``--workers N`` (N >= 2, or ``auto``) starts N worker processes beside the coordinator
+(:mod:`tui.sources.load.coordinator`); each runs one :class:`WorkerEngine` with its own event loop, HTTP
+client and :class:`~tui.sources.load.runner.StepRunner`, spoken to over its pipe
+(:mod:`tui.sources.load.worker_process`). The same engine runs inside a Ray actor
+(:mod:`tui.sources.load.ray_workers`).
 
 A worker sends a batch (:class:`~tui.sources.load.wire.Batch`) every :data:`FLUSH_S` seconds or
 :data:`FLUSH_RECORDS` records, never one message per token or per request: the records finished since the
@@ -22,8 +23,6 @@ import asyncio
 import contextlib
 import os
 import platform
-import signal
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from time import perf_counter
@@ -37,7 +36,7 @@ from tui.sources.load.prompts import PromptBuilder
 from tui.sources.load.runner import Clock, StepRunner
 from tui.sources.load.sizing import raise_fd_limit
 from tui.sources.load.steps import Step
-from tui.sources.load.wire import Batch, StepOrder, WorkerSetup, frame, read_frame
+from tui.sources.load.wire import Batch, StepOrder, WorkerSetup
 
 FLUSH_S = 0.05  # a worker's batch interval
 FLUSH_RECORDS = 256  # ... or sooner, when this many records wait
@@ -149,65 +148,3 @@ class WorkerEngine:
     async def close(self) -> None:
         if self._client is not None:
             await self._client.aclose()
-
-
-# ------------------------------------------------------------------ the worker process
-
-
-async def _serve() -> int:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", 0))
-    w_transport, w_protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                            os.fdopen(1, "wb", 0))
-    writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
-    lock = asyncio.Lock()
-
-    async def send(msg: Any) -> None:
-        async with lock:
-            writer.write(frame(msg))
-            await writer.drain()  # backpressure: a slow coordinator slows the batches, not the requests' timing
-
-    engine: WorkerEngine | None = None
-    task: asyncio.Task | None = None
-    try:
-        while True:
-            msg = await read_frame(reader)
-            if msg is None:  # the coordinator is gone: nobody to record for
-                if engine is not None:
-                    engine.cancel()
-                break
-            kind = msg[0]
-            if kind == "setup":
-                engine = WorkerEngine(msg[1], send)
-                info = await engine.start()
-                await send(("ready", info))
-            elif kind == "step" and engine is not None:
-                task = engine.begin(msg[1])
-            elif kind == "stop" and engine is not None:
-                engine.stop_step()
-            elif kind == "cancel" and engine is not None:
-                engine.cancel()
-            elif kind == "exit":
-                break
-    finally:
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        if engine is not None:
-            await engine.close()
-    return 0
-
-
-def main() -> int:
-    """Entry point of a worker process (``python -m tui.sources.load.worker``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to decide
-    try:
-        return asyncio.run(_serve())
-    except BrokenPipeError:
-        return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
