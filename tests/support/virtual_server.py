@@ -152,7 +152,7 @@ class _NoScraper:
 
 
 def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
-    import tui.cli.run as run_cli
+    import tui.cli.loadtest as run_cli
     import tui.sources.load.executor as executor
     import tui.sources.load.generator as loadgen
     import tui.sources.load.runner as runner

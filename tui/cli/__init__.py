@@ -4,7 +4,8 @@ Layout::
 
     tui/cli/__init__.py   the command table, the top-level parser and ``main()`` (the one boundary)
     tui/cli/options.py    shared options (acceptance/SLO, budget, console, HTTP/TLS/headers) and value types
-    tui/cli/budget.py     budget                       tui/cli/run.py      run, live
+    tui/cli/budget.py     budget                       tui/cli/run.py      run
+    tui/cli/live.py       live                         tui/cli/loadtest.py the load flags/settings of run, live, sweep
     tui/cli/report.py     report                       tui/cli/sweep.py    sweep
     tui/cli/replay.py     replay, the no-argument console
     tui/cli/quality.py    quality                      tui/cli/accept.py   accept
@@ -75,8 +76,8 @@ COMMANDS: dict[str, Command] = {
     "budget": Command("tui.cli.budget", "memory budget: a concurrency candidate to test (not a limit)"),
     "report": Command("tui.cli.report", "headless verdict on a record file"),
     "replay": Command("tui.cli.replay", "the console replaying a record file"),
-    "run": Command("tui.cli.run", "headless load test against a server, recorded", "add_run_arguments", "cmd_run"),
-    "live": Command("tui.cli.run", "the console watching a live load test", "add_live_arguments", "cmd_live"),
+    "run": Command("tui.cli.run", "headless load test against a server, recorded"),
+    "live": Command("tui.cli.live", "the console watching a live load test"),
     "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
     "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
     "accept": Command("tui.cli.accept", "write the acceptance report"),

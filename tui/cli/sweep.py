@@ -12,7 +12,7 @@ from tui.core.sweep import DEFAULT_MAX_LEVEL, default_ladder, format_sweep, swee
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `servewatch sweep`: those of `run` (the ladder optional) plus the sweep's own."""
-    from tui.cli.run import add_load_arguments
+    from tui.cli.loadtest import add_load_arguments
 
     parser.description = ("Capacity sweep: step the load up from low until the gate breaks; the measured capacity "
                           "beside the memory-only candidate.")
@@ -34,8 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """`servewatch sweep`."""
     from tui.cli.budget import budget_from_args, budget_given, budget_title
+    from tui.cli.loadtest import config_or_usage, record_run, step_plan
+    from tui.cli.loadtest import say as _print
     from tui.cli.report import LAST_RUN, analyse_file, monitor_config_from_args
-    from tui.cli.run import _print, config_or_usage, record_run, step_plan
 
     budget = None
     try:  # no budget is made up: without budget inputs the ladder does not depend on any model

@@ -6,6 +6,8 @@ Units are in the names (``_MS``, ``_S``, ``_MINUTES``); fractions are plain floa
 
 from __future__ import annotations
 
+from typing import Final
+
 # The goal: a request is good when it completes and its time to first token is within the SLO; the deployment
 # passes when at least TARGET of requests are good, judged at significance ALPHA over a window of at least
 # MIN_WINDOW_MINUTES.
@@ -30,3 +32,20 @@ EXPORT_DIR = "exports"
 
 # The environment variable the OpenAI-compatible client reads its API key from.
 API_KEY_ENV = "OPENAI_API_KEY"
+
+# load (`run`, `live`, `sweep`: the load test's flags and tui.sources.load.config.LoadConfig)
+# (the two words are Final: typed as their literal values, as the settings' Literal fields want)
+LOAD_API: Final = "chat"  # /v1/chat/completions
+ARRIVAL: Final = "poisson"  # the open-loop arrival process
+BURSTINESS = 1.0  # gamma arrivals: coefficient of variation of the gaps (1 = Poisson)
+INPUT_TOKENS = 128  # prompt length, tokens
+OUTPUT_TOKENS = 64  # max_tokens per request
+WARMUP_REQUESTS = 0
+ROUNDS = 1
+LOAD_SEED = 0  # seed of the lengths and arrivals
+LOAD_WORKERS = 1  # load processes: 1 = the coordinator itself
+METRICS_INTERVAL_S = 1.0  # seconds between metrics/GPU samples
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 300.0  # the longest silence allowed, queueing included
+# A step run until decided is capped at the minimum window plus this (time to also reach the minimum count).
+COUNT_ALLOWANCE_S = 300.0

@@ -13,12 +13,15 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tui.core.records import LineIssue, RecordError, parse_object
 from tui.core.redact import redact_url
 from tui.sources.base import Sink, Source, SourceMode
-from tui.sources.load import ConfigError, LoadConfig, LoadGenerator, RunSummary, SetupError, run_load
+from tui.sources.load.config import LoadConfig
+from tui.sources.load.errors import ConfigError, SetupError
+from tui.sources.load.generator import LoadGenerator, RunSummary, run_load
 from tui.sources.recorder import Recorder
 
 
@@ -31,7 +34,7 @@ class LiveSource:
     mode: SourceMode = "LIVE"
     controls = None  # a live run has no replay keys
 
-    def __init__(self, config: LoadConfig, progress=None) -> None:
+    def __init__(self, config: LoadConfig, progress: Callable[[str], Any] | None = None) -> None:
         config.validate()
         if not config.record:
             config.record = default_record_path()

@@ -241,7 +241,8 @@ def test_cmd_live_runs_the_console_on_a_live_source(fs, tmp_path, monkeypatch, c
     import argparse
 
     import tui.app
-    from tui.cli.run import add_run_arguments, cmd_live
+    from tui.cli.live import add_arguments as add_live_arguments
+    from tui.cli.live import run as cmd_live
 
     seen = {}
 
@@ -258,7 +259,7 @@ def test_cmd_live_runs_the_console_on_a_live_source(fs, tmp_path, monkeypatch, c
 
     monkeypatch.setattr(tui.app, "build_app", lambda source, sink, budget, **kw: FakeApp(source, sink))
     p = argparse.ArgumentParser()
-    add_run_arguments(p)
+    add_live_arguments(p)
     rec = tmp_path / "live-cmd.jsonl"
     args = p.parse_args(["--url", fs.url("ok", tokens=2), "--concurrency", "2", "--requests", "4", "--record",
                          str(rec), "--no-gpu"])

@@ -41,7 +41,8 @@ def _steps(recs):
 
 
 def test_the_default_step_runs_until_decided_capped_at_window_plus_count_allowance():
-    from tui.cli.run import add_run_arguments, config_from_args
+    from tui.cli.loadtest import config_from_args
+    from tui.cli.run import add_arguments as add_run_arguments
 
     p = argparse.ArgumentParser()
     add_run_arguments(p)

@@ -278,7 +278,7 @@ def test_cli_bad_trace_files_name_the_file(tmp_path, capsys):
 
 def test_config_from_the_flags(tmp_path):
     from tui.cli import build_parser
-    from tui.cli.run import config_from_args
+    from tui.cli.loadtest import config_from_args
 
     p = write(tmp_path, "b.csv", BURST_HEAD + "".join(f"{10 * i},m,{5 + i},{7 + i},0,x\n" for i in range(5)))
     parse = build_parser(only=["run"]).parse_args

@@ -27,9 +27,9 @@ from tests.support.paths import REPO
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import parse_object
 from tui.sources.load import LoadConfig, LoadGenerator, run_load
-from tui.sources.load.arrivals import open_schedule
-from tui.sources.load.runner import process_arrivals
-from tui.sources.load.workers import auto_workers, split_count, split_orders
+from tui.sources.load.arrivals import open_schedule, process_arrivals
+from tui.sources.load.sizing import auto_workers
+from tui.sources.load.wire import split_count, split_orders
 
 BOUND_S = 60.0  # every wait below gives up after this long (a bound, not a synchronisation)
 
@@ -321,9 +321,9 @@ def test_workers_exit_when_the_coordinator_is_killed(fs, tmp_path):
 
 async def test_a_stuck_worker_is_stopped_and_its_requests_recorded_lost(fs, monkeypatch):
     """A worker that stops reporting (SIGSTOP here; a deadlock alike) cannot hold the step open forever."""
-    import tui.sources.load.workers as workers_mod
+    import tui.sources.load.coordinator as coordinator
 
-    monkeypatch.setattr(workers_mod, "SILENCE_S", 1.0)
+    monkeypatch.setattr(coordinator, "SILENCE_S", 1.0)
     out: list[dict] = []
     gens: list[LoadGenerator] = []
     task = asyncio.create_task(run_load(cfg(fs.url("stall"), levels=[4.0], requests=None, duration=600.0),
@@ -377,7 +377,8 @@ async def test_trace_replay_dealt_to_workers_keeps_the_trace_times(fs):
 async def test_a_lost_workers_last_words_never_carry_a_secret():
     """A dying worker's last stderr line goes into the step record and the progress: scrubbed of credentials."""
     from tui.core.redact import Scrubber
-    from tui.sources.load.workers import Batch, StepOrder, WorkerPool
+    from tui.sources.load.coordinator import WorkerPool
+    from tui.sources.load.wire import Batch, StepOrder
 
     secret = "sk-live-abcdef0123456789"
 

@@ -5,6 +5,9 @@ one ends. Open loop sends on a schedule of offsets from the step start, computed
 (:func:`open_schedule`), so the same seed, rate and round give the same arrival times wherever they
 are computed: one coordinator can compute the schedule and hand each worker process its share
 (:func:`share`) with the union still exactly the requested process.
+
+What a step's request loop takes is a plan of :class:`PlannedArrival` (index, offset, lengths): the
+seed's process (:func:`process_arrivals`) or a trace's arrivals (:func:`trace_arrivals`).
 """
 
 from __future__ import annotations
@@ -12,9 +15,19 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-from tui.sources.load.config import Arrival
+from tui.sources.load.kinds import Arrival
+from tui.sources.load.trace import Trace, trace_schedule
+
+
+class PlannedArrival(NamedTuple):
+    """One planned arrival of an open-loop step. None lengths are drawn from the configured ranges."""
+
+    seq: int  # the arrival's number in the whole schedule (0-based, all workers together)
+    offset: float  # seconds from the step start
+    input_tokens: int | None
+    output_tokens: int | None
 
 
 def gap_sampler(arrival: Arrival | str, rate: float, burstiness: float, rng: random.Random) -> Callable[[], float]:
@@ -66,3 +79,22 @@ def share(schedule: Iterator[float], worker: int, workers: int) -> Iterator[tupl
     if not 0 <= worker < workers:
         raise ValueError("worker must be in [0, workers)")
     return itertools.islice(enumerate(schedule), worker, None, workers)
+
+
+def process_arrivals(schedule: Iterator[float], n_requests: int | None, worker: int = 0,
+                     workers: int = 1) -> Iterator[PlannedArrival]:
+    """The arrivals of one open-loop step for worker ``worker`` of ``workers``: every
+    ``workers``-th arrival of the one schedule (round robin by arrival index), the first
+    ``n_requests`` of the whole schedule only. The shares of all workers partition the process."""
+    for i, offset in share(schedule, worker, workers):
+        if n_requests is not None and i >= n_requests:
+            return
+        yield PlannedArrival(i, offset, None, None)
+
+
+def trace_arrivals(trace: Trace, n_requests: int | None) -> Iterator[PlannedArrival]:
+    """A trace's arrivals with their lengths, the first ``n_requests`` only (0 lengths: drawn from the ranges)."""
+    for i, (offset, n_in, n_out) in enumerate(trace_schedule(trace)):
+        if n_requests is not None and i >= n_requests:
+            return
+        yield PlannedArrival(i, offset, n_in or None, n_out or None)

@@ -2,7 +2,8 @@
 
 ``LoadConfig`` holds the verdict's settings as one :class:`tui.core.monitor.MonitorConfig` (SLO,
 target, alpha, minimum window and count) rather than copies of its fields; :func:`monitor_config`
-builds it from the flag values and turns a bad value into :class:`ConfigError` (exit 2).
+builds it from the flag values and turns a bad value into :class:`~tui.sources.load.errors.ConfigError`
+(exit 2). Every default comes from :mod:`tui.core.defaults`, the names the command line uses too.
 """
 
 from __future__ import annotations
@@ -11,58 +12,35 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
+import tui.core.defaults as defaults
+import tui.sources.openai_http as oh
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
-from tui.sources import openai_http as oh
-
-if TYPE_CHECKING:
-    from tui.sources.load.trace import Trace
-
-Mode = Literal["closed", "open"]  # closed: levels are concurrency; open: levels are req/s
-Arrival = Literal["poisson", "constant", "gamma"]
-Api = Literal["chat", "completions"]
-Phase = Literal["warmup", "measure"]
-
-MODES: tuple[Mode, ...] = ("closed", "open")
-ARRIVALS: tuple[Arrival, ...] = ("poisson", "constant", "gamma")
-APIS: tuple[Api, ...] = ("chat", "completions")
-
-#: Time allowed beyond the minimum window for a step to reach the minimum count too (default cap = window + this).
-COUNT_ALLOWANCE_S = 300.0
-
-
-MAX_WORKERS = 1024
+from tui.sources.load.errors import ConfigError
+from tui.sources.load.kinds import APIS, ARRIVALS, MODES, Api, Arrival, Mode
+from tui.sources.load.sizing import MAX_WORKERS, auto_workers
+from tui.sources.load.trace import Trace
 
 
 def resolve_workers(config: LoadConfig) -> int:
     """The number of load workers ``config.workers`` means (``auto``: enough for the heaviest level,
-    at most the machine's cores; see ``tui.sources.load.workers.auto_workers``)."""
+    at most the machine's cores; see :func:`tui.sources.load.sizing.auto_workers`)."""
     if config.workers == "auto":
-        from tui.sources.load.workers import auto_workers
-
         return auto_workers(config.mode, config.levels)
     return int(config.workers)
-
-
-class ConfigError(ValueError):
-    """The load configuration is not usable (bad usage: exit code 2)."""
-
-
-class SetupError(RuntimeError):
-    """The run could not start (server unreachable, no model to use)."""
 
 
 def default_step_cap(min_window_minutes: float) -> float:
     """Default cap of a step run until decided: the minimum window plus COUNT_ALLOWANCE_S to reach the minimum
     count (15 min for the default 10-min window). A PASS needs the whole window, so a shorter cap cannot PASS."""
-    return max(0.0, float(min_window_minutes)) * 60.0 + COUNT_ALLOWANCE_S
+    return max(0.0, float(min_window_minutes)) * 60.0 + defaults.COUNT_ALLOWANCE_S
 
 
-def monitor_config(slo_ttft_ms: float = 1000.0, target: float = 0.95, alpha: float = 0.05,
-                   min_window_minutes: float = 10.0, min_requests: int | None = None) -> MonitorConfig:
+def monitor_config(slo_ttft_ms: float = defaults.SLO_TTFT_MS, target: float = defaults.TARGET,
+                   alpha: float = defaults.ALPHA, min_window_minutes: float = defaults.MIN_WINDOW_MINUTES,
+                   min_requests: int | None = None) -> MonitorConfig:
     """The verdict settings from the flag values (``--slo-ttft-ms``, ``--target``, ``--alpha``,
     ``--min-window-minutes``, ``--min-requests``); a bad value raises ConfigError."""
     if not (isinstance(slo_ttft_ms, (int, float)) and slo_ttft_ms > 0) or not (0 < target < 1):
@@ -80,39 +58,39 @@ def monitor_config(slo_ttft_ms: float = 1000.0, target: float = 0.95, alpha: flo
 class LoadConfig:
     url: str
     model: str | None = None
-    api: Api = "chat"
+    api: Api = defaults.LOAD_API
     mode: Mode = "closed"  # "closed" (levels = concurrency) | "open" (levels = req/s)
     levels: list[float] = field(default_factory=lambda: [1.0])
-    arrival: Arrival = "poisson"  # open loop
-    burstiness: float = 1.0  # gamma: coefficient of variation of inter-arrival gaps
-    input_tokens: tuple[int, int] = (128, 128)  # (min, max), uniform
-    output_tokens: tuple[int, int] = (64, 64)
+    arrival: Arrival = defaults.ARRIVAL  # open loop
+    burstiness: float = defaults.BURSTINESS  # gamma: coefficient of variation of inter-arrival gaps
+    input_tokens: tuple[int, int] = (defaults.INPUT_TOKENS, defaults.INPUT_TOKENS)  # (min, max), uniform
+    output_tokens: tuple[int, int] = (defaults.OUTPUT_TOKENS, defaults.OUTPUT_TOKENS)
     ignore_eos: bool = False
-    warmup: int = 0
+    warmup: int = defaults.WARMUP_REQUESTS
     requests: int | None = None  # per step
     duration: float | None = None  # seconds per step
-    rounds: int = 1
+    rounds: int = defaults.ROUNDS
     stop_on_fail: bool = False
     until_decided: bool = False  # end each step as soon as its verdict is PASS or FAIL (capped: step_duration)
     max_step_seconds: float | None = None  # cap of a step run until decided (None: default_step_cap())
     budget: dict | None = None  # budget inputs given for this run: written as a `budget` record after the header
     record: str | None = None
     metrics_url: str | None = None
-    metrics_interval: float = 1.0
+    metrics_interval: float = defaults.METRICS_INTERVAL_S
     metrics: bool = True  # run the Prometheus scraper
     gpu: bool = True  # run the GPU/host sampler
-    connect_timeout: float = 10.0
-    read_timeout: float = 300.0  # must cover queueing: a queued request gets no bytes at all
-    api_key_env: str | None = "OPENAI_API_KEY"
+    connect_timeout: float = defaults.CONNECT_TIMEOUT_S
+    read_timeout: float = defaults.READ_TIMEOUT_S  # must cover queueing: a queued request gets no bytes at all
+    api_key_env: str | None = defaults.API_KEY_ENV
     sign_key_env: str | None = None  # sign the record file's digest chain with the key in this variable (tui.core.chain)
     headers: list[tuple[str, str]] = field(default_factory=list)
     insecure: bool = False
-    seed: int = 0
+    seed: int = defaults.LOAD_SEED
     monitor: MonitorConfig = field(default_factory=MonitorConfig)  # the verdict's settings (SLO, target, window)
     progress_interval: float = 5.0
     max_in_flight: int = 4096  # open loop: arrivals beyond this wait (and show as lateness)
     token_offsets: bool = False  # also record per-token arrival offsets (costs one float per token)
-    workers: int | str = 1  # load processes: 1 = this process; N >= 2 = worker processes; "auto" (resolve_workers)
+    workers: int | str = defaults.LOAD_WORKERS  # load processes: 1 = this process; N >= 2 = worker processes; "auto" (resolve_workers)
     ray: str | None = None  # "auto", "local" or a Ray cluster address: the workers run as Ray actors (tui.sources.load.ray_workers)
     # arrivals and lengths replayed from a trace (tui.sources.load.trace.load_trace): one open-loop step at
     # levels == [trace.level], round 1, ending when the trace is exhausted (or --requests/--duration earlier)
@@ -175,8 +153,6 @@ class LoadConfig:
             self._validate_trace()
 
     def _validate_trace(self) -> None:
-        from tui.sources.load.trace import Trace
-
         t = self.trace
         if not isinstance(t, Trace):
             raise ConfigError("trace must be a Trace (tui.sources.load.trace.load_trace)")

@@ -26,8 +26,8 @@ from typing import Any
 
 import httpx
 
+import tui.sources.openai_http as oh
 from tui.core.redact import Scrubber
-from tui.sources import openai_http as oh
 from tui.sources.lean_http import LEAN
 from tui.sources.load.stream import StreamInterpreter
 

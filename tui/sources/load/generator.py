@@ -32,21 +32,29 @@ from typing import Any
 
 import httpx
 
+import tui.sources.openai_http as oh
 from tui import __version__
+from tui.core.monitor import Monitor
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
-from tui.sources import openai_http as oh
-from tui.sources.load.arrivals import open_schedule
-from tui.sources.load.config import LoadConfig, Mode, Phase, SetupError, build_headers
+from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
+from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
+from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
+from tui.sources.load.errors import SetupError
 from tui.sources.load.executor import RequestExecutor
+from tui.sources.load.kinds import Mode, Phase
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
-from tui.sources.load.runner import Arrival, Clock, StepRunner, process_arrivals
+from tui.sources.load.ray_workers import ray_links
+from tui.sources.load.runner import Clock, StepRunner
+from tui.sources.load.sizing import raise_fd_limit
 from tui.sources.load.steps import (
+    CLIENT_BUSY_LIMIT,
     Step,
     describe_step,
     step_end_record,
     step_start_record,
 )
+from tui.sources.load.wire import WorkerSetup, split_orders
 
 Emit = Callable[[dict], Any]
 Progress = Callable[[str], Any]
@@ -89,7 +97,7 @@ class LoadGenerator:
         self._client: httpx.AsyncClient | None = None
         self._executor: RequestExecutor | None = None
         self._runner: StepRunner | None = None
-        self.pool: Any = None  # tui.sources.load.workers.WorkerPool when the load runs in worker processes
+        self.pool: WorkerPool | None = None  # when the load runs in worker processes (tui.sources.load.coordinator)
         self.workers = 1  # resolved --workers (1: the load runs in this process)
         self.workers_info: list[dict] = []
         self._pool_sent = 0
@@ -180,9 +188,7 @@ class LoadGenerator:
         sizes = [self.cfg.input_tokens[1]]
         await self.prompts.calibrate(client, self.root, prompt_prefix("00000000-000000"), sizes)
 
-    def _worker_setups(self, workers: int, anchor: tuple[float, float] | None) -> list:
-        from tui.sources.load.workers import WorkerSetup
-
+    def _worker_setups(self, workers: int, anchor: tuple[float, float] | None) -> list[WorkerSetup]:
         c = self.cfg
         return [WorkerSetup(worker=k, workers=workers, endpoint=self._endpoint, query=self._query, chat=self._chat,
                             model=self.model, ignore_eos=c.ignore_eos, connect_timeout=c.connect_timeout,
@@ -194,16 +200,11 @@ class LoadGenerator:
 
     async def _start_workers(self) -> None:
         """--workers N >= 2: start the worker processes (the load then runs there, not here)."""
-        from tui.sources.load.config import resolve_workers
-        from tui.sources.load.workers import PipeLink, WorkerLink, WorkerPool
-
         links: list[WorkerLink]
         if self._transport is not None and (self.cfg.ray or resolve_workers(self.cfg) >= 2):
             raise SetupError("worker processes need a real server: an in-memory transport cannot be shared "
                              "with them (use workers=1)")
         if self.cfg.ray:  # --workers auto with --ray: one actor per CPU the cluster offers (ray_workers.AUTO_MAX)
-            from tui.sources.load.ray_workers import ray_links
-
             ray_list, anchor_shared = await ray_links(self.cfg.ray, self.cfg.workers, self.say)
             links = list(ray_list)
         else:
@@ -225,8 +226,6 @@ class LoadGenerator:
         self.say(f"load split over {len(links)} {where}, one record file and one verdict here")
 
     def _make_monitor(self) -> None:
-        from tui.core.monitor import Monitor
-
         # request ids are unique by construction (run id + sequence): no set of every id, so a soak's memory stays flat
         self._monitor = Monitor(replace(self.cfg.monitor, check_duplicate_ids=False), source=self.label or "run")
 
@@ -355,7 +354,7 @@ class LoadGenerator:
         st = mon.levels.get((float(step.level), step.round))
         return st is not None and mon.verdict_for(st).state in ("PASS", "FAIL")
 
-    def _arrivals(self, step: Step, rate: float, n_requests: int | None) -> Iterator[Arrival]:
+    def _arrivals(self, step: Step, rate: float, n_requests: int | None) -> Iterator[PlannedArrival]:
         """The planned arrivals of one open-loop step (all of them): a trace's, or one schedule from the seed."""
         c = self.cfg
         if c.trace is not None:
@@ -372,12 +371,11 @@ class LoadGenerator:
                                      lambda: self._decided(step))
 
     async def _pool_step(self, step: Step, mode: Mode, concurrency: int, n_requests: int | None,
-                         duration: float | None) -> Any:
+                         duration: float | None) -> StepResult:
         """One step on the worker processes: each gets its share; records come back in t_end order."""
-        from tui.sources.load.workers import split_orders
-
         c = self.cfg
         pool = self.pool
+        assert pool is not None
         step.t0 = perf_counter() + 0.05  # a common start, a little ahead so every worker has its order in time
         t0_epoch = self.clock.epoch(step.t0)
         process = arrivals = None
@@ -464,7 +462,7 @@ class LoadGenerator:
 
     async def run(self, gpu_sampler: Any = None) -> RunSummary:
         c = self.cfg
-        _raise_fd_limit()
+        raise_fd_limit()
         self._use_client(self._make_client())
         client = self._client
         assert client is not None
@@ -568,21 +566,9 @@ class LoadGenerator:
         return True
 
 
-def trace_arrivals(trace: Any, n_requests: int | None) -> Iterator[Arrival]:
-    """A trace's arrivals as (index, offset, input tokens, output tokens), the first ``n_requests`` only."""
-    from tui.sources.load.trace import trace_schedule
-
-    for i, (offset, n_in, n_out) in enumerate(trace_schedule(trace)):
-        if n_requests is not None and i >= n_requests:
-            return
-        yield (i, offset, n_in or None, n_out or None)
-
-
-def _pool_fields(end: dict, pooled: Any, mode: str) -> None:
+def _pool_fields(end: dict, pooled: StepResult, mode: str) -> None:
     """Add what the worker processes measured to a step end record: their CPU, and whether one
     was saturated or lost (a degraded step cannot PASS: the core monitor reads ``degraded``)."""
-    from tui.sources.load.steps import CLIENT_BUSY_LIMIT
-
     end["coordinator_cpu_s"] = end["process_cpu_s"]
     end["client_cpu_s"] = round(end["client_cpu_s"] + pooled.thread_cpu_s, 4)
     end["process_cpu_s"] = round(end["process_cpu_s"] + pooled.cpu_s, 4)
@@ -610,19 +596,6 @@ def _pool_fields(end: dict, pooled: Any, mode: str) -> None:
             end["verdict_reason"] = (f"degraded: a load worker was lost during this step ({pooled.worker_lost_requests} "
                                      "requests in flight recorded as worker_lost); the level was not held, so it "
                                      "cannot PASS" + (f"; {prev}" if prev and prev.startswith("cannot PASS") else ""))
-
-
-def _raise_fd_limit() -> None:
-    try:
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        want = hard if hard != resource.RLIM_INFINITY else 65536
-        want = min(want, 65536)
-        if soft != resource.RLIM_INFINITY and soft < want:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    except (ImportError, ValueError, OSError):
-        pass
 
 
 # ------------------------------------------------------------------ one-call entry point

@@ -2,8 +2,8 @@
 
 The coordinator (the process the user started) keeps what must be one -- the record file, the
 monitor and its verdict, the console -- exactly as with worker processes
-(:class:`tui.sources.load.workers.WorkerPool`); only the link to each worker differs. Each worker
-is an async Ray actor wrapping a :class:`~tui.sources.load.workers.WorkerEngine`; its batches wait
+(:class:`tui.sources.load.coordinator.WorkerPool`); only the link to each worker differs. Each worker
+is an async Ray actor wrapping a :class:`~tui.sources.load.worker.WorkerEngine`; its batches wait
 in a buffer on the actor until the coordinator's :class:`RayLink` collects them with one call that
 waits up to :data:`POLL_WAIT_S` and returns every batch ready (never one call per request).
 
@@ -49,8 +49,9 @@ from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any
 
-from tui.sources.load.config import SetupError
-from tui.sources.load.workers import Batch, WorkerEngine
+from tui.sources.load.errors import SetupError
+from tui.sources.load.wire import Batch
+from tui.sources.load.worker import WorkerEngine
 
 AUTO_MAX = 64  # --workers auto with --ray: one actor per cluster CPU, at most this many
 POLL_WAIT_S = 0.05  # one poll call waits at most this long for a batch
@@ -297,7 +298,7 @@ def _nodes(ray: Any) -> list[tuple[str, float]]:
 
 
 class RayLink:
-    """The coordinator's handle on one actor (a :class:`tui.sources.load.workers.WorkerLink`)."""
+    """The coordinator's handle on one actor (a :class:`tui.sources.load.coordinator.WorkerLink`)."""
 
     def __init__(self, index: int, actor: Any, session: _Session, placement: dict) -> None:
         self.index = index

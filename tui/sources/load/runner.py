@@ -7,7 +7,7 @@ finished request to ``on_record(record, req)`` exactly once (also when cancelled
 
 - :class:`tui.sources.load.generator.LoadGenerator` in process (``--workers 1``): ``on_record``
   writes the record and feeds the monitor at once;
-- :class:`tui.sources.load.workers.WorkerEngine` in a worker process or Ray actor: ``on_record``
+- :class:`tui.sources.load.worker.WorkerEngine` in a worker process or Ray actor: ``on_record``
   puts the record in the next batch for the coordinator.
 
 Request ids are unique by construction, never by remembering them: ``<run id>-<sequence>``, where
@@ -20,17 +20,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from time import perf_counter
 from typing import Any
 
+from tui.sources.load.arrivals import PlannedArrival
 from tui.sources.load.executor import Req, RequestExecutor, request_record
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.steps import Step
-
-#: One planned arrival of an open-loop step: (arrival index, offset s from the step start, input tokens or None,
-#: output tokens or None). None lengths are drawn from the configured ranges.
-Arrival = tuple[int, float, "int | None", "int | None"]
 
 
 class Clock:
@@ -188,7 +185,7 @@ class StepRunner:
             for _ in range(concurrency):
                 tg.create_task(loop())
 
-    async def open_step(self, step: Step, arrivals: Iterable[Arrival], duration: float | None,
+    async def open_step(self, step: Step, arrivals: Iterable[PlannedArrival], duration: float | None,
                         stop: Callable[[], bool]) -> None:
         """Send each planned arrival at ``step.t0 + offset`` (offsets ascending) until the plan
         ends, ``duration`` passed or ``stop()``; at most ``max_in_flight`` open at once (the rest
@@ -218,15 +215,3 @@ class StepRunner:
                 await sem.acquire()
                 tg.create_task(one(req))
 
-
-def process_arrivals(schedule: Iterator[float], n_requests: int | None, worker: int = 0,
-                     workers: int = 1) -> Iterator[Arrival]:
-    """The arrivals of one open-loop step for worker ``worker`` of ``workers``: every
-    ``workers``-th arrival of the one schedule (round robin by arrival index), the first
-    ``n_requests`` of the whole schedule only. The shares of all workers partition the process."""
-    from tui.sources.load.arrivals import share
-
-    for i, offset in share(schedule, worker, workers):
-        if n_requests is not None and i >= n_requests:
-            return
-        yield (i, offset, None, None)

@@ -24,7 +24,7 @@ from time import perf_counter
 from typing import Any
 
 from tui.core.evidence import LATENESS_FLOOR_MS
-from tui.sources.load.config import Mode, Phase
+from tui.sources.load.kinds import Mode, Phase
 
 SATURATION_LATENESS_MS = 10.0
 CLIENT_BUSY_LIMIT = 0.9  # closed loop: client CPU-seconds per wall second that flag the step as saturated

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, BinaryIO
 
-from tui.sources.load.config import ConfigError
+from tui.sources.load.errors import ConfigError
 
 FORMATS = ("servewatch", "azure", "burstgpt", "mooncake")
 FORMAT_NAMES = {

@@ -1,12 +1,12 @@
-"""Worker processes: the load of one run split over several event loops, one coordinator.
+"""The coordinator: the load of one run split over several worker processes (or Ray actors), one record file.
 
-``--workers N`` (N >= 2, or ``auto``) starts N worker processes (``python -m tui.sources.load.workers``)
+``--workers N`` (N >= 2, or ``auto``) starts N worker processes (``python -m tui.sources.load.worker_process``, :mod:`tui.sources.load.worker_process`)
 beside the coordinator (the process the user started). Each worker has its own event loop, HTTP
 client and :class:`~tui.sources.load.runner.StepRunner`; the coordinator keeps everything that must
 be one: the server probe and prompt calibration, the single record file, the monitor and its
 verdict, the console, and the decision to end a step.
 
-The split (:func:`split_orders`):
+The split (:func:`tui.sources.load.wire.split_orders`):
 
 - closed loop: the concurrency (and a request count) is divided among the workers, remainders to
   the first ones;
@@ -16,9 +16,9 @@ The split (:func:`split_orders`):
   because workers on this machine use the coordinator's clock anchor (``perf_counter`` is the
   system-wide monotonic clock).
 
-The wire (:class:`PipeLink`): length-prefixed pickle frames over the worker's standard input and
-output (our own child, our own data). A worker sends a batch every :data:`FLUSH_S` seconds or
-:data:`FLUSH_RECORDS` records, never one message per token or per request: the records finished
+The wire (:class:`PipeLink`, :mod:`tui.sources.load.wire`): length-prefixed pickle frames over the worker's standard input and
+output (our own child, our own data). A worker sends a batch every ``FLUSH_S`` seconds or
+``FLUSH_RECORDS`` records (:mod:`tui.sources.load.worker`, :mod:`tui.sources.load.worker_process`), never one message per token or per request: the records finished
 since the last batch, the requests started since the last batch (id, intended time, lengths: what
 the coordinator needs to record a request whose worker died) and a mark
 ``settled`` (epoch s) before which it has handed over every finished request. The coordinator
@@ -46,323 +46,21 @@ import contextlib
 import heapq
 import itertools
 import os
-import pickle
 import signal
-import struct
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Protocol
 
-FLUSH_S = 0.05  # a worker's batch interval
-FLUSH_RECORDS = 256  # ... or sooner, when this many records wait
+from tui.sources.load.wire import Batch, StepOrder, WorkerSetup, frame, read_frame
+
 SETUP_TIMEOUT_S = 60.0  # a worker that has not said "ready" by then is a failed start
 CANCEL_TIMEOUT_S = 15.0  # how long the coordinator waits for the workers' last batches after a cancel
 SILENCE_S = 30.0  # a running worker that sent no batch for this long (it sends one every FLUSH_S) is stuck: lost
-AUTO_STREAMS_PER_WORKER = 64  # --workers auto, closed loop: one worker per this many streams
-AUTO_RATE_PER_WORKER = 250.0  # --workers auto, open loop: one worker per this many req/s
-_FRAME = struct.Struct(">I")
-
-
-# ------------------------------------------------------------------ what travels
-
-
-@dataclass
-class WorkerSetup:
-    """What one worker needs to send requests (picklable; holds the auth headers: it travels only
-    over the worker's own pipe or Ray's object transfer, never to a file)."""
-
-    worker: int
-    workers: int
-    endpoint: str
-    query: str
-    chat: bool
-    model: str | None
-    ignore_eos: bool
-    connect_timeout: float
-    read_timeout: float
-    insecure: bool
-    token_offsets: bool
-    headers: dict[str, str]
-    secrets: list[str]
-    run_id: str
-    seed: Any
-    input_tokens: tuple[int, int]
-    output_tokens: tuple[int, int]
-    max_in_flight: int
-    prompts: dict
-    anchor: tuple[float, float] | None  # the coordinator's clock anchor (same machine) or None (own clock)
-
-
-@dataclass
-class StepOrder:
-    """One worker's share of one step."""
-
-    level: float
-    round: int
-    phase: str
-    mode: str
-    t0_epoch: float  # the common start of the step
-    duration: float | None
-    concurrency: int = 0  # closed loop: this worker's loops
-    n_requests: int | None = None  # closed loop: this worker's count; open loop: the whole schedule's
-    process: tuple | None = None  # open loop: (arrival, rate, burstiness, seed, round) of the one schedule
-    arrivals: list | None = None  # open loop from a trace: this worker's share of (index, offset, n_in, n_out)
-
-
-@dataclass
-class Batch:
-    worker: int
-    settled: float  # epoch s: every request of this worker that ended before this is in this batch or an earlier one
-    records: list[dict] = field(default_factory=list)
-    started: list[tuple] = field(default_factory=list)  # (id, t_intended epoch, phase, level, round, n_in, n_out)
-    done: dict | None = None  # set on the last batch of a step: {"cpu_s", "thread_cpu_s", "wall_s", "sent"}
-
-
-def split_count(total: int, workers: int) -> list[int]:
-    """``total`` divided among ``workers``: remainders to the first ones."""
-    base, extra = divmod(int(total), workers)
-    return [base + (1 if k < extra else 0) for k in range(workers)]
-
-
-def split_orders(*, level: float, rnd: int, phase: str, mode: str, t0_epoch: float, duration: float | None,
-                 n_requests: int | None, workers: int, concurrency: int | None = None,
-                 process: tuple | None = None, arrivals: Sequence[tuple] | None = None) -> list[StepOrder]:
-    """Each worker's share of one step (see the module docstring)."""
-    orders = []
-    if mode == "closed":
-        conc = split_count(int(concurrency if concurrency is not None else level), workers)
-        counts: list[int | None] = ([*split_count(n_requests, workers)] if n_requests is not None
-                                    else [None] * workers)
-        for k in range(workers):
-            n_k = counts[k]
-            if conc[k] == 0 and n_k:  # more workers than streams: a worker with a count needs a loop
-                conc[k] = 1
-            orders.append(StepOrder(level, rnd, phase, mode, t0_epoch, duration, concurrency=conc[k], n_requests=n_k))
-        return orders
-    for k in range(workers):
-        share = None
-        if arrivals is not None:
-            share = [a for a in itertools.islice(arrivals, k, None, workers)
-                     if n_requests is None or a[0] < n_requests]
-        orders.append(StepOrder(level, rnd, phase, mode, t0_epoch, duration, n_requests=n_requests,
-                                process=process, arrivals=share))
-    return orders
-
-
-def auto_workers(mode: str, levels: Sequence[float], cpus: int | None = None) -> int:
-    """``--workers auto``: enough worker processes for the heaviest level (one per
-    :data:`AUTO_STREAMS_PER_WORKER` streams or :data:`AUTO_RATE_PER_WORKER` req/s), at most the
-    machine's cores; 1 means the load runs in the coordinator itself."""
-    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
-    top = max(levels) if levels else 1.0
-    per = AUTO_STREAMS_PER_WORKER if mode == "closed" else AUTO_RATE_PER_WORKER
-    need = -(-int(top) // int(per)) if mode == "closed" else int(-(-top // per))
-    return max(1, min(cpus, need))
-
-
-# ------------------------------------------------------------------ the worker side
-
-
-class WorkerEngine:
-    """One worker: runs its share of each step and hands batches to ``out`` (a coroutine function).
-    The same engine runs in a worker process (:func:`main`) and in a Ray actor."""
-
-    def __init__(self, setup: WorkerSetup, out: Callable[[Batch], Awaitable[Any]]) -> None:
-        self.setup = setup
-        self.out = out
-        self._records: list[dict] = []
-        self._started: list[tuple] = []
-        self._stop = False
-        self._step_task: asyncio.Task | None = None
-        self._client: Any = None
-        self.runner: Any = None
-        self._wake = asyncio.Event()
-
-    async def start(self) -> dict:
-        """Make the client and the runner; returns facts for the run header (pid, host)."""
-        from tui.core.redact import Scrubber
-        from tui.sources import openai_http as oh
-        from tui.sources.load.executor import RequestExecutor
-        from tui.sources.load.generator import _raise_fd_limit
-        from tui.sources.load.prompts import PromptBuilder
-        from tui.sources.load.runner import Clock, StepRunner
-
-        s = self.setup
-        _raise_fd_limit()
-        self._client = oh.make_client(headers=s.headers, connect_timeout=s.connect_timeout,
-                                      read_timeout=s.read_timeout, insecure=s.insecure)
-        scrub = Scrubber(s.secrets)
-        ex = RequestExecutor(self._client, s.endpoint, s.query, chat=s.chat, model=s.model, ignore_eos=s.ignore_eos,
-                             read_timeout=s.read_timeout, token_offsets=s.token_offsets, scrub=scrub,
-                             say=lambda _line: None)
-        self.runner = StepRunner(ex, Clock(s.anchor), PromptBuilder.from_state(s.prompts), s.run_id,
-                                 input_tokens=s.input_tokens, output_tokens=s.output_tokens, seed=s.seed,
-                                 on_record=self._on_record, worker=s.worker, workers=s.workers,
-                                 max_in_flight=s.max_in_flight, on_start=self._on_start)
-        import platform
-
-        return {"worker": s.worker, "pid": os.getpid(), "host": platform.node(),
-                "clock": "coordinator's anchor" if s.anchor is not None else "own anchor",
-                "epoch0": self.runner.clock.epoch0}
-
-    def _on_record(self, d: dict, _req: Any) -> None:
-        self._records.append(d)
-        if len(self._records) >= FLUSH_RECORDS:
-            self._wake.set()
-
-    def _on_start(self, req: Any) -> None:
-        ep = self.runner.clock.epoch
-        self._started.append((req.id, ep(req.t_intended), req.phase, req.level, req.round, req.in_asked,
-                              req.out_asked))
-
-    def _batch(self, done: dict | None = None) -> Batch:
-        r = self.runner
-        b = Batch(self.setup.worker, r.settled_before(), self._records, self._started, done)
-        self._records = []
-        self._started = []
-        return b
-
-    async def _flusher(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), FLUSH_S)
-            self._wake.clear()
-            await self.out(self._batch())
-
-    async def run_step(self, order: StepOrder) -> None:
-        """Run this worker's share of one step; the last batch carries ``done``."""
-        from tui.sources.load.arrivals import open_schedule
-        from tui.sources.load.runner import process_arrivals
-        from tui.sources.load.steps import Step
-
-        r = self.runner
-        self._stop = False
-        step = Step(order.level, order.round, order.phase, order.mode)  # type: ignore[arg-type]
-        step.t0 = r.clock.perf(order.t0_epoch)
-        cpu0, tcpu0, wall0 = time.process_time(), time.thread_time(), perf_counter()
-        sent0 = r.sent_total
-        flusher = asyncio.create_task(self._flusher())
-        try:
-            if order.mode == "closed":
-                await r.closed_step(step, order.concurrency, order.n_requests, order.duration, self._stopped)
-            else:
-                if order.arrivals is not None:
-                    plan: Iterator = iter(order.arrivals)
-                else:
-                    assert order.process is not None
-                    arrival, rate, burst, seed, rnd = order.process
-                    plan = process_arrivals(open_schedule(arrival, rate, burst, seed, rnd), order.n_requests,
-                                            self.setup.worker, self.setup.workers)
-                await r.open_step(step, plan, order.duration, self._stopped)
-        finally:
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
-            done = {"cpu_s": time.process_time() - cpu0, "thread_cpu_s": time.thread_time() - tcpu0,
-                    "wall_s": max(perf_counter() - max(wall0, step.t0), 1e-9), "sent": r.sent_total - sent0}
-            await self.out(self._batch(done))
-
-    def _stopped(self) -> bool:
-        return self._stop
-
-    def stop_step(self) -> None:
-        """The coordinator decided the step: send nothing more (requests in flight finish)."""
-        self._stop = True
-
-    def begin(self, order: StepOrder) -> asyncio.Task:
-        self._step_task = asyncio.create_task(self.run_step(order))
-        return self._step_task
-
-    def cancel(self) -> None:
-        """Stop now: in-flight requests are recorded as cancelled and sent in the last batch."""
-        self._stop = True
-        if self._step_task is not None and not self._step_task.done():
-            self._step_task.cancel()
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-
-
-# ------------------------------------------------------------------ the pipe between them
-
-
-async def read_frame(reader: asyncio.StreamReader) -> Any:
-    """One frame, or None at end of input."""
-    try:
-        head = await reader.readexactly(_FRAME.size)
-        (n,) = _FRAME.unpack(head)
-        body = await reader.readexactly(n)
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return None
-    return pickle.loads(body)  # noqa: S301 (our own child process, our own frames)
-
-
-def frame(msg: Any) -> bytes:
-    body = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-    return _FRAME.pack(len(body)) + body
-
-
-async def _serve() -> int:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", 0))
-    w_transport, w_protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                            os.fdopen(1, "wb", 0))
-    writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
-    lock = asyncio.Lock()
-
-    async def send(msg: Any) -> None:
-        async with lock:
-            writer.write(frame(msg))
-            await writer.drain()  # backpressure: a slow coordinator slows the batches, not the requests' timing
-
-    engine: WorkerEngine | None = None
-    task: asyncio.Task | None = None
-    try:
-        while True:
-            msg = await read_frame(reader)
-            if msg is None:  # the coordinator is gone: nobody to record for
-                if engine is not None:
-                    engine.cancel()
-                break
-            kind = msg[0]
-            if kind == "setup":
-                engine = WorkerEngine(msg[1], send)
-                info = await engine.start()
-                await send(("ready", info))
-            elif kind == "step" and engine is not None:
-                task = engine.begin(msg[1])
-            elif kind == "stop" and engine is not None:
-                engine.stop_step()
-            elif kind == "cancel" and engine is not None:
-                engine.cancel()
-            elif kind == "exit":
-                break
-    finally:
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        if engine is not None:
-            await engine.close()
-    return 0
-
-
-def main() -> int:
-    """Entry point of a worker process (``python -m tui.sources.load.workers``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to decide
-    try:
-        return asyncio.run(_serve())
-    except BrokenPipeError:
-        return 0
-
-
-# ------------------------------------------------------------------ the coordinator side
+WORKER_MODULE = "tui.sources.load.worker_process"  # what a worker process runs (python -m)
 
 
 class WorkerLink(Protocol):
@@ -393,7 +91,7 @@ class PipeLink:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tui.sources.load.workers",
+            sys.executable, "-m", WORKER_MODULE,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env=env, limit=2**26)
         self._err_task = asyncio.create_task(self._drain_stderr())
@@ -657,11 +355,3 @@ class WorkerPool:
         if cancelled:
             raise asyncio.CancelledError
         return result
-
-
-if __name__ == "__main__":
-    # run the copy of this module imported under its package name, so what it pickles (Batch) names
-    # tui.sources.load.workers and not __main__
-    from tui.sources.load.workers import main as _main
-
-    sys.exit(_main())

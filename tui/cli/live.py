@@ -1,0 +1,56 @@
+"""`servewatch live`: the console watching a live load test, recorded like `run`.
+
+    servewatch live --url http://127.0.0.1:8080 --concurrency 1,2,4 --theme light
+
+Exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or
+UNDECIDED; 2 bad usage or a server that cannot be reached. The load flags and the settings built from them
+are those of `run` (:mod:`tui.cli.loadtest`); the console flags those of `replay`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tui.cli.loadtest import add_load_arguments, config_or_usage, console_monitor_config, trace_lines
+from tui.cli.options import UsageError, add_console_arguments, add_rolling_arguments, epilog
+from tui.core.exitcodes import ExitCode
+
+EPILOG = epilog("servewatch live --url http://127.0.0.1:8080 --concurrency 1,2,4 --theme light",
+                codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
+                      "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or a server that cannot be reached")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `servewatch live`: those of `run` plus every console flag `replay` takes
+    (--theme, --themes-dir, --export-dir, --rolling-seconds, --rolling-requests)."""
+    parser.description = "The console watching a live load test, recorded like `run`."
+    parser.epilog = EPILOG
+    add_load_arguments(parser, trace=True)
+    add_console_arguments(parser)
+    add_rolling_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`servewatch live`: the console watching a live load test (recorded like `run`)."""
+    from tui.cli.budget import view_budget
+    from tui.cli.replay import open_console
+    from tui.sources.live import LiveSource
+
+    cfg = config_or_usage(args)
+    for line in trace_lines(cfg):
+        print(line, flush=True)
+    try:
+        budget, budget_origin = view_budget(args)  # no budget flags: unknown, never the teaching case
+        mcfg = console_monitor_config(args, cfg)
+    except (ValueError, OSError) as exc:
+        raise UsageError(exc) from None
+    source = LiveSource(cfg)
+    code = open_console(source, args, budget, mcfg, budget_origin=budget_origin)
+    try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
+        print(f"record file: {source.record_path}", flush=True)
+        if source.error:
+            print(f"servewatch: {source.error}", file=sys.stderr)
+    except OSError:
+        pass
+    return ExitCode.INSUFFICIENT if code is None else int(code)

@@ -1,0 +1,432 @@
+"""The load test that `servewatch run`, `live` and `sweep` share: its flags, the settings built from them, the
+recorded run.
+
+- :func:`add_load_arguments`: the flags (target, load, load processes, recording, connection, acceptance,
+  budget); every default is a name of :mod:`tui.core.defaults`, the same names the settings use;
+- :func:`config_from_args`: the :class:`~tui.sources.load.config.LoadConfig` (its ``monitor``, the verdict's
+  settings, included) from the parsed flags; :func:`console_monitor_config`: the console's
+  :class:`~tui.core.monitor.MonitorConfig` for `live`, from the same settings plus the rolling-window flags;
+- :func:`record_run`: run the load test into its record file, printing progress (`run`, `sweep`).
+
+The sources below (``tui.sources.load``, ``tui.sources.live``) take these settings dataclasses, never the
+argparse namespace. Not a command: the command modules are :mod:`tui.cli.run`, :mod:`tui.cli.live` and
+:mod:`tui.cli.sweep`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import math
+import os
+import signal
+from collections.abc import Callable
+
+import tui.core.defaults as defaults
+from tui.cli.chainopts import add_sign_key_argument, key_from_env, sign_key
+from tui.cli.options import (
+    UsageError,
+    add_acceptance_arguments,
+    add_budget_arguments,
+    add_http_arguments,
+    levels,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    token_range,
+)
+from tui.core.exitcodes import ExitCode
+from tui.core.monitor import MonitorConfig
+from tui.core.redact import redact_url
+from tui.sources.live import default_record_path
+from tui.sources.load.config import LoadConfig, monitor_config
+from tui.sources.load.errors import ConfigError, SetupError
+from tui.sources.load.generator import RunSummary, run_load
+from tui.sources.load.kinds import APIS, ARRIVALS
+from tui.sources.load.sizing import MAX_WORKERS
+from tui.sources.load.trace import MAX_LISTED, Trace, load_trace, parse_window
+from tui.sources.recorder import Recorder
+
+# ------------------------------------------------------------------ flags
+
+
+def trace_window(text: str) -> tuple[float, float | None]:
+    """``--trace-window START-END`` (or ``START-``): seconds of the trace after its first arrival."""
+    try:
+        return parse_window(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--trace-window ")) from None
+
+
+def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) -> None:
+    """Flags of `servewatch run`, `live` and `sweep`: target, load, recording, connection, acceptance, budget.
+    ``trace``: also --trace, --trace-speed, --trace-window (`run` and `live`; a sweep has no trace)."""
+    t = parser.add_argument_group("target")
+    t.add_argument("--url", required=True, metavar="URL",
+                   help="server base URL, with or without a trailing /v1 (required; no default)")
+    t.add_argument("--model", default=None, metavar="NAME", help="model name (default: the first id of /v1/models)")
+    t.add_argument("--api", choices=APIS, default=defaults.LOAD_API,
+                   help="/v1/chat/completions (default) or /v1/completions")
+
+    g = parser.add_argument_group("load")
+    m = g.add_mutually_exclusive_group(required=True)
+    m.add_argument("--concurrency", type=levels(int), metavar="LIST",
+                   help="closed loop: in-flight requests per step, a ramp such as 1,2,4,8 (no default: this or --rate)")
+    m.add_argument("--rate", type=levels(float), metavar="LIST",
+                   help="open loop: arrivals per second per step, such as 0.5,1,2 (no default: this or --concurrency)")
+    if trace:
+        m.add_argument("--trace", default=None, metavar="FILE",
+                       help="open loop: replay the arrival times and token lengths of a trace, one step at its mean "
+                            "rate: a servewatch open-loop record file, an Azure LLM inference CSV, a BurstGPT CSV or "
+                            "Mooncake JSONL, detected from the content (default: none)")
+        g.add_argument("--trace-speed", type=positive_float, default=None, metavar="FACTOR",
+                       help="with --trace: replay FACTOR times faster, 2 = the gaps halved (default 1)")
+        g.add_argument("--trace-window", type=trace_window, default=None, metavar="START-END",
+                       help="with --trace: only the arrivals from START to END seconds after the trace's first "
+                            "(END may be left out: to the end), before --trace-speed (default: the whole trace)")
+    else:  # a sweep replays no trace
+        parser.set_defaults(trace=None, trace_speed=None, trace_window=None)
+    # None = not given (the defaults apply in config_from_args): a trace refuses the flags that describe another load
+    g.add_argument("--arrival", choices=ARRIVALS, default=None,
+                   help=f"open loop arrival process (default {defaults.ARRIVAL})")
+    g.add_argument("--burstiness", type=non_negative_float, default=None, metavar="FACTOR",
+                   help="gamma arrivals: coefficient of variation of the gaps (shape 1/X^2); 1 = Poisson, "
+                        f">1 burstier (default {defaults.BURSTINESS:g})")
+    g.add_argument("--input-tokens", type=token_range, default=None, metavar="N|MIN-MAX",
+                   help=f"prompt length in tokens, fixed or uniform MIN-MAX (default {defaults.INPUT_TOKENS})")
+    g.add_argument("--output-tokens", type=token_range, default=None, metavar="N|MIN-MAX",
+                   help=f"max_tokens per request, fixed or uniform MIN-MAX (default {defaults.OUTPUT_TOKENS})")
+    g.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None,
+                   help="send ignore_eos: true so every answer has exactly max_tokens tokens (default: off; on "
+                        "with --trace unless --no-ignore-eos; every request records output_tokens_asked beside "
+                        "the output_tokens it got)")
+    g.add_argument("--warmup", type=non_negative_int, default=defaults.WARMUP_REQUESTS, metavar="N",
+                   help="requests before the first step, recorded as phase warmup "
+                        f"(default {defaults.WARMUP_REQUESTS})")
+    g.add_argument("--requests", type=positive_int, default=None, metavar="N",
+                   help="requests per step (default: each step runs until its verdict is PASS or FAIL, "
+                        "see --max-step-seconds)")
+    g.add_argument("--duration", type=positive_float, default=None, metavar="SECONDS",
+                   help="seconds per step (with --requests: whichever comes first; default: until decided)")
+    g.add_argument("--max-step-seconds", type=positive_float, default=None, metavar="SECONDS",
+                   help="a step run until decided (the default without --requests/--duration, and every sweep "
+                        "step) ends UNDECIDED after SECONDS; default: the minimum window + 300 s (900 s for "
+                        "the 10-min window). Shorter than the window, a step cannot PASS.")
+    g.add_argument("--rounds", type=positive_int, default=defaults.ROUNDS, metavar="N",
+                   help=f"repeat the ramp N times (default {defaults.ROUNDS})")
+    g.add_argument("--stop-on-fail", action="store_true", help="end the ramp at the first step whose verdict is FAIL")
+    g.add_argument("--seed", type=int, default=defaults.LOAD_SEED, metavar="N",
+                   help=f"seed for lengths and arrivals (default {defaults.LOAD_SEED})")
+
+    w = parser.add_argument_group("load processes")
+    w.add_argument("--workers", type=workers_arg, default=None, metavar="N|auto",  # None: depends on --ray
+                   help=f"processes that send the load: {defaults.LOAD_WORKERS} = this process (default); N >= 2 = N worker processes "
+                        "beside this one, which keeps the record file, the verdict and the console; auto = one per "
+                        "64 streams or 250 req/s of the heaviest level, at most the cores")
+    w.add_argument("--ray", default=None, metavar="auto|ADDRESS",
+                   help="run the workers as actors on a Ray cluster (pip install 'servewatch[ray]'): auto = the "
+                        "cluster RAY_ADDRESS names or one already running here; local = start a throwaway one here; "
+                        "or ray://HOST:10001 / HOST:6379; with --workers N "
+                        "(default with --ray: one per CPU the cluster offers, at most 64)")
+
+    o = parser.add_argument_group("recording and telemetry")
+    o.add_argument("--record", default=None, metavar="FILE",
+                   help="record file (default servewatch-YYYYmmdd-HHMMSS.jsonl here); appended to")
+    o.add_argument("--metrics-url", default=None, metavar="URL", help="Prometheus endpoint (default URL/metrics)")
+    o.add_argument("--metrics-interval", type=positive_float, default=defaults.METRICS_INTERVAL_S, metavar="SECONDS",
+                   help=f"seconds between metrics/GPU samples (default {defaults.METRICS_INTERVAL_S:g})")
+    o.add_argument("--no-gpu", action="store_true", help="do not sample NVML/host telemetry")
+    add_sign_key_argument(o)
+
+    c = add_http_arguments(parser)
+    c.add_argument("--connect-timeout", type=positive_float, default=defaults.CONNECT_TIMEOUT_S, metavar="SECONDS",
+                   help=f"seconds to open a connection (default {defaults.CONNECT_TIMEOUT_S:g})")
+    c.add_argument("--read-timeout", type=positive_float, default=defaults.READ_TIMEOUT_S, metavar="SECONDS",
+                   help=f"longest silence allowed, queueing included (default {defaults.READ_TIMEOUT_S:g})")
+
+    add_acceptance_arguments(parser)
+    add_budget_arguments(parser)
+
+
+# ------------------------------------------------------------------ the settings
+
+
+_TRACE_REFUSES = (("--arrival", "arrival"), ("--burstiness", "burstiness"), ("--input-tokens", "input_tokens"),
+                  ("--output-tokens", "output_tokens"), ("--max-step-seconds", "max_step_seconds"))
+
+
+def trace_from_args(args: argparse.Namespace) -> Trace | None:
+    """The Trace of ``--trace`` (None without it); ConfigError on a bad file or a flag that contradicts it."""
+    if args.trace is None:
+        for flag, value in (("--trace-speed", args.trace_speed), ("--trace-window", args.trace_window)):
+            if value is not None:
+                raise ConfigError(f"{flag} needs --trace FILE")
+        return None
+    given = [flag for flag, attr in _TRACE_REFUSES if vars(args)[attr] is not None]
+    if args.rounds != 1:
+        given.append("--rounds")
+    if given:
+        raise ConfigError(f"--trace replays the trace's arrivals and lengths once, to its end (--duration or "
+                          f"--requests cut it short): {', '.join(given)} cannot be given with it")
+    return load_trace(args.trace, speed=args.trace_speed or 1.0, window=args.trace_window)
+
+
+def config_from_args(args: argparse.Namespace) -> LoadConfig:
+    """The LoadConfig the flags of :func:`add_load_arguments` describe (raises ConfigError on bad combinations).
+    A flag left at None (not given) takes the default of :mod:`tui.core.defaults`, or the trace's value."""
+    trace = trace_from_args(args)
+    closed = args.concurrency is not None
+    levels = args.concurrency if closed else args.rate
+    if trace is not None:
+        levels = [trace.level]
+    if not levels:
+        raise ConfigError("give --concurrency LIST or --rate LIST")
+    cfg = LoadConfig(
+        url=args.url,
+        model=args.model,
+        api=args.api,
+        mode="closed" if closed else "open",
+        levels=list(levels),
+        arrival=args.arrival or defaults.ARRIVAL,
+        burstiness=defaults.BURSTINESS if args.burstiness is None else float(args.burstiness),
+        input_tokens=_lengths(args.input_tokens, trace.input_range if trace else None, defaults.INPUT_TOKENS),
+        output_tokens=_lengths(args.output_tokens, trace.output_range if trace else None, defaults.OUTPUT_TOKENS),
+        ignore_eos=trace is not None if args.ignore_eos is None else bool(args.ignore_eos),
+        warmup=args.warmup,
+        requests=args.requests,
+        duration=args.duration,
+        rounds=args.rounds,
+        stop_on_fail=bool(args.stop_on_fail),
+        record=args.record,
+        metrics_url=args.metrics_url,
+        metrics_interval=float(args.metrics_interval),
+        gpu=not args.no_gpu,
+        connect_timeout=float(args.connect_timeout),
+        read_timeout=float(args.read_timeout),
+        api_key_env=args.api_key_env,
+        sign_key_env=args.sign_key_env,
+        headers=list(args.headers),
+        insecure=bool(args.insecure),
+        seed=args.seed,
+        monitor=monitor_config(
+            slo_ttft_ms=float(args.slo_ttft_ms),
+            target=float(args.target),
+            alpha=float(args.alpha),
+            min_window_minutes=float(args.min_window_minutes),
+            min_requests=args.min_requests,
+        ),
+        # without --requests/--duration every step runs until its verdict is PASS or FAIL (capped);
+        # a trace replay runs to the end of the trace
+        until_decided=trace is None and args.requests is None and args.duration is None,
+        max_step_seconds=args.max_step_seconds,
+        budget=budget_record_from_args(args),
+        workers=_workers_value(args),
+        ray=args.ray,
+        trace=trace,
+    )
+    cfg.validate()
+    return cfg
+
+
+def _lengths(given: tuple[int, int] | None, traced: tuple[int, int] | None, default: int) -> tuple[int, int]:
+    """--input-tokens / --output-tokens: as given, else the trace's range, else the default (fixed)."""
+    if given is not None:
+        return (int(given[0]), int(given[1]))
+    return traced if traced is not None else (default, default)
+
+
+def console_monitor_config(args: argparse.Namespace, cfg: LoadConfig) -> MonitorConfig:
+    """The console's verdict settings for `live`: the run's own (``cfg.monitor``, from the acceptance flags) with
+    the rolling window of --rolling-seconds / --rolling-requests; the generator's request ids are unique by
+    construction, so no set of every id is kept."""
+    m = cfg.monitor
+    return dataclasses.replace(
+        m, check_duplicate_ids=False,
+        rolling_s=m.rolling_s if args.rolling_seconds is None else float(args.rolling_seconds),
+        rolling_n=m.rolling_n if args.rolling_requests is None else int(args.rolling_requests))
+
+
+def _workers_value(args: argparse.Namespace) -> int | str:
+    """--workers as given; not given: 1 (this process), or with --ray auto (one per cluster CPU, at most 64)."""
+    if args.workers is not None:
+        return args.workers
+    return "auto" if args.ray else defaults.LOAD_WORKERS
+
+
+def workers_arg(text: str) -> int | str:
+    """``--workers``: a whole number from 1 or ``auto``."""
+    t = text.strip().lower()
+    if t == "auto":
+        return "auto"
+    try:
+        n = int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or auto, got {text!r}") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_WORKERS} or auto, got {text!r}")
+    return n
+
+
+def budget_record_from_args(args: argparse.Namespace) -> dict | None:
+    """The budget JSON (``servewatch budget --json``) when budget inputs were given, else None (no budget is
+    made up for a run). Raises ConfigError on bad budget input."""
+    from tui.cli.budget import budget_from_args, budget_given
+    from tui.core.budget import budget_to_dict
+
+    try:
+        if not budget_given(args):
+            return None
+        result = budget_from_args(args)
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"bad budget: {exc}") from None
+    if result is None:
+        return None
+    return budget_to_dict(result)
+
+
+def step_plan(cfg: LoadConfig) -> str:
+    """How each step ends, for the first lines of output."""
+    if cfg.trace is not None:
+        text = "one step replaying " + cfg.trace.describe()
+        cut = [f"{cfg.requests} requests"] if cfg.requests is not None else []
+        if cfg.duration is not None:
+            cut.append(f"{cfg.duration:g} s")
+        if cut:
+            text += f"; cut at {' or '.join(cut)}"
+        if min(cfg.duration or math.inf, cfg.trace.span_s) < cfg.min_window_minutes * 60.0:
+            text += f" (shorter than the {cfg.min_window_minutes:g}-min window: no verdict can PASS)"
+        return text
+    if cfg.until_decided:
+        cap = cfg.step_duration or 0.0
+        text = f"each step until PASS or FAIL, at most {cap:g} s"
+        if cfg.step_requests is not None:
+            text += f" or {cfg.step_requests} requests"
+        if cap < cfg.min_window_minutes * 60.0:
+            text += (f" (shorter than the {cfg.min_window_minutes:g}-min window: no step can PASS; "
+                     "raise --max-step-seconds)")
+        return text
+    parts = []
+    if cfg.step_requests is not None:
+        parts.append(f"{cfg.step_requests} requests")
+    if cfg.duration is not None:
+        parts.append(f"{cfg.duration:g} s")
+    text = "each step " + " or ".join(parts)
+    if cfg.duration is not None and cfg.duration < cfg.min_window_minutes * 60.0:
+        text += f" (shorter than the {cfg.min_window_minutes:g}-min window: no verdict can PASS)"
+    return text
+
+
+def trace_lines(cfg: LoadConfig) -> list[str]:
+    """What reading the trace changed or left out (notes), and its bad rows (FILE:LINE: reason)."""
+    t = cfg.trace
+    if t is None:
+        return []
+    out = [f"trace: {n}" for n in t.notes]
+    out += [f"trace: bad row {p}" for p in t.problems]
+    more = t.source["skipped"] - len(t.problems)
+    if more > 0:
+        out.append(f"trace: ... and {more:,} more bad rows (the first {MAX_LISTED} are listed)")
+    return out
+
+
+# ------------------------------------------------------------------ the recorded run
+
+
+def say(line: str) -> None:
+    """One progress line on standard output, at once."""
+    print(line, flush=True)
+
+
+def config_or_usage(args: argparse.Namespace) -> LoadConfig:
+    """``config_from_args``, with a bad combination raised as UsageError."""
+    try:
+        cfg = config_from_args(args)
+    except ConfigError as exc:
+        raise UsageError(exc) from None
+    sign_key(args)  # a missing key variable is bad usage before anything runs
+    return cfg
+
+
+class _Terminated(Exception):
+    """SIGTERM reached `servewatch run`: stopped like Ctrl-C (in-flight requests recorded as cancelled)."""
+
+
+async def _run_until_signal(cfg: LoadConfig, write: Callable[[dict], object]) -> RunSummary:
+    """run_load, with SIGTERM handled like Ctrl-C: the load task is cancelled, so every in-flight request (in
+    this process or in the worker processes) is recorded as cancelled before the run ends."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    got: list[int] = []
+
+    def on_term() -> None:
+        got.append(signal.SIGTERM)
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_term)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        pass
+    try:
+        return await run_load(cfg, write, progress=say)
+    except asyncio.CancelledError:
+        if got:
+            raise _Terminated from None
+        raise
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+
+def record_run(cfg: LoadConfig) -> int | None:
+    """Run the load test described by ``cfg`` into its record file (printing progress).
+
+    Returns None when a record file with requests was written; raises UsageError when the server cannot be used
+    or the record file cannot be written; returns 2 when nothing was recorded (interrupted before any record)."""
+    if not cfg.record:
+        cfg.record = default_record_path()
+    existed = os.path.exists(cfg.record)
+    key = key_from_env(cfg.sign_key_env, "--sign-key-env")
+    try:
+        rec = Recorder(cfg.record, ids_unique=True, sign_key=key)  # the generator's ids are unique by construction
+    except OSError as exc:
+        raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
+    unit = "concurrency" if cfg.mode == "closed" else "req/s"
+    say(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
+           f"{step_plan(cfg)}")
+    for line in trace_lines(cfg):
+        say(line)
+    say(f"recording to {cfg.record}")
+    interrupted = False
+    try:
+        try:
+            summary = asyncio.run(_run_until_signal(cfg, rec.write))
+        except (KeyboardInterrupt, _Terminated):
+            interrupted = True
+            summary = None
+        except SetupError as exc:
+            if not existed and rec.records_written == 0:
+                try:  # leave no empty record file behind
+                    os.remove(cfg.record)
+                except OSError:
+                    pass
+            raise UsageError(exc) from None
+        except OSError as exc:  # the record file could not be written (disk full, removed folder)
+            raise UsageError(f"writing {cfg.record} failed: {exc.strerror or exc}") from None
+    finally:
+        rec.close()
+    if interrupted:
+        say(f"interrupted: in-flight requests recorded as cancelled; {rec.requests_written} requests in {cfg.record}")
+    else:
+        say(f"done: {summary.requests if summary else rec.requests_written} requests recorded in {cfg.record}")
+        if summary and summary.stopped_early:
+            say(summary.stopped_early)
+    if rec.requests_written == 0 and rec.records_written == 0:
+        return ExitCode.USAGE
+    return None
+
+
