@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import tui.core.defaults as defaults
-from tui.core import evidence, provenance, stats
+import tui.core.evidence as evidence
+import tui.core.provenance as provenance
+import tui.core.stats as stats
 from tui.core.budget import BudgetError
 from tui.core.budgetview import (
     ORIGIN_RECORD,
@@ -31,30 +33,12 @@ from tui.core.budgetview import (
 )
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.levels import row_mode
-from tui.core.records import (
-    EXCLUDED,
-    FAILED,
-    BudgetRecord,
-    GpuSample,
-    HostSample,
-    LineIssue,
-    QueueSample,
-    Record,
-    RequestRecord,
-    RunHeader,
-    StepRecord,
-    contradiction,
-    outcome_rule,
-)
+from tui.core.outcomes import EXCLUDED, FAILED
+from tui.core.records.model import BudgetRecord, GpuSample, HostSample, QueueSample, Record, RunHeader, StepRecord
+from tui.core.records.request import RequestRecord, contradiction, outcome_rule
+from tui.core.records.schema import LineIssue
+from tui.core.severity import BAD, GOOD, NA, WARN, Severity, fraction_severity
 from tui.core.snapshot import (
-    BAD,
-    FAIL,
-    GOOD,
-    INSUFFICIENT_WINDOW,
-    NA,
-    PASS,
-    UNDECIDED,
-    WARN,
     FractionStat,
     GpuDevice,
     GpuState,
@@ -62,12 +46,11 @@ from tui.core.snapshot import (
     Percentile,
     QueueState,
     RequestRow,
-    Severity,
     Snapshot,
     Verdict,
-    VerdictState,
     WindowStat,
 )
+from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 
 GIB = 2**30
@@ -107,17 +90,6 @@ class MonitorConfig:
             raise ValueError("alpha must be between 0 and 1 (for example 0.05)")
         if self.min_window_s < 0:
             raise ValueError("min_window_s must be >= 0")
-
-
-def fraction_severity(frac: float | None, target: float) -> Severity:
-    """Green at/above target, yellow within 5 points below, red further below."""
-    if frac is None:
-        return NA
-    if frac >= target:
-        return GOOD
-    if frac >= target - 0.05:
-        return WARN
-    return BAD
 
 
 def _fmt_minutes(seconds: float) -> str:

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
+import tui.core.defaults as defaults
+from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 
 GRID_POINTS = 20
 
@@ -47,8 +48,8 @@ def _logsumexp(xs: list[float]) -> float:
 class MixtureTest:
     """Mixture e-processes for a Bernoulli mean against ``target``."""
 
-    target: float = 0.95
-    alpha: float = 0.05
+    target: float = defaults.TARGET
+    alpha: float = defaults.ALPHA
     points: int = GRID_POINTS
 
     def __post_init__(self) -> None:
