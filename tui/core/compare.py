@@ -27,11 +27,12 @@ from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
 from tui.core.records.request import RequestRecord
 from tui.core.textfmt import fmt_pct
+from tui.core.verdict import BATCH_MULTS
 
 NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
 EXIT = {NOT_WORSE: 0, WORSE: 1, NOT_ENOUGH: 3}
 LEVEL_TOLERANCE = 0.05
-BATCH_SECONDS = (15.0, 30.0, 60.0, 120.0)
+BATCH_SECONDS = tuple(defaults.BATCH_S * k for k in BATCH_MULTS)  # 15, 30, 60 and 120 s: the judge's batch lengths
 
 
 @dataclass

@@ -137,7 +137,7 @@ def safe_exp(x: float) -> float:
 
 
 # --------------------------------------------------------------------------- dependence
-BATCH_S = 15.0  # the shortest batch length; the others are multiples of it
+BATCH_S = defaults.BATCH_S  # the shortest batch length; the others are multiples of it
 BATCH_MULTS = (1, 2, 4, 8)  # 15, 30, 60 and 120 s batches
 MIN_BATCHES = 10  # closed, non-empty batches of a longer length before that length is used
 MIN_BATCHES_SHORTEST = 3  # the shortest length is used from 3 batches on (its wide bound covers the rest)
