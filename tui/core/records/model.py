@@ -90,6 +90,5 @@ class UnknownRecord:
     data: dict
 
 
-
 Record = (RequestRecord | GpuSample | QueueSample | HostSample | StepRecord | RunHeader | BudgetRecord | WatchRecord
           | SealRecord | UnknownRecord)

@@ -64,8 +64,6 @@ def _int(d: dict, key: str) -> int | None:
     return int(v)
 
 
-
-
 _T_MIN = T_MIN_EPOCH
 _T_MAX = T_MAX_EPOCH
 _COUNT_MAX = COUNT_MAX
@@ -281,7 +279,6 @@ def parse_line(text: str | bytes) -> Record:
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise RecordError(f"invalid JSON: {str(exc)[:80]}") from None
     return parse_object(obj)
-
 
 
 _LINE_ERRORS = (ValueError, RecursionError, OverflowError)

@@ -61,7 +61,6 @@ class LineIssue:
         return f"{self.source}:{self.line}: {self.reason}"
 
 
-
 def is_num(v: Any) -> bool:
     """A finite int or float (not a bool): what every numeric record field must be."""
     return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)

@@ -48,7 +48,6 @@ class Window:
         return max(0.0, self.t_end - self.t_start)
 
 
-
 def _jb(b: Buckets | None) -> list[list[Any]] | None:
     if b is None:
         return None
