@@ -1,14 +1,8 @@
-"""The importers' registry: which tool's output a file holds (by content) and which converter turns it into record
-format v1.
+"""The importers' registry: which tool's output a file holds and which converter turns it into record format v1.
 
-Pure (standard library only). ``detect_format`` recognises a format by CONTENT, never by file name;
-``convert_text`` turns a file's text into an ``ImportResult`` (header + step/request record dicts +
-every unusable entry reported). File reading, hashing and YAML live in ``tui/sources/importing.py``.
-
-Formats: ``servewatch`` (our own, not converted), ``aiperf`` (line based), ``guidellm``, ``vllm-bench``,
-``llmperf``, ``inference-perf`` (whole-document JSON), ``guidellm-yaml`` (needs PyYAML, decoded by
-the caller). Known but not importable: ``aiperf-summary``, ``guidellm-summary-only``,
-``vllm-bench-summary`` (no per-request data): ``unusable_reason`` says why.
+``detect_format`` recognises a format by content, never by file name; ``convert_text`` dispatches to the tool's
+converter; ``unusable_reason`` says why a known format holds no per-request data (the formats are listed in the
+package's docstring, ``tui/core/importers/__init__.py``).
 """
 
 from __future__ import annotations
