@@ -14,14 +14,11 @@ import tui.core.defaults as defaults
 from tui.core.engines import ENGINES
 from tui.core.records.watch import Window, finite
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
+from tui.core.textfmt import fmt_minutes
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 from tui.core.watch.histogram import good_bracket, share_above
 from tui.core.watch.notes import COMPLETION_NOTE, NO_TTFT_NOTE, NOT_EXPOSED, SERVER_TTFT_LABEL
 from tui.core.watch.windows import merge_windows
-
-
-def _fmt_min(seconds: float) -> str:
-    return f"{math.ceil(seconds / 60 - 1e-9)} min" if seconds >= 60 else f"{math.ceil(seconds)} s"
 
 
 def make_judge(test: MixtureTest, *, min_window_s: float, min_requests: int, fail_min_s: float = FAIL_MIN_S) -> LevelJudge:
@@ -176,7 +173,7 @@ class WatchJudgement:
         if need_n:
             parts.append(f"need {need_n} more requests")
         if need_s > 0:
-            parts.append(f"{_fmt_min(need_s)} more" if parts else f"need {_fmt_min(need_s)} more")
+            parts.append(f"{fmt_minutes(need_s)} more" if parts else f"need {fmt_minutes(need_s)} more")
         missing = ", ".join(parts) or None
         blocked = tuple(queue_blocks(self.span, cfg)) if self.span is not None else ()
         if self.last is not None and self.last.ttft is None and self.last.gaps:
@@ -199,7 +196,7 @@ class WatchJudgement:
             if not n:
                 reason = f"no finished requests yet: nothing to judge the {cfg.target:.0%} target on."
             else:
-                reason = (f"{frac} on {int(n)} requests over {_fmt_min(elapsed)}: too few to judge the "
+                reason = (f"{frac} on {int(n)} requests over {fmt_minutes(elapsed)}: too few to judge the "
                           f"{cfg.target:.0%} target.")
         else:
             state = UNDECIDED
@@ -245,7 +242,7 @@ def canary_verdict(records: Sequence[dict], cfg: WatchConfig) -> WatchVerdict:
     frac = f"canary good fraction {100 * g / n:.1f}% ({g}/{n})" if n else "no canary request finished yet"
     need_n = max(0, min_n - n)
     need_s = max(0.0, cfg.min_window_s - elapsed)
-    parts = ([f"need {need_n} more canary requests"] if need_n else []) + ([f"{_fmt_min(need_s)} more"] if need_s > 0 else [])
+    parts = ([f"need {need_n} more canary requests"] if need_n else []) + ([f"{fmt_minutes(need_s)} more"] if need_s > 0 else [])
     reason = {
         PASS: f"{frac}: at or above the {cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).",
         FAIL: f"{frac}: below the {cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).",
