@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from tui.core.engines import ENGINES
 from tui.core.records.watch import Window
+from tui.core.stats import QUANTILES
 from tui.core.watch.histogram import count_of, fmt_quantile, good_bracket
 from tui.core.watch.judge import WatchConfig, WatchVerdict
 from tui.core.watch.notes import NOT_EXPOSED, SERVER_TTFT_LABEL
@@ -50,7 +51,7 @@ def describe_window(w: Window, cfg: WatchConfig) -> dict:
         elif b is None:
             d[key] = "gap (series missing or unusable)"
         else:
-            d[key] = {f"P{round(q * 100)}": fmt_quantile(b, q) for q in (0.5, 0.95, 0.99)} | {"n": count_of(b)}
+            d[key] = {f"P{round(q * 100)}": fmt_quantile(b, q) for q in QUANTILES} | {"n": count_of(b)}
     if w.ttft is not None:
         br = good_bracket(w.ttft, cfg.slo_s, w.failed)
         d["good_fraction"] = {"lo": br.lo, "hi": br.hi, "exact": br.exact, "text": br.text(),
