@@ -61,6 +61,7 @@ class RequestRecord:
 
 # ---------------------------------------------------------------- the rule (its one definition)
 
+
 def slo_microseconds(slo_ttft_ms: float) -> float:
     """The SLO in whole microseconds, the resolution at which TTFTs are judged."""
     return float(round(slo_ttft_ms * 1000.0))
