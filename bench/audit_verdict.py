@@ -21,7 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.verdict_scenarios import INTERVAL_S, SCENARIOS, run_one  # noqa: E402
+from tests.support.verdict_scenarios import INTERVAL_S, SCENARIOS, run_one  # noqa: E402
 from tui.core.snapshot import FAIL, PASS  # noqa: E402
 from tui.core.stats import wilson  # noqa: E402
 

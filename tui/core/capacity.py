@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tui.core.levels import ModeTable, fmt_level, level_key, mode_tables, row_mode
-from tui.core.report import fmt_pct
-from tui.core.snapshot import FAIL, PASS, LevelRow, Snapshot
+from tui.core.levels import ModeTable, level_key, mode_tables, row_mode
+from tui.core.snapshot import LevelRow, Snapshot
+from tui.core.states import FAIL, PASS
+from tui.core.textfmt import fmt_level, fmt_pct
 
 
 def _pct(v: float) -> str:

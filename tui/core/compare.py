@@ -21,15 +21,18 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
-from tui.core import stats
+import tui.core.defaults as defaults
+import tui.core.stats as stats
 from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
-from tui.core.records import RequestRecord
+from tui.core.records.request import RequestRecord
+from tui.core.textfmt import fmt_pct
+from tui.core.verdict import BATCH_MULTS
 
 NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
 EXIT = {NOT_WORSE: 0, WORSE: 1, NOT_ENOUGH: 3}
 LEVEL_TOLERANCE = 0.05
-BATCH_SECONDS = (15.0, 30.0, 60.0, 120.0)
+BATCH_SECONDS = tuple(defaults.BATCH_S * k for k in BATCH_MULTS)  # 15, 30, 60 and 120 s: the judge's batch lengths
 
 
 @dataclass
@@ -173,7 +176,7 @@ def _mode(header: dict) -> str | None:
     return m if m in ("closed", "open") else None
 
 
-def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = 0.02, alpha: float = 0.05) -> dict:
+def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defaults.COMPARE_MARGIN, alpha: float = defaults.ALPHA) -> dict:
     """``base`` / ``cand``: {"label", "header", "requests": [RequestRecord], "issues": int}. Returns the
     comparison as a JSON-able dict with ``verdict`` and ``exit_code``."""
     slo = slo_ttft_ms / 1000.0
@@ -249,7 +252,7 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = 0.02,
 
 
 def _pct(v: float | None, digits: int = 1) -> str:
-    return "N/A" if v is None else f"{100 * v:.{digits}f}%"
+    return fmt_pct(v, digits)
 
 
 def _ms(p: dict) -> str:

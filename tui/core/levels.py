@@ -12,7 +12,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.textfmt import fmt_level
 
 UNITS = {"closed": "concurrency", "open": "req/s"}
 
@@ -25,10 +26,6 @@ class LevelNotInFile(ValueError):
         self.present = tuple(present)
         shown = ", ".join(fmt_level(x) for x in present) or "none"
         super().__init__(f"level {level:g} is not in the record file; levels present ({unit}): {shown}")
-
-
-def fmt_level(level: float | None) -> str:
-    return "-" if level is None else f"{level:g}"
 
 
 def level_key(level: float | None) -> float:

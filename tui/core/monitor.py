@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import tui.core.defaults as defaults
-from tui.core import evidence, provenance, stats
+import tui.core.evidence as evidence
+import tui.core.provenance as provenance
+import tui.core.stats as stats
 from tui.core.budget import BudgetError
 from tui.core.budgetview import (
     ORIGIN_RECORD,
@@ -31,30 +33,12 @@ from tui.core.budgetview import (
 )
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.levels import row_mode
-from tui.core.records import (
-    EXCLUDED,
-    FAILED,
-    BudgetRecord,
-    GpuSample,
-    HostSample,
-    LineIssue,
-    QueueSample,
-    Record,
-    RequestRecord,
-    RunHeader,
-    StepRecord,
-    contradiction,
-    outcome_rule,
-)
+from tui.core.outcomes import EXCLUDED, FAILED
+from tui.core.records.model import BudgetRecord, GpuSample, HostSample, QueueSample, Record, RunHeader, StepRecord
+from tui.core.records.request import RequestRecord, contradiction, outcome_rule
+from tui.core.records.schema import LineIssue
+from tui.core.severity import BAD, GOOD, NA, WARN, Severity, fraction_severity
 from tui.core.snapshot import (
-    BAD,
-    FAIL,
-    GOOD,
-    INSUFFICIENT_WINDOW,
-    NA,
-    PASS,
-    UNDECIDED,
-    WARN,
     FractionStat,
     GpuDevice,
     GpuState,
@@ -62,12 +46,12 @@ from tui.core.snapshot import (
     Percentile,
     QueueState,
     RequestRow,
-    Severity,
     Snapshot,
     Verdict,
-    VerdictState,
     WindowStat,
 )
+from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
+from tui.core.textfmt import fmt_minutes
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 
 GIB = 2**30
@@ -109,30 +93,6 @@ class MonitorConfig:
             raise ValueError("min_window_s must be >= 0")
 
 
-def fraction_severity(frac: float | None, target: float) -> Severity:
-    """Green at/above target, yellow within 5 points below, red further below."""
-    if frac is None:
-        return NA
-    if frac >= target:
-        return GOOD
-    if frac >= target - 0.05:
-        return WARN
-    return BAD
-
-
-def _fmt_minutes(seconds: float) -> str:
-    if seconds != seconds:  # NaN: a time nobody can state
-        return "an unknown time"
-    if seconds > 6e7:  # over 1e6 minutes (and +inf): a bound, never a made-up figure or an OverflowError
-        return "over 1e6 min"
-    if seconds <= 0:  # (and -inf)
-        return "0 s"
-    m = seconds / 60.0
-    if m >= 1:
-        return f"{math.ceil(m - 1e-9)} min"
-    return f"{math.ceil(seconds)} s"
-
-
 def _episode_note(judge: LevelJudge) -> str:
     """What the window cannot rule out (issue 8): failure episodes that have not happened yet."""
     k, longest_s, longest_n = judge.episode_summary()
@@ -146,7 +106,7 @@ def _episode_note(judge: LevelJudge) -> str:
         seen += " (aggregated counts: episodes inside them not counted)"
     if period is None:
         return seen + "."
-    return f"{seen}; episodes rarer than one per ~{_fmt_minutes(period)} are not ruled out: run longer."
+    return f"{seen}; episodes rarer than one per ~{fmt_minutes(period)} are not ruled out: run longer."
 
 
 def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
@@ -159,16 +119,16 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     parts = []
     if judge.failing and state != FAIL:
         # advice that decides soonest: the evidence already shows FAIL, only the 60-s minimum is missing
-        parts.append(f"FAIL in about {_fmt_minutes(max(1.0, judge.fail_min_s - elapsed))} if this holds")
+        parts.append(f"FAIL in about {fmt_minutes(max(1.0, judge.fail_min_s - elapsed))} if this holds")
     else:
         if need_n:
             parts.append(f"need {need_n} more requests")
         if need_s > 0:
-            parts.append(f"{_fmt_minutes(need_s)} more" if parts else f"need {_fmt_minutes(need_s)} more")
+            parts.append(f"{fmt_minutes(need_s)} more" if parts else f"need {fmt_minutes(need_s)} more")
     missing = ", ".join(parts) or None
     gaps = ""
     if span - elapsed > max(1.0, 0.05 * span):
-        gaps = (f" Requests were flowing for {_fmt_minutes(elapsed)} of the {_fmt_minutes(span)} span: stretches "
+        gaps = (f" Requests were flowing for {fmt_minutes(elapsed)} of the {fmt_minutes(span)} span: stretches "
                 "with nothing in flight count only up to 10 send gaps each.")
     v = judge.vif
     n_eff = judge.n_eff
@@ -189,9 +149,9 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
                   f"{cfg.target:.0%} target {test}.{corr}")
     elif state == INSUFFICIENT_WINDOW:
         lean = (" The evidence already shows FAIL; FAIL needs at least "
-                f"{_fmt_minutes(judge.fail_min_s)} of data." if judge.failing
+                f"{fmt_minutes(judge.fail_min_s)} of data." if judge.failing
                 else " Evidence so far favours PASS." if judge.passing else "")
-        reason = (f"good fraction {pct:.1f}% on {n} requests over {_fmt_minutes(elapsed)}: too few to judge "
+        reason = (f"good fraction {pct:.1f}% on {n} requests over {fmt_minutes(elapsed)}: too few to judge "
                   f"the {cfg.target:.0%} target honestly.{lean}{corr}{gaps}")
     elif state == PASS:
         reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is at or above the "
@@ -856,7 +816,7 @@ class Monitor:
         if st is None or st.n == 0:
             return Verdict(
                 state=INSUFFICIENT_WINDOW, reason="no measured requests yet",
-                missing=f"need {self.min_requests} more requests, {_fmt_minutes(cfg.min_window_s)} more",
+                missing=f"need {self.min_requests} more requests, {fmt_minutes(cfg.min_window_s)} more",
                 n=0, good=0, elapsed_s=0.0, need_requests=self.min_requests, need_seconds=cfg.min_window_s,
                 e_pass=1.0, e_fail=1.0, threshold=thr, vif=1.0, n_eff=0.0, bursty=False,
                 target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,

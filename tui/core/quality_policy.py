@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tui.core import quality as Q
+import tui.core.quality as Q
 
 
 @dataclass(frozen=True, slots=True)

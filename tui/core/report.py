@@ -8,26 +8,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tui.core import provenance as _prov
+import tui.core.provenance as _prov
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.exitcodes import ExitCode
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, LevelRow, Snapshot, WindowStat
+from tui.core.snapshot import LevelRow, Snapshot, WindowStat
+from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.textfmt import fmt_level, fmt_pct
 
 
 def exit_code(state: str) -> ExitCode:
     """PASS 0, FAIL 1, anything else (INSUFFICIENT_WINDOW, UNDECIDED) 3: see ``tui.core.exitcodes``."""
     return {PASS: ExitCode.PASS, FAIL: ExitCode.FAIL}.get(state, ExitCode.INSUFFICIENT)
-
-
-def fmt_pct(v: float | None, digits: int = 0) -> str:
-    return "N/A" if v is None else f"{100 * v:.{digits}f}%"
-
-
-def fmt_level(level: float | None) -> str:
-    if level is None:
-        return "-"
-    return f"{level:g}"
 
 
 def select_row(snap: Snapshot, level: float | None = None) -> LevelRow | None:

@@ -20,7 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.core.records import LineIssue, Record, RequestRecord, RunHeader, StepRecord
+from tui.core.records.model import Record, RunHeader, StepRecord
+from tui.core.records.request import RequestRecord
+from tui.core.records.schema import LineIssue
 
 Item = Record | LineIssue
 

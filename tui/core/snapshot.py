@@ -8,23 +8,23 @@ every number, label and colour *class* (good / warn / bad / na) comes from here.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal
+from typing import Any
 
-from tui.core.records import Outcome
+import tui.core.defaults as defaults
+from tui.core.outcomes import Outcome as Outcome
+from tui.core.severity import BAD as BAD
+from tui.core.severity import GOOD as GOOD
+from tui.core.severity import NA as NA
+from tui.core.severity import WARN as WARN
+from tui.core.severity import Severity as Severity
+from tui.core.states import FAIL as FAIL
+from tui.core.states import INSUFFICIENT_WINDOW as INSUFFICIENT_WINDOW
+from tui.core.states import PASS as PASS
+from tui.core.states import UNDECIDED as UNDECIDED
+from tui.core.states import VerdictState as VerdictState
 
-# Verdict states (the values are what records, reports and --json carry)
-VerdictState = Literal["INSUFFICIENT_WINDOW", "UNDECIDED", "PASS", "FAIL"]
-INSUFFICIENT_WINDOW: Final = "INSUFFICIENT_WINDOW"
-UNDECIDED: Final = "UNDECIDED"
-PASS: Final = "PASS"
-FAIL: Final = "FAIL"
-
-# Severity classes the UI maps to theme variables ($sw-good, $sw-warn, $sw-bad, ...)
-Severity = Literal["good", "warn", "bad", "na"]
-GOOD: Final = "good"
-WARN: Final = "warn"
-BAD: Final = "bad"
-NA: Final = "na"
+# The vocabularies (verdict states, severity classes, request outcomes) are defined in tui.core.states,
+# tui.core.severity and tui.core.outcomes; their names are re-exported here for the snapshot's readers.
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +86,9 @@ class Verdict:
     n_eff: float  # effective sample size used for the decision (n / vif)
     bursty: bool  # the point estimate of the variance ratio (vif_point) is >= 2
     decided_at_n: int | None = None  # request count at which the current PASS/FAIL state began (not latched)
-    target: float = 0.95
-    slo_ttft_ms: float = 1000.0
-    alpha: float = 0.05
+    target: float = defaults.TARGET
+    slo_ttft_ms: float = defaults.SLO_TTFT_MS
+    alpha: float = defaults.ALPHA
     episodes: int = 0  # failure episodes seen (maximal runs of >= 3 not-good requests)
     longest_episode_s: float = 0.0
     unseen_episode_period_s: float | None = None  # episodes rarer than one per this are not ruled out

@@ -11,8 +11,9 @@ from typing import Any
 
 from tui.core.acceptance import RunInput, measured_section
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
-from tui.core.report import fmt_level, fmt_pct
-from tui.core.snapshot import FAIL, LevelRow, Snapshot
+from tui.core.snapshot import LevelRow, Snapshot
+from tui.core.states import FAIL
+from tui.core.textfmt import fmt_level, fmt_pct
 
 #: Top of the default sweep ladder when no budget (so no memory-only candidate) is given: 1, 2, 4, ..., 64.
 DEFAULT_MAX_LEVEL = 64

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
+import tui.core.defaults as defaults
+from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 
 GRID_POINTS = 20
 
@@ -47,8 +48,8 @@ def _logsumexp(xs: list[float]) -> float:
 class MixtureTest:
     """Mixture e-processes for a Bernoulli mean against ``target``."""
 
-    target: float = 0.95
-    alpha: float = 0.05
+    target: float = defaults.TARGET
+    alpha: float = defaults.ALPHA
     points: int = GRID_POINTS
 
     def __post_init__(self) -> None:
@@ -136,7 +137,7 @@ def safe_exp(x: float) -> float:
 
 
 # --------------------------------------------------------------------------- dependence
-BATCH_S = 15.0  # the shortest batch length; the others are multiples of it
+BATCH_S = defaults.BATCH_S  # the shortest batch length; the others are multiples of it
 BATCH_MULTS = (1, 2, 4, 8)  # 15, 30, 60 and 120 s batches
 MIN_BATCHES = 10  # closed, non-empty batches of a longer length before that length is used
 MIN_BATCHES_SHORTEST = 3  # the shortest length is used from 3 batches on (its wide bound covers the rest)

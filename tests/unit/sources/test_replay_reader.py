@@ -8,6 +8,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tui.core.records.parse as record_parse
 from tui.core import records
 from tui.core.records import LineIssue, iter_file, parse_lines, read_file
 from tui.sources.replay import _Reader
@@ -80,12 +81,12 @@ def test_block_reader_matches_line_parser(tmp_path, lines, chunk_size, trailing_
 def test_block_reader_in_small_blocks_matches_line_parser(lines, block_bytes, chunk_size, trailing_newline):
     # several JSON arrays per chunk, and chunks cut anywhere: still the line parser's answer, line for line
     body = b"\n".join(lines) + (b"\n" if trailing_newline else b"")
-    old = records.BLOCK_BYTES
-    records.BLOCK_BYTES = block_bytes
+    old = record_parse.BLOCK_BYTES  # the block parser's own module global (tui.core.records.parse.parse_block reads it)
+    record_parse.BLOCK_BYTES = block_bytes
     try:
         got = [_as_key(i) for i in iter_file(io.BytesIO(body), "s", chunk_size)]
     finally:
-        records.BLOCK_BYTES = old
+        record_parse.BLOCK_BYTES = old
     assert got == [_as_key(i) for i in _reference(body, "s")]
 
 

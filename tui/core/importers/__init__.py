@@ -8,181 +8,47 @@ Formats: ``servewatch`` (our own, not converted), ``aiperf`` (line based), ``gui
 ``llmperf``, ``inference-perf`` (whole-document JSON), ``guidellm-yaml`` (needs PyYAML, decoded by
 the caller). Known but not importable: ``aiperf-summary``, ``guidellm-summary-only``,
 ``vllm-bench-summary`` (no per-request data): ``unusable_reason`` says why.
+
+Modules: ``common`` (the result type and the helpers every converter shares), one module per tool (``aiperf``,
+``guidellm``, ``inference_perf``, ``llmperf``, ``vllm``), ``registry`` (detection and dispatch), ``limits`` (what an
+imported source cannot support, applied to the verdict). This ``__init__`` re-exports the registry and the result
+types for callers outside the package; the modules inside import each other by module path, never through it.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterator
-from typing import Any
-
-from tui.core.importers import aiperf, guidellm, inference_perf, llmperf, vllm
-from tui.core.importers.common import AXIS_EPOCH, AXIS_NONE, AXIS_RELATIVE, EntryIssue, ImportResult  # noqa: F401
-from tui.core.records import KNOWN_TYPES
-
-SERVEWATCH = "servewatch"
-LINE_FORMATS = ("servewatch", "aiperf")
-DOCUMENT_FORMATS = ("guidellm", "guidellm-yaml", "vllm-bench", "llmperf", "inference-perf")
-IMPORTABLE = ("aiperf",) + DOCUMENT_FORMATS
-UNUSABLE = {
-    "aiperf-summary": "an AIPerf summary (profile_export_aiperf.json): the per-request data is in "
-                      "profile_export.jsonl beside it",
-    "vllm-bench-summary": "a vLLM bench result saved without --save-detailed: it holds no per-request data",
-    "llmperf-summary": "an LLMPerf *_summary.json: the per-request data is in *_individual_responses.json",
-    "inference-perf-summary": "an inference-perf summary report: per-request data needs "
-                              "report.request_lifecycle.per_request: true (per_request_lifecycle_metrics.json)",
-}
-TOOL_NAMES = {"aiperf": "AIPerf", "guidellm": "GuideLLM", "guidellm-yaml": "GuideLLM", "vllm-bench": "vllm bench serve",
-              "llmperf": "LLMPerf", "inference-perf": "inference-perf", "servewatch": "servewatch"}
-
-
-def detect_object(obj: Any) -> str | None:
-    """The format of one decoded JSON value (a whole document, or one line of a line-based file)."""
-    if isinstance(obj, dict):
-        if obj.get("type") in KNOWN_TYPES:
-            return SERVEWATCH
-        if aiperf.looks_like(obj):
-            return "aiperf"
-        if guidellm.looks_like(obj):
-            return "guidellm"
-        if vllm.looks_like(obj):
-            return "vllm-bench"
-        if vllm.looks_like_summary_only(obj):
-            return "vllm-bench-summary"
-        if "input_config" in obj and ("aiperf_version" in obj or "request_count" in obj or "request_latency" in obj):
-            return "aiperf-summary"
-        if "results_num_completed_requests" in obj or "results_number_errors" in obj or (
-                isinstance(obj.get("results"), dict) and "num_concurrent_requests" in obj):
-            return "llmperf-summary"
-        if "load_summary" in obj or "successes" in obj and "failures" in obj:
-            return "inference-perf-summary"
-        return None
-    if isinstance(obj, list):
-        if llmperf.looks_like(obj):
-            return "llmperf"
-        if inference_perf.looks_like(obj):
-            return "inference-perf"
-    return None
-
-
-_YAML_BENCH = re.compile(r"^benchmarks\s*:", re.M)
-
-
-def detect_format(text: str) -> str | None:
-    """Recognise a file by its content (the whole text, or at least its first few KB for line formats).
-
-    Line formats are recognised from their first non-blank line; whole-document JSON by decoding it
-    (so pass the whole text for those); YAML by a top-level ``benchmarks:`` key (GuideLLM)."""
-    body = text.lstrip("\ufeff \t\r\n")
-    if not body:
-        return None
-    if body[0] in "{[":
-        first = body.split("\n", 1)[0].strip()
-        try:
-            obj = json.loads(first)
-        except ValueError:
-            obj = None
-        if obj is not None:
-            fmt = detect_object(obj)
-            if fmt in LINE_FORMATS:
-                return fmt
-            # one object per line (vLLM --append-result) or a one-line document
-            if fmt is not None and "\n" in body.strip():
-                return fmt
-        try:
-            return detect_object(json.loads(body))
-        except (ValueError, RecursionError):
-            return (fmt_from_lines(body) if obj is not None else None) or sniff_keys(body[:65536])
-    if _YAML_BENCH.search(body[:200_000]):
-        return "guidellm-yaml"
-    return None
-
-
-_SNIFF = (
-    ("vllm-bench", ('"ttfts"', '"itls"')),
-    ("llmperf", ('"ttft_s"', '"end_to_end_latency_s"')),
-    ("inference-perf", ('"start_time"', '"end_time"', '"response_metrics"')),
-    ("guidellm", ('"benchmarks"', '"requests"')),
-    ("guidellm", ('"benchmarks"', '"scheduler_metrics"')),
+from tui.core.importers.common import AXIS_EPOCH, AXIS_NONE, AXIS_RELATIVE, EntryIssue, ImportResult
+from tui.core.importers.registry import (
+    DOCUMENT_FORMATS,
+    IMPORTABLE,
+    LINE_FORMATS,
+    SERVEWATCH,
+    TOOL_NAMES,
+    UNUSABLE,
+    convert_text,
+    detect_format,
+    detect_object,
+    fmt_from_lines,
+    sniff_keys,
+    unusable_reason,
 )
 
-
-def sniff_keys(head: str) -> str | None:
-    """A JSON document that does not decode (cut short, damaged): which tool's keys does it start with?
-    The converter then reports the decoding problem with its position."""
-    for fmt, keys in _SNIFF:
-        if all(k in head for k in keys):
-            return fmt
-    return None
-
-
-def fmt_from_lines(body: str) -> str | None:
-    """A file of JSON objects one per line whose first line is recognised (e.g. appended vLLM results)."""
-    first = body.split("\n", 1)[0].strip()
-    try:
-        return detect_object(json.loads(first))
-    except ValueError:
-        return None
-
-
-def unusable_reason(fmt: str | None) -> str | None:
-    if fmt is None:
-        return None
-    return UNUSABLE.get(fmt)
-
-
-def _numbered(text: str) -> Iterator[tuple[int, str, bool]]:
-    lines = text.split("\n")
-    last = len(lines)
-    for i, line in enumerate(lines, 1):
-        if i == last:
-            if line.strip():
-                yield i, line, False
-            return
-        yield i, line.rstrip("\r"), True
-
-
-def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sha256: str | None = None,
-                 doc: Any = None, **opts: Any) -> ImportResult:
-    """Convert a whole file's text (``doc``: the already decoded document, e.g. from YAML)."""
-    if fmt == "aiperf":
-        src = aiperf.source(file=file, sha256=sha256, version=opts.get("version"))
-        res = aiperf.convert_lines(_numbered(text), label, level=opts.get("level"), source_info=src)
-        if opts.get("mode"):
-            res.header["load"]["mode"] = opts["mode"]
-        return res
-    if fmt == "vllm-bench":
-        try:
-            return vllm.convert_runs([(1, json.loads(text) if doc is None else doc)], label, file=file, sha256=sha256)
-        except ValueError:
-            objs: list[tuple[int, Any]] = []
-            bad: list[tuple[int, str, bool, ValueError]] = []
-            for n, line, term in _numbered(text):
-                if not line.strip():
-                    continue
-                try:
-                    objs.append((n, json.loads(line)))
-                except ValueError as decode_error:
-                    bad.append((n, line, term, decode_error))
-            res = vllm.convert_runs(objs, label, file=file, sha256=sha256, whole_document=False)
-            from tui.core.records import LineIssue
-
-            for n, _line, term, exc in bad:
-                res.entries += 1
-                kind = "malformed" if term else "truncated"
-                reason = f"invalid JSON: {str(exc)[:80]}"
-                res.issues.append(LineIssue(label, n, reason if term else f"truncated final line ({reason})", kind))
-            return res
-    if doc is None:
-        doc = json.loads(text)
-    if fmt in ("guidellm", "guidellm-yaml"):
-        res = guidellm.convert(doc, label, file=file, sha256=sha256, version=opts.get("version"))
-        res.format = fmt
-        return res
-    if fmt == "llmperf":
-        return llmperf.convert(doc, label, file=file, sha256=sha256, level=opts.get("level"))
-    if fmt == "inference-perf":
-        return inference_perf.convert(doc, label, file=file, sha256=sha256, stage_levels=opts.get("stage_levels"),
-                                      stage_counts=opts.get("stage_counts"), mode=opts.get("mode"))
-    raise ValueError(f"no importer for format {fmt!r}")
+__all__ = [
+    "AXIS_EPOCH",
+    "AXIS_NONE",
+    "AXIS_RELATIVE",
+    "DOCUMENT_FORMATS",
+    "EntryIssue",
+    "IMPORTABLE",
+    "ImportResult",
+    "LINE_FORMATS",
+    "SERVEWATCH",
+    "TOOL_NAMES",
+    "UNUSABLE",
+    "convert_text",
+    "detect_format",
+    "detect_object",
+    "fmt_from_lines",
+    "sniff_keys",
+    "unusable_reason",
+]

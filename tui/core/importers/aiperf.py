@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tui.core.importers import common as C
-from tui.core.records import LineIssue
+import tui.core.importers.common as C
+from tui.core.records.schema import LineIssue
 
 FORMAT = "aiperf"
 TOOL = "aiperf"

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from tui.core.records import SCHEMA, SCHEMA_VERSION, T_MIN_EPOCH, LineIssue
+from tui import __version__
+from tui.core.records.schema import SCHEMA, SCHEMA_VERSION, T_MIN_EPOCH, LineIssue
 
 #: Where relative times (and the stand-in times of sources without start times) are placed: 2000-01-01, the
 #: earliest wall-clock time a record may carry (a record time must be a plausible epoch second)
@@ -91,8 +92,6 @@ def header(source: dict, *, started_at: float | None, target: dict | None = None
     """A ``run`` header for imported data. ``synthetic`` is False (the data was measured by the other tool against
     a real server) unless the file names its tool version ``from-source``: the marker servewatch's own test
     fixtures written from a tool's source (not from a run) carry, so every view of them says SYNTHETIC."""
-    from tui import __version__
-
     return {
         "type": "run",
         "schema": SCHEMA,

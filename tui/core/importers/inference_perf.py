@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.core.importers import common as C
+import tui.core.importers.common as C
 
 FORMAT = "inference-perf"
 TOOL = "inference-perf"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tui.core.snapshot import INSUFFICIENT_WINDOW, UNDECIDED, Snapshot, Verdict, VerdictState
+from tui.core.snapshot import Snapshot, Verdict
+from tui.core.states import INSUFFICIENT_WINDOW, UNDECIDED, VerdictState
 
 
 def source_of(header: dict | None) -> dict:

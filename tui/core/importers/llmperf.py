@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.core.importers import common as C
+import tui.core.importers.common as C
 
 FORMAT = "llmperf"
 TOOL = "llmperf"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.core.importers import common as C
-from tui.core.records import LineIssue
+import tui.core.importers.common as C
+from tui.core.records.schema import LineIssue
 
 FORMAT = "vllm-bench"
 TOOL = "vllm bench serve"

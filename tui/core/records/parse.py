@@ -1,0 +1,387 @@
+"""Record validation: one decoded JSON value -> one record (``parse_object``, ``parse_request``), and the line and
+block parsers every reader goes through (``parse_lines``, ``parse_block``).
+
+Readers ignore unknown fields, reject records missing required fields, and count (never raise on) unknown record
+types; a malformed line is reported with its file and line number (``LineIssue``) and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+from collections.abc import Iterable, Iterator
+from itertools import repeat
+from typing import Any
+
+from tui.core.provenance import check_source_block
+from tui.core.records.model import (
+    BudgetRecord,
+    GpuSample,
+    HostSample,
+    QueueSample,
+    Record,
+    RunHeader,
+    SealRecord,
+    StepRecord,
+    UnknownRecord,
+    WatchRecord,
+)
+from tui.core.records.request import RequestRecord
+from tui.core.records.schema import (
+    COUNT_MAX,
+    INT_MAX,
+    PHASES,
+    SCHEMA_VERSION,
+    T_MAX_EPOCH,
+    T_MIN_EPOCH,
+    LineIssue,
+    RecordError,
+    is_num,
+)
+from tui.core.records.watch import window_from_record
+
+
+def _num(d: dict, key: str, required: bool = False) -> float | None:
+    v = d.get(key)
+    if v is None:
+        if required:
+            raise RecordError(f"missing required field {key!r}")
+        return None
+    if not is_num(v):
+        raise RecordError(f"field {key!r} must be a finite number, got {v!r:.40}")
+    return float(v)
+
+
+def _int(d: dict, key: str) -> int | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if not is_num(v):
+        raise RecordError(f"field {key!r} must be a number, got {v!r:.40}")
+    if not -_INT_MAX <= v <= _INT_MAX:
+        raise RecordError(f"field {key!r} is out of range (|x| <= 2**63), got {v!r:.40}")
+    return int(v)
+
+
+_T_MIN = T_MIN_EPOCH
+_T_MAX = T_MAX_EPOCH
+_COUNT_MAX = COUNT_MAX
+_INT_MAX = INT_MAX
+
+
+def _bad_time(key: str, v: Any) -> str:
+    if type(v) not in _NUM_TYPES:
+        return f"field {key!r} must be a finite number, got {v!r:.40}"
+    if not _isfinite(v):
+        return f"field {key!r} must be a finite number, got {v!r:.40}"
+    return (f"field {key!r} is not a wall-clock time between 2000-01-01 and 2100-01-01 "
+            f"(epoch seconds), got {v!r:.40}")
+
+
+def _count(d: dict, key: str) -> int | None:
+    """A non-negative integer count (tokens, rounds, retries): finite, at most 2**53."""
+    v = d.get(key)
+    if v is None:
+        return None
+    if not is_num(v) or v != int(v):
+        raise RecordError(f"field {key!r} must be a whole number, got {v!r:.40}")
+    if not 0 <= v <= _COUNT_MAX:
+        raise RecordError(f"field {key!r} must be a count between 0 and 2**53, got {v!r:.40}")
+    return int(v)
+
+
+def _str(d: dict, key: str) -> str | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+_NUM_TYPES = (int, float)
+_isfinite = math.isfinite
+
+
+def _opt_num(d: dict, key: str) -> float | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if type(v) not in _NUM_TYPES or not _isfinite(v):
+        raise RecordError(f"field {key!r} must be a finite number, got {v!r:.40}")
+    return v
+
+
+#: the fields a request record written by servewatch always has (``request_to_dict``), read in one C call
+_REQUEST_FIELDS = operator.itemgetter(
+    "id", "t_sent", "t_end", "complete", "t_first_token", "t_intended", "phase", "error", "input_tokens",
+    "output_tokens", "http_status", "round", "level", "finish_reason", "error_detail",
+)
+
+
+def parse_request(d: dict) -> RequestRecord:
+    """Validate one request record (the hot path of every reader: keep it lean)."""
+    get = d.get
+    try:
+        (rid, t_sent, t_end, complete, t_first, t_int, phase, error, itok, otok, status, rnd, level, fr,
+         ed) = _REQUEST_FIELDS(d)
+    except KeyError:  # a field left out (other writers, hand-written files): absent reads as null
+        rid, t_sent, t_end, complete = get("id"), get("t_sent"), get("t_end"), get("complete")
+        t_first, t_int, phase, error = get("t_first_token"), get("t_intended"), get("phase", "measure"), get("error")
+        itok, otok, status, rnd = get("input_tokens"), get("output_tokens"), get("http_status"), get("round")
+        level, fr, ed = get("level"), get("finish_reason"), get("error_detail")
+    if rid is None or t_sent is None or t_end is None or complete is None:
+        for key in ("id", "t_sent", "t_end", "complete"):
+            if get(key) is None:
+                raise RecordError(f"missing required field {key!r}")
+    if type(t_sent) not in _NUM_TYPES or not _T_MIN <= t_sent < _T_MAX:
+        raise RecordError(_bad_time("t_sent", t_sent))
+    if type(t_end) not in _NUM_TYPES or not _T_MIN <= t_end < _T_MAX:
+        raise RecordError(_bad_time("t_end", t_end))
+    if complete is not True and complete is not False:
+        raise RecordError("field 'complete' must be true or false")
+    if t_first is not None and (type(t_first) not in _NUM_TYPES or t_first - t_first != 0):
+        t_first = _opt_num(d, "t_first_token")
+    if t_int is not None and (type(t_int) not in _NUM_TYPES or not _T_MIN <= t_int < _T_MAX):
+        raise RecordError(_bad_time("t_intended", t_int))
+    if t_end < t_sent:
+        raise RecordError("t_end is before t_sent")
+    if t_first is not None and not (t_sent <= t_first <= t_end):
+        raise RecordError("t_first_token is outside [t_sent, t_end]")
+    if phase != "measure" and phase != "warmup":
+        raise RecordError(f"field 'phase' must be one of {PHASES}, got {phase!r:.40}")
+    if error is not None and type(error) is not str:
+        raise RecordError("field 'error' must be a string or null")
+    offsets = get("token_offsets")
+    if offsets is not None and not (isinstance(offsets, list) and all(is_num(x) for x in offsets)):
+        raise RecordError("field 'token_offsets' must be a list of numbers")
+    if itok is not None and (type(itok) is not int or not 0 <= itok <= _COUNT_MAX):
+        itok = _count(d, "input_tokens")
+    if otok is not None and (type(otok) is not int or not 0 <= otok <= _COUNT_MAX):
+        otok = _count(d, "output_tokens")
+    if status is not None and (type(status) is not int or not 100 <= status <= 599):
+        status = _int(d, "http_status")
+        if status is not None and not 100 <= status <= 599:
+            raise RecordError(f"field 'http_status' must be an HTTP status (100-599), got {status!r:.40}")
+    if rnd is not None and (type(rnd) is not int or not 1 <= rnd <= _COUNT_MAX):
+        rnd = _count(d, "round")
+        if rnd is not None and rnd < 1:
+            raise RecordError("field 'round' must be >= 1")
+    if level is not None and (type(level) not in _NUM_TYPES or not -_COUNT_MAX <= level <= _COUNT_MAX):
+        level = _opt_num(d, "level")
+        if level is not None and not -_COUNT_MAX <= level <= _COUNT_MAX:
+            raise RecordError(f"field 'level' is out of range (|x| <= 2**53), got {level!r:.40}")
+    retried = get("retried") or 0
+    if type(retried) is not int or not 0 <= retried <= _COUNT_MAX:
+        retried = _count(d, "retried") or 0
+    return RequestRecord(
+        str(rid),
+        t_sent,
+        t_end,
+        complete,
+        t_sent if t_int is None else t_int,
+        t_first,
+        itok,
+        otok,
+        fr if fr is None or type(fr) is str else str(fr),
+        status,
+        error,
+        ed if ed is None or type(ed) is str else str(ed),
+        phase,
+        level,
+        1 if rnd is None else rnd,
+        offsets,
+        retried,
+    )
+
+
+def parse_object(d: Any) -> Record:
+    """Turn one decoded JSON value into a record; raises RecordError."""
+    if not isinstance(d, dict):
+        raise RecordError("line is not a JSON object")
+    typ = d.get("type")
+    if typ == "request":
+        return parse_request(d)
+    if typ == "gpu":
+        dev = _int(d, "device")
+        return GpuSample(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            device=0 if dev is None else dev,
+            name=_str(d, "name"),
+            memory_used=_int(d, "memory_used"),
+            memory_total=_int(d, "memory_total"),
+            utilization=_num(d, "utilization"),
+        )
+    if typ == "queue":
+        return QueueSample(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            source=_str(d, "source") or "unknown",
+            waiting=_num(d, "waiting"),
+            running=_num(d, "running"),
+            kv_cache_usage=_num(d, "kv_cache_usage"),
+            client_in_flight=_int(d, "client_in_flight"),
+        )
+    if typ == "host":
+        return HostSample(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            cpu_percent=_num(d, "cpu_percent"),
+            memory_used=_int(d, "memory_used"),
+            memory_total=_int(d, "memory_total"),
+            client_cpu_percent=_num(d, "client_cpu_percent"),
+        )
+    if typ == "step":
+        ev = d.get("event")
+        if ev not in ("start", "end"):
+            raise RecordError("field 'event' of a step must be 'start' or 'end'")
+        info = {k: v for k, v in d.items() if k not in ("type", "t", "event", "level", "round", "mode")}
+        rnd = _int(d, "round")
+        return StepRecord(
+            t=_num(d, "t", True),  # type: ignore[arg-type]
+            event=ev,
+            level=_num(d, "level"),
+            round=1 if rnd is None else rnd,
+            mode=_str(d, "mode"),
+            info=info,
+        )
+    if typ == "run":
+        sv = d.get("schema_version")
+        if sv is None:
+            raise RecordError("missing required field 'schema_version'")
+        if not is_num(sv) or int(sv) > SCHEMA_VERSION:
+            raise RecordError(f"unsupported schema_version {sv!r:.20} (this reader knows {SCHEMA_VERSION})")
+        src = d.get("source")
+        if src is not None:
+            problem = check_source_block(src)
+            if problem:
+                raise RecordError(problem)
+        return RunHeader(d)
+    if typ == "budget":
+        return BudgetRecord(d)
+    if typ == "watch":
+        try:
+            window_from_record(d)
+        except ValueError as exc:
+            raise RecordError(f"watch record: {exc}") from None
+        return WatchRecord(d)
+    if typ == "seal":  # the digest chain's final record: checked by tui.core.chain, not here
+        return SealRecord(d)
+    if typ is None:
+        raise RecordError("missing required field 'type'")
+    return UnknownRecord(str(typ)[:40], d)
+
+
+_decode = json.JSONDecoder().decode
+
+
+def parse_line(text: str | bytes) -> Record:
+    """Parse one JSONL line (without its newline)."""
+    try:
+        obj = _decode(text) if type(text) is str else json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise RecordError(f"invalid JSON: {str(exc)[:80]}") from None
+    return parse_object(obj)
+
+
+_LINE_ERRORS = (ValueError, RecursionError, OverflowError)
+
+
+def _line_issue(source: str, lineno: int, exc: BaseException, terminated: bool) -> LineIssue:
+    """The issue a line that could not be used is reported as (one wording for every reader)."""
+    if isinstance(exc, RecordError):
+        reason = str(exc)
+    elif isinstance(exc, OverflowError):  # an integer too large for a float (JSON allows any length)
+        reason = f"number out of range: {str(exc)[:80]}"
+    else:
+        reason = f"invalid JSON: {str(exc)[:80]}"
+    if not terminated:
+        return LineIssue(source, lineno, f"truncated final line ({reason})", "truncated")
+    return LineIssue(source, lineno, reason)
+
+
+def _unknown_issue(source: str, lineno: int, rec: UnknownRecord) -> LineIssue:
+    return LineIssue(source, lineno, f"unknown record type {rec.type!r} skipped", "unknown_type")
+
+
+def parse_lines(
+    numbered: Iterable[tuple[int, bytes | str, bool]], source: str
+) -> Iterator[Record | LineIssue]:
+    """Parse numbered lines ``(line_number, line, terminated)``; yields records and LineIssue
+    objects, never raises. The reference line-by-line reader: ``parse_block`` reports exactly what
+    this reports for the same lines (a property test checks it)."""
+    decode = _decode
+    for lineno, line, terminated in numbered:
+        try:
+            obj = decode(line) if type(line) is str else json.loads(line)
+            if type(obj) is dict and obj.get("type") == "request":
+                yield parse_request(obj)
+                continue
+            rec = parse_object(obj)
+        except _LINE_ERRORS as exc:  # RecordError and JSON/Unicode errors are ValueErrors
+            if not (line.strip(" \t\r\n") if isinstance(line, str) else line.strip(b" \t\r\n")):
+                continue  # a blank line (JSON whitespace only) is not a record
+            yield _line_issue(source, lineno, exc, terminated)
+            continue
+        if isinstance(rec, UnknownRecord):
+            yield _unknown_issue(source, lineno, rec)
+            continue
+        yield rec
+
+
+_LINE_BREAK = b"}\n{"
+_ARRAY_BREAK = b"},\n{"  # the newline stays: a line break inside a JSON string is then a decode error
+BLOCK_BYTES = 1 << 14  # one json.loads call per ~50 lines: its objects are still in the CPU cache when validated
+
+
+def parse_block(body: bytes, first_line: int, source: str) -> list[Record | LineIssue]:
+    """The records and issues of complete lines: ``body`` is the lines joined by newlines (none at
+    the end), the first of them line ``first_line``. Reports exactly what ``parse_lines`` reports
+    for the same lines (every line terminated); the fast block reader of reports and replays.
+
+    A run of lines that are each one JSON object (every newline between a ``}`` and a ``{``) is
+    decoded with one ``json.loads`` as a JSON array, about twice as fast as one call per line
+    (object keys are shared). The array is ``[`` + the lines joined by ``,`` + newline + ``]``: the
+    newline kept between objects cannot sit inside a JSON string (strict JSON refuses it), so no
+    element spans two lines, and an array of exactly as many elements as lines has each line as
+    one element, the value ``json.loads`` gives for that line alone. Each element is then validated
+    as its line would be (a bad record is reported with its own line number). Anything else about
+    a run (a blank, not-JSON or non-object line, CRLF endings, whitespace around an object, a
+    line that is not UTF-8) sends that run through ``parse_lines`` line by line.
+    """
+    out: list = []
+    append = out.append
+    size = len(body)
+    start = 0
+    lineno = first_line
+    loads = json.loads
+    while True:
+        end = body.find(b"\n", start + BLOCK_BYTES)
+        if end < 0:
+            end = size
+        piece = body[start:end]
+        n = piece.count(b"\n") + 1
+        objs = None
+        if piece[:1] == b"{" and piece[-1:] == b"}" and piece.count(_LINE_BREAK) == n - 1:
+            try:
+                objs = loads(b"[" + piece.replace(_LINE_BREAK, _ARRAY_BREAK) + b"]")
+            except (ValueError, RecursionError):  # the line-by-line reader decides (and reports)
+                objs = None
+            if objs is not None and len(objs) != n:
+                objs = None
+        if objs is None:
+            out.extend(parse_lines(zip(range(lineno, lineno + n), piece.split(b"\n"), repeat(True)), source))
+        else:
+            i = lineno
+            for obj in objs:
+                try:
+                    if type(obj) is dict and obj.get("type") == "request":
+                        append(parse_request(obj))
+                    else:
+                        rec = parse_object(obj)
+                        append(_unknown_issue(source, i, rec) if type(rec) is UnknownRecord else rec)
+                except _LINE_ERRORS as exc:  # RecordError: worded as parse_lines words it
+                    append(_line_issue(source, i, exc, True))
+                i += 1
+        if end >= size:
+            return out
+        lineno += n
+        start = end + 1
+

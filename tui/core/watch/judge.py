@@ -1,0 +1,258 @@
+"""The watch judge: consecutive windows judged sequentially with the window rules of load runs, PASS on the
+pessimistic end of the bracket and FAIL on the optimistic end; the queue rule that forbids PASS when requests
+still queued (in neither count) could hide an overloaded server; the canary's verdict for a server without a
+TTFT histogram.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import tui.core.defaults as defaults
+from tui.core.engines import ENGINES
+from tui.core.records.watch import Window, finite
+from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
+from tui.core.textfmt import fmt_minutes
+from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
+from tui.core.watch.histogram import good_bracket, share_above
+from tui.core.watch.notes import COMPLETION_NOTE, NO_TTFT_NOTE, NOT_EXPOSED, SERVER_TTFT_LABEL
+from tui.core.watch.windows import merge_windows
+
+
+def make_judge(test: MixtureTest, *, min_window_s: float, min_requests: int, fail_min_s: float = FAIL_MIN_S) -> LevelJudge:
+    """The judge watch uses: the same engine and window rules as load runs (``tui.core.verdict.LevelJudge``).
+    ``add_many(t, 0, 0)`` marks the start of the watch."""
+    return LevelJudge(test, min_window_s=min_window_s, min_requests=min_requests, fail_min_s=fail_min_s)
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    slo_ttft_ms: float = defaults.SLO_TTFT_MS
+    target: float = defaults.TARGET
+    alpha: float = defaults.ALPHA
+    min_window_s: float = defaults.MIN_WINDOW_S
+    min_requests: int | None = None
+    fail_min_s: float = FAIL_MIN_S
+    queue_share: float | None = None  # queue-time-over-SLO share that blocks PASS; default (1 - target) / 2
+
+    @property
+    def slo_s(self) -> float:
+        return self.slo_ttft_ms / 1000.0
+
+    @property
+    def blocking_share(self) -> float:
+        return self.queue_share if self.queue_share is not None else (1.0 - self.target) / 2.0
+
+
+@dataclass(frozen=True)
+class WatchVerdict:
+    state: VerdictState
+    reason: str
+    lo: float | None
+    hi: float | None
+    exact: bool
+    n: float  # denominator (TTFT observations + aborted/errored)
+    good_lo: float
+    good_hi: float
+    elapsed_s: float
+    missing: str | None = None
+    blocked: tuple[str, ...] = ()  # why PASS is not allowed (queue rule)
+    notes: tuple[str, ...] = ()
+    target: float = defaults.TARGET
+    slo_ttft_ms: float = defaults.SLO_TTFT_MS
+    alpha: float = defaults.ALPHA
+
+    def to_dict(self) -> dict:
+        return {
+            "state": self.state, "reason": self.reason, "good_fraction_lo": self.lo, "good_fraction_hi": self.hi,
+            "exact": self.exact, "n": self.n, "good_lo": self.good_lo, "good_hi": self.good_hi,
+            "elapsed_s": self.elapsed_s, "missing": self.missing, "pass_blocked_by": list(self.blocked),
+            "notes": list(self.notes), "target": self.target, "slo_ttft_ms": self.slo_ttft_ms, "alpha": self.alpha,
+        }
+
+
+def queue_blocks(w: Window, cfg: WatchConfig) -> list[str]:
+    """Reasons the queue forbids PASS over this window (empty: none)."""
+    out = []
+    ws, we = w.waiting_start, w.waiting_end
+    if ws is not None and we is not None and we > ws + 1e-9:
+        out.append(f"the queue grew over the window ({ws:g} -> {we:g} waiting): requests still queued are in "
+                   "neither count, so an overloaded server can look fine")
+    share = share_above(w.queue_time, cfg.slo_s)
+    if share is not None and share > cfg.blocking_share:
+        out.append(f"queue time exceeded the {cfg.slo_ttft_ms:g} ms SLO for up to {100 * share:.1f}% of finished "
+                   f"requests (more than {100 * cfg.blocking_share:.1f}% matters at a {cfg.target:.0%} target)")
+    if ws is None and we is None and w.queue_time is None:
+        out.append("the server's queue is not observable (no waiting gauge, no queue-time histogram): queued "
+                   "requests are in neither count")
+    return out
+
+
+class WatchJudgement:
+    """Sequential judging of consecutive windows from the start of the watch.
+
+    Two judges share the window rules of load runs: the pessimistic one (good = observations
+    under the bucket bound below the SLO) decides PASS, the optimistic one (bound above) FAIL.
+    A counter reset restarts both, and says so."""
+
+    def __init__(self, cfg: WatchConfig) -> None:
+        self.cfg = cfg
+        self.test = MixtureTest(cfg.target, cfg.alpha)
+        self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
+        self.resets: list[str] = []
+        self.windows = 0
+        self.span: Window | None = None  # everything since the (last) start
+        self.last: Window | None = None
+        self.gap_windows = 0
+        self._new_judges()
+
+    def _new_judges(self) -> None:
+        cfg = self.cfg
+        self.pess = make_judge(self.test, min_window_s=cfg.min_window_s, min_requests=self.min_requests,
+                               fail_min_s=cfg.fail_min_s)
+        self.opt = make_judge(self.test, min_window_s=cfg.min_window_s, min_requests=self.min_requests,
+                              fail_min_s=cfg.fail_min_s)
+        self._started = False
+        self.span = None
+        self.exact = True
+        self.good_lo = self.good_hi = self.n = 0.0
+
+    def add(self, w: Window) -> None:
+        self.windows += 1
+        self.last = w
+        if w.reset:
+            self.resets.append(f"{w.reset} (t={w.t_end:.0f})")
+            self._new_judges()
+            return
+        if w.ttft is None:
+            self.gap_windows += 1
+            return  # a gap: nothing invented, the judges wait
+        br = good_bracket(w.ttft, self.cfg.slo_s, w.failed)
+        if not self._started:
+            # anchor the evidence at the window's start (same call shape as LevelJudge: no new method)
+            self.pess.add_many(w.t_start, 0, 0)
+            self.opt.add_many(w.t_start, 0, 0)
+            self._t0 = w.t_start
+            self._started = True
+        self._t = w.t_end
+        # conservative rounding: Prometheus' increase() extrapolates to non-integer counts
+        total = math.ceil(br.total - 1e-6)
+        g_lo = math.floor(br.good_lo + 1e-6)
+        g_hi = min(total, math.ceil(br.good_hi - 1e-6))
+        self.pess.add_many(w.t_end, g_lo, total)
+        self.opt.add_many(w.t_end, g_hi, total)
+        self.good_lo += g_lo
+        self.good_hi += g_hi
+        self.n += total
+        self.exact = self.exact and br.exact
+        self.span = merge_windows([self.span, w]) if self.span is not None else w
+
+    def verdict(self, has_ttft: bool = True) -> WatchVerdict:
+        cfg = self.cfg
+        notes = [SERVER_TTFT_LABEL, COMPLETION_NOTE] + self.resets
+        if not has_ttft:
+            return WatchVerdict(state=INSUFFICIENT_WINDOW, reason=f"{NO_TTFT_NOTE} R to judge from a gentle canary",
+                                lo=None, hi=None, exact=False, n=0, good_lo=0, good_hi=0, elapsed_s=0.0,
+                                missing=NO_TTFT_NOTE, notes=(NOT_EXPOSED + ": server-side TTFT",),
+                                target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha)
+        elapsed = max(0.0, self._t - self._t0) if self._started else 0.0
+        n = self.n
+        lo = self.good_lo / n if n else None
+        hi = self.good_hi / n if n else None
+        if lo is None or hi is None:  # n == 0
+            frac = "no finished requests yet"
+        elif self.exact:
+            frac = f"good fraction {100 * lo:.1f}%"
+        else:
+            frac = f"good fraction {100 * lo:.1f}-{100 * hi:.1f}%"
+        need_n = max(0, self.min_requests - int(n))
+        need_s = max(0.0, cfg.min_window_s - elapsed)
+        parts = []
+        if need_n:
+            parts.append(f"need {need_n} more requests")
+        if need_s > 0:
+            parts.append(f"{fmt_minutes(need_s)} more" if parts else f"need {fmt_minutes(need_s)} more")
+        missing = ", ".join(parts) or None
+        blocked = tuple(queue_blocks(self.span, cfg)) if self.span is not None else ()
+        if self.last is not None and self.last.ttft is None and self.last.gaps:
+            notes.append("last window is a gap: " + "; ".join(self.last.gaps))
+        ps, os_ = self.pess.state, self.opt.state
+        rule = f"anytime-valid test, alpha {cfg.alpha:g}"
+        state: VerdictState
+        if os_ == FAIL:
+            state = FAIL
+            reason = (f"{frac} over {int(n)} requests: even the optimistic end is below the {cfg.target:.0%} target "
+                      f"({rule}).")
+        elif ps == PASS and blocked:
+            state = UNDECIDED
+            reason = f"{frac}: would PASS, but " + "; ".join(blocked) + "."
+        elif ps == PASS:
+            state = PASS
+            reason = f"{frac} over {int(n)} requests: the pessimistic end is at or above the {cfg.target:.0%} target ({rule})."
+        elif ps == INSUFFICIENT_WINDOW:
+            state = INSUFFICIENT_WINDOW
+            if not n:
+                reason = f"no finished requests yet: nothing to judge the {cfg.target:.0%} target on."
+            else:
+                reason = (f"{frac} on {int(n)} requests over {fmt_minutes(elapsed)}: too few to judge the "
+                          f"{cfg.target:.0%} target.")
+        else:
+            state = UNDECIDED
+            reason = f"{frac} over {int(n)} requests: not yet enough evidence either way."
+        return WatchVerdict(state=state, reason=reason, lo=lo, hi=hi, exact=self.exact, n=n, good_lo=self.good_lo,
+                            good_hi=self.good_hi, elapsed_s=elapsed, missing=missing if state == INSUFFICIENT_WINDOW else None,
+                            blocked=blocked, notes=tuple(notes), target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms,
+                            alpha=cfg.alpha)
+
+
+def judge_once(w: Window, cfg: WatchConfig) -> WatchVerdict:
+    """One fixed window judged once (``watch --once``)."""
+    j = WatchJudgement(cfg)
+    j.add(w)
+    m = ENGINES.get(w.engine)
+    return j.verdict(has_ttft=bool(m and m.ttft))
+
+
+def canary_verdict(records: Sequence[dict], cfg: WatchConfig) -> WatchVerdict:
+    """For a server without a TTFT histogram: the verdict from the canary's own requests (client-side
+    TTFT, completion observed), with the same judge and window rules. Good = complete, no error, first
+    token within the SLO. A canary is sparse: the minimum request count takes long at gentle rates."""
+    test = MixtureTest(cfg.target, cfg.alpha)
+    min_n = max(cfg.min_requests or 0, test.min_requests_to_pass())
+    judge = make_judge(test, min_window_s=cfg.min_window_s, min_requests=min_n, fail_min_s=cfg.fail_min_s)
+    rows = []
+    for r in records:
+        if r.get("phase", "measure") != "measure" or not (finite(r.get("t_sent")) and finite(r.get("t_end"))):
+            continue
+        tf = r.get("t_first_token")
+        good = bool(r.get("complete")) and r.get("error") is None and finite(tf) and (tf - r["t_sent"]) <= cfg.slo_s
+        rows.append((r["t_sent"], r["t_end"], good))
+    rows.sort(key=lambda x: x[1])
+    n = g = 0
+    if rows:
+        judge.add_many(rows[0][0], 0, 0)
+    for _ts, te, good in rows:
+        judge.add_many(te, 1 if good else 0, 1)
+        n += 1
+        g += good
+    elapsed = (rows[-1][1] - rows[0][0]) if rows else 0.0
+    st = judge.state if rows else INSUFFICIENT_WINDOW
+    frac = f"canary good fraction {100 * g / n:.1f}% ({g}/{n})" if n else "no canary request finished yet"
+    need_n = max(0, min_n - n)
+    need_s = max(0.0, cfg.min_window_s - elapsed)
+    parts = ([f"need {need_n} more canary requests"] if need_n else []) + ([f"{fmt_minutes(need_s)} more"] if need_s > 0 else [])
+    reason = {
+        PASS: f"{frac}: at or above the {cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).",
+        FAIL: f"{frac}: below the {cfg.target:.0%} target (anytime-valid test, alpha {cfg.alpha:g}).",
+        UNDECIDED: f"{frac}: not yet enough evidence either way.",
+    }.get(st, f"{frac}: too few to judge the {cfg.target:.0%} target.")
+    return WatchVerdict(
+        state=st, reason=f"no TTFT histogram on this server; verdict from the canary: {reason}",
+        lo=(g / n if n else None), hi=(g / n if n else None), exact=True, n=n, good_lo=g, good_hi=g,
+        elapsed_s=elapsed, missing=", ".join(parts) or None if st == INSUFFICIENT_WINDOW else None,
+        notes=("canary: client-side TTFT of the probe requests, completion observed; it measures only what "
+               "the canary's own requests met", NOT_EXPOSED + ": server-side TTFT"),
+        target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+    )
