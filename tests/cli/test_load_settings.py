@@ -24,7 +24,7 @@ from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arr
 from tui.sources.load.config import LoadConfig
 from tui.sources.load.wire import StepOrder, frame, read_frame
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 URL = "http://127.0.0.1:9"
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
+
+ROOT = REPO
 CORE = ROOT / "tui" / "core"
 
 
