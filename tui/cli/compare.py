@@ -15,7 +15,7 @@ from tui.core.exitcodes import UsageError
 COMPARE_EXIT_DOC = "exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE, 2 bad usage or input"
 
 
-def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.options import fraction, positive_float
 
     parser.description = ("Compare a candidate run with a base run level by level (levels match within 5%): n, good "
@@ -99,7 +99,7 @@ def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = 1000.0
     return {"label": path, "header": header, "requests": reqs, "issues": issues, "problems": problems}
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from tui.cli.report import runs_problem
     from tui.core.compare import compare, to_markdown
     from tui.core.runs import RunNotInFile, SeveralRuns

@@ -26,7 +26,7 @@ from tui.sources.watch_setup import headers_from_args as _headers
 EXIT_INSUFFICIENT = 3
 
 
-def add_watch_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     from tui.cli.options import add_acceptance_arguments, epilog, header_arg, non_negative_float, positive_float
 
     p.epilog = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
@@ -183,7 +183,7 @@ def _json_default(o):
 # ------------------------------------------------------------------ commands
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     err = usage_error(args)
     if err:
         raise UsageError(err)
