@@ -24,6 +24,7 @@ from tui.cli.options import (
     positive_int,
 )
 from tui.cli.report import monitor_config_from_args
+from tui.core import defaults as D
 from tui.core.exitcodes import ExitCode
 
 
@@ -113,7 +114,7 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
             raise UsageError(problem.replace(str(play), os.fspath(path)))
     pick = getattr(args, "run", None)
     if line_parser is None and not follow:  # several runs are never merged: refused without --run, listed
-        _check_runs(str(play), os.fspath(path), pick, cfg)
+        _check_runs(str(play), pick)
     from tui.cli.chainopts import verify_key
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
@@ -123,17 +124,18 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
 
 
-def _check_runs(play: str, shown: str, pick: int | None, cfg: Any) -> None:
+def _check_runs(play: str, pick: int | None) -> None:
     """Refuse (exit 2, with the list) a file of several runs without --run, or --run N beyond them."""
-    from tui.cli.report import _count_runs, runs_problem
-    from tui.core.runs import RunNotInFile, RunSplitter, SeveralRuns
+    from tui.cli.report import runs_problem
+    from tui.core.runs import RunNotInFile, SeveralRuns
+    from tui.sources.evidence_reader import check_runs
 
-    splitter = RunSplitter(pick)
-    splitter.runs = _count_runs(play, cfg)
     try:
-        splitter.check(shown)
+        check_runs(play, pick)
     except (SeveralRuns, RunNotInFile) as exc:
         raise runs_problem(exc) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {play}: {exc.strerror or exc}") from None
 
 
 def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, *,
@@ -153,7 +155,7 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
     sink = LimitedSink(Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin))
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
                     themes_dir=getattr(args, "themes_dir", None),
-                    export_dir=getattr(args, "export_dir", None) or "exports", **app_kw)
+                    export_dir=getattr(args, "export_dir", None) or D.EXPORT_DIR, **app_kw)
     try:
         code = app.run()
     finally:
@@ -170,9 +172,9 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
 
 def run(args: argparse.Namespace) -> int:
     """`servewatch replay FILE`: the console replaying a record file."""
-    from tui.cli.watch import is_watch_file
+    from tui.sources.evidence_reader import WATCH, probe_kind
 
-    if os.path.isfile(args.file) and is_watch_file(args.file):  # a `servewatch watch --record` file
+    if os.path.isfile(args.file) and probe_kind(args.file) == WATCH:  # a `servewatch watch --record` file
         from tui.cli.watch import replay_watch_file
 
         return replay_watch_file(args.file, args)
@@ -184,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(exc) from None
     baseline = None
     if getattr(args, "baseline", None):
-        baseline = load_baseline(args.baseline, getattr(args, "slo_ttft_ms", 1000.0))
+        baseline = load_baseline(args.baseline, args.slo_ttft_ms)
         if isinstance(baseline, str):
             raise UsageError(baseline)
     return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0), budget_origin=origin,

@@ -30,3 +30,13 @@ EXPORT_DIR = "exports"
 
 # The environment variable the OpenAI-compatible client reads its API key from.
 API_KEY_ENV = "OPENAI_API_KEY"
+
+# evidence/cli
+# `servewatch watch`: seconds between scrapes of one metrics page, and between Prometheus queries (keep the
+# latter at least twice Prometheus' own scrape interval).
+WATCH_METRICS_INTERVAL_S = 5.0
+WATCH_PROMETHEUS_INTERVAL_S = 30.0
+# `servewatch compare`: the one-sided error level of each per-level decision.
+COMPARE_ALPHA = ALPHA
+# Record files are read (and digest chains verified) this many bytes at a time: memory bounded by the chunk.
+READ_CHUNK_BYTES = 1 << 20
