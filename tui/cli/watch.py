@@ -17,6 +17,7 @@ import math
 import sys
 import time
 
+from tui.core import defaults as D
 from tui.core.exitcodes import UsageError
 from tui.core.report import exit_code
 from tui.sources.watch_setup import WatchSettings, build_session
@@ -45,8 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--window-minutes", type=positive_float, default=None, metavar="MINUTES",
                    help="--once window (default: the minimum window, --min-window-minutes)")
     w.add_argument("--interval", type=positive_float, default=None, metavar="SECONDS",
-                   help="seconds between scrapes / queries (default 5 for --metrics-url, 30 for --prometheus-url; "
-                        "with Prometheus keep it at least twice its scrape interval)")
+                   help=f"seconds between scrapes / queries (default {D.WATCH_METRICS_INTERVAL_S:g} for --metrics-url, "
+                        f"{D.WATCH_PROMETHEUS_INTERVAL_S:g} for --prometheus-url; with Prometheus keep it at least "
+                        "twice its scrape interval)")
     w.add_argument("--headless", action="store_true", help="no console: print one line per update")
     w.add_argument("--duration", type=non_negative_float, default=None, metavar="SECONDS",
                    help="stop after S seconds (headless; default: until Ctrl-C)")

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tui.core.chain import ChainVerifier, RecordsIntegrity
+from tui.core.defaults import READ_CHUNK_BYTES
 from tui.core.records import RecordError
 from tui.core.snapshot import PASS, UNDECIDED
 from tui.core.watch import WatchConfig, WatchJudgement, WatchVerdict, window_from_record
 from tui.sources.evidence_reader import EvidenceRun
 
-__all__ = ["WatchRead", "read_watch", "verdict_with_integrity"]
+__all__ = ["WatchRead", "read_watch", "verdict_with_integrity", "watch_lines"]
 
 
 @dataclass
@@ -29,22 +31,30 @@ class WatchRead:
     integrity: RecordsIntegrity | None = None
 
 
+def watch_lines(run: EvidenceRun, tap: Callable[[bytes], None] | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, the line's JSON object, or the ValueError it raised) for each non-blank line of a
+    recording; ``tap`` gets every raw line as read (the digest chain's verifier)."""
+    for n, raw in enumerate(_lines(run.handle), 1):
+        if tap is not None:
+            tap(raw)
+        line = raw.decode("utf-8", errors="surrogateescape")
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except ValueError as exc:
+            yield n, exc
+
+
 def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
     """Judge every watch window of the recording; never raises on content (OSError when unreadable)."""
     s = run.settings
     verifier = ChainVerifier(s.verify_key, s.key_name)
     out = WatchRead(WatchJudgement(cfg))
     path = run.name
-    tap = verifier.feed
-    for n, raw in enumerate(_lines(run.handle), 1):
-        tap(raw)
-        line = raw.decode("utf-8", errors="surrogateescape")
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except ValueError as exc:
-            out.problems.append(f"{path}:{n}: invalid JSON: {str(exc)[:60]}")
+    for n, d in watch_lines(run, verifier.feed):
+        if isinstance(d, ValueError):
+            out.problems.append(f"{path}:{n}: invalid JSON: {str(d)[:60]}")
             continue
         if not isinstance(d, dict):
             out.problems.append(f"{path}:{n}: line is not a JSON object")
@@ -63,7 +73,7 @@ def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
     return out
 
 
-def _lines(fh: Any, chunk: int = 1 << 20) -> Any:
+def _lines(fh: Any, chunk: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
     """The raw lines of a binary stream (the last one possibly unterminated), read ``chunk`` bytes at a time."""
     partial = b""
     while True:

@@ -236,16 +236,17 @@ class WatchFileSource(WatchConsoleSource):
         return "REPLAY watch record" + (" (finished)" if self.finished else "")
 
     def start(self, sink: Any = None) -> None:
-        import json
+        from tui.sources.evidence_reader import ReadSettings, open_evidence
+        from tui.sources.evidence_watch import watch_lines
+        from tui.sources.importing import ImportProblem
 
         s = self.session
         try:
-            with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
-                for n, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
+            with open_evidence(self.path, ReadSettings(watch=False)) as ev:  # the one way in for evidence
+                for n, d in watch_lines(ev):
                     try:
-                        d = json.loads(line)
+                        if isinstance(d, ValueError):
+                            raise d
                         if not isinstance(d, dict):
                             raise ValueError("line is not a JSON object")
                         if d.get("type") == "run":
@@ -270,8 +271,8 @@ class WatchFileSource(WatchConsoleSource):
                         s.judgement.add(w)
                         s.last_gap = "; ".join(w.gaps) if w.ttft is None and w.gaps and not w.reset else None
                     self._updated()
-        except OSError as exc:
-            self.error = f"cannot read {self.path}: {exc.strerror or exc}"
+        except (OSError, ImportProblem) as exc:
+            self.error = f"cannot read {self.path}: {getattr(exc, 'strerror', None) or exc}"
             self.notices.append(self.error)
         for p in self.problems[:5]:
             self.notices.append(p)
