@@ -26,6 +26,7 @@ from tui.cli.options import (
 from tui.cli.report import monitor_config_from_args
 from tui.core import defaults as D
 from tui.core.exitcodes import ExitCode
+from tui.sources.evidence_reader import ReplayPlan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
                                  "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or unreadable input")
     parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
-    add_speed_arguments(parser, "default: 1, as recorded")
+    add_speed_arguments(parser, f"default: {D.REPLAY_SPEED:g}, as recorded")
     g = parser.add_argument_group("replay")
     g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
     g.add_argument("--run", dest="run", type=positive_int, default=None, metavar="N",
@@ -90,24 +91,23 @@ def _sample_speed(path: Path) -> float:
 
 
 def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, *, label: str | None = None,
-                speed: float = 1.0, budget_origin: str | None = None, baseline: dict | None = None) -> int:
+                speed: float = D.REPLAY_SPEED, budget_origin: str | None = None, baseline: dict | None = None,
+                plan: ReplayPlan | None = None) -> int:
     from tui.sources.replay import ReplaySource, validate_record_file
 
     try:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
         raise UsageError(exc) from None
-    from tui.sources.importing import prepare_replay  # other tools' files, recognised by content
-
     follow = bool(getattr(args, "follow", False))
-    from tui.sources.importing import ImportProblem
+    from tui.sources.evidence_reader import plan_replay  # other tools' files, recognised by content
 
-    try:
-        play, line_parser, refusal = prepare_replay(path, follow)
-    except (OSError, ImportProblem) as exc:  # any other ValueError is a bug, not bad input
-        raise UsageError(exc) from None
-    if refusal:
-        raise UsageError(refusal)
+    plan = plan if plan is not None else plan_replay(os.fspath(path), follow)
+    if plan.error:
+        raise UsageError(plan.error)
+    if plan.refusal:
+        raise UsageError(plan.refusal)
+    play, line_parser = plan.play, plan.line_parser
     if line_parser is None:  # a servewatch record file (or one converted from another tool's document)
         problem = validate_record_file(play, follow=follow)
         if problem:
@@ -172,9 +172,10 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
 
 def run(args: argparse.Namespace) -> int:
     """`servewatch replay FILE`: the console replaying a record file."""
-    from tui.sources.evidence_reader import WATCH, probe_kind
+    from tui.sources.evidence_reader import WATCH, plan_replay
 
-    if os.path.isfile(args.file) and probe_kind(args.file) == WATCH:  # a `servewatch watch --record` file
+    plan = plan_replay(args.file, bool(args.follow))  # the one probe: a watch recording, records, an export
+    if plan.kind == WATCH:  # a `servewatch watch --record` file
         from tui.cli.watch import replay_watch_file
 
         return replay_watch_file(args.file, args)
@@ -189,8 +190,8 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_baseline(args.baseline, args.slo_ttft_ms)
         if isinstance(baseline, str):
             raise UsageError(baseline)
-    return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0), budget_origin=origin,
-                       baseline=baseline)
+    return run_console(args.file, args, budget, speed=float(args.speed or D.REPLAY_SPEED), budget_origin=origin,
+                       baseline=baseline, plan=plan)
 
 
 def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:

@@ -19,6 +19,7 @@ from tui.cli.options import (
     add_teaching_argument,
     epilog,
 )
+from tui.core import defaults as D
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
 from tui.sources.evidence_monitor import monitor_of, not_records_problem
@@ -30,12 +31,12 @@ __all__ = ["LAST_RUN", "add_arguments", "analyse_file", "input_problem", "monito
 
 
 def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig:
-    d = MonitorConfig()  # defaults for commands without the acceptance flags (the no-argument console)
+    # the one home's defaults for commands without the acceptance flags (the no-argument console)
     kw = dict(
-        slo_ttft_ms=getattr(args, "slo_ttft_ms", d.slo_ttft_ms),
-        target=getattr(args, "target", d.target),
-        alpha=getattr(args, "alpha", d.alpha),
-        min_window_s=getattr(args, "min_window_minutes", d.min_window_s / 60.0) * 60.0,
+        slo_ttft_ms=getattr(args, "slo_ttft_ms", D.SLO_TTFT_MS),
+        target=getattr(args, "target", D.TARGET),
+        alpha=getattr(args, "alpha", D.ALPHA),
+        min_window_s=getattr(args, "min_window_minutes", D.MIN_WINDOW_MINUTES) * 60.0,
         min_requests=getattr(args, "min_requests", None),
     )
     if getattr(args, "rolling_seconds", None):

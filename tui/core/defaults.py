@@ -40,3 +40,5 @@ WATCH_PROMETHEUS_INTERVAL_S = 30.0
 COMPARE_ALPHA = ALPHA
 # Record files are read (and digest chains verified) this many bytes at a time: memory bounded by the chunk.
 READ_CHUNK_BYTES = 1 << 20
+# `servewatch replay`: as recorded.
+REPLAY_SPEED = 1.0

@@ -27,7 +27,8 @@ from tui.core.runs import Item, RunInfo, RunSplitter
 from tui.sources.evidence_probe import IMPORT, MAX_DOCUMENT_BYTES, RECORDS, STDIN, STDIN_NAME, WATCH, Kind, open_probed
 from tui.sources.importing import ImportProblem, import_file, records_of
 
-__all__ = ["IMPORT", "LAST_RUN", "RECORDS", "WATCH", "EvidenceRun", "ReadSettings", "open_evidence"]
+__all__ = ["IMPORT", "LAST_RUN", "RECORDS", "WATCH", "EvidenceRun", "ReadSettings", "ReplayPlan", "check_runs",
+           "open_evidence", "plan_replay"]
 
 LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appended
 IMPORT_BATCH = 4096  # converted records handed on in blocks of this many
@@ -142,20 +143,41 @@ def open_evidence(path: str, settings: ReadSettings | None = None) -> EvidenceRu
                        settings=s, handle=fh, document=probe.document)
 
 
-def probe_kind(path: str) -> Kind | None:
-    """What a regular file holds (records, a watch recording, another tool's export), or None when it cannot be
-    read (the reader that follows says why). The replay's dispatch; the file is closed again."""
-    try:
-        ev = open_evidence(path)
-    except (OSError, ImportProblem):
-        return None
-    ev.close()
-    return ev.kind
-
-
 def check_runs(path: str, pick_run: int | None) -> None:
     """Raise ``SeveralRuns`` (with the list) for a record file of several runs without ``pick_run``, or
     ``RunNotInFile`` for a run beyond them (one pass of the block reader, nothing judged)."""
     with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
         for _items in ev.blocks():
             pass
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """What the console replays: a watch recording (``kind`` WATCH), or ``play`` (the file itself, or another
+    tool's document converted into a temporary record file) read with ``line_parser`` (None: servewatch
+    records); ``refusal``: why it cannot be replayed so (a document with ``--follow``); ``error``: why it cannot
+    be read or imported (one line, bad input)."""
+
+    kind: Kind | None
+    play: str
+    line_parser: object = None
+    refusal: str | None = None
+    error: str | None = None
+
+
+def plan_replay(path: str, follow: bool = False) -> ReplayPlan:
+    """Decide, from one probe, how the console replays ``path``. A path that is not a regular file (not there
+    yet with ``--follow``, a pipe) is handed to the replay as records, which says what it finds."""
+    from tui.sources.importing import prepare_replay_as
+
+    if not os.path.isfile(path):
+        return ReplayPlan(None, path)
+    try:
+        with open_evidence(path) as ev:
+            if ev.kind == WATCH:
+                return ReplayPlan(WATCH, path)
+            fmt, data = (ev.format, ev.document) if ev.kind == IMPORT else (None, None)
+        play, parser, refusal = prepare_replay_as(path, fmt, follow, data=data)
+    except (OSError, ImportProblem) as exc:  # any other ValueError is a bug, not bad input
+        return ReplayPlan(None, path, error=str(exc))
+    return ReplayPlan(ev.kind, play, parser, refusal)

@@ -313,6 +313,13 @@ def prepare_replay(path: str | os.PathLike, follow: bool = False) -> tuple[str, 
         return p, None, None  # not there yet (--follow waits for it) or unreadable: the replay says so
     if I.unusable_reason(fmt):
         raise ImportProblem(f"{p}: {I.unusable_reason(fmt)}")
+    return prepare_replay_as(p, fmt, follow)
+
+
+def prepare_replay_as(p: str, fmt: str | None, follow: bool = False,
+                      data: bytes | None = None) -> tuple[str, Any, str | None]:
+    """``prepare_replay`` of a file whose format is known (``tui.sources.evidence_reader`` decided it; ``data``:
+    its bytes when already read whole)."""
     if fmt is None or fmt == I.SERVEWATCH:
         return p, None, None
     if fmt in I.LINE_FORMATS:
@@ -322,7 +329,7 @@ def prepare_replay(path: str | os.PathLike, follow: bool = False) -> tuple[str, 
     import atexit
     import tempfile
 
-    res = import_file(p, fmt)
+    res = import_file(p, fmt, data=data)
     fd, tmp = tempfile.mkstemp(prefix="servewatch-import-", suffix=".jsonl")
     os.close(fd)
     if not _TEMP_FILES:
