@@ -241,3 +241,16 @@ def test_the_version_is_the_installed_distributions(monkeypatch):
     finally:
         monkeypatch.undo()
         importlib.reload(tui)
+
+
+def test_the_replays_one_pass_check_says_what_the_line_by_line_check_said(tmp_path, monkeypatch):
+    from tui.sources.evidence_reader import replay_check
+    from tui.sources.replay import validate_record_file
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "junk.jsonl").write_text('{"a": 1}\nnot json\n\n[1, 2]\n')
+    (tmp_path / "empty.jsonl").write_text("")
+    _records(tmp_path, "good.jsonl", extra="not json\n")
+    for name in ("junk.jsonl", "./junk.jsonl", "empty.jsonl", "good.jsonl"):
+        assert replay_check(name, None) == validate_record_file(name), name
+    assert replay_check("good.jsonl", None) is None and replay_check("junk.jsonl", None) is not None

@@ -108,13 +108,17 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     if plan.refusal:
         raise UsageError(plan.refusal)
     play, line_parser = plan.play, plan.line_parser
-    if line_parser is None:  # a servewatch record file (or one converted from another tool's document)
+    pick = getattr(args, "run", None)
+    if line_parser is None and plan.kind is not None and not follow:  # a regular record file: one pass checks
+        problem = _replay_check(str(play), pick)  # it holds records, and one run or --run N (never merged)
+        if problem:
+            raise UsageError(problem.replace(str(play), os.fspath(path)))
+    elif line_parser is None:  # a file to wait for, a pipe, a special file: said before reading
         problem = validate_record_file(play, follow=follow)
         if problem:
             raise UsageError(problem.replace(str(play), os.fspath(path)))
-    pick = getattr(args, "run", None)
-    if line_parser is None and not follow:  # several runs are never merged: refused without --run, listed
-        _check_runs(str(play), pick)
+        if not follow:  # several runs are never merged: refused without --run, listed
+            _check_runs(str(play), pick)
     from tui.cli.chainopts import verify_key
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
@@ -122,6 +126,20 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
                           follow=follow, label=label or os.fspath(path), line_parser=line_parser, run=pick,
                           verify_key=key, key_name=key_name)
     return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
+
+
+def _replay_check(play: str, pick: int | None) -> str | None:
+    """``replay_check`` with several runs (or --run N beyond them) refused in one line (exit 2, the list)."""
+    from tui.cli.report import runs_problem
+    from tui.core.runs import RunNotInFile, SeveralRuns
+    from tui.sources.evidence_reader import replay_check
+
+    try:
+        return replay_check(play, pick)
+    except (SeveralRuns, RunNotInFile) as exc:
+        raise runs_problem(exc) from None
+    except OSError as exc:
+        return f"{play}: cannot read ({exc.strerror or exc})"
 
 
 def _check_runs(play: str, pick: int | None) -> None:

@@ -28,7 +28,7 @@ from tui.sources.evidence_probe import IMPORT, MAX_DOCUMENT_BYTES, RECORDS, STDI
 from tui.sources.importing import ImportProblem, import_file, records_of
 
 __all__ = ["IMPORT", "LAST_RUN", "RECORDS", "WATCH", "EvidenceRun", "ReadSettings", "ReplayPlan", "check_runs",
-           "open_evidence", "plan_replay"]
+           "open_evidence", "plan_replay", "replay_check"]
 
 LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appended
 IMPORT_BATCH = 4096  # converted records handed on in blocks of this many
@@ -149,6 +149,36 @@ def check_runs(path: str, pick_run: int | None) -> None:
     with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
         for _items in ev.blocks():
             pass
+
+
+def replay_check(path: str, pick_run: int | None) -> str | None:
+    """Before a record file is replayed (not followed), in one pass: ``path: not a servewatch record file (...)``
+    when no line is a usable record (the words of ``tui.sources.replay.validate_record_file``), else None; raises
+    ``SeveralRuns`` / ``RunNotInFile`` as ``check_runs`` does."""
+    from pathlib import Path
+
+    from tui.core.records import LineIssue, not_a_record_file
+
+    shown = str(Path(path))
+    splitter = RunSplitter(pick_run)
+    usable = total = 0
+    first: LineIssue | None = None
+    with open_evidence(path, ReadSettings(watch=False)) as ev:
+        for items in iter_blocks(ev.handle, shown):
+            if not usable:
+                for it in items:
+                    total += 1
+                    if not isinstance(it, LineIssue):
+                        usable = 1
+                        break
+                    if first is None:
+                        first = it
+            splitter.feed(items)
+    problem = not_a_record_file(usable, total, first)
+    if problem:
+        return f"{shown}: {problem}"
+    splitter.check(path)
+    return None
 
 
 @dataclass(frozen=True)
