@@ -11,8 +11,8 @@ import json
 import os
 import sys
 
+import tui.core.defaults as D
 from tui.cli.chainopts import verify_key
-from tui.core import defaults as D
 from tui.core.exitcodes import UsageError
 from tui.sources.evidence_monitor import NoRequests, compare_run
 from tui.sources.evidence_reader import ReadSettings, open_evidence

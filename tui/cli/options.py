@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from tui.core import defaults as D
+import tui.core.defaults as D
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
 
 # ------------------------------------------------------------------ help

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import tui.core.defaults as D
 from tui.cli.options import (
     UsageError,
     add_acceptance_arguments,
@@ -24,7 +25,6 @@ from tui.cli.options import (
     positive_int,
 )
 from tui.cli.report import monitor_config_from_args
-from tui.core import defaults as D
 from tui.core.exitcodes import ExitCode
 from tui.sources.evidence_reader import ReplayPlan
 

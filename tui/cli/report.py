@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+import tui.core.defaults as D
 from tui.cli.options import (
     UsageError,
     add_acceptance_arguments,
@@ -19,7 +20,6 @@ from tui.cli.options import (
     add_teaching_argument,
     epilog,
 )
-from tui.core import defaults as D
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
 from tui.sources.evidence_monitor import monitor_of, not_records_problem

@@ -17,7 +17,7 @@ import math
 import sys
 import time
 
-from tui.core import defaults as D
+import tui.core.defaults as D
 from tui.core.exitcodes import UsageError
 from tui.core.report import exit_code
 from tui.sources.watch_setup import WatchSettings, build_session

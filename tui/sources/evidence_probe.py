@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
-from tui.core import importers as I
+import tui.core.importers as I
 
 Kind = Literal["records", "watch", "import"]
 RECORDS: Kind = "records"

@@ -131,7 +131,7 @@ class EvidenceRun:
 def open_evidence(path: str, settings: ReadSettings | None = None) -> EvidenceRun:
     """Open ``path`` ('-': standard input) once and decide what it holds. Raises OSError when unreadable and
     ``ImportProblem`` for another tool's summary file (no per-request data in it)."""
-    from tui.core import importers as I
+    import tui.core.importers as I
 
     s = settings or ReadSettings()
     probe, fh = open_probed(path, watch=s.watch)

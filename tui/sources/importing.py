@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tui.core import importers as I
+import tui.core.importers as I
 from tui.core.records import LineIssue, parse_object, read_file
 
 HEAD_BYTES = 65536

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tui.core import defaults as D
+import tui.core.defaults as D
 from tui.core import watch as core
 from tui.core.redact import redact_url
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tui.core import defaults as D
+import tui.core.defaults as D
 from tui.core.watch import WatchConfig
 
 
