@@ -88,9 +88,9 @@ def test_a_value_error_from_a_bug_in_the_reading_path_is_not_bad_input(cache, mo
 
 
 def test_compare_and_replay_baseline_do_not_disguise_a_bug_as_bad_input(cache, monkeypatch, capsys):
-    import tui.sources.importing as imp
+    import tui.sources.evidence_reader as reader
 
-    monkeypatch.setattr(imp, "read_file", _boom)
+    monkeypatch.setattr(reader, "iter_blocks", _boom)  # the one reader that compare and the baseline go through
     assert main(["compare", str(SEED), str(SEED)]) == 70
     from tui.cli.replay import load_baseline
 

@@ -128,7 +128,9 @@ async def test_console_from_command_line_arguments(tmp_path):
         from tui.sources.recorder import Recorder
 
         recorder = Recorder(str(rec))
-        source = WatchConsoleSource(args, emit=recorder.write)
+        from tui.cli.watch import settings_from_args
+
+        source = WatchConsoleSource(settings_from_args(args), emit=recorder.write)
         sink = WatchSink(source)
         app = build_app(source, sink, None, export_dir=tmp_path / "exports")
         async with app.run_test(size=SIZE) as pilot:

@@ -1,6 +1,6 @@
 """The `servewatch` command line: one module per command, one module of shared options, one boundary.
 
-Layout::
+Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -> int``)::
 
     tui/cli/__init__.py   the command table, the top-level parser and ``main()`` (the one boundary)
     tui/cli/options.py    shared options (acceptance/SLO, budget, console, HTTP/TLS/headers) and value types
@@ -9,6 +9,11 @@ Layout::
     tui/cli/report.py     report                       tui/cli/sweep.py    sweep
     tui/cli/replay.py     replay, the no-argument console
     tui/cli/quality.py    quality                      tui/cli/accept.py   accept
+    tui/cli/watch.py      watch                        tui/cli/compare.py  compare
+    tui/cli/importfile.py import
+
+Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
+for report, replay, accept and compare alike: the command modules parse flags, call it and print.
 
 Lazy loading: a command's module is imported only when that command runs (or its ``--help`` is asked for), so
 ``servewatch budget`` never imports httpx or Textual.  ``servewatch --help`` lists every command from
@@ -82,11 +87,10 @@ COMMANDS: dict[str, Command] = {
     "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
     "accept": Command("tui.cli.accept", "write the acceptance report"),
     "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "
-                     "nothing)", "add_watch_arguments", "cmd_watch"),
+                     "nothing)"),
     "import": Command("tui.cli.importfile", "convert another tool's run (AIPerf, GuideLLM, vLLM bench, LLMPerf, "
-                      "inference-perf) to a record file", "add_import_arguments", "cmd_import"),
-    "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE",
-                       "add_compare_arguments", "cmd_compare"),
+                      "inference-perf) to a record file"),
+    "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
 }
 
 CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")

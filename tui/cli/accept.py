@@ -145,13 +145,11 @@ def one_target(runs: list, model: str | None, notes: list[str]) -> list:
 def run(args: argparse.Namespace) -> int:
     """`servewatch accept`."""
     from tui.cli.budget import view_budget
-    from tui.cli.report import (
-        analyse_file,
-        input_problem,
-        monitor_config_from_args,
-        not_record_file_problem,
-    )
+    from tui.cli.report import monitor_config_from_args
     from tui.core import acceptance as A
+    from tui.sources.evidence_monitor import monitor_of, not_records_problem
+    from tui.sources.evidence_probe import input_problem
+    from tui.sources.evidence_reader import ReadSettings, open_evidence
 
     try:
         cfg = monitor_config_from_args(args)
@@ -199,9 +197,10 @@ def run(args: argparse.Namespace) -> int:
         if same is not None:
             input_notes.append(f"{path} given twice ({same}), counted once")
             continue
+        settings = ReadSettings(pick_run=args.run, verify_key=key, key_name=key_name, watch=False)
         try:
-            mon = analyse_file(path, cfg, budget, budget_origin, pick_run=args.run, verify_key=key,
-                               key_name=key_name)
+            with open_evidence(path, settings) as ev:
+                mon = monitor_of(ev, cfg, budget, budget_origin)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:
@@ -214,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         if rid is not None:
             seen_runs[rid] = path
-        problem = not_record_file_problem(mon)
+        problem = not_records_problem(mon)
         if problem:
             raise UsageError(problem)
         from tui.core.importers.limits import limit_snapshot

@@ -1,5 +1,6 @@
 """`servewatch compare BASE CAND`: two runs (any importable format) level by level, with a three-way verdict
-on the good fraction. Thin glue: reading is ``tui.sources.importing.open_run``, the statistics are
+on the good fraction. Thin glue: reading is ``tui.sources.evidence_reader`` (each file read once: its requests
+and its digest chain), the statistics are
 ``tui.core.compare``. Exit codes: 0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE, 2 bad input.
 """
 
@@ -10,12 +11,18 @@ import json
 import os
 import sys
 
+import tui.core.defaults as D
+from tui.cli.chainopts import verify_key
 from tui.core.exitcodes import UsageError
+from tui.sources.evidence_monitor import NoRequests, compare_run
+from tui.sources.evidence_reader import ReadSettings, open_evidence
+
+__all__ = ["NoRequests", "add_arguments", "load_run", "run"]
 
 COMPARE_EXIT_DOC = "exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE, 2 bad usage or input"
 
 
-def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.options import fraction, positive_float
 
     parser.description = ("Compare a candidate run with a base run level by level (levels match within 5%): n, good "
@@ -26,12 +33,13 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
     parser.add_argument("base", help="the base run (record file or another tool's output)")
     parser.add_argument("cand", help="the candidate run")
-    parser.add_argument("--slo-ttft-ms", type=positive_float, default=1000.0, metavar="MS",
-                        help="a request is good when it completes with TTFT at most this (default 1000)")
-    parser.add_argument("--margin", type=fraction, default=0.02, metavar="FRACTION",
-                        help="largest acceptable drop in good fraction (default 0.02 = 2 points)")
-    parser.add_argument("--alpha", type=fraction, default=0.05, metavar="FRACTION",
-                        help="one-sided error level of each decision (default 0.05)")
+    parser.add_argument("--slo-ttft-ms", type=positive_float, default=D.SLO_TTFT_MS, metavar="MS",
+                        help=f"a request is good when it completes with TTFT at most this (default {D.SLO_TTFT_MS:g})")
+    parser.add_argument("--margin", type=fraction, default=D.COMPARE_MARGIN, metavar="FRACTION",
+                        help=f"largest acceptable drop in good fraction (default {D.COMPARE_MARGIN:g} = "
+                             f"{D.COMPARE_MARGIN * 100:g} points)")
+    parser.add_argument("--alpha", type=fraction, default=D.COMPARE_ALPHA, metavar="FRACTION",
+                        help=f"one-sided error level of each decision (default {D.COMPARE_ALPHA:g})")
     from tui.cli.options import positive_int
 
     parser.add_argument("--base-run", dest="base_run", type=positive_int, default=None, metavar="N",
@@ -46,71 +54,30 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     add_verify_key_argument(parser)
 
 
-class NoRequests(ValueError):
-    """A readable file without one usable request record (bad input, exit 2)."""
+def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = D.SLO_TTFT_MS) -> dict:
+    """{"label", "header", "requests", "issues", "problems"} of any readable run, through the evidence reader
+    (``tui.sources.evidence_monitor.compare_run``); raises OSError, ImportProblem, NoRequests, SeveralRuns."""
+    with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
+        return compare_run(ev, slo_ttft_ms)
 
 
-def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = 1000.0) -> dict:
-    """{"label", "header", "requests", "issues", "problems"} of any readable run (``problems``: per level, the
-    evidence problems that forbid judging it: the file held against itself); raises OSError, ImportProblem
-    (another tool's file that cannot be imported), NoRequests, or ``tui.core.runs.SeveralRuns`` with the list when
-    the file holds several runs and ``pick_run`` is None (several runs are never merged); any other exception is a
-    bug."""
-    from tui.core.monitor import Monitor, MonitorConfig
-    from tui.core.records import LineIssue, RequestRecord, RunHeader
-    from tui.core.runs import RunSplitter
-    from tui.sources.importing import open_run
-
-    items, _src = open_run(path)
-    splitter = RunSplitter(pick_run)
-    header: dict = {}
-    reqs: list = []
-    issues = 0
-    batch: list = []
-    mon = Monitor(MonitorConfig(slo_ttft_ms=slo_ttft_ms), source=path)  # the cross-checks of the file (issue 17)
-
-    def take(block: list) -> None:
-        nonlocal header, issues
-        kept = list(splitter.feed(block))
-        mon.add_many(kept)
-        for it in kept:
-            if type(it) is RequestRecord:
-                reqs.append(it)
-            elif isinstance(it, RunHeader):
-                header = header or it.data
-            elif isinstance(it, LineIssue):
-                issues += 1
-
-    for it in items:
-        batch.append(it)
-        if len(batch) >= 4096:
-            take(batch)
-            batch = []
-    take(batch)
-    splitter.check(path)
-    if not reqs:
-        raise NoRequests(f"{path}: no usable request records ({issues} problem lines)")
-    mon.finish()
-    problems: dict = {}
-    for (level, _rnd), _st in mon.levels.items():
-        found = mon.pass_blocks((level, _rnd))
-        if found:
-            problems.setdefault(level, []).extend(p for p in found if p not in problems.get(level, []))
-    return {"label": path, "header": header, "requests": reqs, "issues": issues, "problems": problems}
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from tui.cli.report import runs_problem
     from tui.core.compare import compare, to_markdown
     from tui.core.runs import RunNotInFile, SeveralRuns
     from tui.sources.importing import ImportProblem
 
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
     runs = []
-    for path, pick in ((args.base, getattr(args, "base_run", None)), (args.cand, getattr(args, "cand_run", None))):
+    chains = []
+    for path, pick in ((args.base, args.base_run), (args.cand, args.cand_run)):
         if not os.path.isfile(path):
             raise UsageError(f"cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}")
+        settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
-            runs.append(load_run(path, pick, args.slo_ttft_ms))
+            with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain
+                runs.append(compare_run(ev, args.slo_ttft_ms))
+                chains.append(ev.integrity)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:
@@ -118,7 +85,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
     result = compare(runs[0], runs[1], slo_ttft_ms=args.slo_ttft_ms, margin=args.margin, alpha=args.alpha)
-    integrity = _integrity(args, result)
+    integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
         try:
@@ -135,24 +102,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return int(result["exit_code"])
 
 
-def _integrity(args: argparse.Namespace, result: dict) -> str:
-    """Verify both files' digest chains (a second pass, 1 MiB at a time: ``tui.core.chain``), put the results in
-    ``result["records_integrity"]`` and, when either chain is broken or a signature fails, turn NOT WORSE into
+def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
+    """Both files' digest chains (verified while they were read: ``tui.core.chain``) into
+    ``result["records_integrity"]``; when either chain is broken or a signature fails, NOT WORSE becomes
     NOT ENOUGH EVIDENCE (exit 3) with the reason. Returns the markdown lines saying so."""
-    from tui.cli.chainopts import verify_key
-    from tui.core.chain import verify_stream
     from tui.core.compare import EXIT, NOT_ENOUGH, NOT_WORSE
 
-    key, key_name = verify_key(args)
     lines = ["", "Records integrity (digest chain):"]
     found: dict = {}
     problems: list[str] = []
-    for side, path in (("base", args.base), ("candidate", args.cand)):
-        try:
-            with open(path, "rb") as fh:
-                ri = verify_stream(fh, key, key_name)
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    for (side, path), ri in zip((("base", args.base), ("candidate", args.cand)), chains, strict=True):
         found[side] = ri.to_dict()
         lines.append(f"  {side} {path}: {ri.summary}")
         problems.extend(f"{side} {path}: {p}" for p in ri.problems)

@@ -15,7 +15,7 @@ import sys
 from tui.core.exitcodes import UsageError
 
 
-def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Convert another load tool's per-request output (AIPerf profile_export.jsonl, GuideLLM "
                           "benchmarks.json/.yaml, vllm bench serve --save-detailed JSON, LLMPerf "
                           "*_individual_responses.json, inference-perf per_request_lifecycle_metrics.json) to a "
@@ -31,7 +31,7 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the import summary as JSON")
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from tui.sources.importing import ImportProblem, import_file, write_records
 
     path = args.file

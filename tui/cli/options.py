@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 
-import tui.core.defaults as defaults
+import tui.core.defaults as D
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
 
 # ------------------------------------------------------------------ help
@@ -157,16 +157,14 @@ def header_arg(text: str) -> tuple[str, str]:
 def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
     """The SLO / verdict flags shared by report, replay, run, live, sweep and accept."""
     g = parser.add_argument_group("acceptance target")
-    g.add_argument("--slo-ttft-ms", type=positive_float, default=defaults.SLO_TTFT_MS, metavar="MS",
-                   help="a request is good when it completes with client TTFT at most this "
-                        f"(default {defaults.SLO_TTFT_MS:g})")
-    g.add_argument("--target", type=fraction, default=defaults.TARGET, metavar="FRACTION",
-                   help=f"required good fraction (default {defaults.TARGET:g})")
-    g.add_argument("--alpha", type=fraction, default=defaults.ALPHA, metavar="FRACTION",
-                   help=f"error level of the anytime-valid verdict test (default {defaults.ALPHA:g})")
-    g.add_argument("--min-window-minutes", type=non_negative_float, default=defaults.MIN_WINDOW_MINUTES,
-                   metavar="MINUTES",
-                   help=f"minimum observation time before PASS can be declared (default {defaults.MIN_WINDOW_MINUTES:g})")
+    g.add_argument("--slo-ttft-ms", type=positive_float, default=D.SLO_TTFT_MS, metavar="MS",
+                   help=f"a request is good when it completes with client TTFT at most this (default {D.SLO_TTFT_MS:g})")
+    g.add_argument("--target", type=fraction, default=D.TARGET, metavar="FRACTION",
+                   help=f"required good fraction (default {D.TARGET:g})")
+    g.add_argument("--alpha", type=fraction, default=D.ALPHA, metavar="FRACTION",
+                   help=f"error level of the anytime-valid verdict test (default {D.ALPHA:g})")
+    g.add_argument("--min-window-minutes", type=non_negative_float, default=D.MIN_WINDOW_MINUTES, metavar="MINUTES",
+                   help=f"minimum observation time before PASS can be declared (default {D.MIN_WINDOW_MINUTES:g})")
     g.add_argument("--min-requests", type=positive_int, default=None, metavar="N",
                    help="minimum measured requests (default: the fewest with which PASS is possible)")
 
@@ -243,8 +241,8 @@ def add_console_arguments(parser: argparse.ArgumentParser) -> None:
                    help="dark, light, high-contrast or one from --themes-dir (default: dark)")
     g.add_argument("--themes-dir", dest="themes_dir", default=None, metavar="DIR",
                    help="extra theme TOML files (default: none)")
-    g.add_argument("--export-dir", dest="export_dir", default="exports", metavar="DIR",
-                   help="where ctrl+s writes the SVG screenshot and JSON snapshot (default ./exports)")
+    g.add_argument("--export-dir", dest="export_dir", default=D.EXPORT_DIR, metavar="DIR",
+                   help=f"where ctrl+s writes the SVG screenshot and JSON snapshot (default ./{D.EXPORT_DIR})")
 
 
 def add_rolling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -279,9 +277,9 @@ def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
 def add_http_arguments(parser: argparse.ArgumentParser, *, title: str = "connection") -> argparse._ArgumentGroup:
     """Credentials, extra headers and TLS, as `run`, `live`, `sweep` and `quality` take them."""
     c = parser.add_argument_group(title)
-    c.add_argument("--api-key-env", default=defaults.API_KEY_ENV, metavar="VAR",
+    c.add_argument("--api-key-env", default=D.API_KEY_ENV, metavar="VAR",
                    help="environment variable holding the API key, sent as Authorization: Bearer "
-                        f"(default {defaults.API_KEY_ENV}; never recorded)")
+                        f"(default {D.API_KEY_ENV}; never recorded)")
     c.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
                    help="extra request header, repeatable (default: none; values never recorded)")
     c.add_argument("--insecure", action="store_true",

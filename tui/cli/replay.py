@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import tui.core.defaults as D
 from tui.cli.options import (
     UsageError,
     add_acceptance_arguments,
@@ -25,6 +26,7 @@ from tui.cli.options import (
 )
 from tui.cli.report import monitor_config_from_args
 from tui.core.exitcodes import ExitCode
+from tui.sources.evidence_reader import ReplayPlan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
                                  "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or unreadable input")
     parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
-    add_speed_arguments(parser, "default: 1, as recorded")
+    add_speed_arguments(parser, f"default: {D.REPLAY_SPEED:g}, as recorded")
     g = parser.add_argument_group("replay")
     g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
     g.add_argument("--run", dest="run", type=positive_int, default=None, metavar="N",
@@ -89,31 +91,34 @@ def _sample_speed(path: Path) -> float:
 
 
 def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, *, label: str | None = None,
-                speed: float = 1.0, budget_origin: str | None = None, baseline: dict | None = None) -> int:
+                speed: float = D.REPLAY_SPEED, budget_origin: str | None = None, baseline: dict | None = None,
+                plan: ReplayPlan | None = None) -> int:
     from tui.sources.replay import ReplaySource, validate_record_file
 
     try:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
         raise UsageError(exc) from None
-    from tui.sources.importing import prepare_replay  # other tools' files, recognised by content
-
     follow = bool(getattr(args, "follow", False))
-    from tui.sources.importing import ImportProblem
+    from tui.sources.evidence_reader import plan_replay  # other tools' files, recognised by content
 
-    try:
-        play, line_parser, refusal = prepare_replay(path, follow)
-    except (OSError, ImportProblem) as exc:  # any other ValueError is a bug, not bad input
-        raise UsageError(exc) from None
-    if refusal:
-        raise UsageError(refusal)
-    if line_parser is None:  # a servewatch record file (or one converted from another tool's document)
+    plan = plan if plan is not None else plan_replay(os.fspath(path), follow)
+    if plan.error:
+        raise UsageError(plan.error)
+    if plan.refusal:
+        raise UsageError(plan.refusal)
+    play, line_parser = plan.play, plan.line_parser
+    pick = getattr(args, "run", None)
+    if line_parser is None and plan.kind is not None and not follow:  # a regular record file: one pass checks
+        problem = _replay_check(str(play), pick)  # it holds records, and one run or --run N (never merged)
+        if problem:
+            raise UsageError(problem.replace(str(play), os.fspath(path)))
+    elif line_parser is None:  # a file to wait for, a pipe, a special file: said before reading
         problem = validate_record_file(play, follow=follow)
         if problem:
             raise UsageError(problem.replace(str(play), os.fspath(path)))
-    pick = getattr(args, "run", None)
-    if line_parser is None and not follow:  # several runs are never merged: refused without --run, listed
-        _check_runs(str(play), os.fspath(path), pick, cfg)
+        if not follow:  # several runs are never merged: refused without --run, listed
+            _check_runs(str(play), pick)
     from tui.cli.chainopts import verify_key
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
@@ -123,17 +128,32 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
 
 
-def _check_runs(play: str, shown: str, pick: int | None, cfg: Any) -> None:
-    """Refuse (exit 2, with the list) a file of several runs without --run, or --run N beyond them."""
-    from tui.cli.report import _count_runs, runs_problem
-    from tui.core.runs import RunNotInFile, RunSplitter, SeveralRuns
+def _replay_check(play: str, pick: int | None) -> str | None:
+    """``replay_check`` with several runs (or --run N beyond them) refused in one line (exit 2, the list)."""
+    from tui.cli.report import runs_problem
+    from tui.core.runs import RunNotInFile, SeveralRuns
+    from tui.sources.evidence_reader import replay_check
 
-    splitter = RunSplitter(pick)
-    splitter.runs = _count_runs(play, cfg)
     try:
-        splitter.check(shown)
+        return replay_check(play, pick)
     except (SeveralRuns, RunNotInFile) as exc:
         raise runs_problem(exc) from None
+    except OSError as exc:
+        return f"{play}: cannot read ({exc.strerror or exc})"
+
+
+def _check_runs(play: str, pick: int | None) -> None:
+    """Refuse (exit 2, with the list) a file of several runs without --run, or --run N beyond them."""
+    from tui.cli.report import runs_problem
+    from tui.core.runs import RunNotInFile, SeveralRuns
+    from tui.sources.evidence_reader import check_runs
+
+    try:
+        check_runs(play, pick)
+    except (SeveralRuns, RunNotInFile) as exc:
+        raise runs_problem(exc) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {play}: {exc.strerror or exc}") from None
 
 
 def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, *,
@@ -153,7 +173,7 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
     sink = LimitedSink(Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin))
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
                     themes_dir=getattr(args, "themes_dir", None),
-                    export_dir=getattr(args, "export_dir", None) or "exports", **app_kw)
+                    export_dir=getattr(args, "export_dir", None) or D.EXPORT_DIR, **app_kw)
     try:
         code = app.run()
     finally:
@@ -170,9 +190,10 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
 
 def run(args: argparse.Namespace) -> int:
     """`servewatch replay FILE`: the console replaying a record file."""
-    from tui.cli.watch import is_watch_file
+    from tui.sources.evidence_reader import WATCH, plan_replay
 
-    if os.path.isfile(args.file) and is_watch_file(args.file):  # a `servewatch watch --record` file
+    plan = plan_replay(args.file, bool(args.follow))  # the one probe: a watch recording, records, an export
+    if plan.kind == WATCH:  # a `servewatch watch --record` file
         from tui.cli.watch import replay_watch_file
 
         return replay_watch_file(args.file, args)
@@ -184,11 +205,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(exc) from None
     baseline = None
     if getattr(args, "baseline", None):
-        baseline = load_baseline(args.baseline, getattr(args, "slo_ttft_ms", 1000.0))
+        baseline = load_baseline(args.baseline, args.slo_ttft_ms)
         if isinstance(baseline, str):
             raise UsageError(baseline)
-    return run_console(args.file, args, budget, speed=float(getattr(args, "speed", 1.0) or 1.0), budget_origin=origin,
-                       baseline=baseline)
+    return run_console(args.file, args, budget, speed=float(args.speed or D.REPLAY_SPEED), budget_origin=origin,
+                       baseline=baseline, plan=plan)
 
 
 def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:

@@ -1,16 +1,16 @@
 """`servewatch report FILE`: the headless verdict on a record file (no Textual, no httpx).
 
-Also the shared record-file reading (``analyse_file``, ``input_problem``) and ``monitor_config_from_args``
-that `run`, `sweep`, `replay`, `live` and `accept` use."""
+The file is read by the evidence reader (``tui.sources.evidence_reader``: records, a watch recording, another
+tool's export); this module parses the flags and prints. Also ``monitor_config_from_args`` and
+``analyse_file`` (a record file into a Monitor) that `run`, `sweep`, `replay`, `live` and `accept` use."""
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import os
 import sys
 
+import tui.core.defaults as D
 from tui.cli.options import (
     UsageError,
     add_acceptance_arguments,
@@ -21,17 +21,22 @@ from tui.cli.options import (
     epilog,
 )
 from tui.core.monitor import Monitor, MonitorConfig
-from tui.core.records import iter_blocks, not_a_record_file
 from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
+from tui.sources.evidence_monitor import monitor_of, not_records_problem
+from tui.sources.evidence_probe import input_problem
+from tui.sources.evidence_reader import LAST_RUN, WATCH, EvidenceRun, ReadSettings, open_evidence
+
+__all__ = ["LAST_RUN", "add_arguments", "analyse_file", "input_problem", "monitor_config_from_args",
+           "not_record_file_problem", "run", "run_report", "runs_problem"]
 
 
 def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig:
-    d = MonitorConfig()  # defaults for commands without the acceptance flags (the no-argument console)
+    # the one home's defaults for commands without the acceptance flags (the no-argument console)
     kw = dict(
-        slo_ttft_ms=getattr(args, "slo_ttft_ms", d.slo_ttft_ms),
-        target=getattr(args, "target", d.target),
-        alpha=getattr(args, "alpha", d.alpha),
-        min_window_s=getattr(args, "min_window_minutes", d.min_window_s / 60.0) * 60.0,
+        slo_ttft_ms=getattr(args, "slo_ttft_ms", D.SLO_TTFT_MS),
+        target=getattr(args, "target", D.TARGET),
+        alpha=getattr(args, "alpha", D.ALPHA),
+        min_window_s=getattr(args, "min_window_minutes", D.MIN_WINDOW_MINUTES) * 60.0,
         min_requests=getattr(args, "min_requests", None),
     )
     if getattr(args, "rolling_seconds", None):
@@ -59,108 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_verify_key_argument(parser)
 
 
-def input_problem(path: str) -> str | None:
-    """Why ``path`` cannot be read as a record file before reading it (None: go ahead). '-' is standard input."""
-    if path == "-":
-        return None
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return f"cannot read {path}: no such file"
-    except OSError as exc:
-        return f"cannot read {path}: {exc.strerror or exc}"
-    from tui.sources.replay import not_a_plain_file
-
-    return not_a_plain_file(path, st.st_mode)  # regular files and pipes (process substitution) are read
-
-
-def _is_record_file(path: str) -> bool:
-    """A servewatch record file, or nothing another tool wrote (the reader then reports what it is)."""
-    from tui.core import importers
-    from tui.sources.importing import detect_file
-
-    fmt = detect_file(path)
-    return fmt is None or fmt == importers.SERVEWATCH
-
-
-LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appended
-
-
 def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None,
                  pick_run: int | None = None, verify_key: bytes | None = None,
                  key_name: str = "the key given") -> Monitor:
-    """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable).
-
-    The file is read in chunks through the block reader (``tui.core.records.iter_blocks``, the one
-    the replay uses) and each chunk's records go to the Monitor as one batch: memory stays bounded.
-
-    Several runs in the file (``run --record`` appends) are never merged (``tui.core.runs.RunSplitter``):
-    ``pick_run`` N keeps run N (1-based), ``LAST_RUN`` the last one; None raises ``SeveralRuns`` (with the
-    list) when the file holds more than one, ``RunNotInFile`` for an N beyond them.
-
-    The same raw chunks go through the digest chain's verifier (``tui.core.chain``; ``verify_key``: also its
-    signature), whose result the Monitor gets at the end (``Monitor.set_records_integrity``); then the Monitor
-    holds the file against itself (``Monitor.finish``, tui.core.evidence)."""
-    from tui.core.chain import ChainVerifier
-    from tui.core.runs import RunSplitter
-
-    if pick_run == LAST_RUN:
-        if path == "-":
-            raise UsageError("the last run of standard input cannot be picked")
-        pick_run = len(_count_runs(path, config))
-    splitter = RunSplitter(pick_run)
-    verifier = ChainVerifier(verify_key, key_name)
-    tap = verifier.feed
-    mon = Monitor(config, budget=budget, source="<stdin>" if path == "-" else path, budget_origin=budget_origin)
-    mon_add_many = mon.add_many
-    feed = splitter.feed
-
-    def add_many(items: list) -> None:
-        kept = feed(items)
-        if kept:
-            mon_add_many(kept)
-    # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
-    # every record and memory stays bounded without the cycle collector, whose passes over the young records
-    # of each chunk would cost about a tenth of a large report. Paused only here, for this loop.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        if path == "-":
-            for items in iter_blocks(sys.stdin.buffer, "<stdin>", tap=tap):
-                add_many(items)
-        elif _is_record_file(path):
-            with open(path, "rb") as fh:
-                for items in iter_blocks(fh, path, tap=tap):
-                    add_many(items)
-        else:  # another tool's run, converted on the fly (recognised by content): raises ImportProblem
-            from tui.sources.importing import open_run
-
-            batch: list = []
-            for item in open_run(path)[0]:
-                batch.append(item)
-                if len(batch) >= 4096:
-                    add_many(batch)
-                    batch = []
-            add_many(batch)
-    finally:
-        if collecting:
-            gc.enable()
-    splitter.check(mon.source)
-    mon.set_records_integrity(verifier.finish())  # another tool's file: "unverified (no digest)"
-    mon.finish()  # the whole file is read: hold it against itself (tui.core.evidence)
-    return mon
-
-
-def _count_runs(path: str, config: MonitorConfig) -> list:
-    """The runs of a record file (one pass of the block reader, nothing judged)."""
-    from tui.core.runs import RunSplitter
-
-    splitter = RunSplitter(None)
-    if _is_record_file(path):
-        with open(path, "rb") as fh:
-            for items in iter_blocks(fh, path):
-                splitter.feed(items)
-    return splitter.runs
+    """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable): the
+    evidence reader (``tui.sources.evidence_reader``, a watch recording read as records) and its Monitor
+    (``tui.sources.evidence_monitor.monitor_of``). ``pick_run``: run N (1-based), ``LAST_RUN``, None (a file
+    of several runs raises ``SeveralRuns``)."""
+    settings = ReadSettings(pick_run=pick_run, verify_key=verify_key, key_name=key_name, watch=False)
+    with open_evidence(path, settings) as ev:
+        return monitor_of(ev, config, budget, budget_origin)
 
 
 def runs_problem(exc: Exception) -> UsageError:
@@ -173,10 +86,7 @@ def runs_problem(exc: Exception) -> UsageError:
     return UsageError(str(exc))
 
 
-def not_record_file_problem(mon: Monitor) -> str | None:
-    """The refusal when nothing in the file was a usable record (another tool's JSON, binary, empty)."""
-    problem = not_a_record_file(mon.usable_lines(), mon.seq_no, mon.examples[0] if mon.examples else None)
-    return None if problem is None else f"{mon.source}: {problem}"
+not_record_file_problem = not_records_problem  # the refusal when nothing in the file was a usable record
 
 
 def run_report(path: str, args: argparse.Namespace, budget=None, out=None, default_budget: bool = True) -> int:
@@ -210,21 +120,17 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     problem = input_problem(path)
     if problem:
         raise UsageError(problem)
-    from tui.cli.watch import is_watch_file
-
-    if is_watch_file(path):  # a `servewatch watch --record` file: judged like the watch itself
-        from tui.cli.watch import report_watch_file
-
-        return report_watch_file(path, args, out)
     from tui.cli.chainopts import verify_key
     from tui.core.runs import RunNotInFile, SeveralRuns
-
-    key, key_name = verify_key(args)  # a missing key variable: bad usage
     from tui.sources.importing import ImportProblem
 
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
+    settings = ReadSettings(pick_run=getattr(args, "run", None), verify_key=key, key_name=key_name)
     try:
-        mon = analyse_file(path, cfg, budget, origin, pick_run=getattr(args, "run", None), verify_key=key,
-                           key_name=key_name)
+        with open_evidence(path, settings) as ev:
+            if ev.kind == WATCH:  # a `servewatch watch --record` file: judged like the watch itself
+                return _report_watch(ev, args, out)
+            mon = monitor_of(ev, cfg, budget, origin)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
@@ -305,6 +211,12 @@ def _with_integrity(text: str, integrity) -> str:
     at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
     rows[at + 1:at + 1] = [integrity.summary] + [f"  {d}" for d in integrity.details]
     return "\n".join(rows)
+
+
+def _report_watch(ev: EvidenceRun, args: argparse.Namespace, out) -> int:
+    from tui.cli.watch import report_watch
+
+    return report_watch(ev, args, out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,16 +17,15 @@ import math
 import sys
 import time
 
+import tui.core.defaults as D
 from tui.core.exitcodes import UsageError
 from tui.core.report import exit_code
-from tui.sources.watch_setup import build_session
-from tui.sources.watch_setup import config_from_args as _config
-from tui.sources.watch_setup import headers_from_args as _headers
+from tui.sources.watch_setup import WatchSettings, build_session
 
 EXIT_INSUFFICIENT = 3
 
 
-def add_watch_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     from tui.cli.options import add_acceptance_arguments, epilog, header_arg, non_negative_float, positive_float
 
     p.epilog = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
@@ -47,8 +46,9 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--window-minutes", type=positive_float, default=None, metavar="MINUTES",
                    help="--once window (default: the minimum window, --min-window-minutes)")
     w.add_argument("--interval", type=positive_float, default=None, metavar="SECONDS",
-                   help="seconds between scrapes / queries (default 5 for --metrics-url, 30 for --prometheus-url; "
-                        "with Prometheus keep it at least twice its scrape interval)")
+                   help=f"seconds between scrapes / queries (default {D.WATCH_METRICS_INTERVAL_S:g} for --metrics-url, "
+                        f"{D.WATCH_PROMETHEUS_INTERVAL_S:g} for --prometheus-url; with Prometheus keep it at least "
+                        "twice its scrape interval)")
     w.add_argument("--headless", action="store_true", help="no console: print one line per update")
     w.add_argument("--duration", type=non_negative_float, default=None, metavar="SECONDS",
                    help="stop after S seconds (headless; default: until Ctrl-C)")
@@ -71,6 +71,16 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra request header, repeatable (values never written anywhere; default: none)")
     n.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     add_acceptance_arguments(p)
+
+
+def settings_from_args(args: argparse.Namespace) -> WatchSettings:
+    """The watch's settings from its parsed flags (the sources never see the namespace)."""
+    return WatchSettings(
+        prometheus_url=args.prometheus_url, metrics_url=args.metrics_url, selector=args.selector,
+        interval=args.interval, url=args.url, probe_rate=args.probe_rate, model=args.model,
+        api_key_env=args.api_key_env, headers=tuple(args.headers), insecure=args.insecure,
+        slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+        min_window_minutes=args.min_window_minutes, min_requests=args.min_requests)
 
 
 def _check_url(u: str, flag: str) -> str | None:
@@ -183,17 +193,18 @@ def _json_default(o):
 # ------------------------------------------------------------------ commands
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     err = usage_error(args)
     if err:
         raise UsageError(err)
+    settings = settings_from_args(args)
     try:
-        _config(args)
+        settings.watch_config()
     except ValueError as exc:
         raise UsageError(exc) from None
     if not (args.once or args.headless):
-        return run_console(args)
-    return asyncio.run(_headless(args))
+        return run_console(args, settings)
+    return asyncio.run(_headless(args, settings))
 
 
 def _open_recorder(path, args=None):
@@ -204,7 +215,7 @@ def _open_recorder(path, args=None):
     return Recorder(path, ids_unique=True, sign_key=key)  # canary ids: the load generator's, unique by construction
 
 
-async def _headless(args) -> int:
+async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
     from tui.sources.watch import WatchError, make_client
 
     rec = None
@@ -213,9 +224,9 @@ async def _headless(args) -> int:
             rec = _open_recorder(args.record, args)
         except OSError as exc:
             raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
-    client = make_client(_headers(args), insecure=args.insecure)
+    client = make_client(settings.request_headers(), insecure=settings.insecure)
     try:
-        session, err = build_session(args, client, emit=rec.write if rec else None)
+        session, err = build_session(settings, client, emit=rec.write if rec else None)
         if err:
             raise UsageError(err)
         try:
@@ -260,7 +271,7 @@ async def _headless(args) -> int:
 # ------------------------------------------------------------------ console
 
 
-def run_console(args) -> int:
+def run_console(args: argparse.Namespace, settings: WatchSettings) -> int:
     from tui.sources.watch_console import WatchConsoleSource, WatchSink
 
     rec = None
@@ -270,7 +281,7 @@ def run_console(args) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
     try:
-        source = WatchConsoleSource(args, emit=rec.write if rec else None)
+        source = WatchConsoleSource(settings, emit=rec.write if rec else None)
         sink = WatchSink(source)
         from tui.app import build_app
 
@@ -284,14 +295,9 @@ def run_console(args) -> int:
 
 def replay_watch_file(path: str, args) -> int:
     """`servewatch replay` of a watch record file: the console on the recorded windows."""
-    from tui.core.watch import WatchConfig
     from tui.sources.watch_console import WatchFileSource, WatchSink
 
-    try:
-        cfg = WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
-                          min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
-    except (AttributeError, ValueError) as exc:
-        raise UsageError(exc) from None
+    cfg = watch_config_from_args(args)
     source = WatchFileSource(path, cfg)
     sink = WatchSink(source)
     from tui.app import build_app
@@ -304,95 +310,47 @@ def replay_watch_file(path: str, args) -> int:
 # ------------------------------------------------------------------ report on a watch record file
 
 
-def is_watch_file(path: str, probe_lines: int = 50) -> bool:
-    """True when the file's header says kind watch, or it carries watch records."""
+def watch_config_from_args(args: argparse.Namespace):
+    """The judgement's settings of a watch recording (report, replay) from the acceptance flags."""
+    from tui.core.watch import WatchConfig
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for i, line in enumerate(fh):
-                if i >= probe_lines:
-                    break
-                if '"type":"watch"' in line.replace(" ", ""):
-                    return True
-                if '"kind":"watch"' in line.replace(" ", "") and '"type":"run"' in line.replace(" ", ""):
-                    return True
-    except OSError:
-        return False
-    return False
+        return WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+                           min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
+    except (AttributeError, ValueError) as exc:
+        raise UsageError(exc) from None
 
 
 def judge_watch_file(path: str, cfg):
     """(WatchJudgement, engine, header, problems) from a watch record file; never raises on content."""
-    from tui.core.records import RecordError
-    from tui.core.watch import WatchJudgement, window_from_record
+    from tui.sources.evidence_reader import ReadSettings, open_evidence
+    from tui.sources.evidence_watch import read_watch
 
-    j = WatchJudgement(cfg)
-    header, engine, problems = {}, None, []
-    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except ValueError as exc:
-                problems.append(f"{path}:{n}: invalid JSON: {str(exc)[:60]}")
-                continue
-            if not isinstance(d, dict):
-                problems.append(f"{path}:{n}: line is not a JSON object")
-                continue
-            if d.get("type") == "run" and not header:
-                header = d
-            elif d.get("type") == "watch":
-                try:
-                    w = window_from_record(d)
-                except (ValueError, RecordError) as exc:
-                    problems.append(f"{path}:{n}: {exc}")
-                    continue
-                engine = w.engine
-                j.add(w)
-    return j, engine, header, problems
+    with open_evidence(path, ReadSettings(watch=False)) as ev:
+        got = read_watch(ev, cfg)
+    return got.judgement, got.engine, got.header, got.problems
 
 
-def _with_chain(path: str, args, v):
-    """(the verdict, the file's RecordsIntegrity): verified in a second pass over the file (1 MiB at a time); each
-    problem blocks PASS (a PASS becomes UNDECIDED, with the reason)."""
-    import dataclasses
-
-    from tui.cli.chainopts import verify_key
-    from tui.core.chain import verify_stream
-    from tui.core.snapshot import PASS, UNDECIDED
-
-    key, key_name = verify_key(args)
-    try:
-        with open(path, "rb") as fh:
-            integrity = verify_stream(fh, key, key_name)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if integrity.problems:
-        blocked = v.blocked + tuple(f"records integrity: {p}" for p in integrity.problems)
-        if v.state == PASS:
-            v = dataclasses.replace(v, state=UNDECIDED, reason=f"cannot PASS: {blocked[-len(integrity.problems)]}",
-                                    blocked=blocked)
-        else:
-            v = dataclasses.replace(v, blocked=blocked)
-    return v, integrity
-
-
-def report_watch_file(path: str, args, out=None) -> int:
-    """`servewatch report` on a watch record file: the same judgement as the live watch."""
-    from tui.core.watch import ENGINES, WatchConfig, describe_window
+def report_watch(ev, args: argparse.Namespace, out=None) -> int:
+    """`servewatch report` on a watch recording (``ev``, opened by the evidence reader): the same judgement as
+    the live watch; a broken digest chain forbids PASS."""
+    from tui.core.watch import ENGINES, describe_window
+    from tui.sources.evidence_watch import read_watch, verdict_with_integrity
 
     out = out or sys.stdout
-    cfg = WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
-                      min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
-    j, engine, header, problems = judge_watch_file(path, cfg)
+    path = ev.name
+    cfg = watch_config_from_args(args)
+    got = read_watch(ev, cfg)
+    j, engine, header, problems = got.judgement, got.engine, got.header, got.problems
     for p in problems[:5]:
         print(f"servewatch: {p}", file=sys.stderr)
     if len(problems) > 5:
         print(f"servewatch: ... and {len(problems) - 5} more problem lines", file=sys.stderr)
     if engine is None:
         raise UsageError(f"{path}: a watch file without usable watch records (0 windows)")
-    v = j.verdict(has_ttft=bool(ENGINES[engine].ttft))
-    v, integrity = _with_chain(path, args, v)  # the digest chain (tui.core.chain): a broken one forbids PASS
+    integrity = got.integrity
+    assert integrity is not None  # read_watch verified the chain while it read
+    v = verdict_with_integrity(j.verdict(has_ttft=bool(ENGINES[engine].ttft)), integrity)
     src = (header.get("source") or {}) if isinstance(header, dict) else {}
     w = j.span or j.last
     if getattr(args, "json", False):

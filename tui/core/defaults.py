@@ -49,3 +49,15 @@ CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 300.0  # the longest silence allowed, queueing included
 # A step run until decided is capped at the minimum window plus this (time to also reach the minimum count).
 COUNT_ALLOWANCE_S = 300.0
+
+# evidence/cli
+# `servewatch watch`: seconds between scrapes of one metrics page, and between Prometheus queries (keep the
+# latter at least twice Prometheus' own scrape interval).
+WATCH_METRICS_INTERVAL_S = 5.0
+WATCH_PROMETHEUS_INTERVAL_S = 30.0
+# `servewatch compare`: the one-sided error level of each per-level decision.
+COMPARE_ALPHA = ALPHA
+# Record files are read (and digest chains verified) this many bytes at a time: memory bounded by the chunk.
+READ_CHUNK_BYTES = 1 << 20
+# `servewatch replay`: as recorded.
+REPLAY_SPEED = 1.0

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tui.core import importers as I
+import tui.core.importers as I
 from tui.core.records import LineIssue, parse_object, read_file
 
 HEAD_BYTES = 65536
@@ -170,9 +170,11 @@ def _find_key(d: Any, names: tuple[str, ...], depth: int = 0) -> Any:
     return None
 
 
-def import_file(path: str, fmt: str | None = None, *, label: str | None = None, sidecars: bool = True):
+def import_file(path: str, fmt: str | None = None, *, label: str | None = None, sidecars: bool = True,
+                data: bytes | None = None) -> I.ImportResult:
     """Convert another tool's file; returns an ``ImportResult``. Raises ImportProblem (one line) when it
-    cannot be imported at all, OSError when unreadable."""
+    cannot be imported at all, OSError when unreadable. ``data``: the file's bytes, already read by the caller
+    (``tui.sources.evidence_reader``: the file is then not opened again)."""
     fmt = fmt or detect_file(path)
     label = label or path
     if fmt is None:
@@ -184,18 +186,21 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
         raise ImportProblem(f"{path}: {why}")
     if fmt == I.SERVEWATCH:
         raise ImportProblem(f"{path}: already a servewatch record file; nothing to import")
-    text = _read_text(path)
+    if data is None:
+        text, sha256 = _read_text(path), _sha256(path)
+    else:
+        text, sha256 = data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
     opts, notes = _sidecar_opts(path, fmt) if sidecars else ({}, [])
     doc = _load_yaml(text, path) if fmt == "guidellm-yaml" else None
     try:
-        res = I.convert_text(text, fmt, label, file=os.path.basename(path), sha256=_sha256(path), doc=doc, **opts)
+        res = I.convert_text(text, fmt, label, file=os.path.basename(path), sha256=sha256, doc=doc, **opts)
     except (ValueError, RecursionError) as exc:
         # a whole document that does not decode: say where, count it, import nothing
         res = I.ImportResult(format=fmt, header={})
         from tui.core.importers import common as C
 
         res.header = C.header(C.source_block(tool=I.TOOL_NAMES.get(fmt, fmt), version=None, file=os.path.basename(path),
-                                             sha256=_sha256(path), derived=[], ttft_definition="",
+                                             sha256=sha256, derived=[], ttft_definition="",
                                              time_axis=C.AXIS_NONE, fmt=fmt), started_at=None)
         res.entries = 1
         pos = f"line {exc.lineno}" if hasattr(exc, "lineno") else "document"
@@ -208,7 +213,7 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
     return res
 
 
-def records_of(result) -> Iterator:
+def records_of(result: I.ImportResult) -> Iterator:
     """The parsed records of an ImportResult (header first), then its issues: like ``read_file``."""
     for d in result.all_records():
         if not d:
@@ -248,7 +253,7 @@ def follow_refusal(path: str | os.PathLike) -> str | None:
     return None
 
 
-def line_parser_for(path: str | os.PathLike):
+def line_parser_for(path: str | os.PathLike) -> Any:
     """For a line-based foreign format (AIPerf), a ``parse_lines``-compatible function that converts
     each new line as it is read (for replay and --follow), else None (servewatch files)."""
     p = os.fspath(path)
@@ -270,7 +275,7 @@ def line_parser_for(path: str | os.PathLike):
     return parse
 
 
-def write_records(result, out_path: str) -> int:
+def write_records(result: I.ImportResult, out_path: str) -> int:
     """Write an ImportResult as a servewatch record file; returns the number of lines written."""
     from tui.core.records import dumps
     from tui.sources.outfiles import atomic_text
@@ -308,6 +313,13 @@ def prepare_replay(path: str | os.PathLike, follow: bool = False) -> tuple[str, 
         return p, None, None  # not there yet (--follow waits for it) or unreadable: the replay says so
     if I.unusable_reason(fmt):
         raise ImportProblem(f"{p}: {I.unusable_reason(fmt)}")
+    return prepare_replay_as(p, fmt, follow)
+
+
+def prepare_replay_as(p: str, fmt: str | None, follow: bool = False,
+                      data: bytes | None = None) -> tuple[str, Any, str | None]:
+    """``prepare_replay`` of a file whose format is known (``tui.sources.evidence_reader`` decided it; ``data``:
+    its bytes when already read whole)."""
     if fmt is None or fmt == I.SERVEWATCH:
         return p, None, None
     if fmt in I.LINE_FORMATS:
@@ -317,7 +329,7 @@ def prepare_replay(path: str | os.PathLike, follow: bool = False) -> tuple[str, 
     import atexit
     import tempfile
 
-    res = import_file(p, fmt)
+    res = import_file(p, fmt, data=data)
     fd, tmp = tempfile.mkstemp(prefix="servewatch-import-", suffix=".jsonl")
     os.close(fd)
     if not _TEMP_FILES:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -173,7 +173,8 @@ class QualityRunner:
             finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
         )
 
-    async def run(self, cases: Sequence[Case], progress=None) -> list[dict]:
+    async def run(self, cases: Sequence[Case],
+                  progress: Callable[[int, int, dict], Any] | None = None) -> list[dict]:
         """Per-case result rows, in set order."""
         self.started_at = time.time()
         t0 = time.perf_counter()

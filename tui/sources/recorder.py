@@ -158,5 +158,5 @@ class Recorder:
     def __enter__(self) -> Recorder:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -52,13 +52,16 @@ from tui.core.records import (
 )
 from tui.core.runs import RunSplitter
 from tui.sources.base import ReplayControls, Source, SourceMode
+from tui.sources.evidence_probe import not_a_plain_file
+
+Sink = Callable[[Iterable], None]  # where a replay delivers its batches (the Monitor sink of the console)
 
 MIN_SPEED = 1.0 / 16.0
 MAX_SPEED = 1024.0
 MAX_NOTICES = 50
 
 
-def record_time(item) -> float | None:
+def record_time(item: object) -> float | None:
     """Where a record sits on the record clock (None: deliver at once)."""
     if isinstance(item, RequestRecord):
         return item.t_end
@@ -232,7 +235,7 @@ class ReplaySource:
         self.waiting_for_file = False  # following a file that does not exist yet
 
     # ------------------------------------------------------------------ Source protocol
-    def start(self, sink: Callable[[Iterable], None]) -> None:
+    def start(self, sink: Sink) -> None:
         if self._thread is not None:
             raise RuntimeError("ReplaySource already started")
         self._thread = threading.Thread(target=self._run, args=(sink,), name=f"replay:{self.label}", daemon=True)
@@ -380,7 +383,7 @@ class ReplaySource:
         if len(self.notices) < MAX_NOTICES:
             self.notices.append(text)
 
-    def _deliver(self, sink, batch: list) -> None:
+    def _deliver(self, sink: Sink, batch: list) -> None:
         if not batch:
             return
         for item in batch:
@@ -408,7 +411,7 @@ class ReplaySource:
         self.waiting_for_file = False
         return not self._stop
 
-    def _run(self, sink) -> None:
+    def _run(self, sink: Sink) -> None:
         reader = _Reader(self.path, self.label, self.chunk_size, self.line_parser, self.run)
         if not self.follow:
             from tui.core.chain import ChainVerifier
@@ -457,7 +460,7 @@ class ReplaySource:
                 return True
             # a chunk without a newline: keep reading until a line completes or EOF
 
-    def _at_eof(self, sink, reader: _Reader, pending: deque) -> bool:
+    def _at_eof(self, sink: Sink, reader: _Reader, pending: deque) -> bool:
         """Handle end of file. Returns True when the replay is over."""
         if not self.follow:
             for it in reader.flush_partial():
@@ -497,7 +500,7 @@ class ReplaySource:
         self._rt_base = self.record_time
         self._wall_base = self._clock()
 
-    def _loop(self, sink, reader: _Reader) -> None:
+    def _loop(self, sink: Sink, reader: _Reader) -> None:
         pending: deque = deque()
         while True:
             with self._cv:
@@ -560,7 +563,7 @@ class ReplaySource:
     def _take_more(self, reader: _Reader, pending: deque) -> bool:
         return bool(pending) or self._fill(reader, pending)
 
-    def _do_step(self, sink, reader: _Reader, pending: deque, unit: str) -> None:
+    def _do_step(self, sink: Sink, reader: _Reader, pending: deque, unit: str) -> None:
         batch: list = []
         if unit == "record":
             while self._take_more(reader, pending):
@@ -597,20 +600,6 @@ def _fmt_speed(speed: float) -> str:
     if speed >= 1:
         return f"{speed:g}"
     return f"1/{round(1 / speed):d}"
-
-
-def not_a_plain_file(path: str | os.PathLike, mode: int) -> str | None:
-    """The one-line refusal for a directory, a device or a socket given as a record file (None otherwise:
-    regular files and pipes are read). One wording for report, replay and accept."""
-    import stat
-
-    if stat.S_ISDIR(mode):
-        return f"{path} is a directory, not a record file (give a .jsonl file inside it)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return f"{path} is a device, not a record file"
-    if stat.S_ISSOCK(mode):
-        return f"{path} is a socket, not a record file"
-    return None
 
 
 def validate_record_file(path: str | os.PathLike, follow: bool = False) -> str | None:

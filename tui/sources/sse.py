@@ -17,6 +17,7 @@ data string and one small tuple; lines are split once per network read.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 _BOM = b"\xef\xbb\xbf"
@@ -128,7 +129,7 @@ class SSEParser:
         return None
 
 
-def parse_all(chunks) -> list[SSEEvent]:
+def parse_all(chunks: Iterable[bytes]) -> list[SSEEvent]:
     """Convenience for tests and small inputs: parse an iterable of byte chunks completely."""
     p = SSEParser()
     out: list[SSEEvent] = []

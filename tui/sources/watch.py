@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import tui.core.defaults as D
 from tui.core import watch as core
 from tui.core.redact import redact_url
 
@@ -38,7 +39,7 @@ def parse_labeled(text: str) -> list[tuple[str, dict, float]]:
 
     out: list[tuple[str, dict, float]] = []
 
-    def collect(fams) -> None:
+    def collect(fams: Any) -> None:
         for fam in fams:
             for s in fam.samples:
                 v = s.value
@@ -74,7 +75,7 @@ def _describe(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def make_client(headers: dict | None, insecure: bool = False, timeout: float = 10.0):
+def make_client(headers: dict | None, insecure: bool = False, timeout: float = 10.0) -> Any:
     """An httpx client like the load generator's (TLS verification on unless --insecure;
     SSL_CERT_FILE / SSL_CERT_DIR honoured; no proxies from the environment)."""
     import os
@@ -286,7 +287,7 @@ class PrometheusWatcher:
             out.append((le, run))
         return tuple(out)
 
-    async def _counter(self, spec, w: float, t: float, gaps: list, zero_if_missing: bool) -> float | None:
+    async def _counter(self, spec: Any, w: float, t: float, gaps: list, zero_if_missing: bool) -> float | None:
         if not spec:
             return None
         rng = f"{max(1, math.ceil(w - 1e-6))}s"
@@ -312,7 +313,7 @@ class PrometheusWatcher:
             return None
         return total
 
-    async def _gauge(self, names, t: float, how: str = "sum") -> float | None:
+    async def _gauge(self, names: Any, t: float, how: str = "sum") -> float | None:
         for n in names:
             try:
                 res = await self.query(f"{how}({n}{self._sel()})", t)
@@ -363,8 +364,9 @@ class Canary:
     path (``LoadGenerator.request_once``); each record goes to ``emit`` like any load request."""
 
     def __init__(self, url: str, rate: float, emit: Callable[[dict], None], *, model: str | None = None,
-                 api_key_env: str | None = "OPENAI_API_KEY", headers=None, insecure: bool = False,
-                 slo_ttft_ms: float = 1000.0, output_tokens: int = 8, input_tokens: int = 16) -> None:
+                 api_key_env: str | None = D.API_KEY_ENV,
+                 headers: Any = None, insecure: bool = False,
+                 slo_ttft_ms: float = D.SLO_TTFT_MS, output_tokens: int = 8, input_tokens: int = 16) -> None:
         from tui.sources.load import LoadConfig, LoadGenerator, monitor_config
 
         self.rate = float(rate)

@@ -13,14 +13,16 @@ from typing import Any
 
 from tui.core import watch as core
 from tui.sources.base import ReplayControls, SourceMode
+from tui.sources.watch_setup import WatchSettings, build_session
 
 
 class WatchConsoleSource:
     mode: SourceMode = "WATCH"
 
-    def __init__(self, args: Any = None, emit: Callable[[dict], Any] | None = None, *, session: Any = None,
-                 client_factory: Callable[[], Any] | None = None, first_window_s: float | None = None) -> None:
-        self.args = args
+    def __init__(self, settings: WatchSettings | None = None, emit: Callable[[dict], Any] | None = None, *,
+                 session: Any = None, client_factory: Callable[[], Any] | None = None,
+                 first_window_s: float | None = None) -> None:
+        self.settings = settings
         self._emit = emit
         self.session = session
         self._client_factory = client_factory
@@ -40,17 +42,14 @@ class WatchConsoleSource:
         self._told_no_ttft = False
         if session is not None:
             session.lock = self.lock
-        elif args is not None:
-            self._build_from_args()
+        elif settings is not None:
+            self._build_from_settings(settings)
 
-    def _build_from_args(self) -> None:
+    def _build_from_settings(self, s: WatchSettings) -> None:
         from tui.sources.watch import make_client
-        from tui.sources.watch_setup import headers_from_args as _headers
 
-        a = self.args
-        self._client_factory = lambda: make_client(_headers(a), insecure=a.insecure)
-        self.first_window_s = a.min_window_minutes * 60.0 or None
-        self._pending_args = a
+        self._client_factory = lambda: make_client(s.request_headers(), insecure=s.insecure)
+        self.first_window_s = s.first_window_s
 
     @property
     def label(self) -> str:
@@ -140,10 +139,8 @@ class WatchConsoleSource:
         try:
             if self.session is not None and getattr(self.session.watcher, "client", True) is None:
                 self.session.watcher.client = client  # the client lives on this thread's loop
-            if self.session is None:
-                from tui.sources.watch_setup import build_session
-
-                session, err = build_session(self._pending_args, client, emit=self._emit)
+            if self.session is None and self.settings is not None:
+                session, err = build_session(self.settings, client, emit=self._emit)
                 if err:
                     self.error = err
                     self.notices.append(err)
@@ -239,16 +236,17 @@ class WatchFileSource(WatchConsoleSource):
         return "REPLAY watch record" + (" (finished)" if self.finished else "")
 
     def start(self, sink: Any = None) -> None:
-        import json
+        from tui.sources.evidence_reader import ReadSettings, open_evidence
+        from tui.sources.evidence_watch import watch_lines
+        from tui.sources.importing import ImportProblem
 
         s = self.session
         try:
-            with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
-                for n, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
+            with open_evidence(self.path, ReadSettings(watch=False)) as ev:  # the one way in for evidence
+                for n, d in watch_lines(ev):
                     try:
-                        d = json.loads(line)
+                        if isinstance(d, ValueError):
+                            raise d
                         if not isinstance(d, dict):
                             raise ValueError("line is not a JSON object")
                         if d.get("type") == "run":
@@ -273,8 +271,8 @@ class WatchFileSource(WatchConsoleSource):
                         s.judgement.add(w)
                         s.last_gap = "; ".join(w.gaps) if w.ttft is None and w.gaps and not w.reset else None
                     self._updated()
-        except OSError as exc:
-            self.error = f"cannot read {self.path}: {exc.strerror or exc}"
+        except (OSError, ImportProblem) as exc:
+            self.error = f"cannot read {self.path}: {getattr(exc, 'strerror', None) or exc}"
             self.notices.append(self.error)
         for p in self.problems[:5]:
             self.notices.append(p)

@@ -1,0 +1,75 @@
+"""What the commands make of an :class:`~tui.sources.evidence_reader.EvidenceRun` of records: the Monitor that
+report and accept judge (``monitor_of``), the requests that compare and the replay's baseline compare
+(``compare_run``). Reading is ``tui.sources.evidence_reader``; the judgement is ``tui.core``."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.records import LineIssue, RequestRecord, RunHeader, not_a_record_file
+from tui.sources.evidence_reader import EvidenceRun
+
+__all__ = ["NoRequests", "compare_run", "monitor_of", "not_records_problem"]
+
+
+class NoRequests(ValueError):
+    """A readable file without one usable request record (bad input, exit 2)."""
+
+
+def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
+               budget_origin: str | None = None) -> Monitor:
+    """Read the whole run into a Monitor, each chunk's records as one batch (memory bounded); then the Monitor
+    gets the digest chain's result (``Monitor.set_records_integrity``) and holds the file against itself
+    (``Monitor.finish``, tui.core.evidence). Raises what ``EvidenceRun.blocks`` raises."""
+    mon = Monitor(config, budget=budget, source=run.name, budget_origin=budget_origin)
+    add_many = mon.add_many
+    # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
+    # every record and memory stays bounded without the cycle collector, whose passes over the young records
+    # of each chunk would cost about a tenth of a large report. Paused only here, for this loop.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for items in run.blocks():
+            add_many(items)
+    finally:
+        if collecting:
+            gc.enable()
+    mon.set_records_integrity(run.integrity)
+    mon.finish()  # the whole file is read: hold it against itself (tui.core.evidence)
+    return mon
+
+
+def not_records_problem(mon: Monitor) -> str | None:
+    """The refusal when nothing in the file was a usable record (another tool's JSON, binary, empty)."""
+    problem = not_a_record_file(mon.usable_lines(), mon.seq_no, mon.examples[0] if mon.examples else None)
+    return None if problem is None else f"{mon.source}: {problem}"
+
+
+def compare_run(run: EvidenceRun, slo_ttft_ms: float) -> dict:
+    """{"label", "header", "requests", "issues", "problems"} of a run (``problems``: per level, the evidence
+    problems that forbid judging it: the file held against itself); raises NoRequests, and what
+    ``EvidenceRun.blocks`` raises."""
+    header: dict = {}
+    reqs: list = []
+    issues = 0
+    mon = Monitor(MonitorConfig(slo_ttft_ms=slo_ttft_ms), source=run.path)  # the cross-checks of the file
+    for kept in run.blocks():
+        mon.add_many(kept)
+        for it in kept:
+            if type(it) is RequestRecord:
+                reqs.append(it)
+            elif isinstance(it, RunHeader):
+                header = header or it.data
+            elif isinstance(it, LineIssue):
+                issues += 1
+    if not reqs:
+        raise NoRequests(f"{run.path}: no usable request records ({issues} problem lines)")
+    mon.finish()
+    problems: dict = {}
+    for (level, rnd), _st in mon.levels.items():
+        found = mon.pass_blocks((level, rnd))
+        if found:
+            problems.setdefault(level, []).extend(p for p in found if p not in problems.get(level, []))
+    return {"label": run.path, "header": header, "requests": reqs, "issues": issues, "problems": problems}

@@ -1,0 +1,100 @@
+"""A watch recording (`servewatch watch --record`) read once: its windows judged like the live watch
+(``tui.core.watch.WatchJudgement``) and its digest chain verified from the same bytes, in the same pass."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.core.chain import ChainVerifier, RecordsIntegrity
+from tui.core.defaults import READ_CHUNK_BYTES
+from tui.core.records import RecordError
+from tui.core.snapshot import PASS, UNDECIDED
+from tui.core.watch import WatchConfig, WatchJudgement, WatchVerdict, window_from_record
+from tui.sources.evidence_reader import EvidenceRun
+
+__all__ = ["WatchRead", "read_watch", "verdict_with_integrity", "watch_lines"]
+
+
+@dataclass
+class WatchRead:
+    """The judged windows, the engine of the last usable one (None: no usable window), the run header and the
+    problem lines (``file:line: reason``)."""
+
+    judgement: WatchJudgement
+    engine: str | None = None
+    header: dict = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    integrity: RecordsIntegrity | None = None
+
+
+def watch_lines(run: EvidenceRun, tap: Callable[[bytes], None] | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, the line's JSON object, or the ValueError it raised) for each non-blank line of a
+    recording; ``tap`` gets every raw line as read (the digest chain's verifier)."""
+    for n, raw in enumerate(_lines(run.handle), 1):
+        if tap is not None:
+            tap(raw)
+        line = raw.decode("utf-8", errors="surrogateescape")
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except ValueError as exc:
+            yield n, exc
+
+
+def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
+    """Judge every watch window of the recording; never raises on content (OSError when unreadable)."""
+    s = run.settings
+    verifier = ChainVerifier(s.verify_key, s.key_name)
+    out = WatchRead(WatchJudgement(cfg))
+    path = run.name
+    for n, d in watch_lines(run, verifier.feed):
+        if isinstance(d, ValueError):
+            out.problems.append(f"{path}:{n}: invalid JSON: {str(d)[:60]}")
+            continue
+        if not isinstance(d, dict):
+            out.problems.append(f"{path}:{n}: line is not a JSON object")
+            continue
+        if d.get("type") == "run" and not out.header:
+            out.header = d
+        elif d.get("type") == "watch":
+            try:
+                w = window_from_record(d)
+            except (ValueError, RecordError) as exc:
+                out.problems.append(f"{path}:{n}: {exc}")
+                continue
+            out.engine = w.engine
+            out.judgement.add(w)
+    out.integrity = verifier.finish()
+    return out
+
+
+def _lines(fh: Any, chunk: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
+    """The raw lines of a binary stream (the last one possibly unterminated), read ``chunk`` bytes at a time."""
+    partial = b""
+    while True:
+        data = fh.read(chunk)
+        if not data:
+            break
+        buf = partial + data if partial else data
+        parts = buf.split(b"\n")
+        partial = parts.pop()
+        for p in parts:
+            yield p + b"\n"
+    if partial:
+        yield partial
+
+
+def verdict_with_integrity(v: WatchVerdict, integrity: RecordsIntegrity) -> WatchVerdict:
+    """Each problem of the digest chain blocks PASS (a PASS becomes UNDECIDED, with the reason)."""
+    if not integrity.problems:
+        return v
+    blocked = v.blocked + tuple(f"records integrity: {p}" for p in integrity.problems)
+    if v.state == PASS:
+        return dataclasses.replace(v, state=UNDECIDED, reason=f"cannot PASS: {blocked[-len(integrity.problems)]}",
+                                   blocked=blocked)
+    return dataclasses.replace(v, blocked=blocked)
