@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import evidence_files as E
+import tests.support.evidence_files as E
+from tests.support.paths import REPO
 from tui.cli import main
 from tui.core import defaults as D
 from tui.core.chain import verify_stream
@@ -25,7 +26,7 @@ from tui.sources.evidence_probe import RECORDS, WATCH, probe_stream
 from tui.sources.evidence_reader import IMPORT, LAST_RUN, ReadSettings, check_runs, open_evidence
 from tui.sources.importing import ImportProblem
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 FIX = ROOT / "tests" / "fixtures" / "imports"
 
 
@@ -167,7 +168,7 @@ def test_the_last_run_is_the_one_appended_and_several_runs_are_never_merged(tmp_
 
 
 def test_the_chain_is_verified_in_the_same_pass_as_the_read(tmp_path):
-    from tests.test_chain import write_run
+    from tests.unit.core.test_chain import write_run
 
     p = tmp_path / "chained.jsonl"
     write_run(p)
