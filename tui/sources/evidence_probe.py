@@ -10,6 +10,7 @@ once, never probed by a second read.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -87,12 +88,18 @@ class _Replayed:
 
 
 def is_watch_head(lines: list[bytes]) -> bool:
-    """True when one of the first lines is a watch record, or a run header of kind watch."""
+    """True when one of the first lines is a watch record, or a run header of kind watch: a JSON object that says
+    so (the byte match only picks the lines worth parsing; a line that merely contains the words is not one)."""
     for line in lines:
         flat = line.replace(b" ", b"")
-        if b'"type":"watch"' in flat:
-            return True
-        if b'"kind":"watch"' in flat and b'"type":"run"' in flat:
+        if b'"type":"watch"' not in flat and not (b'"kind":"watch"' in flat and b'"type":"run"' in flat):
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and (obj.get("type") == "watch"
+                                      or (obj.get("type") == "run" and obj.get("kind") == "watch")):
             return True
     return False
 

@@ -255,3 +255,19 @@ def test_the_replays_one_pass_check_says_what_the_line_by_line_check_said(tmp_pa
     for name in ("junk.jsonl", "./junk.jsonl", "empty.jsonl", "good.jsonl"):
         assert replay_check(name, None) == validate_record_file(name), name
     assert replay_check("good.jsonl", None) is None and replay_check("junk.jsonl", None) is not None
+
+
+def test_a_line_that_only_contains_the_words_is_not_a_watch_recording(tmp_path, capsys):
+    """Found by the report fuzz test: the bytes ``"type":"watch"`` alone (not a JSON object) made the file a watch
+    recording "without usable watch records"; it is not a record file at all."""
+    from tui.cli import main
+    from tui.sources.evidence_probe import is_watch_head
+
+    assert not is_watch_head([b'"type":"watch"'])
+    assert not is_watch_head([b'{"note": "\\"type\\":\\"watch\\""}'])
+    assert is_watch_head([b'{"type": "watch", "t": 1}'])
+    assert is_watch_head([b'{"type":"run","kind":"watch"}'])
+    p = tmp_path / "f.jsonl"
+    p.write_bytes(b'"type":"watch"')
+    assert main(["report", str(p)]) == 2
+    assert "not a servewatch record file (0 of 1" in capsys.readouterr().err
