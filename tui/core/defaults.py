@@ -30,3 +30,11 @@ EXPORT_DIR = "exports"
 
 # The environment variable the OpenAI-compatible client reads its API key from.
 API_KEY_ENV = "OPENAI_API_KEY"
+
+# split: the quality regression verdict (`servewatch quality`, `accept`'s quality policy): the largest drop in pass
+# rate still "no worse", the error level (the verdict's), the fewest usable paired cases a PASS needs, and the seed
+# sent with every deterministic request.
+QUALITY_MARGIN = 0.05
+QUALITY_ALPHA = ALPHA
+QUALITY_MIN_CASES = 20
+QUALITY_SEED = 1234
