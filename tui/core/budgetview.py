@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tui.core.budget import BudgetError, budget_from_dict
+from tui.core.budget.inputs import BudgetInputs
+from tui.core.budget.serialize import budget_from_dict
+from tui.core.budget.vocab import BudgetError
 
 #: The flags that would give a budget (shown wherever the budget is unknown).
 BUDGET_HINT = ("budget unknown: give --config config.json (Hugging Face) or --params/--weights/--gpu-gib "
@@ -130,8 +132,6 @@ class BudgetView:
 
 
 def is_teaching(budget: Any) -> bool:
-    from tui.core.budget import BudgetInputs
-
     return budget is not None and getattr(budget, "inputs", None) == BudgetInputs()
 
 
