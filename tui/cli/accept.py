@@ -31,7 +31,7 @@ from tui.cli.options import (
 from tui.cli.quality import _err, _httpx_version, _now_iso, _read_json
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
-from tui.core.quality_policy import QualityPolicy
+from tui.core.quality.policy import QualityPolicy
 
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
                    "3 evidence missing, 2 bad usage or unreadable input")

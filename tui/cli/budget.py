@@ -16,20 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from tui.cli.options import UsageError, add_budget_arguments, epilog
-from tui.core.budget import (
-    CANDIDATE_NOTE,
-    KV_DTYPES,
-    WEIGHT_FORMATS,
-    BudgetError,
-    BudgetInputs,
-    BudgetResult,
-    budget_to_json,
-    compute_budget,
-    inputs_from_hf_config,
-    kv_heads_per_gpu,
-    load_budget,
-    load_hf_config,
-)
+from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu, teaching_case
+from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
+from tui.core.budget.hf_config import inputs_from_hf_config
+from tui.core.budget.inputs import BudgetInputs
+from tui.core.budget.results import BudgetResult
+from tui.core.budget.serialize import budget_to_json
+from tui.core.budget.vocab import CANDIDATE_NOTE, BudgetError
+from tui.core.budgetview import ORIGIN_TEACHING
+from tui.sources.budget_files import load_budget, load_hf_config
 
 # flag attribute -> BudgetInputs field, and how to read it
 _NUMERIC_FLAGS = {
@@ -304,9 +299,6 @@ def view_budget(args: argparse.Namespace, paths: Sequence[Any] = ()) -> tuple[Bu
     Budget flags / --config / --budget FILE: that budget. ``--teaching``, or every file is the bundled teaching
     log: the teaching case, labelled. Otherwise (None, None): unknown, unless the record file carries a budget
     record (the Monitor reads it). Raises ValueError / OSError on bad budget input."""
-    from tui.core.budget import teaching_case
-    from tui.core.budgetview import ORIGIN_TEACHING
-
     teaching = bool(getattr(args, "teaching", False))
     if budget_given(args):
         if teaching:

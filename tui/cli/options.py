@@ -191,7 +191,7 @@ def add_run_argument(parser: argparse.ArgumentParser, *, several_files: bool = F
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     """Budget flags.  All default to None: nothing given means the teaching case (`budget`) or unknown (beside a run)."""
-    from tui.core.budget import KV_DTYPES, WEIGHT_FORMATS
+    from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
 
     g = parser.add_argument_group("memory budget (`servewatch budget` with nothing given: the teaching case, 7B bf16 on "
                                   "24 GiB; beside a run, nothing given: unknown)")

@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tui.core.budget import BudgetError, BudgetInputs, budget_from_dict
+from tui.core.budget.inputs import BudgetInputs
+from tui.core.budget.serialize import budget_from_dict
+from tui.core.budget.vocab import BudgetError
 
 #: The flags that would give a budget (shown wherever the budget is unknown).
 BUDGET_HINT = ("budget unknown: give --config config.json (Hugging Face) or --params/--weights/--gpu-gib "

@@ -61,3 +61,11 @@ COMPARE_ALPHA = ALPHA
 READ_CHUNK_BYTES = 1 << 20
 # `servewatch replay`: as recorded.
 REPLAY_SPEED = 1.0
+
+# split: the quality regression verdict (`servewatch quality`, `accept`'s quality policy): the largest drop in pass
+# rate still "no worse", the error level (the verdict's), the fewest usable paired cases a PASS needs, and the seed
+# sent with every deterministic request.
+QUALITY_MARGIN = 0.05
+QUALITY_ALPHA = ALPHA
+QUALITY_MIN_CASES = 20
+QUALITY_SEED = 1234

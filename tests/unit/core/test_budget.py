@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pathlib
 
 import pytest
 from hypothesis import given, settings
@@ -31,9 +32,9 @@ from tui.core.budget import (
     budget_to_dict,
     compute_budget,
     inputs_from_hf_config,
-    load_budget,
     teaching_case,
 )
+from tui.sources.budget_files import load_budget
 
 CONFIGS = TESTS / "configs"
 
@@ -421,6 +422,44 @@ def test_load_budget_file(tmp_path):
         load_budget(path)
     with pytest.raises(BudgetError, match="cannot read"):
         load_budget(tmp_path / "missing.json")
+
+
+
+def test_load_hf_config_names_the_file_for_each_problem(tmp_path):
+    from tui.sources.budget_files import load_hf_config
+
+    good = tmp_path / "config.json"
+    good.write_text(json.dumps(cfg("llama-3-8b")))
+    assert load_hf_config(good) == cfg("llama-3-8b")
+    for text, message in (("{not json", "is not valid JSON"), ("[1, 2]", "must be a JSON object"),
+                          (b"\xff\xfe", "cannot read model config")):
+        bad = tmp_path / "bad.json"
+        bad.write_bytes(text if isinstance(text, bytes) else text.encode())
+        with pytest.raises(BudgetError, match=message) as exc:
+            load_hf_config(bad)
+        assert str(bad) in str(exc.value)
+    with pytest.raises(BudgetError, match="cannot read model config"):
+        load_hf_config(tmp_path / "missing.json")
+
+
+def test_budget_arithmetic_reads_no_files():
+    # the budget package gets parsed data only: reading a budget file or a config.json is tui.sources.budget_files
+    import ast
+
+    import tui.core.budget
+
+    pkg = pathlib.Path(tui.core.budget.__file__).parent
+    files = sorted(pkg.glob("*.py"))
+    assert len(files) >= 7
+    for f in files:
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        mods |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not ({"open", "Path"} & names), f"{f.name} opens files"
+        assert not ({"read_text", "read_bytes", "open"} & attrs), f"{f.name} reads files"
+        assert not ({"pathlib", "os", "io"} & mods), f"{f.name} imports a file-system module"
 
 
 def test_predicted_used_gib():

@@ -97,7 +97,7 @@ def test_shapes_caught_and_left_alone():
 
 
 def test_every_writer_uses_the_one_scrubber():
-    from tui.core import acceptance
+    import tui.core.acceptance.document as acceptance  # the module that builds (and scrubs) the document
     from tui.sources import quality_runner
     from tui.sources.load import executor, generator
 

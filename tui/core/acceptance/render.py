@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 
@@ -411,8 +412,6 @@ def md_conclusion(doc: Mapping) -> list[str]:
 
 
 #: The report's sections in order, one function each (each returns its markdown lines).
-from tui.core.chain import md_records_integrity  # noqa: E402 - the digest chain's section (issue 19)
-
 MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_records_integrity, md_quality, md_cost,
                md_rollback, md_conclusion)
 

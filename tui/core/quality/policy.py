@@ -16,14 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import tui.core.quality as Q
+from tui.core.quality.regression import compare
+from tui.core.quality.results import baseline_from_result, recheck
+from tui.core.quality.vocab import DEFAULT_ALPHA, DEFAULT_MARGIN, DEFAULT_MIN_CASES, SetError
 
 
 @dataclass(frozen=True, slots=True)
 class QualityPolicy:
-    margin: float = Q.DEFAULT_MARGIN
-    alpha: float = Q.DEFAULT_ALPHA
-    min_cases: int = Q.DEFAULT_MIN_CASES
+    margin: float = DEFAULT_MARGIN
+    alpha: float = DEFAULT_ALPHA
+    min_cases: int = DEFAULT_MIN_CASES
 
 
 def _map(v: Any) -> Mapping[str, Any]:
@@ -38,15 +40,15 @@ def is_long_context(row: Mapping[str, Any]) -> bool:
 
 def recompute(doc: Mapping[str, Any], policy: QualityPolicy) -> tuple[dict | None, dict]:
     """(comparison, verdict) of the file's per-case rows under ``policy`` (raises SetError)."""
-    Q.recheck(doc)  # validates the document as `quality` would
+    recheck(doc)  # validates the document as `quality` would
     cand = _map(doc.get("candidate"))
     base = doc.get("baseline")
     try:
-        base_rows = Q.baseline_from_result(base, require_success=False)["cases"] if isinstance(base, Mapping) else None
-        return Q.compare(cand.get("cases") or [], base_rows, margin=policy.margin, alpha=policy.alpha,
+        base_rows = baseline_from_result(base, require_success=False)["cases"] if isinstance(base, Mapping) else None
+        return compare(cand.get("cases") or [], base_rows, margin=policy.margin, alpha=policy.alpha,
                          min_cases=policy.min_cases)
     except (TypeError, ValueError) as exc:
-        raise Q.SetError(f"quality result cannot be rechecked: {exc}") from None
+        raise SetError(f"quality result cannot be rechecked: {exc}") from None
 
 
 def _config(side: Mapping[str, Any]) -> dict:

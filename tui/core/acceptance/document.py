@@ -1,0 +1,166 @@
+"""The acceptance document: every section assembled, the three-part conclusion (section 8), the provenance banner
+and the exit code; secrets scrubbed and non-finite floats made JSON-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tui.core.provenance as _prov
+import tui.core.quality.vocab as Q
+from tui.core.acceptance.cost import cost_section
+from tui.core.acceptance.inputs import (
+    NOT_READY,
+    READY,
+    SCHEMA,
+    CostInputs,
+    RunInput,
+    _fmt_level,
+    _header_secrets,
+    _jsonable,
+    _str,
+    provenance,
+)
+from tui.core.acceptance.quality_section import QUALITY_PHRASES, quality_section, tied_text
+from tui.core.acceptance.rollback import default_rollback_rules
+from tui.core.acceptance.sections import (
+    budget_section,
+    environment_section,
+    judged_missing,
+    judged_problems,
+    load_section,
+    measured_section,
+)
+from tui.core.budgetview import server_capacity
+from tui.core.defaults import ALPHA, MIN_WINDOW_S, SLO_TTFT_MS, TARGET
+from tui.core.quality.policy import QualityPolicy
+from tui.core.redact import scrub
+from tui.core.report import conclusion as three_part_conclusion
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, UNDECIDED
+
+
+def build_acceptance(
+    *,
+    runs: Sequence[RunInput],
+    budget: Any = None,
+    budget_source: str | None = None,
+    quality: Mapping | None = None,
+    quality_source: str | None = None,
+    cost: CostInputs | None = None,
+    rollback_rules: Sequence[str] = (),
+    rollback_source: str | None = None,
+    slo_ttft_ms: float = SLO_TTFT_MS,
+    target: float = TARGET,
+    alpha: float = ALPHA,
+    min_window_s: float = MIN_WINDOW_S,
+    required_level: float | None = None,
+    generator: Mapping | None = None,
+    generated_at: str | None = None,
+    quality_policy: QualityPolicy | None = None,
+    settings_changed: Sequence[str] = (),
+    not_acceptance_grade: Sequence[str] = (),
+    input_notes: Sequence[str] = (),
+) -> dict:
+    """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
+
+    ``settings_changed``: the acceptance settings that differ from their defaults (named in the verdict);
+    ``not_acceptance_grade``: those weaker than a floor (``tui.core.grade``): never "ready"; ``input_notes``:
+    what was done with the inputs (a file given twice, files of other models left out)."""
+    cost = cost or CostInputs()
+    prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
+             "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
+    synthetic = any(p["provenance"] == "synthetic" for p in prov) or bool(quality and quality.get("synthetic"))
+    unknown: list[str] = [p["source"] for p in prov if p["provenance"] == "unknown"]
+    banner_parts = []
+    if synthetic:
+        syn = [p["source"] for p in prov if p["provenance"] == "synthetic"]
+        if quality and quality.get("synthetic"):
+            syn.append(str(quality_source or "quality result"))
+        banner_parts.append(f"SYNTHETIC: input labelled synthetic ({', '.join(syn)}); nothing in this report is a "
+                            "measurement of a real deployment.")
+    if unknown:
+        banner_parts.append(f"PROVENANCE UNKNOWN: {', '.join(unknown)} has no run header; it may not be a real "
+                            "measurement.")
+    cap_header = next((r.snapshot.header for r in runs if server_capacity(r.snapshot.header)), None)
+    bsec = budget_section(budget, budget_source, cap_header)
+    cand = bsec.get("memory_only_candidate")
+    measured = measured_section(runs, cand, required_level)
+    models = sorted({m for r in runs for m in [
+        _str((r.snapshot.header.get("target") or {}).get("model")) if isinstance(r.snapshot.header.get("target"), Mapping) else None
+    ] if m})
+    qsec = quality_section(quality, quality_source, models, quality_policy)
+    if qsec["run"]:
+        qsec["tied"] = tied_text(runs, qsec)
+    csec = cost_section(cost, measured)
+    drules, rnotes = default_rollback_rules(target, slo_ttft_ms)
+
+    # 8. conclusion
+    qstate = qsec["state"]
+    q_arg = None if not qsec["run"] else ("PASS" if qstate == Q.PASS else QUALITY_PHRASES.get(qstate, qstate))
+    if q_arg == "PASS" and qsec.get("not_acceptance_grade"):
+        q_arg = f"not acceptance-grade ({'; '.join(qsec['not_acceptance_grade'])})"
+    ready, lines = three_part_conclusion(bsec.get("fits"), measured["state"], q_arg, teaching=bool(bsec.get("teaching")))
+    if measured["state"] in (INSUFFICIENT_WINDOW, UNDECIDED):
+        miss = judged_missing(measured)  # the judged level's own gap, the same rule as `report`
+        if miss:
+            lines = [ln if not ln.startswith("Measured:") else f"{ln[:-1]} ({miss})." for ln in lines]
+    problems = judged_problems(measured) if measured["state"] != FAIL else []
+    if problems:
+        lines.append(f"Measured: the record files do not support a PASS at the judged level: {problems[0]}"
+                     + (f" (and {len(problems) - 1} more evidence problems)" if len(problems) > 1 else "") + ".")
+    if not_acceptance_grade:
+        lines.append(f"Settings: not acceptance-grade ({', '.join(not_acceptance_grade)}): fine for a quick check, "
+                     "never 'ready'; use the defaults or stricter.")
+    if synthetic:
+        lines.append("Provenance: synthetic inputs can check the arithmetic but can never show readiness; "
+                     "measure the real deployment.")
+    if unknown:
+        lines.append("Provenance: record files without a run header cannot show readiness; record with "
+                     "`servewatch run`.")
+    if not runs:
+        lines.append("Measured: no record files.")
+    ready = ready and not synthetic and not unknown and bool(runs) and not not_acceptance_grade
+    failed = (bsec.get("fits") is False) or measured["state"] == FAIL or qstate == Q.FAIL
+    exit_code = 0 if ready else (1 if failed else 3)
+    cap = measured["measured_capacity"]
+    conclusion = {
+        "budget": "unknown" if not bsec.get("given") else ("feasible" if bsec["fits"] else "does not fit"),
+        "budget_feasible": bsec.get("fits"),
+        "memory_only_candidate": cand,
+        "measured": measured["state"],
+        "measured_capacity": cap,
+        "quality": "not run" if not qsec["run"] else qstate,
+        "ready_for_traffic": ready,
+        "verdict": READY if ready else NOT_READY,
+        "at_load": (None if not (ready and measured["has_measured_capacity"]) else
+                    ("at the recorded load" if cap is None else f"up to {measured['unit']} {_fmt_level(cap)}")),
+        "missing_or_failed": lines,
+        "settings_changed": list(settings_changed),
+        "not_acceptance_grade": list(not_acceptance_grade),
+    }
+    doc = {
+        "schema": SCHEMA,
+        "generated_at": generated_at,
+        "generator": dict(generator or {}),
+        "synthetic": synthetic,
+        "provenance": prov,
+        "banner": " ".join(banner_parts) or None,
+        "inputs": {"records": [r.source for r in runs], "quality": quality_source, "budget": budget_source,
+                   "rollback": rollback_source, "notes": list(input_notes)},
+        "slo": {"ttft_ms": slo_ttft_ms, "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
+                "good": f"completed AND client TTFT <= {slo_ttft_ms:g} ms, over all measured requests"},
+        "budget": bsec,
+        "environment": environment_section(runs, generator or {}),
+        "load_configuration": load_section(runs),
+        "measured": measured,
+        "quality": qsec,
+        "cost": csec,
+        "rollback": {"defaults": drules, "user": list(rollback_rules), "user_source": rollback_source, "notes": rnotes},
+        "conclusion": conclusion,
+        "exit_code": exit_code,
+    }
+    secrets: list[str] = []
+    for r in runs:
+        secrets += _header_secrets(r.snapshot.header)
+    return _jsonable(scrub(doc, secrets))

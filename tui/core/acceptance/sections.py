@@ -1,0 +1,321 @@
+"""Sections 1 to 4 of the acceptance report: the budget, the environment, the load configuration and the measured
+results (every level row, the judged level, the measured capacity with what limits it), and the judged level's
+own gap and evidence problems.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tui.core.provenance as _prov
+from tui.core.acceptance.inputs import GIB, RunInput, _fmt_level, _header_names, _map, _num, _pct, _str, provenance
+from tui.core.budgetview import budget_view
+from tui.core.capacity import CapRow, cap_rows, measure_capacity
+from tui.core.levels import judge_level, level_key, row_mode
+from tui.core.redact import redact_url
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
+
+# ------------------------------------------------------------------ 1. budget
+
+
+def budget_section(budget: Any, source: str | None, header: Mapping | None = None) -> dict:
+    """The budget as given (None: unknown, with the flags that would give one), and what the server allocated
+    (from the first run header that says)."""
+    view = budget_view(budget, source, header)
+    extra = {"teaching": view.teaching, "hint": view.hint, "server_capacity": view.server,
+             "capacity_vs_server": view.capacity_line}
+    if budget is None:
+        return {"given": False, "source": source, "fits": None, **extra}
+    i = budget.inputs
+    def gib(x: float) -> float:
+        return round(float(x), 6)
+
+    table = [
+        {"item": "gpu_memory", "value": gib(i.gpu_gib), "unit": "GiB", "basis": "given (one GPU)"},
+        {"item": "weights", "value": gib(budget.weights_gib), "unit": "GiB",
+         "basis": f"{i.params:,.0f} params in {i.weights}" + (f", split over tp={i.tp}" if i.tp > 1 else "")},
+        {"item": "runtime_margin", "value": gib(budget.margin_gib), "unit": "GiB", "basis": "assumption: not measured"},
+        {"item": "cache_budget", "value": gib(budget.cache_budget_gib), "unit": "GiB",
+         "basis": "gpu_memory - weights - runtime_margin"},
+        {"item": "kv_per_seq", "value": gib(budget.kv_per_seq_gib), "unit": "GiB",
+         "basis": f"{i.layers} layers x {i.kv_heads} KV heads x {i.head_dim} head_dim x {i.max_seq} tokens, {i.kv_dtype}"},
+        {"item": "memory_only_candidate", "value": int(budget.candidate), "unit": "sequences",
+         "basis": "floor(cache_budget / kv_per_seq): a number to load-test, not a limit"},
+    ]
+    return {
+        "given": True,
+        "source": source,
+        "model": i.model or None,
+        "fits": bool(budget.fits),
+        "verdict": budget.verdict,
+        "memory_only_candidate": int(budget.candidate),
+        "cache_budget_gib": gib(budget.cache_budget_gib),
+        "table": table,
+        "variants": [
+            {"name": v.name, "weights_gib": gib(v.weights_gib), "kv_per_seq_gib": gib(v.kv_per_seq_gib),
+             "cache_budget_gib": gib(v.cache_budget_gib), "candidate": int(v.candidate)}
+            for v in budget.variants
+        ],
+        "assumptions": [{"text": a, "status": "not measured"} for a in budget.assumptions],
+        "note": budget.note,
+        **extra,
+    }
+
+
+# ------------------------------------------------------------------ 2. environment
+
+
+def _gpu_from_run(snap: Snapshot) -> dict:
+    env = _map(snap.header.get("environment"))
+    g = env.get("gpu")
+    if isinstance(g, Mapping) and isinstance(g.get("devices"), list) and g["devices"]:
+        devs = []
+        for d in g["devices"]:
+            if not isinstance(d, Mapping):
+                continue
+            mt = _num(d.get("memory_total"))
+            devs.append({"name": _str(d.get("name")), "memory_gib": None if mt is None else round(mt / GIB, 2)})
+        return {"available": True, "from": "run header (NVML)", "driver": _str(g.get("driver_version")),
+                "cuda": _str(g.get("cuda_version")), "devices": devs}
+    gs = snap.gpu
+    if gs.available and gs.devices:
+        return {"available": True, "from": "gpu records", "driver": None, "cuda": None,
+                "devices": [{"name": d.name, "memory_gib": None if d.total_gib is None else round(d.total_gib, 2),
+                             "peak_used_gib": None if d.peak_used_gib is None else round(d.peak_used_gib, 2)}
+                            for d in gs.devices]}
+    reason = None
+    if isinstance(g, Mapping):
+        reason = _str(g.get("reason") or g.get("gpu"))
+    elif isinstance(g, str):
+        reason = _str(g)
+    return {"available": False, "from": None, "note": "no GPU telemetry" + (f" ({reason})" if reason else "")}
+
+
+def environment_section(runs: Sequence[RunInput], generator: Mapping) -> dict:
+    out_runs = []
+    for r in runs:
+        h = r.snapshot.header
+        env = _map(h.get("environment"))
+        srv = _map(env.get("server"))
+        tgt = _map(h.get("target"))
+        out_runs.append({
+            "source": r.source,
+            "provenance": provenance(r.snapshot),
+            "data_from": _prov.describe(r.snapshot.header),
+            "load_generator": {
+                "servewatch": _str(env.get("servewatch") or h.get("tool_version")),
+                "python": _str(env.get("python")),
+                "httpx": _str(env.get("httpx")),
+                "os": _str(env.get("os")),
+            },
+            "server": {
+                "engine": _str(srv.get("engine")),
+                "build": _str(srv.get("build")),
+                "model": _str(srv.get("model")),
+                "quantization": _str(srv.get("quantization")),
+                "slots": srv.get("slots") if isinstance(srv.get("slots"), int) else None,
+                "context_per_slot": srv.get("n_ctx_per_slot") if isinstance(srv.get("n_ctx_per_slot"), int) else None,
+            },
+            "target": {"url": redact_url(tgt.get("url")), "model": _str(tgt.get("model")), "api": _str(tgt.get("api"))},
+            "request_headers": _header_names(h),
+            "gpu": _gpu_from_run(r.snapshot),
+            "note": _str(env.get("note")),
+        })
+    return {"report_generator": dict(generator), "runs": out_runs}
+
+
+# ------------------------------------------------------------------ 3. load configuration
+
+
+def _range(v: Any) -> str | None:
+    if isinstance(v, Mapping):
+        lo, hi = _num(v.get("min")), _num(v.get("max"))
+        if lo is None and hi is None:
+            return None
+        if lo == hi:
+            return f"{lo:g}"
+        return f"{'?' if lo is None else f'{lo:g}'}-{'?' if hi is None else f'{hi:g}'}"
+    n = _num(v)
+    return None if n is None else f"{n:g}"
+
+
+def load_section(runs: Sequence[RunInput]) -> list[dict]:
+    out = []
+    for r in runs:
+        h = r.snapshot.header
+        ld = _map(h.get("load"))
+        levels = ld.get("levels")
+        out.append({
+            "source": r.source,
+            "recorded": bool(ld),
+            "mode": _str(ld.get("mode")),
+            "level_unit": _str(ld.get("level_unit")) or {"closed": "concurrency", "open": "req/s"}.get(str(ld.get("mode"))),
+            "arrival": _str(ld.get("arrival")),
+            "burstiness": _num(ld.get("burstiness")),
+            "input_tokens": _range(ld.get("input_tokens")),
+            "output_tokens": _range(ld.get("output_tokens")),
+            "ignore_eos": ld.get("ignore_eos") if isinstance(ld.get("ignore_eos"), bool) else None,
+            "levels": [x for x in levels if _num(x) is not None] if isinstance(levels, list) else None,
+            "requests_per_step": ld.get("requests") if isinstance(ld.get("requests"), int) else None,
+            "duration_s": _num(ld.get("duration")),
+            "warmup": ld.get("warmup") if isinstance(ld.get("warmup"), int) else None,
+            "rounds": ld.get("rounds") if isinstance(ld.get("rounds"), int) else None,
+            "seed": ld.get("seed") if isinstance(ld.get("seed"), (int, str)) and not isinstance(ld.get("seed"), bool) else None,
+            "note": _str(ld.get("note")),
+        })
+    return out
+
+
+# ------------------------------------------------------------------ 4. measured results
+
+
+def _percentiles(row: LevelRow) -> dict:
+    out = {}
+    for p in row.window.ttft:
+        v = p.value_ms
+        out[p.label] = {
+            "value_ms": None if v is None else (v if math.isfinite(v) else "inf"),
+            "n": p.n,
+            "n_needed": p.n_needed,
+            "supported": p.supported,
+            "approximate": p.approximate,
+            "label": None if v is None or p.supported else "insufficient n",
+        }
+    return out
+
+
+def _row_mode(row: LevelRow, header: Mapping) -> str | None:
+    return row_mode(row.mode, header)
+
+
+def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
+    w, v = row.window, row.verdict
+    return {
+        "source": source,
+        "level": row.level,
+        "round": row.round,
+        "mode": _row_mode(row, header),
+        "n": w.good.n,
+        "good": w.good.good,
+        "good_fraction": w.good.fraction,
+        "wilson_95": [w.good.lo, w.good.hi],
+        "completed": w.completed,
+        "slow": w.slow,
+        "failed": w.failed,
+        "ttft_ms": _percentiles(row),
+        "tpot_ms_p50": w.tpot_ms_p50,
+        "req_per_s": w.req_per_s,
+        "output_tok_per_s": w.output_tok_per_s,
+        "goodput_per_s": w.goodput_per_s,
+        "verdict": v.state,
+        "reason": v.reason,
+        "missing": v.missing,
+        "window": {"n": v.n, "minutes": v.elapsed_s / 60.0, "vif": v.vif, "bursty": v.bursty, "n_eff": v.n_eff,
+                   "need_requests": v.need_requests, "need_seconds": v.need_seconds},
+        "saturated": row.saturated,
+        "lateness_p99_ms": row.lateness_p99_ms,
+        "max_waiting": row.max_waiting,
+        "peak_gpu_gib": row.peak_gpu_gib,
+        **({"cancelled_open": row.cancelled_open} if row.cancelled_open else {}),
+        # the file held against itself (tui.core.evidence): what forbids PASS at this level, the load delivered
+        "evidence_problems": list(row.problems) + ([row.not_reached] if row.not_reached and
+                                                    row.not_reached not in " ".join(row.problems) else []),
+        "delivered": row.delivered or None,
+    }
+
+
+def measured_section(
+    runs: Sequence[RunInput], budget_candidate: int | None, required_level: float | None
+) -> dict:
+    """Section 4: every level row, the judged level and the measured capacity with what limits it
+    (``tui.core.capacity.measure_capacity``, the function the console and `sweep` use too)."""
+    rows: list[dict] = []
+    crows: list[CapRow] = []
+    for r in runs:
+        crows += cap_rows(r.source, r.snapshot.levels, r.snapshot.header)
+        for lr in r.snapshot.levels:
+            rows.append(level_row_dict(r.source, lr, r.snapshot.header))
+    rows.sort(key=lambda x: (str(x["mode"]), level_key(x["level"]), x["round"], x["source"]))
+    cap = measure_capacity(crows, budget_candidate)
+    n_by = {(m, lv): n for m, lv, n in cap.n_by_level}
+    by_mode = [{"mode": t.mode, "unit": t.unit,
+                "levels": [{"level": s.level, "state": s.state, "rounds": s.rounds, "n": n_by[(t.mode, s.level)]}
+                           for s in t.levels],
+                "capacity": t.capacity, "has_capacity": t.has_capacity} for t in cap.tables]
+    judged = judge_level(((r["level"], r["mode"], r["verdict"]) for r in rows), required_level)
+    state, reason, summary = INSUFFICIENT_WINDOW, "no measured requests in the record files", None
+    unit, has_cap, capacity = cap.unit, cap.has_capacity, cap.capacity
+    if judged is not None:
+        state = judged.state
+        reason = f"{judged.unit} {_fmt_level(judged.level)} ({judged.why}): {state}"
+        if judged.rounds > 1:
+            reason += f" ({judged.rounds} rounds combined: FAIL if any FAILs, PASS only if all PASS)"
+        if has_cap and judged.level != capacity:
+            reason += f"; measured capacity {cap.capacity_text}"
+        elif not has_cap:
+            reason += "; no level PASSes"
+        frows = [r for r in rows if r["mode"] == cap.mode and r["level"] == judged.level]
+        if frows:
+            summary = "; ".join(
+                f"{_pct(r['good_fraction'], 0)} good on {r['n']} requests at {unit} {_fmt_level(r['level'])}"
+                + (f" round {r['round']}" if len(frows) > 1 else "") for r in frows)
+    notes = list(cap.notes)
+    problems = []
+    for r in runs:
+        sn = r.snapshot
+        if sn.cancelled_note:
+            notes.append(f"`{r.source}`: {sn.cancelled_note} (open ones are excluded from the good fraction and the "
+                         "verdict; all stay in the record file)")
+        if sn.malformed or sn.truncated or sn.unknown_types or sn.notes:
+            problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
+                             "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
+                             "notes": [_str(n) for n in sn.notes]})
+    return {
+        "levels": rows,
+        "summary": summary,
+        "by_mode": by_mode,
+        "primary_mode": cap.mode if cap.tables else None,
+        "unit": unit,
+        "measured_capacity": capacity if has_cap else None,
+        "has_measured_capacity": has_cap,
+        "memory_only_candidate": budget_candidate,
+        "required_level": required_level,
+        "judged": None if judged is None else {
+            "level": judged.level, "mode": judged.mode, "unit": judged.unit, "state": judged.state, "why": judged.why,
+            "rounds": judged.rounds, "measured_capacity": judged.capacity,
+            "has_measured_capacity": judged.has_capacity, "levels_present": list(judged.present),
+            "text": judged.describe()},
+        "capacity_vs_memory": list(cap.limits),
+        "state": state,
+        "reason": reason,
+        "notes": notes,
+        "input_problems": problems,
+    }
+
+
+
+
+def judged_problems(measured: Mapping) -> list[str]:
+    """The evidence problems of the judged level's rows (the file held against itself), in order, once each."""
+    j = measured.get("judged")
+    out: list[str] = []
+    if not j:
+        return out
+    for r in measured["levels"]:
+        if r["mode"] == j["mode"] and r["level"] == j["level"]:
+            out.extend(p for p in r.get("evidence_problems") or () if p not in out)
+    return out
+
+
+def judged_missing(measured: Mapping) -> str | None:
+    """The judged level's own gap ("need 87 more requests, ..."): the row(s) of the level the verdict judges
+    (``levels.judge_level``, the rule `report` uses), never another level's."""
+    j = measured.get("judged")
+    if not j:
+        return None
+    for r in measured["levels"]:
+        if r["mode"] == j["mode"] and r["level"] == j["level"] and r["missing"] and r["verdict"] != FAIL:
+            return str(r["missing"])
+    return None

@@ -1,0 +1,301 @@
+"""The paired regression verdict (candidate against baseline on the same cases): usable pairs, the exact McNemar
+test, the paired score test (Tango / Nam) with its exact guard, and :func:`compare`. The method is stated in
+``tui.core.quality`` and ``docs/acceptance.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from statistics import NormalDist
+from typing import Any
+
+from tui.core.quality.scoring import summarize
+from tui.core.quality.vocab import (
+    CANDIDATE_FAILURES,
+    DEFAULT_ALPHA,
+    DEFAULT_MARGIN,
+    DEFAULT_MIN_CASES,
+    EXIT_CODES,
+    FAIL,
+    FALLBACK,
+    LOW_PASS_RATE,
+    NO_BASELINE,
+    NO_EVIDENCE,
+    PASS,
+    TRANSPORT_ERRORS,
+)
+
+
+def mcnemar_one_sided(n10: int, n01: int) -> float:
+    """Exact one-sided McNemar p-value for "candidate worse": P(X >= n10), X ~ Bin(n10 + n01, 1/2)."""
+    m = n10 + n01
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, k) for k in range(n10, m + 1))
+    return min(1.0, tail / 2**m)
+
+
+def restricted_p01(n10: int, n01: int, n: int, margin: float) -> float:
+    """Maximum-likelihood P(baseline fail, candidate pass) under delta = p10 - p01 = margin.
+
+    Root of 2n q^2 - B q - C = 0 with B = n10 (1 - m) + n01 (1 - 3m) - 2 nc m, C = n01 m (1 - m),
+    nc = n - n10 - n01 (the concordant pairs); see docs/acceptance.md.
+    """
+    m = margin
+    nc = n - n10 - n01
+    b = n10 * (1 - m) + n01 * (1 - 3 * m) - 2 * nc * m
+    c = n01 * m * (1 - m)
+    return (b + math.sqrt(b * b + 8 * n * c)) / (4 * n)
+
+
+def score_z(n10: int, n01: int, n: int, margin: float) -> float:
+    """Paired score statistic (Tango 1998 / Nam 1997) for H0: delta = margin; positive means worse."""
+    if n <= 0:
+        return 0.0
+    delta_hat = (n10 - n01) / n
+    q = restricted_p01(n10, n01, n, margin)
+    var = (2 * q + margin - margin * margin) / n
+    if var <= 0:
+        return 0.0 if delta_hat == margin else math.copysign(math.inf, delta_hat - margin)
+    return (delta_hat - margin) / math.sqrt(var)
+
+
+def usable_pairs(pairs: Iterable[tuple[Mapping, Mapping]]) -> tuple[list[tuple[Mapping, Mapping]], dict]:
+    """(usable pairs, what was dropped). A pair is dropped when the candidate had a transport error that
+    never reached an answer (refused, TLS, connect timeout, other), or the baseline had any request error
+    (it gave no answer to compare with). A candidate's read timeout or reset stream is a failed case
+    (:data:`CANDIDATE_FAILURES`), scored: dropping it would favour a candidate that hangs on hard cases.
+
+    ``dropped = {"pairs": {reason: count}, "candidate": {class: count}, "baseline": {class: count}}``.
+    """
+    keep: list[tuple[Mapping, Mapping]] = []
+    why: dict[str, int] = {}
+    side: dict[str, dict[str, int]] = {"candidate": {}, "baseline": {}}
+    for c, b in pairs:
+        ec, eb = c.get("error"), b.get("error")
+        c_t = bool(ec) and ec in TRANSPORT_ERRORS and ec not in CANDIDATE_FAILURES
+        b_any = bool(eb)
+        if not (c_t or b_any):
+            keep.append((c, b))
+            continue
+        if c_t:
+            side["candidate"][str(ec)] = side["candidate"].get(str(ec), 0) + 1
+        if b_any:
+            side["baseline"][str(eb)] = side["baseline"].get(str(eb), 0) + 1
+        key = ("transport error on both sides" if c_t and eb in TRANSPORT_ERRORS else
+               "candidate transport error" if c_t else
+               "baseline transport error" if eb in TRANSPORT_ERRORS else "baseline request error")
+        why[key] = why.get(key, 0) + 1
+    return keep, {"pairs": dict(sorted(why.items())), "candidate": dict(sorted(side["candidate"].items())),
+                  "baseline": dict(sorted(side["baseline"].items()))}
+
+
+def _dropped_text(dropped: Mapping) -> str:
+    parts = [f"{k} {v}" for k, v in dropped["pairs"].items()]
+    for name in ("candidate", "baseline"):
+        if dropped[name]:
+            parts.append(f"{name} errors " + ", ".join(f"{k}={v}" for k, v in dropped[name].items()))
+    return "; ".join(parts)
+
+
+def _count(items: Iterable[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[str(x)] = out.get(str(x), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) (log-space terms: no overflow for large n)."""
+    if k < 0:
+        return 0.0
+    if k >= n or p <= 0:
+        return 1.0
+    if p >= 1:
+        return 0.0
+    lp, lq = math.log(p), math.log1p(-p)
+    total = 0.0
+    for i in range(k + 1):
+        total += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+    return min(1.0, total)
+
+
+def pairs_needed(margin: float, alpha: float) -> int:
+    """Usable pairs PASS needs when every pair is concordant: the score test needs
+    sqrt(n m / (1 - m)) > z_alpha and the exact guard (1 - m)^n < alpha."""
+    if margin <= 0:
+        return 10**9
+    z = NormalDist().inv_cdf(1 - alpha)
+    n_score = int(math.floor(z * z * (1 - margin) / margin)) + 1
+    n_exact = int(math.floor(math.log(alpha) / math.log1p(-margin))) + 1
+    return max(n_score, n_exact)
+
+
+def _case_map(rows: Iterable[Mapping]) -> dict[str, Mapping]:
+    out: dict[str, Mapping] = {}
+    for r in rows:
+        if isinstance(r, Mapping) and isinstance(r.get("id"), str):
+            out.setdefault(r["id"], r)
+    return out
+
+
+def compare(
+    candidate: Iterable[Mapping],
+    baseline: Iterable[Mapping] | None,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    alpha: float = DEFAULT_ALPHA,
+    min_cases: int = DEFAULT_MIN_CASES,
+) -> tuple[dict | None, dict]:
+    """(comparison, verdict) from per-case rows of both sides (``baseline`` None: no baseline)."""
+    if not 0 <= margin < 1:
+        raise ValueError("margin must be >= 0 and < 1")
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be between 0 and 1")
+    cand = _case_map(candidate)
+    if baseline is None:
+        s = summarize(cand.values())["overall"]
+        pr = "N/A" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
+        verdict = {
+            "state": NO_BASELINE,
+            "reason": (f"no baseline: the candidate passed {s['passed']}/{s['n']} cases ({pr}); absolute pass rates "
+                       "alone cannot show that quality did not regress, so the quality verdict cannot be PASS"),
+            "fallback": None,
+            "exit_code": EXIT_CODES[NO_BASELINE],
+        }
+        return None, verdict
+    base = _case_map(baseline)
+    notes: list[str] = []
+    paired: list[tuple[Mapping, Mapping]] = []
+    differ: list[str] = []
+    no_fp = False
+    for cid, c in cand.items():
+        b = base.get(cid)
+        if b is None:
+            continue
+        fc, fb = c.get("fingerprint"), b.get("fingerprint")
+        if fc and fb and fc != fb:
+            differ.append(cid)
+            continue
+        if not (fc and fb):
+            no_fp = True
+        paired.append((c, b))
+    only_cand = sorted(set(cand) - set(base))
+    only_base = sorted(set(base) - set(cand))
+    if differ:
+        notes.append(f"{len(differ)} case(s) differ in content between baseline and candidate and were not paired: "
+                     + ", ".join(differ[:10]) + (" ..." if len(differ) > 10 else ""))
+    if only_cand:
+        notes.append(f"{len(only_cand)} candidate case(s) have no baseline: " + ", ".join(only_cand[:10])
+                     + (" ..." if len(only_cand) > 10 else ""))
+    if only_base:
+        notes.append(f"{len(only_base)} baseline case(s) were not run on the candidate: " + ", ".join(only_base[:10])
+                     + (" ..." if len(only_base) > 10 else ""))
+    if no_fp:
+        notes.append("some cases carry no fingerprint: they were paired by id only")
+    paired, dropped = usable_pairs(paired)
+    n_dropped = sum(dropped["pairs"].values())
+    if n_dropped:
+        notes.append(f"{n_dropped} pair(s) dropped, not scored: {_dropped_text(dropped)}")
+    n = len(paired)
+    n11 = sum(1 for c, b in paired if c.get("passed") and b.get("passed"))
+    n10 = sum(1 for c, b in paired if b.get("passed") and not c.get("passed"))
+    n01 = sum(1 for c, b in paired if c.get("passed") and not b.get("passed"))
+    n00 = n - n11 - n10 - n01
+    z_crit = NormalDist().inv_cdf(1 - alpha)
+    p_mc = mcnemar_one_sided(n10, n01)
+    z = score_z(n10, n01, n, margin) if n else 0.0
+    p_worse_by_margin = 1 - NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z > 0 else 1.0)
+    p_noninferior = NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z < 0 else 1.0)
+    p_guard = binom_cdf(n10 - n01, n, margin) if n and margin > 0 else 1.0
+    delta = (n10 - n01) / n if n else None
+    per_cat: dict[str, dict] = {}
+    for c, b in paired:
+        d = per_cat.setdefault(str(c.get("category", "general")), {"n": 0, "both_pass": 0, "regressed": 0,
+                                                                   "improved": 0, "both_fail": 0})
+        d["n"] += 1
+        key = ("both_pass" if b.get("passed") else "improved") if c.get("passed") else \
+            ("regressed" if b.get("passed") else "both_fail")
+        d[key] += 1
+    for cat, d in per_cat.items():
+        d["candidate_pass_rate"] = (d["both_pass"] + d["improved"]) / d["n"]
+        d["baseline_pass_rate"] = (d["both_pass"] + d["regressed"]) / d["n"]
+        d["mcnemar_p_worse"] = mcnemar_one_sided(d["regressed"], d["improved"])
+        if len(per_cat) > 1 and d["regressed"] > d["improved"] and d["mcnemar_p_worse"] < alpha:
+            notes.append(f"category {cat}: the candidate lost {d['regressed']} of {d['n']} cases "
+                         f"(exact McNemar p={d['mcnemar_p_worse']:.3g}); check it even if the overall verdict passes")
+    comparison: dict[str, Any] = {
+        "paired": n,
+        "dropped": dropped,
+        "both_pass": n11,
+        "regressed": n10,
+        "improved": n01,
+        "both_fail": n00,
+        "candidate_pass_rate": (n11 + n01) / n if n else None,
+        "baseline_pass_rate": (n11 + n10) / n if n else None,
+        "delta": delta,
+        "margin": margin,
+        "alpha": alpha,
+        "min_cases": min_cases,
+        "mcnemar_p_worse": p_mc,
+        "score_z": z if math.isfinite(z) else (1e308 if z > 0 else -1e308),
+        "p_worse_by_more_than_margin": p_worse_by_margin,
+        "p_noninferior": p_noninferior,
+        "p_noninferior_exact_guard": p_guard,
+        "per_category": dict(sorted(per_cat.items())),
+        "notes": notes,
+    }
+    dpct = "N/A" if delta is None else f"{100 * delta:+.1f} points"
+    cp = comparison["candidate_pass_rate"]
+    bp = comparison["baseline_pass_rate"]
+    rates = ("" if not n else f"candidate {cp:.0%} vs baseline {bp:.0%} on {n} usable paired cases "
+             f"({n10} regressed, {n01} improved; drop {dpct})")
+    drop_txt = f"; {n_dropped} pair(s) dropped for errors, not scored" if n_dropped else ""
+    answered = sum(1 for c, _b in paired if not c.get("error"))
+    if n == 0:
+        state = NO_EVIDENCE
+        reason = ("no usable paired cases" + (f" ({n_dropped} dropped: {_dropped_text(dropped)})" if n_dropped else "")
+                  + ": nothing was compared")
+    elif answered == 0:
+        errs = _count(c.get("error") for c, _b in paired)
+        state = NO_EVIDENCE
+        reason = (f"the candidate answered none of the {n} usable cases (request errors: "
+                  f"{', '.join(f'{k}={v}' for k, v in errs.items())}): its quality was not measured{drop_txt}")
+    elif n11 + n10 == 0:
+        state = NO_EVIDENCE
+        reason = (f"{rates}: the baseline passed none of the usable cases, so the candidate had nothing to lose and "
+                  f"no regression could show{drop_txt}; use a set the baseline can pass")
+    elif p_mc < alpha and z > z_crit:
+        state = FAIL
+        reason = (f"{rates}: the candidate is worse than the baseline by more than the {margin:.0%} margin, with "
+                  f"evidence (exact McNemar p={p_mc:.3g}, margin score test p={p_worse_by_margin:.3g}, "
+                  f"alpha {alpha:g}){drop_txt}")
+    elif n < min_cases:
+        state = NO_EVIDENCE
+        reason = (f"{rates}: {n} usable paired case(s) are too few to judge (need at least {min_cases})"
+                  f"{drop_txt}")
+    elif z < -z_crit and p_guard < alpha:
+        state = PASS
+        reason = (f"{rates}: the drop is below the {margin:.0%} margin, with evidence (non-inferiority score "
+                  f"test p={p_noninferior:.3g}, exact guard p={p_guard:.3g}, alpha {alpha:g}){drop_txt}")
+    else:
+        need = pairs_needed(margin, alpha)
+        more = (f"; with no regressions at all, about {need} usable pairs are needed to show a drop below "
+                f"{margin:.0%}" if n10 == 0 and n < need else "")
+        state = NO_EVIDENCE
+        reason = (f"{rates}: not enough evidence either way (non-inferiority score test p={p_noninferior:.3g}, "
+                  f"exact guard p={p_guard:.3g}, exact McNemar p={p_mc:.3g} for worse, alpha {alpha:g}){more}; add cases{drop_txt}")
+    if n and cp is not None and bp is not None and max(cp, bp) < LOW_PASS_RATE:
+        low = (f"both sides pass few cases (candidate {cp:.0%}, baseline {bp:.0%}): the regression verdict says "
+               "nothing about absolute quality")
+        notes.append(low)
+        if state == PASS:
+            reason += f"; but {low}"
+    verdict = {
+        "state": state,
+        "reason": reason,
+        "fallback": FALLBACK if state == FAIL else None,
+        "exit_code": EXIT_CODES[state],
+    }
+    return comparison, verdict
