@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 
+import tui.sources.openai_http as oh
 from tui.core.quality import DEFAULT_SEED, SAMPLING, Case, case_result, filler_text
 from tui.core.redact import Scrubber, redact_url, url_secrets
-from tui.sources import openai_http as oh
 from tui.sources.openai_http import ProbeError, split_url  # noqa: F401  (re-exported for callers)
 
 CALIBRATION_CHARS = 4000
