@@ -40,7 +40,7 @@ async def shoot(record_file: Path, theme: str, out: Path, size: tuple[int, int],
     name = f"console-{theme}{'-help' if help_screen else ''}.svg"
     async with app.run_test(size=size) as pilot:
         deadline = time.monotonic() + DEADLINE_S
-        while not (src.finished and app.last_seq == sink.snapshot().seq):
+        while not (src.finished and app.console_screen.last_seq == sink.snapshot().seq):
             if time.monotonic() > deadline:
                 raise SystemExit(f"{record_file}: replay did not finish within {DEADLINE_S:.0f} s")
             await pilot.pause(0.05)

@@ -43,7 +43,6 @@ ROOT = REPO
 HEAD = r"""
 import logging, sys
 import ray
-from tests.support.paths import REPO
 ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
          _temp_dir=sys.argv[1], logging_level=logging.ERROR)
 print(ray.get_runtime_context().gcs_address, flush=True)

@@ -90,7 +90,7 @@ def test_installed_console_opens_on_the_bundled_run(wheel_venv):
                     await pilot.press("e")  # jump to the end of the replay
                     for _ in range(20):
                         await pilot.pause()
-                        self.tick(force=True)
+                        self.console_screen.tick(force=True)
                         snap = self.sink.snapshot()
                         if snap.requests_total >= 182:
                             break
