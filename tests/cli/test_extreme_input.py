@@ -167,6 +167,7 @@ def _examples(fn):
     return fn
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=60)
 @given(recs=mutated(TEMPLATES))
 @_examples

@@ -319,6 +319,7 @@ def _servewatch_run(fs, rec: Path, *extra: str, env: dict | None = None, url: st
                           cwd=ROOT, env=e, capture_output=True, text=True, timeout=BOUND_S)
 
 
+@pytest.mark.slow
 def test_a_real_run_is_recorded_chained_signed_and_judged_as_before(fs, tmp_path):
     """`servewatch run --sign-key-env` against the fault server: the file verifies intact (and with the key), the
     report's verdict is that of the same file without the chain, the key is nowhere; an edited copy cannot PASS."""
@@ -350,6 +351,7 @@ def test_a_real_run_is_recorded_chained_signed_and_judged_as_before(fs, tmp_path
     assert miss.returncode == 2 and miss.stderr.strip().count("\n") == 0 and "SW_NO_SUCH_VAR_19" in miss.stderr
 
 
+@pytest.mark.slow
 def test_an_edited_passing_run_cannot_pass(fs, tmp_path):
     rec = tmp_path / "run.jsonl"
     p = _servewatch_run(fs, rec)

@@ -231,6 +231,7 @@ def test_sweep_pane_draws_the_base_run_beside_each_level():
     assert "base run" not in sweep_markup(snap, 100)
 
 
+@pytest.mark.slow
 def test_bursty_runs_at_the_margin_rarely_come_out_not_worse():
     """Seeded: failure episodes of ~30 requests, true drop exactly at the margin (0.95 -> 0.93). With the
     dependence correction NOT WORSE stays near alpha (audit, 200 runs: 4%; without it: 12%)."""

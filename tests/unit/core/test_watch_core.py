@@ -218,6 +218,7 @@ def test_detect_engine():
     assert W.detect_engine(["foo"]) is None
 
 
+@pytest.mark.slow
 def test_seeded_false_pass_at_the_target_under_continuous_watching():
     """Seeded simulation: a fleet whose true good fraction is exactly the target (0.95), watched in
     30-s windows for 30 min, every window checked, SLO between bucket bounds (bracket). PASS shown

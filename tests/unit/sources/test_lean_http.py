@@ -332,6 +332,7 @@ def test_head_parsing_and_framing():
 @given(prompt=st.text(max_size=80), model=st.one_of(st.none(), st.text(max_size=20)), chat=st.booleans(),
        ignore_eos=st.booleans(), out=st.integers(min_value=0, max_value=1 << 40),
        dropped=st.sets(st.sampled_from(["stream_options", "cache_prompt"])))
+@pytest.mark.slow
 def test_body_template_gives_exactly_the_json_it_replaces(prompt, model, chat, ignore_eos, out, dropped):
     ex = RequestExecutor(httpx.AsyncClient(), "http://127.0.0.1:9/v1/x", "", chat=chat, model=model,
                          ignore_eos=ignore_eos, read_timeout=1.0, token_offsets=False, scrub=Scrubber([]),

@@ -241,6 +241,7 @@ def test_quality_refuses_endpoints_it_cannot_use(tmp_path, capsys):
         assert not [e for s in (bad500, bad401, good) for e in s.log if e[0] == "POST" and "completions" in e[1]]
 
 
+@pytest.mark.slow
 def test_quality_honours_insecure_and_ssl_cert_file_like_run(tmp_path, capsys, monkeypatch, cert):
     with TinyServer(tls=cert) as srv:
         rc, out = _quality(tmp_path, "--url", srv.url, "--baseline-url", srv.url)

@@ -111,6 +111,7 @@ def test_kill_9_leaves_a_file_that_replays_to_its_last_complete_line(fs, tmp_pat
 # ------------------------------------------------------------------ Ctrl-C
 
 
+@pytest.mark.slow
 def test_ctrl_c_records_in_flight_as_cancelled_and_every_request_once(fs, tmp_path):
     rec = tmp_path / "interrupted.jsonl"
     before = {e["id"] for e in fs.completions()}

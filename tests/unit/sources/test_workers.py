@@ -141,6 +141,7 @@ async def test_every_request_once_with_unique_ids_in_t_end_order(fs):
     assert all(len(s["worker_cpu_s"]) == 2 and not s.get("degraded") for s in steps)
 
 
+@pytest.mark.slow
 async def test_open_loop_union_is_the_single_process_schedule(fs):
     """The same seed in one process and in three workers: the same intended arrival times."""
     times = {}
@@ -264,6 +265,7 @@ async def test_request_once_never_reuses_an_id(fs):
     assert gen.sent_total == 3
 
 
+@pytest.mark.slow
 async def test_live_console_with_workers_quits_losing_nothing(fs, tmp_path):
     """`live --workers 2`: the console fills from the coordinator; q cancels every worker's in-flight requests,
     each recorded once, and the console saw every recorded request."""
@@ -301,6 +303,7 @@ async def test_live_console_with_workers_quits_losing_nothing(fs, tmp_path):
     assert served <= set(ids)  # every request the server received is in the file (the last ones as cancelled)
 
 
+@pytest.mark.slow
 def test_workers_exit_when_the_coordinator_is_killed(fs, tmp_path):
     """SIGKILL of the coordinator: its workers see their input close and exit (no orphans sending load)."""
     rec = tmp_path / "run.jsonl"
@@ -319,6 +322,7 @@ def test_workers_exit_when_the_coordinator_is_killed(fs, tmp_path):
     assert not alive
 
 
+@pytest.mark.slow
 async def test_a_stuck_worker_is_stopped_and_its_requests_recorded_lost(fs, monkeypatch):
     """A worker that stops reporting (SIGSTOP here; a deadlock alike) cannot hold the step open forever."""
     import tui.sources.load.coordinator as coordinator
@@ -355,6 +359,7 @@ async def test_a_decided_step_stops_every_worker(fs):
     assert {d["error"] for d in reqs} == {"http_5xx"}
 
 
+@pytest.mark.slow
 async def test_trace_replay_dealt_to_workers_keeps_the_trace_times(fs):
     """--trace with two workers: every arrival of the trace once, at its offset, with its lengths."""
 
