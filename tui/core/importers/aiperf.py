@@ -146,10 +146,10 @@ def _add_timing(rec: dict, metrics: dict, t_sent: float, ttft: float | None) -> 
     ttfo = _metric_s(metrics, "time_to_first_output_token")
     reasoning_n = _metric_num(metrics, "reasoning_token_count")
     reasoning = bool(reasoning_n and reasoning_n > 0) or (ttfo is not None and ttfo > ttft + 1e-9)
+    t_reason: float | None = None
+    t_answer: float | None = None
     if reasoning:  # AIPerf's TTFT is the first response of any kind; TTFO the first non-reasoning one
         t_reason, t_answer = t_sent + ttft, (t_sent + ttfo if ttfo is not None else None)
-    else:
-        t_reason = t_answer = None
     return C.add_timing(rec, t_last=t_last, gaps_s=icl, output_chunks=None if icl is None else len(icl) + 1,
                         usage_output=_metric_num(metrics, "usage_completion_tokens"),
                         usage_input=_metric_num(metrics, "usage_prompt_tokens"),
