@@ -69,3 +69,10 @@ QUALITY_MARGIN = 0.05
 QUALITY_ALPHA = ALPHA
 QUALITY_MIN_CASES = 20
 QUALITY_SEED = 1234
+
+# imports (issue 21): counted tokens (`tui.core.token_counts`). A server count and a client count of one request
+# disagree when they differ by more than max(TOKEN_TOLERANCE_TOKENS, floor(TOKEN_TOLERANCE_FRACTION x the server's
+# count)); each length distribution is exact over up to TOKEN_EXACT_DISTINCT distinct values, then coarsened.
+TOKEN_TOLERANCE_TOKENS = 1
+TOKEN_TOLERANCE_FRACTION = 0.02
+TOKEN_EXACT_DISTINCT = 4096

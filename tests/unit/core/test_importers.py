@@ -460,3 +460,185 @@ def test_fixtures_written_from_source_are_reported_as_synthetic_and_real_runs_ar
         main(["report", str(path), "--json"])
         rep = json.loads(capsys.readouterr().out)
         assert rep["synthetic"] is synthetic, path
+
+
+# ---------------------------------------------------------------- issue 21: TPOT / ITL / E2E fields per tool
+
+_NEW_FIELDS = ("t_last_token", "itl_max_ms", "itl_p50_ms", "itl_p95_ms", "output_chunks", "usage_output_tokens",
+               "usage_input_tokens", "t_first_answer", "t_first_reasoning")
+
+
+def _reqs(path: Path) -> list[dict]:
+    res = import_file(str(path))
+    assert not res.issues, res.issues[:3]
+    return [r for r in res.records if r.get("type") == "request"]
+
+
+def _nearest(vals: list[float], q: float) -> float:
+    import math
+
+    s = sorted(vals)
+    return s[max(1, math.ceil(q * len(s) - 1e-12)) - 1]
+
+
+def test_aiperf_gaps_last_token_and_usage_come_from_its_own_metrics():
+    path = FIX / "aiperf" / "profile_export.jsonl"  # a real AIPerf run (REAL_RUNS.md)
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    reqs = {r["id"]: r for r in _reqs(path)}
+    checked = 0
+    for obj in lines:
+        m, md = obj["metrics"], obj["metadata"]
+        rec = reqs[md["x_request_id"]]
+        if "inter_chunk_latency" not in m:  # the failed request: no token times, so none of the fields
+            assert obj["error"] is not None and not any(k in rec for k in _NEW_FIELDS)
+            checked += 1
+            continue
+        icl = m["inter_chunk_latency"]["value"]
+        assert m["inter_chunk_latency"]["unit"] == "ms"
+        assert rec["itl_max_ms"] == pytest.approx(max(icl))
+        assert rec["itl_p50_ms"] == pytest.approx(_nearest(icl, 0.5))
+        assert rec["itl_p95_ms"] == pytest.approx(_nearest(icl, 0.95))
+        assert rec["output_chunks"] == len(icl) + 1
+        assert rec["usage_output_tokens"] == m["usage_completion_tokens"]["value"]
+        assert rec["usage_input_tokens"] == m["usage_prompt_tokens"]["value"]
+        assert rec["t_last_token"] == pytest.approx(md["request_start_ns"] / 1e9 + m["request_latency"]["value"] / 1e3)
+        # AIPerf's inter_token_latency is a per-request MEAN: it is never what itl_max_ms holds
+        assert rec["itl_max_ms"] > m["inter_token_latency"]["value"]
+        assert "t_first_reasoning" not in rec and "t_first_answer" not in rec  # no reasoning in this run
+        checked += 1
+    assert checked == len(reqs) == 32
+    src = import_file(str(path)).header["source"]
+    assert set(src["definitions"]) >= {"tpot", "itl", "e2e"} and "inter_chunk_latency" in src["definitions"]["itl"]
+    assert "unjudgeable" not in src
+
+
+def test_aiperf_reasoning_splits_first_reasoning_from_first_answer():
+    line = {"metadata": {"x_request_id": "r1", "request_start_ns": 1_800_000_000_000_000_000,
+                         "request_end_ns": 1_800_000_002_000_000_000, "benchmark_phase": "profiling"},
+            "metrics": {"time_to_first_token": {"value": 100.0, "unit": "ms"},
+                        "time_to_first_output_token": {"value": 900.0, "unit": "ms"},
+                        "reasoning_token_count": {"value": 40, "unit": "tokens"},
+                        "request_latency": {"value": 1500.0, "unit": "ms"},
+                        "inter_chunk_latency": {"value": [20.0, 30.0, 700.0], "unit": "ms"},
+                        "usage_reasoning_tokens": {"value": 40, "unit": "tokens"}}, "error": None}
+    rec = aiperf.convert_object(line)
+    t0 = 1_800_000_000.0
+    assert rec["t_first_reasoning"] == pytest.approx(t0 + 0.1) == rec["t_first_token"]
+    assert rec["t_first_answer"] == pytest.approx(t0 + 0.9)
+    assert rec["t_last_token"] == pytest.approx(t0 + 1.5)
+    assert rec["itl_max_ms"] == pytest.approx(700.0) and rec["output_chunks"] == 4
+    assert rec["usage_reasoning_tokens"] == 40 and "usage_output_tokens" not in rec
+    # reasoning that never reached an answer: the first reasoning token is set, the first answer is absent
+    del line["metrics"]["time_to_first_output_token"]
+    rec = aiperf.convert_object(line)
+    assert "t_first_answer" not in rec and rec["t_first_reasoning"] == pytest.approx(t0 + 0.1)
+
+
+def test_aiperf_a_gap_list_that_is_not_numbers_is_reported_not_guessed():
+    line = {"metadata": {"request_start_ns": 1_800_000_000_000_000_000, "request_end_ns": 1_800_000_001_000_000_000},
+            "metrics": {"time_to_first_token": {"value": 100.0, "unit": "ms"},
+                        "inter_chunk_latency": {"value": [1.0, "x"], "unit": "ms"}}, "error": None}
+    with pytest.raises(ValueError, match="inter_chunk_latency"):
+        aiperf.convert_object(line)
+
+
+def test_guidellm_last_token_iterations_and_usage_but_no_gaps():
+    path = FIX / "guidellm" / "benchmarks.json"  # a real GuideLLM run
+    doc = json.loads(path.read_text())
+    src_reqs = {r["request_id"]: r for b in doc["benchmarks"] for r in b["requests"]["successful"]}
+    reqs = _reqs(path)
+    assert len(reqs) == len(src_reqs) == 30
+    for rec in reqs:
+        r = src_reqs[rec["id"]]
+        t = r["info"]["timings"]
+        assert rec["t_last_token"] == pytest.approx(t["last_token_iteration"])
+        assert rec["output_chunks"] == t["token_iterations"]
+        assert rec["usage_output_tokens"] == r["output_metrics"]["total_tokens"]
+        assert rec["usage_input_tokens"] == r["input_metrics"]["total_tokens"]
+        # GuideLLM's inter_token_latency_ms is exactly servewatch's TPOT over its output_tokens
+        tpot = (rec["t_last_token"] - rec["t_first_token"]) * 1000 / (rec["usage_output_tokens"] - 1)
+        assert tpot == pytest.approx(r["inter_token_latency_ms"])
+        for key in ("itl_max_ms", "itl_p50_ms", "itl_p95_ms"):  # a mean is not the largest gap: absent
+            assert key not in rec
+    src = import_file(str(path)).header["source"]
+    assert "ITL" in src["unjudgeable"] and "TPOT" not in src["unjudgeable"]
+    assert "time_per_output_token_ms" in src["definitions"]["tpot"]
+
+
+def test_guidellm_reasoning_output_splits_the_first_tokens_and_no_usage_stays_absent():
+    doc = json.loads((FIX / "from_source" / "guidellm" / "benchmarks_from_source.json").read_text())
+    r = doc["benchmarks"][0]["requests"]["successful"][0]
+    t = r["info"]["timings"]
+    r["reasoning_output"] = "let me think"
+    t["first_output_token_iteration"] = t["first_token_iteration"] + 0.2
+    r["output_metrics"] = {"total_tokens": None}
+    res = I.convert_text(json.dumps(doc), "guidellm", "x.json")
+    rec = next(x for x in res.records if x.get("id") == r["request_id"])
+    assert rec["t_first_reasoning"] == pytest.approx(t["first_token_iteration"])
+    assert rec["t_first_answer"] == pytest.approx(t["first_token_iteration"] + 0.2)
+    assert "usage_output_tokens" not in rec
+    other = next(x for x in res.records if x.get("type") == "request" and x["id"] != r["request_id"])
+    assert "t_first_reasoning" not in other and "t_first_answer" not in other
+
+
+def test_vllm_itls_give_the_largest_gap_and_the_last_token():
+    path = FIX / "vllm" / "vllm_bench_c2_from_source.json"
+    doc = json.loads(path.read_text())
+    reqs = {int(r["id"].rsplit("-", 1)[1]): r for r in _reqs(path)}
+    ok = [i for i, e in enumerate(doc["errors"]) if not e and doc["ttfts"][i] > 0]
+    assert ok and len(ok) < len(doc["errors"])
+    for i in ok:
+        rec = reqs[i]
+        assert rec["itl_max_ms"] == pytest.approx(1000 * max(doc["itls"][i]))
+        assert rec["itl_p95_ms"] == pytest.approx(1000 * _nearest(doc["itls"][i], 0.95))
+        assert rec["t_last_token"] == pytest.approx(rec["t_first_token"] + sum(doc["itls"][i]))
+        assert "output_chunks" not in rec and "usage_output_tokens" not in rec  # vLLM records neither
+    for i in set(range(len(doc["errors"]))) - set(ok):
+        assert not any(k in reqs[i] for k in _NEW_FIELDS)  # a failed request keeps no token times
+    assert "role-only" in import_file(str(path)).header["source"]["definitions"]["itl"]
+
+
+def test_llmperf_records_no_last_token_and_no_gaps_so_tpot_and_itl_are_not_judgeable():
+    path = FIX / "llmperf" / "gemma_128_32_from_source_individual_responses.json"
+    reqs = _reqs(path)
+    assert reqs and all(d.get("inter_token_latency_s") for d in json.loads(path.read_text()) if not d["error_code"])
+    for rec in reqs:  # its inter_token_latency_s (a mean including the TTFT) goes nowhere
+        assert not any(k in rec for k in _NEW_FIELDS)
+    src = import_file(str(path)).header["source"]
+    assert set(src["unjudgeable"]) == {"TPOT", "ITL"}
+    assert "mean" in src["definitions"]["tpot"].lower() and "end_to_end_latency_s" in src["definitions"]["e2e"]
+
+
+def test_inference_perf_token_times_give_gaps_chunks_and_server_usage():
+    path = FIX / "inference_perf" / "per_request_lifecycle_metrics.json"  # a real inference-perf run
+    items = json.loads(path.read_text())
+    reqs = _reqs(path)
+    assert len(reqs) == len(items) == 28
+    by_start = sorted(reqs, key=lambda r: r["t_sent"])
+    for d, rec in zip(sorted(items, key=lambda d: d["start_time"]), by_start):
+        rm = d["info"]["response_metrics"]
+        times = rm["output_token_times"]
+        if d["error"] is not None or not times:
+            continue
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        assert rec["output_chunks"] == len(times)
+        assert rec["itl_max_ms"] == pytest.approx(1000 * max(gaps), abs=1e-6)
+        assert rec["itl_p50_ms"] == pytest.approx(1000 * _nearest(gaps, 0.5), abs=1e-6)
+        assert rec["t_last_token"] - rec["t_first_token"] == pytest.approx(times[-1] - times[0], abs=1e-6)
+        assert rec["usage_output_tokens"] == rm["server_usage"]["completion_tokens"]
+        assert rec["usage_input_tokens"] == rm["server_usage"]["prompt_tokens"]
+    assert "unjudgeable" not in import_file(str(path)).header["source"]
+
+
+def test_inference_perf_reasoning_chunk_times_split_the_first_tokens():
+    entry = {"start_time": 10.0, "end_time": 12.0, "error": None,
+             "info": {"response_metrics": {"output_tokens": 3, "output_token_times": [11.0, 11.1, 11.5],
+                                           "reasoning_chunk_times": [10.2, 10.3]}}}
+    res = I.convert_text(json.dumps([entry]), "inference-perf", "x.json")
+    rec = next(x for x in res.records if x.get("type") == "request")
+    t0 = rec["t_sent"]
+    assert rec["t_first_token"] - t0 == pytest.approx(0.2) and rec["t_first_reasoning"] - t0 == pytest.approx(0.2)
+    assert rec["t_first_answer"] - t0 == pytest.approx(1.0)
+    assert rec["output_chunks"] == 5 and rec["reasoning_chunks"] == 2
+    assert rec["itl_max_ms"] == pytest.approx(700.0)  # 10.3 -> 11.0: the gap between reasoning and answer
+

@@ -25,7 +25,27 @@ DERIVED = [
     "t_end = metadata.request_end_ns / 1e9 (cancellation_time_ns when cancelled and later)",
     "t_first_token = t_sent + metrics.time_to_first_token (converted from its unit)",
     "error class from error.code / error.type / was_cancelled",
+    "t_last_token = t_sent + metrics.request_latency (the last content response; streaming only)",
+    "itl_max_ms / itl_p50_ms / itl_p95_ms = max / nearest-rank P50 / P95 of metrics.inter_chunk_latency",
+    "output_chunks = len(metrics.inter_chunk_latency) + 1 (content responses: reasoning and answer)",
+    "usage_output_tokens / usage_input_tokens / usage_reasoning_tokens = metrics.usage_completion_tokens / "
+    "usage_prompt_tokens / usage_reasoning_tokens (the server's usage, when AIPerf recorded it)",
+    "reasoning (metrics.reasoning_token_count > 0, or time_to_first_output_token after time_to_first_token): "
+    "t_first_reasoning = t_first_token, t_first_answer = t_sent + time_to_first_output_token",
 ]
+DEFINITIONS = {
+    "tpot": "servewatch's TPOT (t_last_token - t_first_token) / (tokens - 1) from request_latency and "
+            "time_to_first_token; AIPerf's own inter_token_latency is the same quotient with its OSL "
+            "(tokenizer count, or OSL minus the first chunk's tokens under --per-chunk-usage): a per-request MEAN, "
+            "not imported as an inter-token gap",
+    "itl": "AIPerf inter_chunk_latency: the gaps between consecutive content responses (reasoning or answer "
+           "chunks; usage-only and [DONE] chunks excluded), perf_counter_ns in the worker "
+           "(aiperf/metrics/types/inter_chunk_latency_metric.py); itl_max_ms is the largest",
+    "e2e": "request_latency: the last content response minus the request start "
+           "(aiperf/metrics/types/request_latency_metric.py); t_end (request_end_ns) beside it",
+    "tokens": "usage_completion_tokens (the server's count) when recorded; output_sequence_length is AIPerf's "
+              "tokenizer count of answer + reasoning",
+}
 
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0}
 
@@ -96,14 +116,51 @@ def convert_object(obj: dict, *, level: float | None = None, fallback_id: str = 
     isl = _metric_num(metrics, "input_sequence_length")
     if isl is None:
         isl = _metric_num(metrics, "error_isl")
-    return C.request(rid=str(rid), t_sent=t_sent, t_end=t_end, t_first=t_first, complete=complete, error=error,
-                     error_detail=detail, input_tokens=isl, output_tokens=osl, phase=phase, level=level,
-                     http_status=status if C.is_num(status) else (200 if complete else None))
+    rec = C.request(rid=str(rid), t_sent=t_sent, t_end=t_end, t_first=t_first, complete=complete, error=error,
+                    error_detail=detail, input_tokens=isl, output_tokens=osl, phase=phase, level=level,
+                    http_status=status if C.is_num(status) else (200 if complete else None))
+    return _add_timing(rec, metrics, t_sent, ttft)
+
+
+def _metric_list_s(metrics: dict, name: str) -> list[float] | None:
+    """A list-valued metric (``inter_chunk_latency``) in seconds; None when absent or not a list of numbers."""
+    m = metrics.get(name)
+    if not isinstance(m, dict) or not isinstance(m.get("value"), list):
+        return None
+    scale = _UNIT_S.get(str(m.get("unit", "ms")).strip().lower())
+    vals = m["value"]
+    if scale is None or not all(C.is_num(v) for v in vals):
+        raise ValueError(f"metrics.{name} is not a list of numbers with a time unit")
+    return [float(v) * scale for v in vals]
+
+
+def _add_timing(rec: dict, metrics: dict, t_sent: float, ttft: float | None) -> dict:
+    """The issue-21 fields AIPerf records (``C.add_timing``); those it does not record stay absent."""
+    if ttft is None:  # not streamed (or no content): no token times at all
+        return C.add_timing(rec, usage_output=_metric_num(metrics, "usage_completion_tokens"),
+                            usage_input=_metric_num(metrics, "usage_prompt_tokens"),
+                            usage_reasoning=_metric_num(metrics, "usage_reasoning_tokens"))
+    icl = _metric_list_s(metrics, "inter_chunk_latency")
+    latency = _metric_s(metrics, "request_latency")
+    t_last = t_sent + latency if latency is not None else (t_sent + ttft + sum(icl) if icl is not None else None)
+    ttfo = _metric_s(metrics, "time_to_first_output_token")
+    reasoning_n = _metric_num(metrics, "reasoning_token_count")
+    reasoning = bool(reasoning_n and reasoning_n > 0) or (ttfo is not None and ttfo > ttft + 1e-9)
+    t_reason: float | None = None
+    t_answer: float | None = None
+    if reasoning:  # AIPerf's TTFT is the first response of any kind; TTFO the first non-reasoning one
+        t_reason, t_answer = t_sent + ttft, (t_sent + ttfo if ttfo is not None else None)
+    return C.add_timing(rec, t_last=t_last, gaps_s=icl, output_chunks=None if icl is None else len(icl) + 1,
+                        usage_output=_metric_num(metrics, "usage_completion_tokens"),
+                        usage_input=_metric_num(metrics, "usage_prompt_tokens"),
+                        usage_reasoning=_metric_num(metrics, "usage_reasoning_tokens"),
+                        t_first_reasoning=t_reason, t_first_answer=t_answer)
 
 
 def source(file: str | None = None, sha256: str | None = None, version: str | None = None) -> dict:
     return C.source_block(tool=TOOL, version=version, file=file, sha256=sha256, derived=DERIVED,
-                          ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT)
+                          ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT,
+                          definitions=DEFINITIONS)
 
 
 class LineConverter:

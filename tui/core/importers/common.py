@@ -63,8 +63,14 @@ class ImportResult:
 
 def source_block(*, tool: str, version: str | None, file: str | None, sha256: str | None,
                  derived: list[str], ttft_definition: str, time_axis: str, fmt: str,
-                 sample: dict | None = None, lacks: list[str] | None = None) -> dict:
-    """The run header's ``source`` block (docs/record-format.md, "source")."""
+                 sample: dict | None = None, lacks: list[str] | None = None,
+                 definitions: dict[str, str] | None = None, unjudgeable: dict[str, str] | None = None) -> dict:
+    """The run header's ``source`` block (docs/record-format.md, "source").
+
+    ``definitions``: how the tool defines each latency servewatch judges (``tpot``, ``itl``, ``e2e``, and
+    ``tokens``: which count the output length is), so a reader can tell what the imported fields mean.
+    ``unjudgeable``: SLO name (``TPOT``, ``ITL``, ...) -> why the file cannot judge it (the tool does not record
+    what it needs); the per-request fields it would need are then absent from every request, never guessed."""
     d: dict[str, Any] = {
         "kind": "import",
         "tool": tool,
@@ -78,6 +84,10 @@ def source_block(*, tool: str, version: str | None, file: str | None, sha256: st
     }
     if lacks:
         d["lacks"] = list(lacks)
+    if definitions:
+        d["definitions"] = dict(definitions)
+    if unjudgeable:
+        d["unjudgeable"] = dict(unjudgeable)
     if sample:
         d["sample"] = sample
     return d
@@ -248,3 +258,100 @@ class EntryIssue(LineIssue):
 
 def entry_issue(label: str, where: str, reason: str) -> EntryIssue:
     return EntryIssue(label, 0, f"{where}: {reason}")
+
+
+# ---------------------------------------------------------------- per-request timing beyond TTFT (issue 21)
+
+#: the quantiles of a request's own inter-token gaps the record carries (``itl_p50_ms``, ``itl_p95_ms``)
+GAP_QUANTILES = ((0.50, "itl_p50_ms"), (0.95, "itl_p95_ms"))
+
+
+def gap_fields(gaps_s: Any) -> dict[str, float]:
+    """``itl_max_ms`` / ``itl_p50_ms`` / ``itl_p95_ms`` of one request from its gaps between consecutive tokens
+    (seconds); empty (the fields stay absent) with no gap, i.e. fewer than 2 tokens. Quantiles are the nearest
+    rank over the request's own gaps (``x_(ceil(q n))``), as docs/statistics.md defines them. Raises ValueError
+    when a gap is not a non-negative number."""
+    if not isinstance(gaps_s, (list, tuple)):
+        raise ValueError("the inter-token gaps are not a list")
+    if not gaps_s:
+        return {}
+    gaps: list[float] = []
+    for g in gaps_s:
+        if not is_num(g) or g < 0:
+            raise ValueError(f"an inter-token gap is not a non-negative number ({str(g)[:20]!r})")
+        gaps.append(float(g))
+    gaps.sort()
+    n = len(gaps)
+    out = {"itl_max_ms": round(gaps[-1] * 1000.0, 6)}
+    for q, key in GAP_QUANTILES:
+        k = max(1, math.ceil(q * n - 1e-12))
+        out[key] = round(gaps[k - 1] * 1000.0, 6)
+    return out
+
+
+def gaps_of(times_s: list[float]) -> list[float]:
+    """Gaps between consecutive times (seconds), which must be in order."""
+    out = []
+    for a, b in zip(times_s, times_s[1:]):
+        if b < a:
+            raise ValueError("token times are not in order")
+        out.append(b - a)
+    return out
+
+
+def _count_or_none(v: Any, what: str) -> int | None:
+    if v is None:
+        return None
+    if not is_num(v) or v < 0 or v != int(v):
+        raise ValueError(f"{what} is not a whole number >= 0 ({str(v)[:20]!r})")
+    return int(v)
+
+
+def _time_within(rec: dict, t: float | None, what: str) -> float | None:
+    """A token time of the request, kept within [t_sent, t_end] (a hair outside, < 1 ms of float rounding, is
+    clamped; anything worse is a problem the caller reports)."""
+    if t is None:
+        return None
+    if not math.isfinite(t):
+        raise ValueError(f"{what} is not a finite time")
+    lo, hi = rec["t_sent"], rec["t_end"]
+    if t < lo - 1e-3 or t > hi + 1e-3:
+        where = "before the request was sent" if t < lo else f"{1000 * (t - hi):.1f} ms after the end"
+        raise ValueError(f"{what} {where}")
+    return min(max(t, lo), hi)
+
+
+def add_timing(rec: dict, *, t_last: float | None = None, gaps_s: Any = None, output_chunks: Any = None,
+               reasoning_chunks: Any = None, usage_output: Any = None, usage_input: Any = None,
+               usage_reasoning: Any = None, t_first_answer: float | None = None,
+               t_first_reasoning: float | None = None) -> dict:
+    """Add the issue-21 request fields (docs/record-format.md) that the source records; a field it does not record
+    stays ABSENT (never a stand-in value), so the SLO needing it is "not judgeable on this file". Raises ValueError
+    (the entry is then reported) when the values contradict the record's times.
+
+    - ``t_last_token``: the last token of any kind; needs a first token and lies in [t_first_token, t_end].
+    - ``itl_max_ms``, ``itl_p50_ms``, ``itl_p95_ms``: from the gaps between consecutive tokens (``gap_fields``).
+    - ``output_chunks`` / ``reasoning_chunks``: token-carrying chunks the tool saw; ``usage_*``: the server's counts.
+    - ``t_first_answer`` / ``t_first_reasoning``: only when the source separates reasoning from the answer."""
+    tf = rec.get("t_first_token")
+    if t_last is not None:
+        if tf is None:
+            raise ValueError("a last-token time without a first token")
+        t_last = _time_within(rec, t_last, "last token")
+        assert t_last is not None
+        if t_last < tf - 1e-6:
+            raise ValueError("last token before the first token")
+        rec["t_last_token"] = max(t_last, tf)
+    if gaps_s is not None and tf is not None:
+        rec.update(gap_fields(gaps_s))
+    for key, v in (("output_chunks", output_chunks), ("reasoning_chunks", reasoning_chunks),
+                   ("usage_output_tokens", usage_output), ("usage_input_tokens", usage_input),
+                   ("usage_reasoning_tokens", usage_reasoning)):
+        c = _count_or_none(v, key)
+        if c is not None:
+            rec[key] = c
+    if t_first_reasoning is not None:
+        rec["t_first_reasoning"] = _time_within(rec, t_first_reasoning, "first reasoning token")
+        if t_first_answer is not None:
+            rec["t_first_answer"] = _time_within(rec, t_first_answer, "first answer token")
+    return rec

@@ -19,6 +19,17 @@ TTFT_DEFINITION = (
     "tokens arrived) minus info.timings.request_start (time.time() when the HTTP request started) "
     "(src/guidellm/schemas/request_stats.py time_to_first_token_ms)"
 )
+DEFINITIONS = {
+    "tpot": "GuideLLM inter_token_latency_ms = (last_token_iteration - first_token_iteration) / (output_tokens - 1): "
+            "the same quantity as servewatch's TPOT, rebuilt here from t_first_token / t_last_token; GuideLLM's "
+            "time_per_output_token_ms ((last token - request_start) / output_tokens) includes the TTFT and is not used",
+    "itl": "not recorded per request: GuideLLM keeps the first and last token times and the number of token "
+           "iterations, no gaps (its per-request inter_token_latency_ms is a mean, not the largest gap)",
+    "e2e": "request_start to last_token_iteration (t_last_token); request_end beside it as t_end",
+    "tokens": "output_metrics.total_tokens: the server's usage.completion_tokens (GuideLLM falls back to the "
+              "token-iteration count only when the server sent no usage; that fallback is not imported as usage)",
+}
+UNJUDGEABLE = {"ITL": "GuideLLM records no per-request gaps between tokens (only first and last token times)"}
 STATUSES = (("successful", None), ("incomplete", "cancelled"), ("errored", "error"))
 
 
@@ -86,6 +97,28 @@ def _tokens(r: dict) -> tuple[Any, Any]:
     return inp, out
 
 
+def _usage_tokens(metrics: Any) -> Any:
+    """The server's count in a 0.4+ ``UsageMetrics`` block (``total_tokens``, else ``text_tokens``); None when
+    the block is absent or empty (GuideLLM leaves it empty when the server sent no usage)."""
+    if not isinstance(metrics, dict):
+        return None
+    v = metrics.get("total_tokens")
+    return v if v is not None else metrics.get("text_tokens")
+
+
+def _add_timing(rec: dict, r: dict) -> None:
+    """The issue-21 fields GuideLLM records (0.4+ ``info.timings``); 0.3 files have none of them."""
+    t = C.sub_dict(C.sub_dict(r, "info"), "timings")
+    streamed = rec["t_first_token"] is not None
+    reasoning = isinstance(r.get("reasoning_output"), str) and bool(r["reasoning_output"].strip())
+    first_out = C.num(t.get("first_output_token_iteration"))
+    C.add_timing(rec, t_last=C.num(t.get("last_token_iteration")) if streamed else None,
+                 output_chunks=t.get("token_iterations") if streamed and C.is_num(t.get("token_iterations")) else None,
+                 usage_output=_usage_tokens(r.get("output_metrics")), usage_input=_usage_tokens(r.get("input_metrics")),
+                 t_first_reasoning=rec["t_first_token"] if reasoning and streamed else None,
+                 t_first_answer=first_out)
+
+
 def _error_text(r: dict) -> str | None:
     info = C.sub_dict(r, "info")
     return info.get("error") or r.get("error")
@@ -147,6 +180,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                     rec = C.request(rid=str(rid), t_sent=t_sent, t_end=t_end, t_first=t_first,
                                     complete=err_kind is None, error=error, error_detail=detail,
                                     input_tokens=inp, output_tokens=out, phase=phase, level=level, rnd=rnd)
+                    _add_timing(rec, r)
                 except (ValueError, TypeError) as exc:
                     res.issues.append(C.entry_issue(label, where, str(exc)))
                     continue
@@ -171,7 +205,12 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                "t_end = info.timings.request_end (0.3: end_time)",
                "successful -> complete; incomplete -> error 'cancelled'; errored -> error class from info.error",
                "phase warmup when request_start < scheduler_metrics.measure_start_time",
-               "level = strategy streams (concurrent, closed) / rate (constant, poisson: open) / 1 (synchronous)"]
+               "level = strategy streams (concurrent, closed) / rate (constant, poisson: open) / 1 (synchronous)",
+               "t_last_token = info.timings.last_token_iteration; output_chunks = info.timings.token_iterations",
+               "usage_output_tokens / usage_input_tokens = output_metrics / input_metrics total_tokens (0.4+: the "
+               "server's usage; absent when the server sent none)",
+               "reasoning (reasoning_output not empty): t_first_reasoning = first_token_iteration, "
+               "t_first_answer = first_output_token_iteration"]
     sample: dict[str, Any] | None = None
     if sampled_any:
         sample = {"listed": sum(x["listed"] for x in levels_meta), "total": summary["total"],
@@ -179,7 +218,8 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                           "statistics describe the sample; no verdict on the whole run"}
         res.notes.append(sample["note"])
     src = C.source_block(tool=TOOL, version=version or _version(doc), file=file, sha256=sha256, derived=derived,
-                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT, sample=sample)
+                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT, sample=sample,
+                         definitions=DEFINITIONS, unjudgeable=UNJUDGEABLE)
     src["levels_summary"] = levels_meta
     lv = sorted({x["level"] for x in levels_meta if x["level"] is not None})
     modes = {x["mode"] for x in levels_meta if x["mode"]}

@@ -19,6 +19,19 @@ TTFT_DEFINITION = (
     "(inference_perf/reportgen/base.py, inference_perf/apis/streaming_parser.py)"
 )
 
+DEFINITIONS = {
+    "tpot": "servewatch's TPOT (t_last_token - t_first_token) / (tokens - 1) from info.response_metrics."
+            "output_token_times (the first and last content-bearing chunk) over server_usage.completion_tokens when "
+            "present, else the chunk count; inference-perf's own TPOT divides the same span by its output_tokens - 1",
+    "itl": "the gaps between consecutive output_token_times (perf_counter when each content-bearing SSE message "
+           "was parsed; role-only, usage-only and [DONE] messages excluded: inference_perf/apis/streaming_parser.py); "
+           "itl_max_ms is the largest",
+    "e2e": "the last content-bearing chunk (t_last_token) minus start_time; end_time (after the stream closed) "
+           "beside it as t_end",
+    "tokens": "server_usage.completion_tokens (the server's usage) when recorded; output_tokens is inference-perf's "
+              "own count",
+}
+
 
 def _is_lifecycle(d: Any) -> bool:
     """0.7.0 writes {start_time, end_time, request?, response?, info?, computed_metrics?, error}
@@ -52,9 +65,16 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                "t_intended = scheduled_time on the same clock",
                "t_first_token = info.response_metrics.output_token_times[0] (streaming only)",
                "t_end = end_time", "failed = error not null; class from error.error_type / error_msg",
-               "level = the stage's rate when known, else stage_id (labelled)"]
+               "level = the stage's rate when known, else stage_id (labelled)",
+               "t_last_token = the last output_token_times entry; itl_max_ms / itl_p50_ms / itl_p95_ms = max / "
+               "nearest-rank P50 / P95 of the gaps between consecutive output_token_times; output_chunks = their number",
+               "usage_output_tokens / usage_input_tokens / usage_reasoning_tokens = info.response_metrics.server_usage "
+               "completion_tokens / prompt_tokens / completion_tokens_details.reasoning_tokens (when recorded)",
+               "reasoning_chunk_times (versions that keep them apart): t_first_reasoning = the first of them, "
+               "t_first_answer = output_token_times[0]; t_first_token = the earlier of the two"]
     src = C.source_block(tool=TOOL, version=None, file=file, sha256=sha256, derived=derived,
-                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_RELATIVE, fmt=FORMAT)
+                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_RELATIVE, fmt=FORMAT,
+                         definitions=DEFINITIONS)
     res = C.ImportResult(format=FORMAT, header={})
     by_stage: dict[Any, list[dict]] = {}
     for i, d in enumerate(items):
@@ -70,7 +90,13 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             info = C.sub_dict(d, "info")
             rm = C.sub_dict(info, "response_metrics")
             times = rm.get("output_token_times") or rm.get("chunk_times") or []
-            t_first = float(times[0]) - origin if times and C.is_num(times[0]) else None
+            rtimes = rm.get("reasoning_chunk_times") or rm.get("reasoning_token_times") or []
+            if not isinstance(times, list) or not isinstance(rtimes, list):
+                raise ValueError("output_token_times is not a list")
+            if times and not all(C.is_num(x) for x in times) or not all(C.is_num(x) for x in rtimes):
+                raise ValueError("output_token_times holds a value that is not a number")
+            every = sorted(float(x) for x in list(times) + list(rtimes))
+            t_first = every[0] - origin if every else None
             err = d.get("error")
             failed = err is not None
             e = err if isinstance(err, dict) else {}
@@ -89,6 +115,13 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                             error_detail=" ".join(str(x) for x in (e.get("error_type"), e.get("error_msg")) if x)
                             if failed else None,
                             input_tokens=itok, output_tokens=rm.get("output_tokens"), level=level)
+            usage = C.sub_dict(rm, "server_usage")
+            C.add_timing(rec, t_last=every[-1] - origin if every else None, gaps_s=C.gaps_of(every),
+                         output_chunks=len(every) if every else None, reasoning_chunks=len(rtimes) if rtimes else None,
+                         usage_output=usage.get("completion_tokens"), usage_input=usage.get("prompt_tokens"),
+                         usage_reasoning=C.sub_dict(usage, "completion_tokens_details").get("reasoning_tokens"),
+                         t_first_reasoning=min(rtimes) - origin if rtimes else None,
+                         t_first_answer=float(times[0]) - origin if rtimes and times else None)
             sched = d.get("scheduled_time")
             if C.is_num(sched) and sched - origin <= rec["t_sent"]:
                 rec["t_intended"] = float(sched) - origin

@@ -17,6 +17,19 @@ TTFT_DEFINITION = (
     "time.monotonic() before the POST (src/llmperf/ray_clients/openai_chat_completions_client.py); "
     "0 when no content arrived"
 )
+DEFINITIONS = {
+    "tpot": "not recorded: LLMPerf keeps no last-token time; its inter_token_latency_s is the sum of the gaps from "
+            "the POST to each content chunk (TTFT included) divided by the chunk count or its re-tokenized output "
+            "count: a per-request MEAN that includes the TTFT, neither TPOT nor an inter-token gap (not imported)",
+    "itl": "not recorded: no per-request gaps between tokens (inter_token_latency_s is a mean, see tpot)",
+    "e2e": "end_to_end_latency_s: time.monotonic() after the stream ended minus before the POST (t_end; no "
+           "last-token time, so E2E is judged on the end of the response, the stricter stand-in)",
+    "tokens": "number_output_tokens: LLMPerf's re-count with its own tokenizer (hf-internal-testing/llama-tokenizer), "
+              "not the server's",
+}
+UNJUDGEABLE = {"TPOT": "LLMPerf records no last-token time (only TTFT and the end-to-end latency)",
+               "ITL": "LLMPerf records no per-request gaps between tokens (inter_token_latency_s is a mean "
+                      "that includes the TTFT)"}
 KEYS = ("ttft_s", "end_to_end_latency_s", "error_code")
 
 
@@ -36,7 +49,8 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
     lacks = ["request start times: LLMPerf saves only durations, so the file has no time axis and no "
              "observation window", "the load level is in the *_summary.json file, not in this one"]
     src = C.source_block(tool=TOOL, version=None, file=file, sha256=sha256, derived=derived,
-                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_NONE, fmt=FORMAT, lacks=lacks)
+                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_NONE, fmt=FORMAT, lacks=lacks,
+                         definitions=DEFINITIONS, unjudgeable=UNJUDGEABLE)
     res = C.ImportResult(format=FORMAT, header=C.header(src, started_at=None,
                                                         load={"mode": "closed" if level else None,
                                                               "levels": [level] if level else []}))

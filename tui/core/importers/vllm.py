@@ -20,6 +20,18 @@ TTFT_DEFINITION = (
     "role-only chunk with no content, which llama.cpp sends first) minus perf_counter just before the HTTP POST "
     "(vllm/benchmarks/lib/endpoint_request_func.py)"
 )
+DEFINITIONS = {
+    "tpot": "vLLM TPOT = (latency - ttft) / (output_len - 1) per request, output_len = output_lens[i] (usage."
+            "completion_tokens when the server sent it, else vLLM's re-tokenized count: the file does not say which); "
+            "servewatch's TPOT here is the same quotient from t_first_token, t_last_token and output_tokens",
+    "itl": "vLLM itls[i]: the gaps between consecutive streamed chunks with a non-empty 'choices' list "
+           "(vllm/benchmarks/lib/endpoint_request_func.py): for chat a role-only first chunk counts, so against "
+           "llama.cpp the first gap holds the prefill; itl_max_ms is the largest",
+    "e2e": "vLLM latency: the last such chunk minus perf_counter before the POST = ttfts[i] + sum(itls[i]) "
+           "(t_last_token = t_end)",
+    "tokens": "output_lens[i] (see tpot); no separate server count and no count of token-carrying chunks (the "
+              "chunks counted in itls include role-only and finish-only chunks)",
+}
 ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "start_times")
 
 
@@ -102,6 +114,8 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
                             error=C.classify_error(message=str(err or "")) if failed else None,
                             error_detail=(str(err) or "failed, no error text") if failed else None, input_tokens=at("input_lens"),
                             output_tokens=at("output_lens"), level=level, rnd=rnd)
+            if not failed:
+                C.add_timing(rec, t_last=rec["t_end"], gaps_s=itl)
         except (ValueError, TypeError) as exc:
             issues.append(C.entry_issue(label, f"{where}request {i}", str(exc)))
             continue
@@ -136,6 +150,7 @@ def convert_runs(objs: list[tuple[int, Any]], label: str, *, file: str | None = 
     has_starts = bool(facts_all) and all(f["has_starts"] for f in facts_all)
     axis = C.AXIS_RELATIVE if has_starts else C.AXIS_NONE
     derived = ["t_first_token = t_sent + ttfts[i]", "t_end = t_first_token + sum(itls[i]) (last chunk)",
+               "t_last_token = t_end; itl_max_ms / itl_p50_ms / itl_p95_ms = max / nearest-rank P50 / P95 of itls[i]",
                "failed requests (errors[i] non-empty): t_end = t_sent, no first token (vLLM keeps no end time)",
                "error class from the errors[i] message", "level = max_concurrency (closed) else request_rate (open)"]
     lacks = []
@@ -147,7 +162,8 @@ def convert_runs(objs: list[tuple[int, Any]], label: str, *, file: str | None = 
         derived.insert(0, "t_sent = 2000-01-01 for every request (no start times in the source: not a time axis)")
     first = objs[0][1] if objs and isinstance(objs[0][1], dict) else {}
     src = C.source_block(tool=TOOL, version=None, file=file, sha256=sha256, derived=derived,
-                         ttft_definition=TTFT_DEFINITION, time_axis=axis, fmt=FORMAT, lacks=lacks)
+                         ttft_definition=TTFT_DEFINITION, time_axis=axis, fmt=FORMAT, lacks=lacks,
+                         definitions=DEFINITIONS)
     src["levels_summary"] = [{k: f[k] for k in ("level", "mode", "completed", "failed", "entries")} for f in facts_all]
     levels = sorted({f["level"] for f in facts_all if f["level"] is not None})
     modes = {f["mode"] for f in facts_all if f["mode"]}
