@@ -232,7 +232,7 @@ def server_lines(brackets: dict, client_percentiles: dict | None = None, client_
     j = server_json(brackets, client_percentiles, client_n)
     secs = j.get("seconds")
     head = (f"server-side timing ({j.get('engine') or 'unknown engine'}, histograms scraped at the step's start "
-            f"and end" + (f", {secs:.0f} s" if isinstance(secs, (int, float)) else "") + "; buckets, not points):")
+            f"and end" + (f", {secs:.1f} s" if isinstance(secs, (int, float)) else "") + "; buckets, not points):")
     lines = [head]
     for key in METRICS:
         row = j["metrics"].get(key)
