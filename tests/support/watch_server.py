@@ -8,6 +8,10 @@ fail. Every GET is counted per path (``hits``) so tests can prove what was (not)
 
 The bucket bounds are a subset of the engines' own TTFT buckets; an SLO of 750 ms falls between
 the 0.5 and 1.0 bounds (the bracket case), 1000 ms is a bound (the exact case).
+
+With ``latency=True`` the page also carries the end-to-end, inter-token (per gap) and per-request
+time-per-output-token histograms each engine exports (issue 21), moved by ``observe_hist(key, value, n)``
+(keys ``ttft``, ``qt``, ``e2e``, ``itl``, ``tpot``) by exactly known counts.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BOUNDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 FAST, MEDIUM, SLOW = 0.04, 0.7, 3.0  # seconds: under every bound / between 0.5 and 1.0 / over 2.5
+
+# issue 21: the inter-token (per gap) and per-request TPOT histograms, where the engine has one
+LATENCY_NAMES = {
+    "vllm": dict(itl="vllm:inter_token_latency_seconds", tpot="vllm:request_time_per_output_token_seconds"),
+    "sglang": dict(itl="sglang:inter_token_latency_seconds", tpot=None),
+    "trtllm": dict(itl=None, tpot="trtllm_time_per_output_token_seconds"),
+    "dynamo": dict(itl="dynamo_frontend_inter_token_latency_seconds", tpot=None),
+}
 
 NAMES = {
     "vllm": dict(ttft="vllm:time_to_first_token_seconds", qt="vllm:request_queue_time_seconds",
@@ -39,9 +51,10 @@ NAMES = {
 
 
 class EngineState:
-    def __init__(self, engine: str, models=("m",)) -> None:
+    def __init__(self, engine: str, models=("m",), latency: bool = False) -> None:
         self.engine = engine
         self.models = tuple(models)
+        self.latency = latency
         self.lock = threading.Lock()
         self.fail: int | None = None
         self.drop_ttft = False
@@ -59,6 +72,7 @@ class EngineState:
             self.waiting = 0
             self.running = 0
             self.kv = 0.1
+            self.extra = {k: ({b: 0 for b in BOUNDS}, [0, 0.0]) for k in ("e2e", "itl", "tpot")}
 
     def _obs(self, hist: dict, value: float, n: int) -> int:
         for b in BOUNDS:
@@ -77,6 +91,38 @@ class EngineState:
             self._obs(self.qt, SLOW, queued_slow)
             self.qt_inf += fast + medium + slow
             self.aborted += aborted
+
+    def observe_hist(self, key: str, value: float, n: int = 1) -> None:
+        """``n`` observations of ``value`` seconds in one histogram only (``ttft`` does not count a success)."""
+        with self.lock:
+            if key == "ttft":
+                self._obs(self.ttft, value, n)
+                self.ttft_inf += n
+                self.ttft_sum += value * n
+            elif key == "qt":
+                self._obs(self.qt, value, n)
+                self.qt_inf += n
+            else:
+                b, tail = self.extra[key]
+                self._obs(b, value, n)
+                tail[0] += n
+                tail[1] += value * n
+
+    def _extra_lines(self, lab: str) -> list[str]:
+        names = dict(LATENCY_NAMES[self.engine], e2e=NAMES[self.engine]["e2e"])
+        lines = []
+        for key in ("e2e", "itl", "tpot"):
+            name = names.get(key)
+            if not name:
+                continue
+            b, (cnt, tot) = self.extra[key]
+            lines.append(f"# TYPE {name} histogram")
+            for bound in BOUNDS:
+                lines.append(f'{name}_bucket{{{lab},le="{bound}"}} {b[bound]}')
+            lines.append(f'{name}_bucket{{{lab},le="+Inf"}} {cnt}')
+            lines.append(f'{name}_count{{{lab}}} {cnt}')
+            lines.append(f'{name}_sum{{{lab}}} {tot}')
+        return lines
 
     def text(self) -> str:
         n = NAMES[self.engine]
@@ -98,6 +144,8 @@ class EngineState:
                     lines.append(f'{n["qt"]}_bucket{{{lab},le="+Inf"}} {self.qt_inf}')
                     lines.append(f'{n["qt"]}_count{{{lab}}} {self.qt_inf}')
                     lines.append(f'{n["qt"]}_sum{{{lab}}} 0.0')
+                if self.latency:
+                    lines.extend(self._extra_lines(lab))
                 lines.append(f"# TYPE {n['waiting']} gauge")
                 lines.append(f'{n["waiting"]}{{{lab}}} {self.waiting}')
                 lines.append(f"# TYPE {n['running']} gauge")
@@ -126,8 +174,8 @@ class EngineState:
 class MetricsServer:
     """``with MetricsServer("vllm") as ms: ms.url`` -> the metrics page URL."""
 
-    def __init__(self, engine: str = "vllm", models=("m",)) -> None:
-        self.state = EngineState(engine, models)
+    def __init__(self, engine: str = "vllm", models=("m",), latency: bool = False) -> None:
+        self.state = EngineState(engine, models, latency)
         self.path = NAMES[engine]["path"]
         self.hits: Counter = Counter()
         self.fail: int | None = None

@@ -159,6 +159,13 @@ def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("acceptance target")
     g.add_argument("--slo-ttft-ms", type=positive_float, default=D.SLO_TTFT_MS, metavar="MS",
                    help=f"a request is good when it completes with client TTFT at most this (default {D.SLO_TTFT_MS:g})")
+    # issue 21 (the slo engineer owns these; the server/watch branch adds the same three for watch)
+    g.add_argument("--slo-tpot-ms", type=positive_float, default=None, metavar="MS",
+                   help="also require time per output token at most this (default: off)")
+    g.add_argument("--slo-itl-ms", type=positive_float, default=None, metavar="MS",
+                   help="also require the largest inter-token gap at most this (default: off)")
+    g.add_argument("--slo-e2e-ms", type=positive_float, default=None, metavar="MS",
+                   help="also require request sent to last token at most this (default: off)")
     g.add_argument("--target", type=fraction, default=D.TARGET, metavar="FRACTION",
                    help=f"required good fraction (default {D.TARGET:g})")
     g.add_argument("--alpha", type=fraction, default=D.ALPHA, metavar="FRACTION",

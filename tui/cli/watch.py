@@ -80,7 +80,9 @@ def settings_from_args(args: argparse.Namespace) -> WatchSettings:
         interval=args.interval, url=args.url, probe_rate=args.probe_rate, model=args.model,
         api_key_env=args.api_key_env, headers=tuple(args.headers), insecure=args.insecure,
         slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
-        min_window_minutes=args.min_window_minutes, min_requests=args.min_requests)
+        min_window_minutes=args.min_window_minutes, min_requests=args.min_requests,
+        slo_tpot_ms=getattr(args, "slo_tpot_ms", None), slo_itl_ms=getattr(args, "slo_itl_ms", None),
+        slo_e2e_ms=getattr(args, "slo_e2e_ms", None))
 
 
 def _check_url(u: str, flag: str) -> str | None:
@@ -155,6 +157,9 @@ def format_state(session, out_json: bool = False) -> str:
         lines.append(f"  TTFT (server-side): {_hist_text(desc['ttft'])}")
         lines.append(f"  end-to-end latency: {_hist_text(desc['e2e'])}")
         lines.append(f"  queue time: {_hist_text(desc['queue_time'])}")
+        for key, title in (("itl", "inter-token latency (per gap)"), ("tpot", "time per output token (per request)")):
+            if key in desc:
+                lines.append(f"  {title}: {_hist_text(desc[key])}")
         kv = desc["kv_cache_usage"]
         lines.append(f"  queue: waiting {_fmt(desc['waiting'], '', 0)} (at start {_fmt(desc['waiting_at_start'], '', 0)}), "
                      f"running {_fmt(desc['running'], '', 0)}, KV cache "
@@ -174,6 +179,7 @@ def format_state(session, out_json: bool = False) -> str:
     cs = canary_text(session.canary_summary())
     if cs:
         lines.append("  " + cs)
+    lines.extend(slo_lines(v))
     lines.append(f"verdict: {v.state}: {v.reason}")
     if v.missing:
         lines.append(f"  missing: {v.missing}")
@@ -182,6 +188,24 @@ def format_state(session, out_json: bool = False) -> str:
     for note in v.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines) + "\n"
+
+
+def slo_lines(v) -> list[str]:
+    """Several SLOs: each one's share bracket and the Fréchet bound on all, with which end decides what."""
+    if not v.slos:
+        return []
+    out = ["  SLOs (share of requests meeting each, server-side histograms, bracket):"]
+    for row in v.slos:
+        lo, hi = row.get("share_lo"), row.get("share_hi")
+        rng = "N/A" if lo is None or hi is None else f"{100 * lo:.1f}-{100 * hi:.1f}%"
+        if row["slo"] == "all":
+            out.append(f"    all of them: {rng} (Fréchet bound: lower max(0, sum p_i - (k - 1)), upper min p_i; "
+                       "PASS judged on the lower end, FAIL on the upper)")
+        else:
+            bad = row.get("unjudgeable_windows") or 0
+            out.append(f"    {row['slo']} <= {row['limit_ms']:g} ms: {rng}"
+                       + (f" (not judgeable in {bad} window(s))" if bad else ""))
+    return out
 
 
 def _json_default(o):
@@ -316,7 +340,9 @@ def watch_config_from_args(args: argparse.Namespace):
 
     try:
         return WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
-                           min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
+                           min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests,
+                           slo_tpot_ms=getattr(args, "slo_tpot_ms", None), slo_itl_ms=getattr(args, "slo_itl_ms", None),
+                           slo_e2e_ms=getattr(args, "slo_e2e_ms", None))
     except (AttributeError, ValueError) as exc:
         raise UsageError(exc) from None
 
@@ -362,6 +388,8 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
         out.write(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}\n")
         out.write(f"  engine {engine}, {j.windows} windows, scope: {(header.get('watch') or {}).get('scope', 'unknown')}\n")
         out.write(f"{integrity.summary}\n")
+        for line in slo_lines(v):
+            out.write(line + "\n")
         out.write(f"verdict: {v.state}: {v.reason}\n")
         for b in v.blocked:
             out.write(f"  PASS blocked: {b}\n")

@@ -30,6 +30,10 @@ class WatchMetrics:
     metrics_path: str = "/metrics"
     model_labels: tuple[str, ...] = ("model_name", "model")
     detect: tuple[str, ...] = ()  # any of these sample names present -> this engine
+    # issue 21: inter-token gaps (one observation per token gap, first name present wins: newer first) and the
+    # per-request time per output token (one observation per request); () where the engine exposes none
+    itl: tuple[str, ...] = ()
+    tpot: tuple[str, ...] = ()
 
 
 _ABORT_REASONS = ("abort", "error")
@@ -47,6 +51,8 @@ ENGINES: dict[str, WatchMetrics] = {
         kv_cache=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
         preemptions=("vllm:num_preemptions_total",),
         detect=("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:time_to_first_token_seconds_count"),
+        itl=("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+        tpot=("vllm:request_time_per_output_token_seconds",),
     ),
     "sglang": WatchMetrics(
         engine="sglang",
@@ -59,6 +65,7 @@ ENGINES: dict[str, WatchMetrics] = {
         running=("sglang:num_running_reqs",),
         kv_cache=("sglang:token_usage",),
         detect=("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:time_to_first_token_seconds_count"),
+        itl=("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
     ),
     "trtllm": WatchMetrics(
         engine="trtllm",
@@ -74,6 +81,8 @@ ENGINES: dict[str, WatchMetrics] = {
         metrics_path="/prometheus/metrics",
         detect=("trtllm_time_to_first_token_seconds_count", "trtllm_request_success_total",
                 "trtllm_num_requests_waiting"),
+        # trtllm-serve observes its time per output token once per request (MetricsCollector): a TPOT, not gaps
+        tpot=("trtllm_time_per_output_token_seconds",),
     ),
     "dynamo": WatchMetrics(
         engine="dynamo",
@@ -86,6 +95,7 @@ ENGINES: dict[str, WatchMetrics] = {
         model_labels=("model", "model_name"),
         detect=("dynamo_frontend_queued_requests", "dynamo_frontend_inflight_requests",
                 "dynamo_frontend_time_to_first_token_seconds_count"),
+        itl=("dynamo_frontend_inter_token_latency_seconds",),
     ),
     "llamacpp": WatchMetrics(
         engine="llamacpp",

@@ -850,6 +850,7 @@ class Monitor:
                 max_waiting=st.max_waiting, peak_gpu_gib=st.peak_gpu_gib,
                 cancelled_open=self.cancelled_open.get((st.level, st.round), 0),
                 delivered=d.figure, not_reached=d.problem, problems=tuple(self.pass_blocks((st.level, st.round))),
+                server_histograms=self.step_info.get((st.level, st.round), {}).get("server_histograms"),
             ))
         return tuple(rows)
 

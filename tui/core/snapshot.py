@@ -166,6 +166,7 @@ class LevelRow:
     delivered: str = ""  # the load the level's own records show ("mean 3.96 requests in flight (concurrency 4)")
     not_reached: str | None = None  # why the labelled load was not delivered (then it can never PASS)
     problems: tuple[str, ...] = ()  # evidence problems that forbid PASS at this level (run-wide ones included)
+    server_histograms: dict | None = None  # the step's server-side histograms at its start and end (issue 21)
 
 
 @dataclass(frozen=True, slots=True)

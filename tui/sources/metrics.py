@@ -503,3 +503,170 @@ async def server_info(base_url: str, headers: dict | None = None, client: Any = 
             except Exception:
                 pass
     return info
+
+
+# ------------------------------------------------------------------ latency histograms at step boundaries (issue 21)
+
+#: the step record's histogram keys -> the engine field that names them (tui.core.engines.WatchMetrics)
+HIST_FIELDS = (("ttft", "ttft"), ("itl", "itl"), ("e2e", "e2e"), ("queue", "queue_time"))
+
+
+def _labeled(text: str) -> list[tuple[str, dict, float]]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: list[tuple[str, dict, float]] = []
+
+    def collect(fams: Any) -> None:
+        for fam in fams:
+            for s in fam.samples:
+                v = s.value
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    continue
+                out.append((s.name, dict(s.labels), float(v)))
+
+    if not isinstance(text, str) or not text.strip():
+        return out
+    try:
+        collect(text_string_to_metric_families(text))
+        return out
+    except Exception:
+        out.clear()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            try:
+                collect(text_string_to_metric_families(line + "\n"))
+            except Exception:
+                continue
+    return out
+
+
+def _one_histogram(samples: list[tuple[str, dict, float]], base: str, model_labels: tuple[str, ...],
+                   model: str | None) -> tuple[dict | None, str | None]:
+    """One histogram summed over its series (by ``le``) as the step record writes it, or (None, why). With
+    ``model`` given and series labelled with it, only those series."""
+    rows = [(n, lab, v) for n, lab, v in samples if n in (base + "_bucket", base + "_count", base + "_sum")]
+    if not rows:
+        return None, None
+    if model:
+        mine = [r for r in rows if any(r[1].get(k) == model for k in model_labels)]
+        if mine:
+            rows = mine
+    acc: dict[float, float] = {}
+    count = total = 0.0
+    for n, lab, v in rows:
+        if not math.isfinite(v):
+            return None, f"{base}: NaN in a series"
+        if n.endswith("_bucket"):
+            try:
+                le = float(str(lab.get("le", "nan")).replace("+Inf", "inf"))
+            except ValueError:
+                return None, f"{base}: a bucket without a usable le"
+            if math.isnan(le):
+                return None, f"{base}: a bucket without a usable le"
+            acc[le] = acc.get(le, 0.0) + v
+        elif n.endswith("_count"):
+            count += v
+        else:
+            total += v
+    if math.inf not in acc:
+        return None, f"{base}: no +Inf bucket"
+    les = sorted(acc)
+    return {"name": base, "le": ["+Inf" if math.isinf(le) else le for le in les], "counts": [acc[le] for le in les],
+            "count": count, "sum": total}, None
+
+
+def parse_histograms(text: str, model: str | None = None) -> dict | None:
+    """``{"engine", "hists": {"ttft"|"itl"|"e2e"|"queue": {...}}, "problems": [...]}`` from exposition text, or
+    None when no known engine wrote it. A histogram the engine does not export is left out; one it should
+    export and the page lacks is a problem, said."""
+    from tui.core.engines import ENGINES as WATCHED
+    from tui.core.engines import detect_engine as detect_watched
+
+    samples = _labeled(text)
+    engine = detect_watched(n for n, _l, _v in samples)
+    if engine is None:
+        return None
+    m = WATCHED[engine]
+    hists: dict[str, dict] = {}
+    problems: list[str] = []
+    for key, fname in HIST_FIELDS:
+        val = getattr(m, fname)
+        names = tuple(x for x in ((val,) if isinstance(val, str) or val is None else val) if x)
+        if not names:
+            continue
+        why_first: str | None = None
+        for base in names:
+            h, why = _one_histogram(samples, base, m.model_labels, model)
+            if h is not None:
+                hists[key] = h
+                break
+            why_first = why_first or why
+        else:
+            problems.append(why_first or f"{names[0]}: series missing")
+    return {"engine": engine, "hists": hists, "problems": problems}
+
+
+class StepHistograms:
+    """Scrapes the server's latency histograms at a step's start and end (``snapshot``) and makes the step end
+    record's ``server_histograms`` of the two (``combine``). Never raises. A server whose page is missing, or
+    that exports no latency histogram (llama.cpp), is asked once and then left alone: its steps carry none."""
+
+    def __init__(self, base_url: str, metrics_url: str | None = None, headers: dict | None = None,
+                 *, timeout: float = 5.0, clock: Callable[[], float] = time.time) -> None:
+        root = server_root(base_url)
+        self.urls = [metrics_url] if metrics_url else [root + "/metrics", root + "/prometheus/metrics"]
+        self._headers = dict(headers or {})
+        self.timeout = float(timeout)
+        self.clock = clock
+        self.enabled = True
+        self.engine: str | None = None
+
+    async def snapshot(self, client: Any, model: str | None = None) -> dict | None:
+        """``{"t", "engine", "hists", "problems"}`` now; ``{"t", "problem"}`` when a scrape that worked before
+        fails; None when disabled (never worked)."""
+        if not self.enabled or client is None:
+            return None
+        t = self.clock()
+        last = "no metrics page"
+        for url in list(self.urls):
+            try:
+                resp = await client.get(url, headers=self._headers, timeout=self.timeout)
+                if resp.status_code != 200:
+                    last = f"{redact_url(url)}: HTTP {resp.status_code}"
+                    continue
+                got = parse_histograms(resp.text, model)
+            except Exception as exc:  # noqa: BLE001 (a side channel must not stop the run)
+                last = f"{redact_url(url)}: {_describe_error(exc)}"
+                continue
+            if got is None or not got["hists"]:
+                last = f"{redact_url(url)}: no latency histograms"
+                continue
+            self.urls = [url]  # found: ask only this page from now on
+            self.engine = got["engine"]
+            return {"t": t, **got}
+        if self.engine is None:
+            self.enabled = False  # never worked: stop asking
+            return None
+        return {"t": t, "problem": last}
+
+    @staticmethod
+    def combine(start: dict | None, end: dict | None) -> dict | None:
+        """The step end record's ``server_histograms`` from two snapshots (None when there is nothing)."""
+        if start is None and end is None:
+            return None
+        problems: list[str] = []
+        out: dict[str, Any] = {"engine": None, "t_start": None, "t_end": None, "start": None, "end": None}
+        for key, snap in (("start", start), ("end", end)):
+            if snap is None:
+                problems.append(f"no scrape at the step's {key}")
+                continue
+            out[f"t_{key}"] = snap.get("t")
+            if "problem" in snap:
+                problems.append(f"scrape at the step's {key} failed: {snap['problem']}")
+                continue
+            out["engine"] = out["engine"] or snap.get("engine")
+            out[key] = snap.get("hists")
+            problems.extend(p for p in snap.get("problems") or () if p not in problems)
+        out["problems"] = problems
+        return out

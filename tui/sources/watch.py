@@ -338,6 +338,8 @@ class PrometheusWatcher:
         ttft = await self._hist(m.ttft, seconds, t, gaps)
         e2e = await self._hist(m.e2e, seconds, t, gaps)
         qt = await self._hist(m.queue_time, seconds, t, gaps)
+        itl = await self._first_hist(m.itl, seconds, t)
+        tpot = await self._first_hist(m.tpot, seconds, t)
         succ = await self._counter(m.success, seconds, t, gaps, zero_if_missing=False)
         fail = await self._counter(m.failed, seconds, t, gaps, zero_if_missing=ttft is not None)
         pre = None
@@ -348,8 +350,17 @@ class PrometheusWatcher:
             queue_time=qt, success=succ, failed=fail, preemptions=pre,
             waiting_start=await self._gauge(m.waiting, t - seconds), waiting_end=await self._gauge(m.waiting, t),
             running=await self._gauge(m.running, t), kv_cache=await self._gauge(m.kv_cache, t, "max"),
-            gaps=tuple(gaps),
+            gaps=tuple(gaps), itl=itl, tpot=tpot,
         )
+
+    async def _first_hist(self, names: tuple[str, ...], w: float, t: float) -> core.Buckets | None:
+        """The first of ``names`` (newer first) Prometheus has; None when none (an SLO needing it then says
+        it is not judgeable)."""
+        for base in names:
+            h = await self._hist(base, w, t, [])
+            if h is not None:
+                return h
+        return None
 
 
 class QueryError(Exception):

@@ -34,6 +34,9 @@ class WatchSettings:
     alpha: float = D.ALPHA
     min_window_minutes: float = D.MIN_WINDOW_MINUTES
     min_requests: int | None = None
+    slo_tpot_ms: float | None = None  # issue 21: more SLOs with TTFT (the Fréchet bound, tui.core.watch.combine)
+    slo_itl_ms: float | None = None
+    slo_e2e_ms: float | None = None
 
     @property
     def scrape_interval(self) -> float:
@@ -49,7 +52,8 @@ class WatchSettings:
     def watch_config(self) -> WatchConfig:
         """The judgement's settings (raises ValueError for values the judge refuses)."""
         return WatchConfig(slo_ttft_ms=self.slo_ttft_ms, target=self.target, alpha=self.alpha,
-                           min_window_s=self.min_window_minutes * 60.0, min_requests=self.min_requests)
+                           min_window_s=self.min_window_minutes * 60.0, min_requests=self.min_requests,
+                           slo_tpot_ms=self.slo_tpot_ms, slo_itl_ms=self.slo_itl_ms, slo_e2e_ms=self.slo_e2e_ms)
 
     def request_headers(self) -> dict[str, str]:
         h: dict[str, str] = {}
@@ -78,7 +82,8 @@ def _header_record(s: WatchSettings, cfg: WatchConfig) -> dict:
         headers={k: "<redacted>" for k in s.request_headers()},
         insecure=bool(s.insecure),
         acceptance={"slo_ttft_ms": cfg.slo_ttft_ms, "target": cfg.target, "alpha": cfg.alpha,
-                    "min_window_s": cfg.min_window_s},
+                    "min_window_s": cfg.min_window_s, "slo_tpot_ms": cfg.slo_tpot_ms, "slo_itl_ms": cfg.slo_itl_ms,
+                    "slo_e2e_ms": cfg.slo_e2e_ms},
         source={"kind": "watch", "tool": "servewatch", "version": __version__, "file": None, "sha256": None,
                 "derived": ["good fraction bracket from histogram bucket bounds",
                             "window counts from counter deltas (metrics) or increase() (Prometheus)"]},

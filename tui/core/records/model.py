@@ -49,6 +49,9 @@ class StepRecord:
     round: int = 1
     mode: str | None = None  # "closed" | "open"
     info: dict = field(default_factory=dict)
+    # issue 21: the server's latency histograms scraped at the step's start and end (an end record's
+    # ``server_histograms``, read by tui.core.server_timing); None when the step carries none. Also in ``info``.
+    server_histograms: dict | None = None
 
 
 @dataclass(slots=True)

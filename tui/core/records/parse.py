@@ -233,6 +233,9 @@ def parse_object(d: Any) -> Record:
         if ev not in ("start", "end"):
             raise RecordError("field 'event' of a step must be 'start' or 'end'")
         info = {k: v for k, v in d.items() if k not in ("type", "t", "event", "level", "round", "mode")}
+        sh = d.get("server_histograms")
+        if sh is not None and not isinstance(sh, dict):
+            raise RecordError("field 'server_histograms' of a step must be an object")
         rnd = _int(d, "round")
         return StepRecord(
             t=_num(d, "t", True),  # type: ignore[arg-type]
@@ -241,6 +244,7 @@ def parse_object(d: Any) -> Record:
             round=1 if rnd is None else rnd,
             mode=_str(d, "mode"),
             info=info,
+            server_histograms=sh,
         )
     if typ == "run":
         sv = d.get("schema_version")

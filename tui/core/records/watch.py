@@ -42,6 +42,8 @@ class Window:
     kv_cache: float | None = None
     gaps: tuple[str, ...] = ()
     reset: str | None = None  # why this window restarted (counter reset), if it did
+    itl: Buckets | None = None  # inter-token gaps (one observation per gap), issue 21
+    tpot: Buckets | None = None  # time per output token (one observation per request), issue 21
 
     @property
     def seconds(self) -> float:
@@ -75,14 +77,19 @@ def _pb(v: object) -> Buckets | None:
 
 
 def window_to_record(w: Window) -> dict:
-    """A ``watch`` record (see docs/record-format.md)."""
-    return {
+    """A ``watch`` record (see docs/record-format.md); ``itl_buckets`` / ``tpot_buckets`` only when present."""
+    d = {
         "type": "watch", "t_start": w.t_start, "t_end": w.t_end, "engine": w.engine, "source": w.source,
         "ttft_buckets": _jb(w.ttft), "e2e_buckets": _jb(w.e2e), "queue_time_buckets": _jb(w.queue_time),
         "success": w.success, "failed": w.failed, "preemptions": w.preemptions,
         "waiting_start": w.waiting_start, "waiting_end": w.waiting_end, "running": w.running,
         "kv_cache_usage": w.kv_cache, "gaps": list(w.gaps), "reset": w.reset,
     }
+    if w.itl is not None:
+        d["itl_buckets"] = _jb(w.itl)
+    if w.tpot is not None:
+        d["tpot_buckets"] = _jb(w.tpot)
+    return d
 
 
 def window_from_record(d: dict) -> Window:
@@ -113,5 +120,6 @@ def window_from_record(d: dict) -> Window:
         success=num("success"), failed=num("failed"), preemptions=num("preemptions"),
         waiting_start=num("waiting_start"), waiting_end=num("waiting_end"), running=num("running"),
         kv_cache=num("kv_cache_usage"), gaps=tuple(str(g) for g in gaps), reset=None if reset is None else str(reset),
+        itl=_pb(d.get("itl_buckets")), tpot=_pb(d.get("tpot_buckets")),
     )
 

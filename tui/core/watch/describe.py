@@ -52,6 +52,10 @@ def describe_window(w: Window, cfg: WatchConfig) -> dict:
             d[key] = "gap (series missing or unusable)"
         else:
             d[key] = {f"P{round(q * 100)}": fmt_quantile(b, q) for q in QUANTILES} | {"n": count_of(b)}
+    for key, b, names in (("itl", w.itl, m.itl if m else ()), ("tpot", w.tpot, m.tpot if m else ())):
+        if names:  # issue 21: only for an engine that exports it (older pages: "gap")
+            d[key] = ("gap (series missing or unusable)" if b is None else
+                      {f"P{round(q * 100)}": fmt_quantile(b, q) for q in QUANTILES} | {"n": count_of(b)})
     if w.ttft is not None:
         br = good_bracket(w.ttft, cfg.slo_s, w.failed)
         d["good_fraction"] = {"lo": br.lo, "hi": br.hi, "exact": br.exact, "text": br.text(),

@@ -16,6 +16,7 @@ from tui.core.records.watch import Window, finite
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 from tui.core.textfmt import fmt_minutes
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
+from tui.core.watch.combine import FRECHET_NOTE, ITL_NOTE, combined_counts, in_force
 from tui.core.watch.histogram import good_bracket, share_above
 from tui.core.watch.notes import COMPLETION_NOTE, NO_TTFT_NOTE, NOT_EXPOSED, SERVER_TTFT_LABEL
 from tui.core.watch.windows import merge_windows
@@ -36,6 +37,22 @@ class WatchConfig:
     min_requests: int | None = None
     fail_min_s: float = FAIL_MIN_S
     queue_share: float | None = None  # queue-time-over-SLO share that blocks PASS; default (1 - target) / 2
+    # issue 21: more SLOs judged with TTFT (None: off); several make the Fréchet bound (tui.core.watch.combine)
+    slo_tpot_ms: float | None = None
+    slo_itl_ms: float | None = None
+    slo_e2e_ms: float | None = None
+
+    @property
+    def slos(self) -> list[tuple[str, float]]:
+        """The SLOs in force, TTFT first: [("TTFT", ms), ("TPOT", ms), ...]."""
+        return in_force(self.slo_ttft_ms, self.slo_tpot_ms, self.slo_itl_ms, self.slo_e2e_ms)
+
+    @property
+    def several(self) -> bool:
+        return len(self.slos) > 1
+
+    def describe_slos(self) -> str:
+        return ", ".join(f"{n} <= {v:g} ms" for n, v in self.slos)
 
     @property
     def slo_s(self) -> float:
@@ -63,9 +80,14 @@ class WatchVerdict:
     target: float = defaults.TARGET
     slo_ttft_ms: float = defaults.SLO_TTFT_MS
     alpha: float = defaults.ALPHA
+    slos: tuple[dict, ...] = ()  # several SLOs: each one's share bracket, and the Fréchet bound on all
 
     def to_dict(self) -> dict:
-        return {
+        extra: dict = {}
+        if self.slos:
+            extra = {"slos": list(self.slos), "combination": FRECHET_NOTE,
+                     "pass_judged_on": "the lower end of the bracket", "fail_judged_on": "the upper end"}
+        return extra | {
             "state": self.state, "reason": self.reason, "good_fraction_lo": self.lo, "good_fraction_hi": self.hi,
             "exact": self.exact, "n": self.n, "good_lo": self.good_lo, "good_hi": self.good_hi,
             "elapsed_s": self.elapsed_s, "missing": self.missing, "pass_blocked_by": list(self.blocked),
@@ -118,6 +140,9 @@ class WatchJudgement:
         self.span = None
         self.exact = True
         self.good_lo = self.good_hi = self.n = 0.0
+        # several SLOs: per SLO the summed share ends (x total), windows where it was not judgeable
+        self.slo_sum: dict[str, list[float]] = {name: [0.0, 0.0] for name, _v in self.cfg.slos}
+        self.slo_unjudgeable: dict[str, int] = {}
 
     def add(self, w: Window) -> None:
         self.windows += 1
@@ -129,7 +154,21 @@ class WatchJudgement:
         if w.ttft is None:
             self.gap_windows += 1
             return  # a gap: nothing invented, the judges wait
-        br = good_bracket(w.ttft, self.cfg.slo_s, w.failed)
+        if self.cfg.several:
+            g_lo, g_hi, total, exact, shares = combined_counts(w, self.cfg.slos)
+            for s in shares:
+                acc = self.slo_sum[s.name]
+                acc[0] += s.lo * total
+                acc[1] += s.hi * total
+                if not s.judgeable:
+                    self.slo_unjudgeable[s.name] = self.slo_unjudgeable.get(s.name, 0) + 1
+        else:
+            br = good_bracket(w.ttft, self.cfg.slo_s, w.failed)
+            # conservative rounding: Prometheus' increase() extrapolates to non-integer counts
+            total = math.ceil(br.total - 1e-6)
+            g_lo = math.floor(br.good_lo + 1e-6)
+            g_hi = min(total, math.ceil(br.good_hi - 1e-6))
+            exact = br.exact
         if not self._started:
             # anchor the evidence at the window's start (same call shape as LevelJudge: no new method)
             self.pess.add_many(w.t_start, 0, 0)
@@ -137,16 +176,12 @@ class WatchJudgement:
             self._t0 = w.t_start
             self._started = True
         self._t = w.t_end
-        # conservative rounding: Prometheus' increase() extrapolates to non-integer counts
-        total = math.ceil(br.total - 1e-6)
-        g_lo = math.floor(br.good_lo + 1e-6)
-        g_hi = min(total, math.ceil(br.good_hi - 1e-6))
         self.pess.add_many(w.t_end, g_lo, total)
         self.opt.add_many(w.t_end, g_hi, total)
         self.good_lo += g_lo
         self.good_hi += g_hi
         self.n += total
-        self.exact = self.exact and br.exact
+        self.exact = self.exact and exact
         self.span = merge_windows([self.span, w]) if self.span is not None else w
 
     def verdict(self, has_ttft: bool = True) -> WatchVerdict:
@@ -163,6 +198,9 @@ class WatchJudgement:
         hi = self.good_hi / n if n else None
         if lo is None or hi is None:  # n == 0
             frac = "no finished requests yet"
+        elif cfg.several:
+            frac = (f"share meeting all of {cfg.describe_slos()} {100 * lo:.1f}-{100 * hi:.1f}% (Fréchet bound "
+                    "from separate histograms)")
         elif self.exact:
             frac = f"good fraction {100 * lo:.1f}%"
         else:
@@ -176,6 +214,20 @@ class WatchJudgement:
             parts.append(f"{fmt_minutes(need_s)} more" if parts else f"need {fmt_minutes(need_s)} more")
         missing = ", ".join(parts) or None
         blocked = tuple(queue_blocks(self.span, cfg)) if self.span is not None else ()
+        slo_rows: tuple[dict, ...] = ()
+        if cfg.several:
+            notes.insert(0, FRECHET_NOTE)
+            if cfg.slo_itl_ms is not None:
+                notes.insert(1, ITL_NOTE)
+            blocked = blocked + tuple(
+                f"{name} not judgeable in {k} window(s): the server exposes no histogram for it there, so the "
+                "share meeting all SLOs has 0 as its lower end" for name, k in self.slo_unjudgeable.items())
+            slo_rows = tuple({"slo": name, "limit_ms": v,
+                              "share_lo": (self.slo_sum[name][0] / n) if n else None,
+                              "share_hi": (self.slo_sum[name][1] / n) if n else None,
+                              "unjudgeable_windows": self.slo_unjudgeable.get(name, 0)} for name, v in cfg.slos)
+            slo_rows = slo_rows + ({"slo": "all", "limit_ms": None, "share_lo": lo, "share_hi": hi,
+                                    "unjudgeable_windows": None},)
         if self.last is not None and self.last.ttft is None and self.last.gaps:
             notes.append("last window is a gap: " + "; ".join(self.last.gaps))
         ps, os_ = self.pess.state, self.opt.state
@@ -204,7 +256,7 @@ class WatchJudgement:
         return WatchVerdict(state=state, reason=reason, lo=lo, hi=hi, exact=self.exact, n=n, good_lo=self.good_lo,
                             good_hi=self.good_hi, elapsed_s=elapsed, missing=missing if state == INSUFFICIENT_WINDOW else None,
                             blocked=blocked, notes=tuple(notes), target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms,
-                            alpha=cfg.alpha)
+                            alpha=cfg.alpha, slos=slo_rows)
 
 
 def judge_once(w: Window, cfg: WatchConfig) -> WatchVerdict:

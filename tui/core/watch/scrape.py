@@ -31,6 +31,8 @@ class Cumulative:
     running: float | None
     kv_cache: float | None
     missing: tuple[str, ...] = ()
+    itl: Buckets | None = None  # issue 21: inter-token gaps, per-request TPOT
+    tpot: Buckets | None = None
 
 
 def _histogram(samples: Sequence[Sample], base: str) -> tuple[Buckets | None, str | None]:
@@ -109,6 +111,7 @@ def cumulative_from_samples(samples: Sequence[Sample], engine: str, t: float) ->
         return h
 
     ttft, e2e, qt = hist(m.ttft), hist(m.e2e), hist(m.queue_time)
+    itl, tpot = first_histogram(samples, m.itl), first_histogram(samples, m.tpot)
     succ, why_s = _counter(samples, m.success)
     fail, why_f = _counter(samples, m.failed)
     # a labelled counter with no failing series yet is a zero, not a gap: vLLM creates its
@@ -124,5 +127,15 @@ def cumulative_from_samples(samples: Sequence[Sample], engine: str, t: float) ->
     return Cumulative(
         t=float(t), engine=engine, ttft=ttft, e2e=e2e, queue_time=qt, success=succ, failed=fail,
         preemptions=pre, waiting=_gauge(samples, m.waiting), running=_gauge(samples, m.running),
-        kv_cache=_gauge(samples, m.kv_cache, "max"), missing=tuple(missing),
+        kv_cache=_gauge(samples, m.kv_cache, "max"), missing=tuple(missing), itl=itl, tpot=tpot,
     )
+
+
+def first_histogram(samples: Sequence[Sample], names: tuple[str, ...]) -> Buckets | None:
+    """The first of ``names`` (newer first) present and usable; None when none is (an SLO that needs it then
+    says it is not judgeable: ``tui.core.watch.combine``)."""
+    for base in names:
+        h, _why = _histogram(samples, base)
+        if h is not None:
+            return h
+    return None

@@ -33,7 +33,7 @@ def window_between(a: Cumulative, b: Cumulative, source: str = "metrics") -> Win
     gaps = list(b.missing)
     reset = False
     parts = {}
-    for key in ("ttft", "e2e", "queue_time"):
+    for key in ("ttft", "e2e", "queue_time", "itl", "tpot"):
         d, r = _bucket_delta(getattr(a, key), getattr(b, key))
         reset |= r
         parts[key] = d
@@ -53,7 +53,7 @@ def window_between(a: Cumulative, b: Cumulative, source: str = "metrics") -> Win
     return Window(t_start=a.t, t_end=b.t, engine=b.engine, source=source, ttft=parts["ttft"], e2e=parts["e2e"],
                   queue_time=parts["queue_time"], success=scal["success"], failed=scal["failed"],
                   preemptions=scal["preemptions"], waiting_start=a.waiting, waiting_end=b.waiting,
-                  running=b.running, kv_cache=b.kv_cache, gaps=tuple(gaps))
+                  running=b.running, kv_cache=b.kv_cache, gaps=tuple(gaps), itl=parts["itl"], tpot=parts["tpot"])
 
 
 def merge_windows(ws: Sequence[Window]) -> Window | None:
@@ -86,7 +86,8 @@ def merge_windows(ws: Sequence[Window]) -> Window | None:
                      queue_time=add_b(out.queue_time, w.queue_time), success=add_s(out.success, w.success),
                      failed=add_s(out.failed, w.failed), preemptions=add_s(out.preemptions, w.preemptions),
                      waiting_start=out.waiting_start, waiting_end=w.waiting_end, running=w.running,
-                     kv_cache=w.kv_cache, gaps=tuple(dict.fromkeys(out.gaps + w.gaps)), reset=out.reset or w.reset)
+                     kv_cache=w.kv_cache, gaps=tuple(dict.fromkeys(out.gaps + w.gaps)), reset=out.reset or w.reset,
+                     itl=add_b(out.itl, w.itl), tpot=add_b(out.tpot, w.tpot))
     return out
 
 
@@ -129,10 +130,13 @@ def advance(fed: Window | None, cur: Window) -> tuple[Window, Window]:
     s, s_f = sdiff(fed.success, cur.success)
     f, f_f = sdiff(fed.failed, cur.failed)
     p, p_f = sdiff(fed.preemptions, cur.preemptions)
+    i, i_f = bdiff(fed.itl, cur.itl)
+    o, o_f = bdiff(fed.tpot, cur.tpot)
     delta = Window(t_start=fed.t_end, t_end=cur.t_end, engine=cur.engine, source=cur.source, ttft=t, e2e=e,
                    queue_time=q, success=s, failed=f, preemptions=p, waiting_start=fed.waiting_end,
-                   waiting_end=cur.waiting_end, running=cur.running, kv_cache=cur.kv_cache, gaps=cur.gaps)
+                   waiting_end=cur.waiting_end, running=cur.running, kv_cache=cur.kv_cache, gaps=cur.gaps,
+                   itl=i, tpot=o)
     new_fed = Window(t_start=fed.t_start, t_end=cur.t_end, engine=cur.engine, source=cur.source, ttft=t_f, e2e=e_f,
                      queue_time=q_f, success=s_f, failed=f_f, preemptions=p_f, waiting_start=fed.waiting_start,
-                     waiting_end=cur.waiting_end, running=cur.running, kv_cache=cur.kv_cache)
+                     waiting_end=cur.waiting_end, running=cur.running, kv_cache=cur.kv_cache, itl=i_f, tpot=o_f)
     return delta, new_fed

@@ -98,6 +98,7 @@ class LoadGenerator:
         self._executor: RequestExecutor | None = None
         self._runner: StepRunner | None = None
         self.pool: WorkerPool | None = None  # when the load runs in worker processes (tui.sources.load.coordinator)
+        self._step_hist: Any = None  # tui.sources.metrics.StepHistograms when metrics are on (issue 21)
         self.workers = 1  # resolved --workers (1: the load runs in this process)
         self.workers_info: list[dict] = []
         self._pool_sent = 0
@@ -399,6 +400,10 @@ class LoadGenerator:
         step = Step(level, rnd, phase, mode)
         self._step = step
         c = self.cfg
+        hist = self._step_hist if phase == "measure" else None
+        h0 = h1 = None
+        if hist is not None:  # the server's latency histograms at the step's start (and end, below)
+            h0 = await hist.snapshot(self._client, self.model)
         if phase == "measure":
             self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration,
                                         "trace" if c.trace is not None else c.arrival))
@@ -412,6 +417,8 @@ class LoadGenerator:
                 await self._closed_step(step, concurrency or int(level), n_requests, duration)
             else:
                 await self._open_step(step, float(level), n_requests, duration)
+            if h0 is not None and hist is not None:
+                h1 = await hist.snapshot(self._client, self.model)
         finally:
             step.t1 = perf_counter()
             if self.pool is not None:
@@ -419,6 +426,10 @@ class LoadGenerator:
             end = self._step_end(step)
             if pooled is not None:
                 _pool_fields(end, pooled, step.mode)
+            if h0 is not None and hist is not None:
+                sh = hist.combine(h0, h1)
+                if sh is not None:
+                    end["server_histograms"] = sh
             if phase == "measure":
                 self.emit(end)
                 self.summary.steps.append(end)
@@ -490,7 +501,9 @@ class LoadGenerator:
 
                 self.say("server: " + describe_capacity(self.server_capacity))
             if c.metrics:
-                from tui.sources.metrics import MetricsScraper
+                from tui.sources.metrics import MetricsScraper, StepHistograms
+
+                self._step_hist = StepHistograms(self.root, metrics_url=c.metrics_url, headers=self.headers)
 
                 scraper = MetricsScraper(self.root, metrics_url=c.metrics_url, interval=c.metrics_interval,
                                          headers=self.headers, in_flight=lambda: self.in_flight,
