@@ -188,17 +188,17 @@ def slos_from_args(args: argparse.Namespace) -> Slos:
 
 def add_slo_arguments(g: argparse._ActionsContainer) -> None:
     """The SLO flags (``slos_from_args`` turns them into ``Slos``): in ``add_acceptance_arguments``, and `compare`."""
-    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS|off",
+    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS",
                    help="a request is good when it completes AND meets every SLO given: time to first (answer) "
                         f"token at most this (default {D.SLO_TTFT_MS:g}; off: not judged)")
-    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS|off",
+    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS",
                    help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
                         "(default: off)")
-    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS|off",
+    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS",
                    help="the largest gap between two consecutive tokens at most this (a stall the user sees; "
                         "default: off)")
-    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS|off",
-                   help="request sent to last token at most this (default: off)")
+    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS",
+                   help="request sent to last token at most this (default: off; MS or off)")
     g.add_argument("--ttft-of", choices=TTFT_OF, default="answer",
                    help="what the TTFT SLO judges on a reasoning model: the first answer token (answer, the "
                         "stricter: fast reasoning must not look fast) or the first token of any kind (any, when "
