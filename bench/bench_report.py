@@ -43,7 +43,7 @@ REPORT = r"""
 import io, json, resource, sys, time
 from argparse import Namespace
 from tui.cli.report import run_report
-args = Namespace(slo_ttft_ms=1000.0, target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None, json=False,
+args = Namespace(slo_ttft_ms=1000.0, slo_tpot_ms=None, slo_itl_ms=None, slo_e2e_ms=None, ttft_of="answer", target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None, json=False,
                  level=None, params=None, weights=None, gpu_gib=None, margin_gib=None, layers=None, kv_heads=None,
                  head_dim=None, max_seq=None, kv_dtype=None, tp=None, block_size=None, config=None, budget=None)
 ru0 = resource.getrusage(resource.RUSAGE_SELF)

@@ -91,7 +91,8 @@ def test_report_never_raises_on_arbitrary_files(tmp_path_factory, lines):
     from tui.cli import UsageError
     from tui.cli.report import run_report
 
-    args = Namespace(slo_ttft_ms=1000.0, target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None,
+    args = Namespace(slo_ttft_ms=1000.0, slo_tpot_ms=None, slo_itl_ms=None, slo_e2e_ms=None, ttft_of="answer",
+                     target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None,
                      json=True, level=None)
     out = io.StringIO()
     from tui.core.budget import teaching_case

@@ -13,7 +13,9 @@ import sys
 
 import tui.core.defaults as D
 from tui.cli.chainopts import verify_key
+from tui.cli.options import slos_from_args
 from tui.core.exitcodes import UsageError
+from tui.core.slos import Slos
 from tui.sources.evidence_monitor import NoRequests, compare_run
 from tui.sources.evidence_reader import ReadSettings, open_evidence
 
@@ -23,7 +25,7 @@ COMPARE_EXIT_DOC = "exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.cli.options import fraction, positive_float
+    from tui.cli.options import add_slo_arguments, fraction
 
     parser.description = ("Compare a candidate run with a base run level by level (levels match within 5%): n, good "
                           "fraction with its interval, TTFT P50/P95/P99, TPOT, goodput, and per level NOT WORSE / "
@@ -33,8 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
     parser.add_argument("base", help="the base run (record file or another tool's output)")
     parser.add_argument("cand", help="the candidate run")
-    parser.add_argument("--slo-ttft-ms", type=positive_float, default=D.SLO_TTFT_MS, metavar="MS",
-                        help=f"a request is good when it completes with TTFT at most this (default {D.SLO_TTFT_MS:g})")
+    add_slo_arguments(parser)
     parser.add_argument("--margin", type=fraction, default=D.COMPARE_MARGIN, metavar="FRACTION",
                         help=f"largest acceptable drop in good fraction (default {D.COMPARE_MARGIN:g} = "
                              f"{D.COMPARE_MARGIN * 100:g} points)")
@@ -54,11 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_verify_key_argument(parser)
 
 
-def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = D.SLO_TTFT_MS) -> dict:
+def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = D.SLO_TTFT_MS,
+             slos: Slos | None = None) -> dict:
     """{"label", "header", "requests", "issues", "problems"} of any readable run, through the evidence reader
     (``tui.sources.evidence_monitor.compare_run``); raises OSError, ImportProblem, NoRequests, SeveralRuns."""
     with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
-        return compare_run(ev, slo_ttft_ms)
+        return compare_run(ev, slo_ttft_ms, slos)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     from tui.sources.importing import ImportProblem
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
+    slos = slos_from_args(args)
+    slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     runs = []
     chains = []
     for path, pick in ((args.base, args.base_run), (args.cand, args.cand_run)):
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
             with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain
-                runs.append(compare_run(ev, args.slo_ttft_ms))
+                runs.append(compare_run(ev, slo_ttft_ms, slos))
                 chains.append(ev.integrity)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -84,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             raise runs_problem(exc) from None
         except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
-    result = compare(runs[0], runs[1], slo_ttft_ms=args.slo_ttft_ms, margin=args.margin, alpha=args.alpha)
+    result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos)
     integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
     if args.out:

@@ -35,6 +35,7 @@ from tui.cli.options import (
     non_negative_int,
     positive_float,
     positive_int,
+    slos_from_args,
     token_range,
 )
 from tui.core.exitcodes import ExitCode
@@ -177,6 +178,7 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
     """The LoadConfig the flags of :func:`add_load_arguments` describe (raises ConfigError on bad combinations).
     A flag left at None (not given) takes the default of :mod:`tui.core.defaults`, or the trace's value."""
     trace = trace_from_args(args)
+    slos = slos_from_args(args)
     closed = args.concurrency is not None
     levels = args.concurrency if closed else args.rate
     if trace is not None:
@@ -211,7 +213,8 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         insecure=bool(args.insecure),
         seed=args.seed,
         monitor=monitor_config(
-            slo_ttft_ms=float(args.slo_ttft_ms),
+            slo_ttft_ms=defaults.SLO_TTFT_MS if slos.ttft_ms is None else float(slos.ttft_ms),
+            slos=slos,
             target=float(args.target),
             alpha=float(args.alpha),
             min_window_minutes=float(args.min_window_minutes),

@@ -17,6 +17,7 @@ import math
 
 import tui.core.defaults as D
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
+from tui.core.slos import TTFT_OF, Slos
 
 # ------------------------------------------------------------------ help
 
@@ -157,15 +158,7 @@ def header_arg(text: str) -> tuple[str, str]:
 def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
     """The SLO / verdict flags shared by report, replay, run, live, sweep and accept."""
     g = parser.add_argument_group("acceptance target")
-    g.add_argument("--slo-ttft-ms", type=positive_float, default=D.SLO_TTFT_MS, metavar="MS",
-                   help=f"a request is good when it completes with client TTFT at most this (default {D.SLO_TTFT_MS:g})")
-    # issue 21 (the slo engineer owns these; the server/watch branch adds the same three for watch)
-    g.add_argument("--slo-tpot-ms", type=positive_float, default=None, metavar="MS",
-                   help="also require time per output token at most this (default: off)")
-    g.add_argument("--slo-itl-ms", type=positive_float, default=None, metavar="MS",
-                   help="also require the largest inter-token gap at most this (default: off)")
-    g.add_argument("--slo-e2e-ms", type=positive_float, default=None, metavar="MS",
-                   help="also require request sent to last token at most this (default: off)")
+    add_slo_arguments(g)
     g.add_argument("--target", type=fraction, default=D.TARGET, metavar="FRACTION",
                    help=f"required good fraction (default {D.TARGET:g})")
     g.add_argument("--alpha", type=fraction, default=D.ALPHA, metavar="FRACTION",
@@ -174,6 +167,42 @@ def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"minimum observation time before PASS can be declared (default {D.MIN_WINDOW_MINUTES:g})")
     g.add_argument("--min-requests", type=positive_int, default=None, metavar="N",
                    help="minimum measured requests (default: the fewest with which PASS is possible)")
+
+
+def ms_or_off(text: str) -> float | None:
+    """An SLO in milliseconds (> 0), or ``off`` (None: not judged)."""
+    if text.strip().lower() == "off":
+        return None
+    return positive_float(text)
+
+
+def slos_from_args(args: argparse.Namespace) -> Slos:
+    """The SLOs the acceptance flags give (``--slo-ttft-ms MS|off``, ``--slo-tpot-ms``, ``--slo-itl-ms``,
+    ``--slo-e2e-ms``, ``--ttft-of``): the one place they become ``tui.core.slos.Slos``."""
+    try:
+        return Slos(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms, itl_ms=args.slo_itl_ms,
+                    e2e_ms=args.slo_e2e_ms, ttft_of=args.ttft_of)
+    except ValueError as exc:
+        raise UsageError(exc) from None
+
+
+def add_slo_arguments(g: argparse._ActionsContainer) -> None:
+    """The SLO flags (``slos_from_args`` turns them into ``Slos``): in ``add_acceptance_arguments``, and `compare`."""
+    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS",
+                   help="a request is good when it completes AND meets every SLO given: time to first (answer) "
+                        f"token at most this (default {D.SLO_TTFT_MS:g}; off: not judged)")
+    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS",
+                   help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
+                        "(default: off)")
+    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS",
+                   help="the largest gap between two consecutive tokens at most this (a stall the user sees; "
+                        "default: off)")
+    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS",
+                   help="request sent to last token at most this (default: off; MS or off)")
+    g.add_argument("--ttft-of", choices=TTFT_OF, default="answer",
+                   help="what the TTFT SLO judges on a reasoning model: the first answer token (answer, the "
+                        "stricter: fast reasoning must not look fast) or the first token of any kind (any, when "
+                        "the product shows the reasoning) (default answer)")
 
 
 def add_required_level_argument(parser: argparse.ArgumentParser) -> None:
@@ -276,6 +305,10 @@ def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
     add_speed_arguments(parser, "default: fast enough to show the whole sample in about a minute")
     add_console_arguments(parser)
     add_teaching_argument(parser)
+    # the acceptance settings of the console on the sample run: the one home's defaults (no flags for them here)
+    parser.set_defaults(slo_ttft_ms=D.SLO_TTFT_MS, slo_tpot_ms=None, slo_itl_ms=None, slo_e2e_ms=None,
+                        ttft_of="answer", target=D.TARGET, alpha=D.ALPHA, min_window_minutes=D.MIN_WINDOW_MINUTES,
+                        min_requests=None)
 
 
 # ------------------------------------------------------------------ HTTP: endpoint, credentials, TLS, headers

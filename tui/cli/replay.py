@@ -23,9 +23,11 @@ from tui.cli.options import (
     add_teaching_argument,
     epilog,
     positive_int,
+    slos_from_args,
 )
 from tui.cli.report import monitor_config_from_args
 from tui.core.exitcodes import ExitCode
+from tui.core.slos import Slos
 from tui.sources.evidence_reader import ReplayPlan
 
 
@@ -205,14 +207,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(exc) from None
     baseline = None
     if getattr(args, "baseline", None):
-        baseline = load_baseline(args.baseline, args.slo_ttft_ms)
+        baseline = load_baseline(args.baseline, args.slo_ttft_ms, slos_from_args(args))
         if isinstance(baseline, str):
             raise UsageError(baseline)
     return run_console(args.file, args, budget, speed=float(args.speed or D.REPLAY_SPEED), budget_origin=origin,
                        baseline=baseline, plan=plan)
 
 
-def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:
+def load_baseline(path: str, slo_ttft_ms: float | None, slos: Slos | None = None) -> dict | str:
     """The base run's per-level good fractions for the sweep pane, or a one-line problem."""
     from tui.cli.compare import NoRequests, load_run
     from tui.core.compare import baseline_levels
@@ -226,7 +228,8 @@ def load_baseline(path: str, slo_ttft_ms: float) -> dict | str:
         return f"cannot read baseline {path}: {exc.strerror or exc}"
     except (ImportProblem, NoRequests) as exc:
         return str(exc)
-    return baseline_levels(run["requests"], slo_ttft_ms, run["header"], label=path)
+    return baseline_levels(run["requests"], D.SLO_TTFT_MS if slo_ttft_ms is None else slo_ttft_ms, run["header"],
+                           label=path, slos=slos)
 
 
 def run_default(args: argparse.Namespace) -> int:

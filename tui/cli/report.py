@@ -19,6 +19,7 @@ from tui.cli.options import (
     add_run_argument,
     add_teaching_argument,
     epilog,
+    slos_from_args,
 )
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
@@ -31,13 +32,16 @@ __all__ = ["LAST_RUN", "add_arguments", "analyse_file", "input_problem", "monito
 
 
 def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig:
-    # the one home's defaults for commands without the acceptance flags (the no-argument console)
+    """The Monitor's settings from the acceptance flags (``add_acceptance_arguments``; the no-argument console's
+    parser sets the same names to the one home's defaults): the SLOs through ``slos_from_args``."""
+    slos = slos_from_args(args)
     kw = dict(
-        slo_ttft_ms=getattr(args, "slo_ttft_ms", D.SLO_TTFT_MS),
-        target=getattr(args, "target", D.TARGET),
-        alpha=getattr(args, "alpha", D.ALPHA),
-        min_window_s=getattr(args, "min_window_minutes", D.MIN_WINDOW_MINUTES) * 60.0,
-        min_requests=getattr(args, "min_requests", None),
+        slo_ttft_ms=D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms,
+        slos=slos,
+        target=args.target,
+        alpha=args.alpha,
+        min_window_s=args.min_window_minutes * 60.0,
+        min_requests=args.min_requests,
     )
     if getattr(args, "rolling_seconds", None):
         kw["rolling_s"] = args.rolling_seconds

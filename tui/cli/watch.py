@@ -79,10 +79,16 @@ def settings_from_args(args: argparse.Namespace) -> WatchSettings:
         prometheus_url=args.prometheus_url, metrics_url=args.metrics_url, selector=args.selector,
         interval=args.interval, url=args.url, probe_rate=args.probe_rate, model=args.model,
         api_key_env=args.api_key_env, headers=tuple(args.headers), insecure=args.insecure,
-        slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+        slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
         min_window_minutes=args.min_window_minutes, min_requests=args.min_requests,
-        slo_tpot_ms=getattr(args, "slo_tpot_ms", None), slo_itl_ms=getattr(args, "slo_itl_ms", None),
-        slo_e2e_ms=getattr(args, "slo_e2e_ms", None))
+        slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)
+
+
+def _watch_ttft_slo(args: argparse.Namespace) -> float:
+    """The watch judges the TTFT SLO: ``--slo-ttft-ms off`` is bad usage here (not judged silently at a default)."""
+    if args.slo_ttft_ms is None:
+        raise UsageError("watch judges the TTFT SLO: --slo-ttft-ms off is not supported here")
+    return float(args.slo_ttft_ms)
 
 
 def _check_url(u: str, flag: str) -> str | None:
@@ -339,10 +345,9 @@ def watch_config_from_args(args: argparse.Namespace):
     from tui.core.watch import WatchConfig
 
     try:
-        return WatchConfig(slo_ttft_ms=args.slo_ttft_ms, target=args.target, alpha=args.alpha,
+        return WatchConfig(slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
                            min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests,
-                           slo_tpot_ms=getattr(args, "slo_tpot_ms", None), slo_itl_ms=getattr(args, "slo_itl_ms", None),
-                           slo_e2e_ms=getattr(args, "slo_e2e_ms", None))
+                           slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)
     except (AttributeError, ValueError) as exc:
         raise UsageError(exc) from None
 

@@ -25,7 +25,9 @@ import tui.core.defaults as defaults
 import tui.core.stats as stats
 from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
+from tui.core.outcomes import EXCLUDED, GOOD
 from tui.core.records.request import RequestRecord
+from tui.core.slos import Slos, slo_rule
 from tui.core.textfmt import fmt_pct
 from tui.core.verdict import BATCH_MULTS
 
@@ -99,9 +101,12 @@ def _upper_factor(df: int, conf: float = 0.95) -> float:
     return df / q
 
 
-def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float) -> dict[tuple[float | None, str | None], LevelStats]:
-    """Measured requests grouped by (level, mode=None). Cancelled requests follow the verdict issue's rule:
-    cancelled with elapsed time over the SLO and no first token: not good; otherwise still open: excluded."""
+def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
+                slos: Slos | None = None) -> dict[tuple[float | None, str | None], LevelStats]:
+    """Measured requests grouped by (level, mode=None), judged by the one rule (``tui.core.slos.slo_rule``: every
+    SLO in ``slos``, else the TTFT SLO ``slo_ttft_s`` alone); cancelled requests whose outcome was still open are
+    excluded (counted), as the Monitor does."""
+    rule = slo_rule(Slos(ttft_ms=slo_ttft_s * 1000.0) if slos is None else slos)
     out: dict[Any, LevelStats] = {}
     for r in requests:
         if r.phase != "measure":
@@ -109,21 +114,18 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float) -> dict[tu
         st = out.get(r.level)
         if st is None:
             st = out[r.level] = LevelStats(r.level, None)
-        if r.error == "cancelled":
-            if r.t_first_token is None and r.t_end - r.t_sent > slo_ttft_s:
-                good = False
-            else:
-                st.excluded_open += 1
-                continue
-        else:
-            good = r.is_good(slo_ttft_s)
+        outcome, ttft_ms, _ = rule(r)
+        if outcome == EXCLUDED:
+            st.excluded_open += 1
+            continue
+        good = outcome == GOOD
         st.n += 1
         st.good += good
         st.outcomes.append((r.t_end, good))
         st.t0 = r.t_sent if st.t0 is None else min(st.t0, r.t_sent)
         st.t1 = r.t_end if st.t1 is None else max(st.t1, r.t_end)
-        if r.complete and r.error is None and r.ttft is not None:
-            st.ttft_ms.append(1000.0 * r.ttft)
+        if r.complete and r.error is None and ttft_ms is not None:
+            st.ttft_ms.append(ttft_ms)
             if r.output_tokens and r.output_tokens > 1:
                 st.tpot_ms.append(1000.0 * (r.t_end - r.t_first_token) / (r.output_tokens - 1))  # type: ignore[operator]
     return out
@@ -176,7 +178,8 @@ def _mode(header: dict) -> str | None:
     return m if m in ("closed", "open") else None
 
 
-def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defaults.COMPARE_MARGIN, alpha: float = defaults.ALPHA) -> dict:
+def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defaults.COMPARE_MARGIN,
+            alpha: float = defaults.ALPHA, slos: Slos | None = None) -> dict:
     """``base`` / ``cand``: {"label", "header", "requests": [RequestRecord], "issues": int}. Returns the
     comparison as a JSON-able dict with ``verdict`` and ``exit_code``."""
     slo = slo_ttft_ms / 1000.0
@@ -185,7 +188,7 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         header = run.get("header") or {}
         axis = source_of(header).get("time_axis", "epoch")
         lim = verdict_limit(header)
-        lv = level_stats(run["requests"], slo)
+        lv = level_stats(run["requests"], slo, slos)
         mode = _mode(header)
         sides.append({"label": run["label"], "header": header, "has_axis": axis != "none", "limit": lim,
                       "mode": mode,
@@ -239,6 +242,7 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         "candidate": {"file": c["label"], "tool": tc, "ttft_definition": dc, "time_axis": c["has_axis"],
                       "source": source_of(c["header"]) or None, "issues": cand.get("issues", 0)},
         "slo_ttft_ms": slo_ttft_ms, "margin": margin, "alpha": alpha,
+        "slos": (slos or Slos(ttft_ms=slo_ttft_ms)).describe(),
         "levels": rows,
         "unmatched": {"base": unmatched_b, "candidate": unmatched_c},
         "warnings": warnings,
@@ -273,7 +277,7 @@ def to_markdown(cmp: dict) -> str:
     lines = [f"# servewatch compare: {title}", "",
              f"- base: `{b['file']}` ({b['tool']}{'' if b['time_axis'] else ', no time axis'})",
              f"- candidate: `{c['file']}` ({c['tool']}{'' if c['time_axis'] else ', no time axis'})",
-             f"- good = completed AND client TTFT <= {cmp['slo_ttft_ms']:g} ms; margin {100 * cmp['margin']:.1f} points; "
+             f"- good = completed AND {_good_text(cmp)}; margin {100 * cmp['margin']:.1f} points; "
              f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
              f"- {cmp['reason']}", ""]
     for w in cmp["warnings"]:
@@ -312,11 +316,19 @@ def to_markdown(cmp: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _good_text(cmp: dict) -> str:
+    """What a good request met: the TTFT SLO alone as before, else every SLO in force (``Slos.describe``)."""
+    text = cmp.get("slos")
+    if not text or text == Slos(ttft_ms=cmp["slo_ttft_ms"]).describe():
+        return f"client TTFT <= {cmp['slo_ttft_ms']:g} ms"
+    return text
+
+
 def baseline_levels(requests: Iterable[RequestRecord], slo_ttft_ms: float, header: dict | None = None,
-                    label: str = "") -> dict:
+                    label: str = "", slos: Slos | None = None) -> dict:
     """Per-level good fraction of a base run, for the console's sweep pane (`replay CAND --baseline BASE`):
     {"label", "limit", "levels": {level: {"good", "n", "fraction", "lo", "hi"}}}."""
-    lv = level_stats(requests, slo_ttft_ms / 1000.0)
+    lv = level_stats(requests, slo_ttft_ms / 1000.0, slos)
     out = {}
     for level, st in lv.items():
         lo, hi = stats.wilson(st.good, st.n)

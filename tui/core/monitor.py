@@ -35,9 +35,10 @@ from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.levels import row_mode
 from tui.core.outcomes import EXCLUDED, FAILED
 from tui.core.records.model import BudgetRecord, GpuSample, HostSample, QueueSample, Record, RunHeader, StepRecord
-from tui.core.records.request import RequestRecord, contradiction, outcome_rule
+from tui.core.records.request import RequestRecord, contradiction
 from tui.core.records.schema import LineIssue
 from tui.core.severity import BAD, GOOD, NA, WARN, Severity, fraction_severity
+from tui.core.slos import MISS_MASK, NEEDS, NOJUDGE_SHIFT, SLO_NAMES, Slos, combo_name, itl_ms, miss_names, slo_rule
 from tui.core.snapshot import (
     FractionStat,
     GpuDevice,
@@ -62,6 +63,8 @@ MAX_EXAMPLES = 5
 TIMELINE_HEAD = 1000  # verdict state changes kept from the start of the run
 TIMELINE_TAIL = 1000  # ... and the latest ones; changes in between are counted, not kept
 ROLLING_MAX = 200_000  # most requests a time-based rolling window holds (above that rate it is the last 200,000)
+_UNSET_SLOS = Slos()  # MonitorConfig.slos not given: the TTFT SLO of ``slo_ttft_ms`` alone
+LATENCY_KEYS = ("ttft", "tpot", "itl", "e2e")  # WindowStat.latency, in the order of tui.core.slos.SLO_NAMES
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,20 @@ class MonitorConfig:
     bucket_s: float = defaults.BUCKET_S  # sparkline bucket width (record time)
     batch_s: float = defaults.BATCH_S  # shortest batch length of the dependence correction (also x2, x4, x8)
     max_batches: int = 1024  # unused since the judge keeps running sums per batch length
+    # every SLO a request must meet to be good (tui.core.slos); not given: the TTFT SLO ``slo_ttft_ms`` alone.
+    # ``slo_ttft_ms`` stays the TTFT SLO for the callers that read it (the default's value when TTFT is off)
+    slos: Slos = _UNSET_SLOS
 
     def __post_init__(self) -> None:
         if not self.slo_ttft_ms > 0:
             raise ValueError("slo_ttft_ms must be > 0")
+        if self.slos is _UNSET_SLOS:
+            object.__setattr__(self, "slos", Slos(ttft_ms=self.slo_ttft_ms))
+        elif self.slos.ttft_ms is not None:
+            if self.slo_ttft_ms != defaults.SLO_TTFT_MS and self.slo_ttft_ms != self.slos.ttft_ms:
+                raise ValueError(f"slo_ttft_ms ({self.slo_ttft_ms:g}) and slos.ttft_ms ({self.slos.ttft_ms:g}) "
+                                 "must agree")
+            object.__setattr__(self, "slo_ttft_ms", float(self.slos.ttft_ms))
         if not 0.0 < self.target < 1.0:
             raise ValueError("target must be a fraction between 0 and 1 (for example 0.95)")
         if not 0.0 < self.alpha < 1.0:
@@ -164,6 +177,9 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
                     else "more than a day more")
             reason += (f" Failures arrive in bursts: {when} at this rate "
                        f"(until the effective n reaches what PASS needs, if the fraction holds).")
+    slos = cfg.slos
+    if slos != Slos(ttft_ms=cfg.slo_ttft_ms):  # more than the TTFT SLO alone (whose value every view shows)
+        reason += f" Good = completed AND {slos.describe()}."
     e_pass, e_fail = judge.e_values()
     k, longest_s, _ = judge.episode_summary()
     return Verdict(
@@ -174,7 +190,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
         decided_at_n=judge.state_since_n if state in (PASS, FAIL) else None,
         target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
         episodes=k, longest_episode_s=longest_s, unseen_episode_period_s=judge.unseen_episode_period_s(),
-        minutes_more=more, vif_point=judge.vif_point,
+        minutes_more=more, vif_point=judge.vif_point, slos=slos.describe(),
     )
 
 
@@ -184,6 +200,7 @@ class _LevelState:
         "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
+        "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -196,6 +213,14 @@ class _LevelState:
         self.ttft = stats.QuantileStore(EXACT_CAP)
         self.tpot_sketch = stats.QuantileStore(EXACT_CAP)
         self.out_tokens = 0
+        # issue 21: TPOT (last-token based), the largest inter-token gap and end-to-end of completed requests
+        # (bounded stores like TTFT's), the miss / not-judgeable bits per combination, good output tokens
+        self.tpot = stats.QuantileStore(EXACT_CAP)
+        self.itl = stats.QuantileStore(EXACT_CAP)
+        self.e2e = stats.QuantileStore(EXACT_CAP)
+        self.combos: dict[int, int] = {}
+        self.good_out_tokens = 0
+        self.lat_cache: dict[str, tuple[int, tuple[Percentile, ...]]] = {}
         self.judge = LevelJudge(test, min_window_s=cfg.min_window_s, min_requests=min_requests,
                                 fail_min_s=min(FAIL_MIN_S, cfg.min_window_s), batch_s=cfg.batch_s)
         self.verdict_cache: tuple | None = None
@@ -212,6 +237,39 @@ class _LevelState:
         self.times = array("d")  # (t_sent, t_end, t_sent - t_intended) per record, interleaved: one extend each
         self.delivered_cache: tuple[int, evidence.Delivered] | None = None
 
+    def percentiles_of(self, name: str, store: stats.QuantileStore) -> tuple[Percentile, ...]:
+        """P50/P95/P99 of one bounded store with the n-support rule (exact, or the sketch's past the cap, said),
+        recomputed only when the store has grown."""
+        c = self.lat_cache.get(name)
+        if c is not None and c[0] == store.n:
+            return c[1]
+        if store.approximate:
+            out = tuple(Percentile(q=q, value_ms=store.quantile(q), n=store.n, supported=store.n >= stats.n_needed(q),
+                                   n_needed=stats.n_needed(q), approximate=True) for q in stats.QUANTILES)
+        else:
+            out = stats.percentiles(sorted(store.exact))
+        self.lat_cache[name] = (store.n, out)
+        return out
+
+    def miss_counts(self) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        """(misses per SLO, miss combinations, not judgeable per SLO) of the level's completed requests."""
+        misses: dict[str, int] = {}
+        combos: dict[str, int] = {}
+        nojudge: dict[str, int] = {}
+        for bits, k in self.combos.items():
+            m = bits & MISS_MASK
+            if m:
+                for name in miss_names(m):
+                    misses[name] = misses.get(name, 0) + k
+                key = combo_name(m)
+                combos[key] = combos.get(key, 0) + k
+            for name in miss_names(bits >> NOJUDGE_SHIFT):
+                nojudge[name] = nojudge.get(name, 0) + k
+        order = {name: i for i, name in enumerate(SLO_NAMES)}
+        return (dict(sorted(misses.items(), key=lambda kv: order[kv[0]])),
+                dict(sorted(combos.items(), key=lambda kv: (kv[0].count("+"), kv[0]))),
+                dict(sorted(nojudge.items(), key=lambda kv: order[kv[0]])))
+
     def sorted_ttfts(self) -> Sequence[float]:
         exact = self.ttft.exact
         c = self._sorted_cache
@@ -222,10 +280,13 @@ class _LevelState:
         return s
 
 
-def _store(st: _LevelState | None, ttfts: list[float], tpots: list[float]) -> None:
+def _store(st: _LevelState | None, ttfts: list[float], tpots: list[float], lat: tuple[list, list, list]) -> None:
     if st is not None:
         st.ttft.extend(ttfts)
         st.tpot_sketch.extend(tpots)
+        st.tpot.extend(lat[0])
+        st.itl.extend(lat[1])
+        st.e2e.extend(lat[2])
 
 
 class Monitor:
@@ -246,7 +307,7 @@ class Monitor:
         self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
         self.slo_s = cfg.slo_ttft_ms / 1000.0
         self._slo_ms = cfg.slo_ttft_ms
-        self._classify = outcome_rule(cfg.slo_ttft_ms)
+        self._classify = slo_rule(cfg.slos)  # the one rule (tui.core.slos)
         # measured requests cancelled (by the user or by servewatch), per (level, round): still open
         # (excluded from the good fraction and the verdict) / already past the SLO (counted as failed)
         self.cancelled_open: dict[tuple, int] = {}
@@ -418,6 +479,9 @@ class Monitor:
                 d = self.delivered(st)
                 if d.problem:
                     self.block_pass(f"{evidence.level_name(key[0], key[1], self._mode_of(st))} {d.problem}", key)
+        for key, st in by_key.items():
+            for problem in self.unjudgeable_problems(st):
+                self.block_pass(problem, key)
         if self.contradictions:
             self._notes.append(f"{self.contradictions} request record(s) say complete but contradict themselves (an "
                                "HTTP status other than 2xx, 0 output tokens, an abort/error finish reason or no first "
@@ -549,13 +613,17 @@ class Monitor:
         # the end of the batch (a store keeps values, not their order), so a snapshot sees them all
         ttfts: list[float] = []
         tpots: list[float] = []
+        lat: tuple[list, list, list] = ([], [], [])  # new TPOT, ITL, E2E values (the same batching)
+        tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
         try:
             for r in items:
                 seq += 1
                 if type(r) is not RequestRecord:
-                    if ttfts or tpots:
-                        _store(st, ttfts, tpots)
+                    if ttfts or tpots or lat[2]:
+                        _store(st, ttfts, tpots, lat)
                         ttfts, tpots = [], []
+                        lat = ([], [], [])
+                        tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
                     self.seq_no = seq
                     self._add_other(r)
                     st = self.current
@@ -578,7 +646,7 @@ class Monitor:
                 err = r.error
                 if err is not None:
                     errors[err] = errors.get(err, 0) + 1
-                outcome, ttft_ms = classify(r)  # the one rule: tui.core.records.outcome_rule
+                outcome, ttft_ms, misses = classify(r)  # the one rule: tui.core.slos.slo_rule
                 recent_append((r, outcome, ttft_ms))  # rows are built at snapshot time only
                 if r.phase != "measure":
                     self.warmup_total += 1
@@ -587,9 +655,11 @@ class Monitor:
                         ws.append(t_sent)
                     continue
                 if st is None or st.level != r.level or st.round != r.round:
-                    if ttfts or tpots:
-                        _store(st, ttfts, tpots)
+                    if ttfts or tpots or lat[2]:
+                        _store(st, ttfts, tpots, lat)
                         ttfts, tpots = [], []
+                        lat = ([], [], [])
+                        tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
                     st = self.current = self._state_for(r.level, r.round)
                 # what the file says about this level, for the cross-checks (tui.core.evidence)
                 rn = st.rec_n = st.rec_n + 1
@@ -624,12 +694,36 @@ class Monitor:
                     else:
                         st.slow += 1
                     st.completed += 1
-                    ttfts.append(ttft_ms)  # type: ignore[arg-type]
+                    if ttft_ms is not None:  # None: reasoning and no answer token (a TTFT miss, tui.core.slos)
+                        ttfts.append(ttft_ms)
+                    if misses:
+                        combos = st.combos
+                        combos[misses] = combos.get(misses, 0) + 1
                     if ot:
                         st.out_tokens += ot
+                        if good:
+                            st.good_out_tokens += ot
                         if ot > 1:
                             tpot_ms = (t_end - r.t_first_token) * 1000.0 / (ot - 1)  # type: ignore[operator]
                             tpots.append(tpot_ms)
+                    # the per-token metrics (tui.core.slos: one derivation each; inlined on the hot path)
+                    tl = r.t_last_token
+                    if tl is None:
+                        e2e_add((t_end - t_sent) * 1000.0)
+                    else:
+                        e2e_add((tl - t_sent) * 1000.0)
+                        nt = r.usage_output_tokens
+                        if nt is None:
+                            nt = r.output_chunks
+                            if nt is None:
+                                nt = ot
+                        if nt > 1:
+                            tp_add((tl - r.t_first_token) * 1000.0 / (nt - 1))  # type: ignore[operator]
+                    gap = r.itl_max_ms
+                    if gap is None and r.token_offsets is not None:
+                        gap = itl_ms(r)
+                    if gap is not None:
+                        itl_add(gap)
                 # the verdict: one judge per level, re-checked after every measured outcome (its window
                 # starts when the level's first measured request was sent)
                 judge = st.judge
@@ -664,8 +758,8 @@ class Monitor:
                     if len(bt) < 20_000:
                         bt.append(ttft_ms)
         finally:
-            if ttfts or tpots:
-                _store(st, ttfts, tpots)
+            if ttfts or tpots or lat[2]:
+                _store(st, ttfts, tpots, lat)
             self.seq_no = seq
             self.requests_total += requests
 
@@ -739,8 +833,8 @@ class Monitor:
             return self._empty_window("cumulative")
         if st.ttft.approximate:
             ttft = tuple(
-                Percentile(q=q, value_ms=st.ttft.quantile(q), n=st.completed,
-                           supported=st.completed >= stats.n_needed(q), n_needed=stats.n_needed(q), approximate=True)
+                Percentile(q=q, value_ms=st.ttft.quantile(q), n=st.ttft.n,
+                           supported=st.ttft.n >= stats.n_needed(q), n_needed=stats.n_needed(q), approximate=True)
                 for q in stats.QUANTILES
             )
             ttft_inf = ttft  # documented: beyond the exact cap only the completed-only reading is kept exactly
@@ -751,6 +845,7 @@ class Monitor:
         secs = max(0.0, (st.last_t or 0) - (st.first_t or 0))
         lo, hi = stats.wilson(st.good, st.n)
         frac = st.good / st.n
+        misses, combos, nojudge = st.miss_counts()
         return WindowStat(
             label="cumulative",
             good=FractionStat(st.good, st.n, frac, lo, hi, fraction_severity(frac, cfg.target)),
@@ -764,6 +859,10 @@ class Monitor:
             goodput_per_s=st.good / secs if secs > 0 else None,
             tpot_ms_p50=st.tpot_sketch.quantile(0.5),
             seconds=secs,
+            latency={"ttft": ttft, "tpot": st.percentiles_of("tpot", st.tpot), "itl": st.percentiles_of("itl", st.itl),
+                     "e2e": st.percentiles_of("e2e", st.e2e)},
+            misses=misses, miss_combos=combos, unjudgeable=nojudge,
+            good_output_tok_per_s=st.good_out_tokens / secs if secs > 0 else None,
         )
 
     def _empty_window(self, label: str) -> WindowStat:
@@ -783,7 +882,7 @@ class Monitor:
         n = len(roll)
         if n == 0:
             return self._empty_window(label)
-        ttfts = sorted(x[2] for x in roll if not x[3])
+        ttfts = sorted(x[2] for x in roll if not x[3] and x[2] is not None)
         failed = sum(1 for x in roll if x[3])
         good = self._roll_good
         tpots = sorted(x[5] for x in roll if x[5] is not None)
@@ -829,6 +928,9 @@ class Monitor:
             if st.degraded and v.state == "PASS":
                 v = dataclasses.replace(v, state="UNDECIDED", reason=st.degraded)
             blocks = self.pass_blocks((st.level, st.round))
+            nj = self.unjudgeable_problems(st)
+            if nj:
+                blocks = blocks + [b for b in nj if b not in blocks]
             if not self.finished and v.state == PASS:  # live: the load must have been delivered (finish() adds it)
                 d = self.delivered(st)
                 if d.problem:
@@ -838,18 +940,33 @@ class Monitor:
             c = st.verdict_cache = (key, v)
         return c[1]
 
+    def unjudgeable_problems(self, st: _LevelState) -> list[str]:
+        """One sentence per SLO in force that some completed requests of the level could not be judged on (never
+        good; each forbids PASS): "TPOT not judgeable on 400 of 400 requests: the file has no last-token times"."""
+        out: list[str] = []
+        if not any(bits >> NOJUDGE_SHIFT for bits in st.combos):
+            return out
+        nojudge = st.miss_counts()[2]
+        name = evidence.level_name(st.level, st.round, self._mode_of(st))
+        for slo, k in nojudge.items():
+            out.append(f"{name}: {slo} not judgeable on {k} of {st.n} requests: the file has no {NEEDS[slo]}")
+        return out
+
     def level_rows(self) -> tuple[LevelRow, ...]:
         rows = []
         for st in self.levels.values():
             if st.n == 0:
                 continue
             d = self.delivered(st)
+            problems = self.pass_blocks((st.level, st.round))
+            problems = problems + [p for p in self.unjudgeable_problems(st) if p not in problems]
             rows.append(LevelRow(
                 level=st.level, round=st.round, mode=st.mode, window=self._window_from_state(st),
                 verdict=self.verdict_for(st), saturated=st.saturated, lateness_p99_ms=st.lateness_p99_ms,
                 max_waiting=st.max_waiting, peak_gpu_gib=st.peak_gpu_gib,
                 cancelled_open=self.cancelled_open.get((st.level, st.round), 0),
-                delivered=d.figure, not_reached=d.problem, problems=tuple(self.pass_blocks((st.level, st.round))),
+                delivered=d.figure, not_reached=d.problem,
+                problems=tuple(problems),
                 server_histograms=self.step_info.get((st.level, st.round), {}).get("server_histograms"),
             ))
         return tuple(rows)
@@ -942,6 +1059,7 @@ class Monitor:
             p95_series=tuple(series_p95),
             target=self.cfg.target,
             slo_ttft_ms=self.cfg.slo_ttft_ms,
+            slos=self.cfg.slos,
             queue=self._queue_state(),
             gpu=self._gpu_state(),
             errors_by_class=dict(self.errors_by_class),

@@ -13,7 +13,7 @@ import tui.core.server_timing as _server_timing
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.exitcodes import ExitCode
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
-from tui.core.snapshot import LevelRow, Snapshot, WindowStat
+from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.textfmt import fmt_level, fmt_pct
 
@@ -37,7 +37,36 @@ def judge(snap: Snapshot, required_level: float | None = None) -> JudgedLevel | 
     return judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.levels), required_level)
 
 
+def latency_dict(ps: tuple[Percentile, ...]) -> dict[str, Any]:
+    """``{"p50", "p95", "p99", "n"}`` in ms: a percentile the n does not support (or none) is null."""
+    out: dict[str, Any] = {f"p{round(p.q * 100)}": (_jnum(p.value_ms) if p.supported else None) for p in ps}
+    out["n"] = ps[0].n if ps else 0
+    return out
+
+
+def misses_text(w: dict[str, Any], slos: str = "") -> str:
+    """"312 good; missed TTFT 20, TPOT 41, both 7" (and the not-judgeable counts) of one window's JSON."""
+    parts = [f"{w['good']} good"]
+    misses = w.get("misses") or {}
+    combos = {k: v for k, v in (w.get("miss_combos") or {}).items() if "+" in k}
+    if misses:
+        miss = "missed " + ", ".join(f"{k} {v}" for k, v in misses.items())
+        if len(misses) == 2 and len(combos) == 1:
+            miss += f", both {next(iter(combos.values()))}"
+        elif combos:
+            miss += " (" + ", ".join(f"{k} {v}" for k, v in combos.items()) + ")"
+        parts.append(miss)
+    nj = w.get("unjudgeable") or {}
+    if nj:
+        parts.append("not judgeable " + ", ".join(f"{k} {v}" for k, v in nj.items()))
+    if w.get("failed"):
+        parts.append(f"failed {w['failed']}")
+    return "; ".join(parts)
+
+
 def window_dict(w: WindowStat) -> dict[str, Any]:
+    lat = w.latency
+    ttft_flat = latency_dict(lat.get("ttft", w.ttft))
     return {
         "n": w.good.n,
         "good": w.good.good,
@@ -46,8 +75,19 @@ def window_dict(w: WindowStat) -> dict[str, Any]:
         "completed": w.completed,
         "failed": w.failed,
         "slow": w.slow,
-        "ttft_ms": {p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported, "n_needed": p.n_needed,
-                              "approximate": p.approximate} for p in w.ttft},
+        # TTFT: the detailed reading by label ("P50": {...}) and issue 21's flat one (p50, p95, p99, n) side by side
+        "ttft_ms": {**{p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported,
+                                 "n_needed": p.n_needed, "approximate": p.approximate} for p in w.ttft},
+                    **ttft_flat},
+        "tpot_ms": latency_dict(lat.get("tpot", ())),
+        "itl_ms": latency_dict(lat.get("itl", ())),
+        "e2e_ms": latency_dict(lat.get("e2e", ())),
+        "misses": dict(w.misses),
+        "miss_combos": dict(w.miss_combos),
+        "unjudgeable": dict(w.unjudgeable),
+        "goodput_rps": w.goodput_per_s,
+        "goodput_tok_s": w.good_output_tok_per_s,
+        "throughput_rps": w.req_per_s,
         "ttft_ms_failures_as_inf": {p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported}
                                     for p in w.ttft_fail_inf},
         "req_per_s": w.req_per_s,
@@ -120,7 +160,10 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "provenance": _prov.as_dict(snap.header),
         "synthetic": snap.synthetic,
         "header": snap.header,
-        "slo": {"ttft_ms": snap.slo_ttft_ms, "target": snap.target, "alpha": v.alpha},
+        "slo": {"ttft_ms": snap.slo_ttft_ms, "target": snap.target, "alpha": v.alpha,
+                "slos": {"ttft_ms": snap.slos.ttft_ms, "tpot_ms": snap.slos.tpot_ms, "itl_ms": snap.slos.itl_ms,
+                         "e2e_ms": snap.slos.e2e_ms, "ttft_of": snap.slos.ttft_of},
+                "in_force": list(snap.slos.in_force()), "text": snap.slos.describe()},
         "budget": None,
         "budget_view": view.as_dict(),
         "judged": None if j is None else {
@@ -226,7 +269,9 @@ def format_report(rep: dict[str, Any]) -> str:
     m = rep["measured"]
     w = m["window"]
     slo = rep["slo"]
-    add(f"Measured (good = completed AND client TTFT <= {slo['ttft_ms']:g} ms, over ALL measured requests; "
+    good_is = (f"client TTFT <= {slo['ttft_ms']:g} ms" if slo.get("in_force", ["TTFT"]) == ["TTFT"]
+               and (slo.get("slos") or {}).get("ttft_of", "answer") == "answer" else slo["text"])
+    add(f"Measured (good = completed AND {good_is}, over ALL measured requests; "
         f"target {slo['target']:.0%})")
     add(f"  level={fmt_level(m['level'])} round={m['round'] or '-'}  measured requests={w['n']}  "
         f"warmup excluded={rep['warmup_total']}")
@@ -238,6 +283,8 @@ def format_report(rep: dict[str, Any]) -> str:
     for key, title in (("ttft_ms", "TTFT over completed requests"), ("ttft_ms_failures_as_inf", "TTFT, failures as +inf")):
         parts = []
         for label, p in w[key].items():
+            if not label.startswith("P"):  # the flat reading (p50, ..., n) beside the detailed one
+                continue
             val = p["value"]
             s = f"{label}=" + ("N/A" if val is None else ("inf" if val == "inf" else f"{val:.0f} ms"))
             if val is not None and not p["supported"]:
@@ -247,10 +294,15 @@ def format_report(rep: dict[str, Any]) -> str:
             parts.append(s)
         n = next(iter(w[key].values()))["n"]
         add(f"  {title} (n={n}): " + "  ".join(parts))
+    for key, title in (("tpot_ms", "TPOT"), ("itl_ms", "ITL (largest gap)"), ("e2e_ms", "E2E")):
+        add(f"  {title} over completed requests (n={w[key]['n']}): {_lat(w[key])}")
+    add(f"  {misses_text(w)}")
+    add(f"  goodput={_f(w['goodput_rps'])} req/s, {_f(w['goodput_tok_s'])} good tok/s  "
+        f"(throughput={_f(w['throughput_rps'])} req/s, {_f(w['output_tok_per_s'])} tok/s)")
     vd = m["verdict"]
     if rep.get("judged"):
         add(f"  {rep['judged']['text']}")
-    add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else ""))
+    add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else "") + f"  (judged on {slo['text']})")
     add(f"    {vd['reason']}")
     ev = rep.get("evidence") or {}
     if ev.get("judged_level_delivered"):
@@ -285,6 +337,12 @@ def format_report(rep: dict[str, Any]) -> str:
                 f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else "")
                 + ("  NOT REACHED" if r.get("not_reached") else ""))
         add("  (* = insufficient n for that percentile)")
+        add("  level round  TPOT P50/P95/P99 (n)     ITL P50/P95/P99 (n)      E2E P50/P95/P99 (n)      goodput tok/s"
+            "  misses")
+        for r in rep["levels"]:
+            add(f"  {fmt_level(r['level']):>5} {r['round']:>5}  {_lat(r['tpot_ms'], True):<24} "
+                f"{_lat(r['itl_ms'], True):<24} {_lat(r['e2e_ms'], True):<24} {_f(r['goodput_tok_s']):>13}  "
+                f"{misses_text(r)}")
     if rep["errors_by_class"]:
         add("  errors: " + ", ".join(f"{k}={v}" for k, v in sorted(rep["errors_by_class"].items())))
     cn = (rep.get("cancelled") or {}).get("note")
@@ -310,6 +368,15 @@ def format_report(rep: dict[str, Any]) -> str:
     for line in c["missing_or_failed"]:
         add(f"     {line}")
     return "\n".join(out) + "\n"
+
+
+def _lat(d: dict[str, Any], short: bool = False) -> str:
+    """"P50=210 ms  P95=380 ms  P99=N/A" of a flat latency dict (None: no value, or n too small for it)."""
+    def v(x: Any) -> str:
+        return "N/A" if x is None else ("inf" if x == "inf" else f"{x:.0f}")
+    if short:
+        return f"{v(d['p50'])}/{v(d['p95'])}/{v(d['p99'])} ({d['n']})"
+    return "  ".join(f"P{q}=" + (v(d[f'p{q}']) + " ms" if d[f"p{q}"] is not None else "N/A") for q in (50, 95, 99))
 
 
 def _f(v: float | None) -> str:

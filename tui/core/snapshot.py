@@ -17,6 +17,7 @@ from tui.core.severity import GOOD as GOOD
 from tui.core.severity import NA as NA
 from tui.core.severity import WARN as WARN
 from tui.core.severity import Severity as Severity
+from tui.core.slos import Slos
 from tui.core.states import FAIL as FAIL
 from tui.core.states import INSUFFICIENT_WINDOW as INSUFFICIENT_WINDOW
 from tui.core.states import PASS as PASS
@@ -67,6 +68,15 @@ class WindowStat:
     goodput_per_s: float | None
     tpot_ms_p50: float | None
     seconds: float
+    # issue 21 (tui.core.slos): P50/P95/P99 of "ttft", "tpot", "itl", "e2e" over completed requests (the TTFT
+    # judged, as ``ttft``), with the same n-support rule; per SLO the requests that missed it (a request missing two
+    # counts in both), the combinations ("TTFT+TPOT": 7), the requests an SLO in force could not be judged on (never
+    # good), and good output tokens per second (``goodput_per_s`` is good requests per second)
+    latency: dict[str, tuple[Percentile, ...]] = field(default_factory=dict)
+    misses: dict[str, int] = field(default_factory=dict)
+    miss_combos: dict[str, int] = field(default_factory=dict)
+    unjudgeable: dict[str, int] = field(default_factory=dict)
+    good_output_tok_per_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +104,7 @@ class Verdict:
     unseen_episode_period_s: float | None = None  # episodes rarer than one per this are not ruled out
     minutes_more: float | None = None  # UNDECIDED only: minutes until the effective n would PASS at this rate
     vif_point: float | None = None  # point estimate behind vif (max over batch lengths; descriptive)
+    slos: str = ""  # the SLOs judged, ``tui.core.slos.Slos.describe()`` ("TTFT <= 1000 ms (answer), TPOT <= 50 ms")
 
     @property
     def severity(self) -> str:
@@ -217,6 +228,8 @@ class Snapshot:
     #: tui.core.chain.RecordsIntegrity of the file read (digest chain verified, broken, unverified); None: not
     #: verified by this view (a live run, a stream still being read)
     records_integrity: Any = None
+    #: the SLOs in force (tui.core.slos.Slos): ``slos.describe()`` names them wherever the verdict is shown
+    slos: Slos = field(default_factory=Slos)
 
     @property
     def cancelled_note(self) -> str | None:

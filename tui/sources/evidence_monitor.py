@@ -9,6 +9,7 @@ from typing import Any
 
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import LineIssue, RequestRecord, RunHeader, not_a_record_file
+from tui.core.slos import Slos
 from tui.sources.evidence_reader import EvidenceRun
 
 __all__ = ["NoRequests", "compare_run", "monitor_of", "not_records_problem"]
@@ -47,14 +48,15 @@ def not_records_problem(mon: Monitor) -> str | None:
     return None if problem is None else f"{mon.source}: {problem}"
 
 
-def compare_run(run: EvidenceRun, slo_ttft_ms: float) -> dict:
+def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None) -> dict:
     """{"label", "header", "requests", "issues", "problems"} of a run (``problems``: per level, the evidence
     problems that forbid judging it: the file held against itself); raises NoRequests, and what
     ``EvidenceRun.blocks`` raises."""
     header: dict = {}
     reqs: list = []
     issues = 0
-    mon = Monitor(MonitorConfig(slo_ttft_ms=slo_ttft_ms), source=run.path)  # the cross-checks of the file
+    cfg = MonitorConfig(slo_ttft_ms=slo_ttft_ms) if slos is None else MonitorConfig(slos=slos)
+    mon = Monitor(cfg, source=run.path)  # the cross-checks of the file
     for kept in run.blocks():
         mon.add_many(kept)
         for it in kept:

@@ -121,10 +121,12 @@ _REQUEST_FIELDS = operator.itemgetter(
 def parse_request(d: dict) -> RequestRecord:
     """Validate one request record (the hot path of every reader: keep it lean)."""
     get = d.get
+    extra = len(d) > _STANDARD_KEYS  # more than the fields every servewatch record has: maybe issue 21's
     try:
         (rid, t_sent, t_end, complete, t_first, t_int, phase, error, itok, otok, status, rnd, level, fr,
          ed) = _REQUEST_FIELDS(d)
     except KeyError:  # a field left out (other writers, hand-written files): absent reads as null
+        extra = True
         rid, t_sent, t_end, complete = get("id"), get("t_sent"), get("t_end"), get("complete")
         t_first, t_int, phase, error = get("t_first_token"), get("t_intended"), get("phase", "measure"), get("error")
         itok, otok, status, rnd = get("input_tokens"), get("output_tokens"), get("http_status"), get("round")
@@ -173,7 +175,7 @@ def parse_request(d: dict) -> RequestRecord:
     retried = get("retried") or 0
     if type(retried) is not int or not 0 <= retried <= _COUNT_MAX:
         retried = _count(d, "retried") or 0
-    return RequestRecord(
+    rec = RequestRecord(
         str(rid),
         t_sent,
         t_end,
@@ -192,6 +194,48 @@ def parse_request(d: dict) -> RequestRecord:
         offsets,
         retried,
     )
+    if extra:
+        _read_token_fields(d, rec)
+    return rec
+
+
+#: "type" and the fields of ``_REQUEST_FIELDS``: a record with no more keys than these has none of the optional ones
+_STANDARD_KEYS = 16
+#: the optional per-token fields of issue 21 (docs/record-format.md): times, counts, milliseconds
+_TOKEN_TIMES = ("t_first_answer", "t_first_reasoning", "t_last_token")
+_TOKEN_COUNTS = ("output_chunks", "reasoning_chunks", "usage_output_tokens", "usage_input_tokens",
+                 "usage_reasoning_tokens")
+_TOKEN_MS = ("itl_max_ms", "itl_p50_ms", "itl_p95_ms")
+
+
+def _read_token_fields(d: dict, rec: RequestRecord) -> None:
+    """The optional token fields, validated like the others: times inside [t_first_token, t_end] (a first answer,
+    first reasoning or last token cannot come before the first token of any kind), counts whole and >= 0,
+    milliseconds finite and >= 0. Read only when the record has more keys than the standard ones."""
+    get = d.get
+    for key in _TOKEN_TIMES:
+        v = get(key)
+        if v is None:
+            continue
+        if type(v) not in _NUM_TYPES or not _T_MIN <= v < _T_MAX:
+            raise RecordError(_bad_time(key, v))
+        tf = rec.t_first_token
+        if tf is None:
+            raise RecordError(f"field {key!r} is given but t_first_token is null")
+        if not tf <= v <= rec.t_end:
+            raise RecordError(f"{key} is outside [t_first_token, t_end]")
+        setattr(rec, key, v)
+    for key in _TOKEN_COUNTS:
+        v = get(key)
+        if v is not None:
+            setattr(rec, key, v if type(v) is int and 0 <= v <= _COUNT_MAX else _count(d, key))
+    for key in _TOKEN_MS:
+        v = get(key)
+        if v is None:
+            continue
+        if type(v) not in _NUM_TYPES or not _isfinite(v) or v < 0:
+            raise RecordError(f"field {key!r} must be a finite number of milliseconds >= 0, got {v!r:.40}")
+        setattr(rec, key, v)
 
 
 def parse_object(d: Any) -> Record:

@@ -1,6 +1,7 @@
-"""The request record and the one outcome rule: good / slow / failed / excluded, and the TTFT derivation.
+"""The request record and the TTFT-only outcome rule (the one rule is ``tui.core.slos.slo_rule``).
 
-TTFT is derived (``t_first_token - t_sent``), never trusted from a field. The outcome names are the vocabulary of
+TTFT is derived (``t_first_token - t_sent``, or the first answer token's time when the stream carried reasoning),
+never trusted from a field. The outcome names are the vocabulary of
 ``tui.core.outcomes``.
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
 
-from tui.core.defaults import SLO_TTFT_MS
-from tui.core.outcomes import CANCELLED, EXCLUDED, FAILED, GOOD, SLOW, Outcome
+from tui.core.outcomes import GOOD, Outcome
+from tui.core.slos import BAD_FINISH_REASONS as BAD_FINISH_REASONS
+from tui.core.slos import Slos, answer_ttft_ms, slo_rule
+from tui.core.slos import slo_microseconds as slo_microseconds
 
 
 @dataclass(slots=True)
@@ -34,16 +36,28 @@ class RequestRecord:
     round: int = 1
     token_offsets: list[float] | None = None
     retried: int = 0
+    # issue 21 (all optional; docs/record-format.md; the derivations in tui.core.slos)
+    t_first_answer: float | None = None  # first ANSWER token; None when the stream carried no reasoning
+    t_first_reasoning: float | None = None  # first reasoning token; None when none
+    t_last_token: float | None = None  # last token of any kind
+    output_chunks: int | None = None  # token-carrying chunks seen (reasoning + answer)
+    reasoning_chunks: int | None = None  # of which reasoning
+    usage_output_tokens: int | None = None  # the server's usage.completion_tokens
+    usage_input_tokens: int | None = None  # usage.prompt_tokens
+    usage_reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
+    itl_max_ms: float | None = None  # the largest gap between two consecutive tokens
+    itl_p50_ms: float | None = None  # gap quantiles of this request (nearest rank)
+    itl_p95_ms: float | None = None
 
     @property
     def ttft_ms(self) -> float | None:
-        """Client TTFT in ms (the one derivation, ``outcome_rule``); None when no token arrived."""
-        return _TTFT_ONLY(self)[1]
+        """Client (answer) TTFT in ms (the one derivation, ``outcome_rule``); None when no (answer) token arrived."""
+        return answer_ttft_ms(self)
 
     @property
     def ttft(self) -> float | None:
         """Client TTFT in seconds (``ttft_ms / 1000``); None when no token arrived."""
-        ms = _TTFT_ONLY(self)[1]
+        ms = answer_ttft_ms(self)
         return None if ms is None else ms / 1000.0
 
     @property
@@ -59,70 +73,23 @@ class RequestRecord:
         return self.outcome(slo_ttft_s) == GOOD
 
 
-# ---------------------------------------------------------------- the rule (its one definition)
-
-
-def slo_microseconds(slo_ttft_ms: float) -> float:
-    """The SLO in whole microseconds, the resolution at which TTFTs are judged."""
-    return float(round(slo_ttft_ms * 1000.0))
+# ---------------------------------------------------------------- the rule (its one definition: tui.core.slos)
 
 
 @functools.lru_cache(maxsize=32)
 def outcome_rule(slo_ttft_ms: float) -> Callable[[RequestRecord], tuple[Outcome, float | None]]:
-    """The good / slow / failed / excluded rule and the TTFT derivation, in ONE place.
-
-    Returns ``classify(record) -> (outcome, ttft_ms)``, built once per SLO: the Monitor calls it for
-    every request (its hot path), ``RequestRecord.outcome``/``is_good``/``ttft`` go through it too.
-
-    - TTFT (ms) = ``(t_first_token - t_sent) * 1000``, ``None`` without a first token.
-    - TTFT and elapsed times are judged in whole microseconds, rounded to the nearest: a TTFT is
-      within the SLO when ``round_half_up(ttft_us) <= slo_us``. Epoch-second floats resolve about
-      0.24 us, so a TTFT recorded as exactly the SLO (``t_first_token = t_sent + 1.0`` with an SLO of
-      1000 ms) can come out as 999.99976 or 1000.00024 ms; at 1 us it is exactly the SLO, and good.
-    - complete means ``complete: true``, no ``error``, and nothing in the record saying otherwise
-      (``contradiction`` says which: an HTTP status, when given, of 2xx; a finish reason that is not an abort or an
-      error; at least one output token when counted): a record that contradicts itself is failed.
-    - ``good``: complete, a first token, TTFT within the SLO.
-    - ``slow``: ``complete``, no ``error``, a first token, TTFT over the SLO.
-    - ``excluded``: ``error == "cancelled"`` while the outcome was still open: a first token within
-      the SLO, or no first token and ``t_end - t_sent`` (the time at the cancellation) within the SLO.
-      It stays in the record file and is counted and shown, but is not judged.
-    - ``failed``: everything else: not complete, an error, no first token. A cancelled request whose
-      first token came after the SLO, or which had none when it had already waited longer than the
-      SLO, is failed: it could no longer have been good.
-
-    ``round_half_up(x)`` is ``(x + 0.5) // 1.0``: no function call on the hot path.
-    """
-    slo_us = slo_microseconds(slo_ttft_ms)
+    """The TTFT-only special case of the one rule (``tui.core.slos.slo_rule``): ``classify(record) -> (outcome,
+    ttft_ms)`` with the TTFT SLO ``slo_ttft_ms`` (the answer TTFT: the first token when the stream carried no
+    reasoning) and no other SLO in force. Judged in whole microseconds (a TTFT exactly at the SLO is within it);
+    ``tui.core.slos`` documents the rule (good / slow / failed / excluded, the cancellation rule, the
+    self-contradicting records)."""
+    rule = slo_rule(Slos(ttft_ms=slo_ttft_ms))
 
     def classify(r: RequestRecord) -> tuple[Outcome, float | None]:
-        tf = r.t_first_token
-        err = r.error
-        if tf is None:
-            if err == CANCELLED and ((r.t_end - r.t_sent) * 1000.0 * 1000.0 + 0.5) // 1.0 <= slo_us:
-                return EXCLUDED, None  # no first token yet, but the SLO had not passed either
-            return FAILED, None
-        ttft = (tf - r.t_sent) * 1000.0
-        if err is None:
-            if r.complete:
-                # the first three checks of ``contradiction`` (the hot path of every reader): 2xx, a finish reason that is not an
-                # abort or an error, at least one output token
-                st = r.http_status
-                ot = r.output_tokens
-                fr = r.finish_reason
-                if ((st is None or 200 <= st < 300) and (ot is None or ot >= 1)
-                        and (fr is None or fr not in BAD_FINISH_REASONS)):
-                    return (GOOD if (ttft * 1000.0 + 0.5) // 1.0 <= slo_us else SLOW), ttft
-            return FAILED, ttft
-        if err == CANCELLED and (ttft * 1000.0 + 0.5) // 1.0 <= slo_us:
-            return EXCLUDED, ttft
-        return FAILED, ttft
+        outcome, ttft, _ = rule(r)
+        return outcome, ttft
 
     return classify
-
-
-#: finish reasons that say the generation did not end normally (a record that says complete with one is not)
-BAD_FINISH_REASONS: Final = frozenset({"abort", "error", "aborted", "cancelled"})
 
 
 def contradiction(r: RequestRecord) -> str | None:
@@ -143,5 +110,3 @@ def contradiction(r: RequestRecord) -> str | None:
         return "complete without a first token"
     return None
 
-
-_TTFT_ONLY = outcome_rule(SLO_TTFT_MS)  # the TTFT part of the rule does not depend on the SLO

@@ -34,7 +34,17 @@ def request_to_dict(r: RequestRecord) -> dict:
         d["token_offsets"] = r.token_offsets
     if r.retried:
         d["retried"] = r.retried
+    for key in TOKEN_FIELDS:  # issue 21's optional fields: written only when known (older files stay as they were)
+        v = getattr(r, key)
+        if v is not None:
+            d[key] = v
     return d
+
+
+#: the optional per-token fields (docs/record-format.md), in the order written
+TOKEN_FIELDS = ("t_first_answer", "t_first_reasoning", "t_last_token", "output_chunks", "reasoning_chunks",
+                "usage_output_tokens", "usage_input_tokens", "usage_reasoning_tokens", "itl_max_ms", "itl_p50_ms",
+                "itl_p95_ms")
 
 
 def dumps(d: dict) -> str:

@@ -18,6 +18,7 @@ import tui.core.defaults as defaults
 import tui.sources.openai_http as oh
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
+from tui.core.slos import Slos
 from tui.sources.load.errors import ConfigError
 from tui.sources.load.kinds import APIS, ARRIVALS, MODES, Api, Arrival, Mode
 from tui.sources.load.sizing import MAX_WORKERS, auto_workers
@@ -40,16 +41,18 @@ def default_step_cap(min_window_minutes: float) -> float:
 
 def monitor_config(slo_ttft_ms: float = defaults.SLO_TTFT_MS, target: float = defaults.TARGET,
                    alpha: float = defaults.ALPHA, min_window_minutes: float = defaults.MIN_WINDOW_MINUTES,
-                   min_requests: int | None = None) -> MonitorConfig:
+                   min_requests: int | None = None, slos: Slos | None = None) -> MonitorConfig:
     """The verdict settings from the flag values (``--slo-ttft-ms``, ``--target``, ``--alpha``,
-    ``--min-window-minutes``, ``--min-requests``); a bad value raises ConfigError."""
+    ``--min-window-minutes``, ``--min-requests``; ``slos``: every SLO in force, ``tui.cli.options.slos_from_args``,
+    whose TTFT SLO, when on, is ``slo_ttft_ms``); a bad value raises ConfigError."""
     if not (isinstance(slo_ttft_ms, (int, float)) and slo_ttft_ms > 0) or not (0 < target < 1):
         raise ConfigError("--slo-ttft-ms must be > 0 and --target in (0, 1)")
     if not (math.isfinite(min_window_minutes) and min_window_minutes >= 0):
         raise ConfigError("--min-window-minutes must be a number >= 0")
     try:
         return MonitorConfig(slo_ttft_ms=float(slo_ttft_ms), target=float(target), alpha=float(alpha),
-                             min_window_s=float(min_window_minutes) * 60.0, min_requests=min_requests)
+                             min_window_s=float(min_window_minutes) * 60.0, min_requests=min_requests,
+                             slos=Slos(ttft_ms=float(slo_ttft_ms)) if slos is None else slos)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
