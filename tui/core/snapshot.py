@@ -67,6 +67,14 @@ class WindowStat:
     goodput_per_s: float | None
     tpot_ms_p50: float | None
     seconds: float
+    # issue 21 (the SLOs a serving team signs); empty until the Monitor fills them in:
+    #: P50/P95/P99 per metric, keyed "ttft", "tpot", "itl", "e2e" (the n-support rule of ``ttft``); a key absent
+    #: or an empty tuple: the records do not carry that metric (shown "n/a")
+    latency: dict[str, tuple[Percentile, ...]] = field(default_factory=dict)
+    misses: dict[str, int] = field(default_factory=dict)  # per SLO name ("TTFT"): requests that missed it
+    miss_combos: dict[str, int] = field(default_factory=dict)  # "TTFT+TPOT": requests that missed exactly those
+    unjudgeable: dict[str, int] = field(default_factory=dict)  # per SLO name: requests lacking what it needs
+    good_output_tok_per_s: float | None = None  # goodput in output tokens per second (good requests only)
 
 
 @dataclass(frozen=True, slots=True)
