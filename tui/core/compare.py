@@ -26,6 +26,7 @@ import tui.core.stats as stats
 from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
 from tui.core.records.request import RequestRecord
+from tui.core.snapshot import Percentile
 from tui.core.textfmt import fmt_pct
 from tui.core.verdict import BATCH_MULTS
 
@@ -33,6 +34,57 @@ NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
 EXIT = {NOT_WORSE: 0, WORSE: 1, NOT_ENOUGH: 3}
 LEVEL_TOLERANCE = 0.05
 BATCH_SECONDS = tuple(defaults.BATCH_S * k for k in BATCH_MULTS)  # 15, 30, 60 and 120 s: the judge's batch lengths
+
+
+#: The latency metrics of issue 21, as the JSON names them (``ttft_ms``, ...), in the order every view lists them.
+LATENCY_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+LATENCY_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
+
+
+def _metric_values(r: RequestRecord) -> tuple[float | None, float | None, float | None, float | None]:
+    """STAND-IN for ``tui.core.slos.metric_values`` (issue 21; the slo engineer's module): replace this body by
+    ``from tui.core.slos import metric_values`` once main has it. (answer TTFT, TPOT, ITL, E2E) in ms, each
+    None when the record lacks what it needs, by the shared contract's derivations (fields read with getattr:
+    records from before issue 21 do not have them)."""
+    t_first = r.t_first_token
+    t_answer = getattr(r, "t_first_answer", None)
+    t_reasoning = getattr(r, "t_first_reasoning", None)
+    t_last = getattr(r, "t_last_token", None)
+    first_answer = t_answer if t_reasoning is not None else t_first
+    ttft = None if first_answer is None else (first_answer - r.t_sent) * 1000.0
+    usage = getattr(r, "usage_output_tokens", None)
+    chunks = getattr(r, "output_chunks", None)
+    tokens = usage if usage is not None else chunks if chunks is not None else r.output_tokens
+    tpot = None
+    if tokens is not None and tokens >= 2 and t_last is not None and t_first is not None:
+        tpot = (t_last - t_first) * 1000.0 / (tokens - 1)
+    itl = getattr(r, "itl_max_ms", None)
+    offsets = r.token_offsets
+    if itl is None and offsets is not None and len(offsets) >= 2:
+        itl = 1000.0 * max(b - a for a, b in zip(offsets, offsets[1:]))
+    e2e = ((t_last if t_last is not None else r.t_end) - r.t_sent) * 1000.0
+    return ttft, tpot, itl, e2e
+
+
+def latency_json(ps: Iterable[Percentile]) -> dict[str, Any]:
+    """One metric's percentiles as every JSON report carries them: ``{"p50", "p95", "p99", "n"}`` in ms, a value
+    null when there is none or too few requests support it (then ``insufficient_n`` keeps the raw value and the n
+    it needs, said, not hidden); +inf as the string "inf"."""
+    out: dict[str, Any] = {"p50": None, "p95": None, "p99": None, "n": 0}
+    short: dict[str, Any] = {}
+    for p in ps:
+        key = p.label.lower()
+        out["n"] = p.n
+        v: Any = p.value_ms
+        if v is not None and math.isinf(v):
+            v = "inf"
+        if p.supported:
+            out[key] = v
+        elif v is not None:
+            short[key] = {"value": v, "n_needed": p.n_needed}
+    if short:
+        out["insufficient_n"] = short
+    return out
 
 
 @dataclass
@@ -45,6 +97,8 @@ class LevelStats:
     ttft_ms: list[float] = field(default_factory=list)
     tpot_ms: list[float] = field(default_factory=list)
     outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (t_end, good)
+    #: per LATENCY_KEYS: the completed requests' values (ms) of that metric (``_metric_values``)
+    latency: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in LATENCY_KEYS})
     t0: float | None = None
     t1: float | None = None
 
@@ -83,6 +137,7 @@ class LevelStats:
             "ttft_ms": {p.label: {"value": p.value_ms, "n": p.n, "supported": p.supported, "n_needed": p.n_needed}
                         for p in pct},
             "tpot_ms_p50": stats.nearest_rank(tp, 0.5) if tp else None,
+            "latency": {k: latency_json(stats.percentiles(sorted(v))) for k, v in self.latency.items()},
             "goodput_per_s": (self.good / span) if span and span > 0 else None,
             "seconds": span, "vif": vif, "n_eff": (self.n / max(1.0, vif)) if vif else self.n,
         }
@@ -124,8 +179,25 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float) -> dict[tu
         st.t1 = r.t_end if st.t1 is None else max(st.t1, r.t_end)
         if r.complete and r.error is None and r.ttft is not None:
             st.ttft_ms.append(1000.0 * r.ttft)
+            for key, v in zip(LATENCY_KEYS, _metric_values(r), strict=True):
+                if v is not None and math.isfinite(v):
+                    st.latency[key].append(v)
             if r.output_tokens and r.output_tokens > 1:
                 st.tpot_ms.append(1000.0 * (r.t_end - r.t_first_token) / (r.output_tokens - 1))  # type: ignore[operator]
+    return out
+
+
+def latency_change(base: dict[str, dict], cand: dict[str, dict]) -> dict[str, dict[str, float | None]]:
+    """Per metric, candidate minus base of each supported percentile (ms); None where either side has none.
+    Descriptive: the verdict is on the good fraction."""
+    out: dict[str, dict[str, float | None]] = {}
+    for key in LATENCY_KEYS:
+        b, c = base.get(key) or {}, cand.get(key) or {}
+        row: dict[str, float | None] = {}
+        for q in ("p50", "p95", "p99"):
+            vb, vc = b.get(q), c.get(q)
+            row[q] = (vc - vb) if isinstance(vb, (int, float)) and isinstance(vc, (int, float)) else None
+        out[key] = row
     return out
 
 
@@ -210,7 +282,8 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
             j = {"verdict": NOT_ENOUGH, "reason": "; ".join(reasons)}
         else:
             j = judge(sb, sc, margin, alpha)
-        rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j})
+        rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j,
+                     "latency": latency_change(sb["latency"], sc["latency"])})
     warnings = []
     tb, tc = tool_of(b["header"]), tool_of(c["header"])
     db, dc = ttft_definition(b["header"]), ttft_definition(c["header"])
@@ -302,6 +375,7 @@ def to_markdown(cmp: dict) -> str:
             if s["excluded_cancelled_open"]:
                 lines.append(f"  - {name}: {s['excluded_cancelled_open']} cancelled while still open, not judged")
         lines.append("")
+    lines += _latency_markdown(cmp["levels"])
     um = cmp["unmatched"]
     if um["base"] or um["candidate"]:
         fmt = lambda xs: ", ".join("-" if x is None else f"{x:g}" for x in xs) or "none"  # noqa: E731
@@ -310,6 +384,43 @@ def to_markdown(cmp: dict) -> str:
     lines.append(f"Exit code {cmp['exit_code']} (0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE or SYNTHETIC input, "
                  "2 bad input)")
     return "\n".join(lines) + "\n"
+
+
+def _lat_value(block: dict, q: str) -> str:
+    v = block.get(q)
+    if v is None:
+        short = (block.get("insufficient_n") or {}).get(q)
+        if short is None:
+            return "N/A"
+        v, star = short["value"], "*"
+    else:
+        star = ""
+    return (v if isinstance(v, str) else f"{v:.1f}" if v < 100 else f"{v:.0f}") + star
+
+
+def _lat_cell(block: dict | None) -> str:
+    if not block or not block.get("n"):
+        return "N/A"
+    return " / ".join(_lat_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"
+
+
+def _latency_markdown(rows: list[dict]) -> list[str]:
+    """Each latency metric base vs candidate per matched level (P50 / P95 / P99 ms and n, and the change)."""
+    if not rows:
+        return []
+    out = ["Latency per matched level, ms: P50 / P95 / P99 (n) over completed requests; * too few requests to "
+           "support that percentile (raw value shown); N/A: the records do not carry it. Descriptive: the "
+           "verdict is on the good fraction.", "",
+           "| level | metric | base | candidate | change P50 / P95 / P99 |", "|---|---|---|---|---|"]
+    for r in rows:
+        lvl = "-" if r["level_base"] is None else format(r["level_base"], "g")
+        for key in LATENCY_KEYS:
+            ch = (r.get("latency") or {}).get(key) or {}
+            change = " / ".join("N/A" if ch.get(q) is None else f"{ch[q]:+.1f}" for q in ("p50", "p95", "p99"))
+            out.append(f"| {lvl} | {LATENCY_NAMES[key]} | {_lat_cell(r['base']['latency'].get(key))} "
+                       f"| {_lat_cell(r['cand']['latency'].get(key))} | {change} |")
+    out.append("")
+    return out
 
 
 def baseline_levels(requests: Iterable[RequestRecord], slo_ttft_ms: float, header: dict | None = None,
