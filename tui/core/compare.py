@@ -398,7 +398,9 @@ def _lat_value(block: dict, q: str) -> str:
     return (v if isinstance(v, str) else f"{v:.1f}" if v < 100 else f"{v:.0f}") + star
 
 
-def _lat_cell(block: dict | None) -> str:
+def latency_cell(block: dict | None) -> str:
+    """One metric's JSON block (``latency_json``) as "412 / 803 / 951* (n 600)" (ms; * too few requests to
+    support it, the raw value shown); "N/A" when there is no value."""
     if not block or not block.get("n"):
         return "N/A"
     return " / ".join(_lat_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"
@@ -417,8 +419,8 @@ def _latency_markdown(rows: list[dict]) -> list[str]:
         for key in LATENCY_KEYS:
             ch = (r.get("latency") or {}).get(key) or {}
             change = " / ".join("N/A" if ch.get(q) is None else f"{ch[q]:+.1f}" for q in ("p50", "p95", "p99"))
-            out.append(f"| {lvl} | {LATENCY_NAMES[key]} | {_lat_cell(r['base']['latency'].get(key))} "
-                       f"| {_lat_cell(r['cand']['latency'].get(key))} | {change} |")
+            out.append(f"| {lvl} | {LATENCY_NAMES[key]} | {latency_cell(r['base']['latency'].get(key))} "
+                       f"| {latency_cell(r['cand']['latency'].get(key))} | {change} |")
     out.append("")
     return out
 
