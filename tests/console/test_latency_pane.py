@@ -102,3 +102,15 @@ async def test_metrics_the_snapshot_lacks_show_na_never_a_number(tmp_path):
         await pilot.press("l")
         text = await _text(pilot, app)
         assert "N/A: TPOT is not in this run's records" in text and "ms" not in text.split("TPOT:")[0]
+
+
+def test_the_maximised_sweep_view_shows_p95_of_each_metric_and_goodput_per_level():
+    from tests.unit.core.test_sweep_latency import _snap
+    from tui.widgets.sweep import sweep_markup
+
+    snap = _snap()
+    wide = sweep_markup(snap, 110)
+    assert "TTFT P95" in wide and "E2E P95" in wide and "goodput" in wide
+    row4 = next(ln for ln in wide.splitlines() if "160.0" in ln).split()
+    assert row4[:5] == ["4", "600", "40.0", "N/A", "3000*"] and row4[-2:] == ["5.00", "160.0"]
+    assert "TTFT P95" not in sweep_markup(snap, 40), "the narrow pane keeps its bars only"

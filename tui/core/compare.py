@@ -386,7 +386,9 @@ def to_markdown(cmp: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _lat_value(block: dict, q: str) -> str:
+def latency_value(block: dict, q: str) -> str:
+    """One percentile (``q``: "p50", "p95", "p99") of a latency block in ms: "412", "12.3", "812*" (too few
+    requests to support it: the raw value), "N/A"."""
     v = block.get(q)
     if v is None:
         short = (block.get("insufficient_n") or {}).get(q)
@@ -403,7 +405,7 @@ def latency_cell(block: dict | None) -> str:
     support it, the raw value shown); "N/A" when there is no value."""
     if not block or not block.get("n"):
         return "N/A"
-    return " / ".join(_lat_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"
+    return " / ".join(latency_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"
 
 
 def _latency_markdown(rows: list[dict]) -> list[str]:
