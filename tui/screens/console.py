@@ -84,7 +84,7 @@ class ConsoleScreen(Screen[None]):
         Binding("plus,equals_sign,minus,s,S,e", "replay_only", show=False, priority=True),
         # shown in the footer only while the run has more than one level; key 7 works always (below)
         Binding("7", "show_sweep", "Sweep", priority=True),
-        Binding("l", "latency_view", "Latency", priority=True),  # pane 4's views: TTFT, all four, TPOT, ITL, E2E
+        Binding("l", "latency_view", "Lat", priority=True),  # pane 4's views: TTFT, all four, TPOT, ITL, E2E
         Binding("t", "app.next_theme", "Theme", priority=True),
         Binding("ctrl+s", "export", "Export", priority=True),
         *(Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES),
