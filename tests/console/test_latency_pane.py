@@ -114,3 +114,13 @@ def test_the_maximised_sweep_view_shows_p95_of_each_metric_and_goodput_per_level
     row4 = next(ln for ln in wide.splitlines() if "160.0" in ln).split()
     assert row4[:5] == ["4", "600", "40.0", "N/A", "3000*"] and row4[-2:] == ["5.00", "160.0"]
     assert "TTFT P95" not in sweep_markup(snap, 40), "the narrow pane keeps its bars only"
+
+
+async def test_the_command_palette_switches_the_latency_view_too(tmp_path):
+    app = ServewatchApp(_StaticSource(), _FixedSink(_snapshot(with_latency=True)), None, export_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        cmds = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Maximise Latency" in cmds
+        cmds["Latency view"].callback()
+        text = await _text(pilot, app)
+        assert app.query_one("#ttft", TtftPane).view == "all" and "TPOT" in text and "E2E" in text
