@@ -27,7 +27,8 @@ from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
 from tui.core.outcomes import EXCLUDED, GOOD
 from tui.core.records.request import RequestRecord
-from tui.core.slos import Slos, slo_rule
+from tui.core.slos import Slos, metric_values, slo_rule
+from tui.core.snapshot import Percentile
 from tui.core.textfmt import fmt_pct
 from tui.core.verdict import BATCH_MULTS
 
@@ -35,6 +36,32 @@ NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
 EXIT = {NOT_WORSE: 0, WORSE: 1, NOT_ENOUGH: 3}
 LEVEL_TOLERANCE = 0.05
 BATCH_SECONDS = tuple(defaults.BATCH_S * k for k in BATCH_MULTS)  # 15, 30, 60 and 120 s: the judge's batch lengths
+
+
+#: The latency metrics of issue 21, as the JSON names them (``ttft_ms``, ...), in the order every view lists them.
+LATENCY_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+LATENCY_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
+
+
+def latency_json(ps: Iterable[Percentile]) -> dict[str, Any]:
+    """One metric's percentiles as every JSON report carries them: ``{"p50", "p95", "p99", "n"}`` in ms, a value
+    null when there is none or too few requests support it (then ``insufficient_n`` keeps the raw value and the n
+    it needs, said, not hidden); +inf as the string "inf"."""
+    out: dict[str, Any] = {"p50": None, "p95": None, "p99": None, "n": 0}
+    short: dict[str, Any] = {}
+    for p in ps:
+        key = p.label.lower()
+        out["n"] = p.n
+        v: Any = p.value_ms
+        if v is not None and math.isinf(v):
+            v = "inf"
+        if p.supported:
+            out[key] = v
+        elif v is not None:
+            short[key] = {"value": v, "n_needed": p.n_needed}
+    if short:
+        out["insufficient_n"] = short
+    return out
 
 
 @dataclass
@@ -47,6 +74,8 @@ class LevelStats:
     ttft_ms: list[float] = field(default_factory=list)
     tpot_ms: list[float] = field(default_factory=list)
     outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (t_end, good)
+    #: per LATENCY_KEYS: the completed requests' values (ms) of that metric (``_metric_values``)
+    latency: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in LATENCY_KEYS})
     t0: float | None = None
     t1: float | None = None
 
@@ -85,6 +114,7 @@ class LevelStats:
             "ttft_ms": {p.label: {"value": p.value_ms, "n": p.n, "supported": p.supported, "n_needed": p.n_needed}
                         for p in pct},
             "tpot_ms_p50": stats.nearest_rank(tp, 0.5) if tp else None,
+            "latency": {k: latency_json(stats.percentiles(sorted(v))) for k, v in self.latency.items()},
             "goodput_per_s": (self.good / span) if span and span > 0 else None,
             "seconds": span, "vif": vif, "n_eff": (self.n / max(1.0, vif)) if vif else self.n,
         }
@@ -106,7 +136,8 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
     """Measured requests grouped by (level, mode=None), judged by the one rule (``tui.core.slos.slo_rule``: every
     SLO in ``slos``, else the TTFT SLO ``slo_ttft_s`` alone); cancelled requests whose outcome was still open are
     excluded (counted), as the Monitor does."""
-    rule = slo_rule(Slos(ttft_ms=slo_ttft_s * 1000.0) if slos is None else slos)
+    in_force = Slos(ttft_ms=slo_ttft_s * 1000.0) if slos is None else slos
+    rule = slo_rule(in_force)
     out: dict[Any, LevelStats] = {}
     for r in requests:
         if r.phase != "measure":
@@ -126,8 +157,25 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
         st.t1 = r.t_end if st.t1 is None else max(st.t1, r.t_end)
         if r.complete and r.error is None and ttft_ms is not None:
             st.ttft_ms.append(ttft_ms)
+            for key, v in zip(LATENCY_KEYS, metric_values(r, in_force.ttft_of), strict=True):
+                if v is not None and math.isfinite(v):
+                    st.latency[key].append(v)
             if r.output_tokens and r.output_tokens > 1:
                 st.tpot_ms.append(1000.0 * (r.t_end - r.t_first_token) / (r.output_tokens - 1))  # type: ignore[operator]
+    return out
+
+
+def latency_change(base: dict[str, dict], cand: dict[str, dict]) -> dict[str, dict[str, float | None]]:
+    """Per metric, candidate minus base of each supported percentile (ms); None where either side has none.
+    Descriptive: the verdict is on the good fraction."""
+    out: dict[str, dict[str, float | None]] = {}
+    for key in LATENCY_KEYS:
+        b, c = base.get(key) or {}, cand.get(key) or {}
+        row: dict[str, float | None] = {}
+        for q in ("p50", "p95", "p99"):
+            vb, vc = b.get(q), c.get(q)
+            row[q] = (vc - vb) if isinstance(vb, (int, float)) and isinstance(vc, (int, float)) else None
+        out[key] = row
     return out
 
 
@@ -213,7 +261,8 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
             j = {"verdict": NOT_ENOUGH, "reason": "; ".join(reasons)}
         else:
             j = judge(sb, sc, margin, alpha)
-        rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j})
+        rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j,
+                     "latency": latency_change(sb["latency"], sc["latency"])})
     warnings = []
     tb, tc = tool_of(b["header"]), tool_of(c["header"])
     db, dc = ttft_definition(b["header"]), ttft_definition(c["header"])
@@ -306,6 +355,7 @@ def to_markdown(cmp: dict) -> str:
             if s["excluded_cancelled_open"]:
                 lines.append(f"  - {name}: {s['excluded_cancelled_open']} cancelled while still open, not judged")
         lines.append("")
+    lines += _latency_markdown(cmp["levels"])
     um = cmp["unmatched"]
     if um["base"] or um["candidate"]:
         fmt = lambda xs: ", ".join("-" if x is None else f"{x:g}" for x in xs) or "none"  # noqa: E731
@@ -322,6 +372,47 @@ def _good_text(cmp: dict) -> str:
     if not text or text == Slos(ttft_ms=cmp["slo_ttft_ms"]).describe():
         return f"client TTFT <= {cmp['slo_ttft_ms']:g} ms"
     return text
+
+
+def latency_value(block: dict, q: str) -> str:
+    """One percentile (``q``: "p50", "p95", "p99") of a latency block in ms: "412", "12.3", "812*" (too few
+    requests to support it: the raw value), "N/A"."""
+    v = block.get(q)
+    if v is None:
+        short = (block.get("insufficient_n") or {}).get(q)
+        if short is None:
+            return "N/A"
+        v, star = short["value"], "*"
+    else:
+        star = ""
+    return (v if isinstance(v, str) else f"{v:.1f}" if v < 100 else f"{v:.0f}") + star
+
+
+def latency_cell(block: dict | None) -> str:
+    """One metric's JSON block (``latency_json``) as "412 / 803 / 951* (n 600)" (ms; * too few requests to
+    support it, the raw value shown); "N/A" when there is no value."""
+    if not block or not block.get("n"):
+        return "N/A"
+    return " / ".join(latency_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"
+
+
+def _latency_markdown(rows: list[dict]) -> list[str]:
+    """Each latency metric base vs candidate per matched level (P50 / P95 / P99 ms and n, and the change)."""
+    if not rows:
+        return []
+    out = ["Latency per matched level, ms: P50 / P95 / P99 (n) over completed requests; * too few requests to "
+           "support that percentile (raw value shown); N/A: the records do not carry it. Descriptive: the "
+           "verdict is on the good fraction.", "",
+           "| level | metric | base | candidate | change P50 / P95 / P99 |", "|---|---|---|---|---|"]
+    for r in rows:
+        lvl = "-" if r["level_base"] is None else format(r["level_base"], "g")
+        for key in LATENCY_KEYS:
+            ch = (r.get("latency") or {}).get(key) or {}
+            change = " / ".join("N/A" if ch.get(q) is None else f"{ch[q]:+.1f}" for q in ("p50", "p95", "p99"))
+            out.append(f"| {lvl} | {LATENCY_NAMES[key]} | {latency_cell(r['base']['latency'].get(key))} "
+                       f"| {latency_cell(r['cand']['latency'].get(key))} | {change} |")
+    out.append("")
+    return out
 
 
 def baseline_levels(requests: Iterable[RequestRecord], slo_ttft_ms: float, header: dict | None = None,

@@ -11,6 +11,7 @@ from typing import Any
 
 from tui.core.acceptance import RunInput, measured_section
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
+from tui.core.compare import latency_value
 from tui.core.snapshot import LevelRow, Snapshot
 from tui.core.states import FAIL
 from tui.core.textfmt import fmt_level, fmt_pct
@@ -75,6 +76,26 @@ def sweep_summary(snapshot: Snapshot, budget: Any = None, source: str = "") -> d
     }
 
 
+def _p95(block: Any) -> str:
+    return latency_value(block, "p95") if isinstance(block, dict) else "N/A"
+
+
+def _latency_lines(s: dict[str, Any]) -> list[str]:
+    """Per level: P95 of TTFT, TPOT, inter-token and end-to-end, and goodput in requests and tokens."""
+    out = ["", "Latency P95 (ms) and goodput per level",
+           f"  {s['unit'][:11]:>11} rnd  TTFT P95  TPOT P95   ITL P95   E2E P95  goodput/s  good tok/s  missed"]
+    for r in s["levels"]:
+        lat = r.get("latency") or {}
+        g, gt = r.get("goodput_rps"), r.get("goodput_tok_s")
+        missed = ", ".join(f"{k} {v}" for k, v in (r.get("misses") or {}).items() if v) or "-"
+        out.append(f"  {fmt_level(r['level']):>11} {r['round']:>3} "
+                   + "".join(f"{_p95(lat.get(k)):>9} " for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"))
+                   + f"{'N/A' if g is None else f'{g:.2f}':>10} {'N/A' if gt is None else f'{gt:.1f}':>11}  {missed}")
+    out.append("  (TPOT = (last - first token) / (tokens - 1); ITL = largest gap between two tokens; E2E = sent to "
+               "last token; N/A: the records do not carry it)")
+    return out
+
+
 def format_sweep(s: dict[str, Any]) -> str:
     lines = ["Capacity sweep (measured; good = completed AND TTFT <= SLO)",
              (f"  {s['unit'][:11]:>11} rnd      n  good%  interval      P50      P95      P99   TPOT  req/s  tok/s "
@@ -98,6 +119,7 @@ def format_sweep(s: dict[str, Any]) -> str:
             f"{f(r['output_tok_per_s'], 1):>6} {f(r['goodput_per_s']):>7} {f(r['max_waiting'], 0):>5} "
             f"{f(r['peak_gpu_gib']):>8}  {r['verdict']}" + ("  (client saturated)" if r["saturated"] else ""))
     lines.append("  (* = insufficient n for that percentile; goodput = good requests per second)")
+    lines += _latency_lines(s)
     cap, cand = s["measured_capacity"], s["memory_only_candidate"]
     lines.append("")
     lines.append(f"measured capacity: {'none (no level passed)' if cap is None else fmt_level(cap)}    "

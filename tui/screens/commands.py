@@ -24,6 +24,8 @@ def console_commands(console: ConsoleScreen, *, next_theme: Callable[[], object]
         yield SystemCommand("Step one second", "Pause and replay one second of record time",
                             lambda: console.action_step("second"))
         yield SystemCommand("Jump to end", "Replay everything up to the end of the file now", console.action_jump_end)
+    yield SystemCommand("Latency view", "The latency pane's next view: TTFT, all four, TPOT, ITL, E2E (key l)",
+                        console.action_latency_view)
     yield SystemCommand("Next theme", "Switch to the next servewatch theme", next_theme)
     yield SystemCommand("Export", "Save an SVG screenshot and a JSON snapshot", console.action_export)
     yield SystemCommand("Help", "Keys, colours and what each verdict means", show_help)

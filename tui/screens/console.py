@@ -17,7 +17,8 @@ Size: Textual's breakpoints put one width class (``-narrow`` below 110 columns, 
 ``tui/app.tcss`` lays the grid out for them: two columns that scroll when narrow, fixed row heights when
 short, a wider budget column when wide, taller graph and request rows when tall. Header, verdict bar and
 footer never scroll; the verdict bar wraps the reason to what the height allows (``tui.widgets.bars``).
-Keys 1-7 maximise a pane with ``Screen.maximize`` (header, verdict and footer stay). The footer shows only
+Keys 1-7 maximise a pane with ``Screen.maximize`` (header, verdict and footer stay); ``l`` cycles the latency
+pane's views (TTFT large, all four metrics with throughput and goodput, TPOT, inter-token, end-to-end). The footer shows only
 keys that apply: a live run hides the replay controls.
 
 UI state is reactive: ``display_paused`` (a live run's frozen display), ``sweep_active`` (the Sweep pane in
@@ -83,6 +84,7 @@ class ConsoleScreen(Screen[None]):
         Binding("plus,equals_sign,minus,s,S,e", "replay_only", show=False, priority=True),
         # shown in the footer only while the run has more than one level; key 7 works always (below)
         Binding("7", "show_sweep", "Sweep", priority=True),
+        Binding("l", "latency_view", "Lat", priority=True),  # pane 4's views: TTFT, all four, TPOT, ITL, E2E
         Binding("t", "app.next_theme", "Theme", priority=True),
         Binding("ctrl+s", "export", "Export", priority=True),
         *(Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES),
@@ -343,6 +345,10 @@ class ConsoleScreen(Screen[None]):
             self.minimize()
         else:
             self.maximize(target, container=False)
+
+    def action_latency_view(self) -> None:
+        """Key l: the latency pane's next view (TTFT large, all four, TPOT, ITL, E2E; ``tui.widgets.latency``)."""
+        self.query_one("#ttft", TtftPane).set_view()
 
     def action_show_sweep(self) -> None:
         self.action_maximise(7)

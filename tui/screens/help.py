@@ -44,6 +44,8 @@ def help_markup(f: HelpFacts) -> str:
         "  [b]q[/] quit    [b]?[/] / [b]F1[/] help    [b]p[/] / [b]space[/] pause or resume",
         "  [b]+[/] / [b]-[/] replay speed x2 / ÷2    [b]s[/] step one record    [b]S[/] step one second of record time",
         "  [b]e[/] jump to the end of the file    [b]1[/]-[b]7[/] maximise a pane (press again to restore)",
+        "  [b]l[/] latency pane: TTFT, all four (TTFT, TPOT, inter-token, end-to-end, with throughput and goodput), "
+        "TPOT, inter-token, end-to-end",
         "  [b]t[/] next theme    [b]ctrl+s[/] export an SVG screenshot and a JSON snapshot    "
         "[b]ctrl+p[/] command palette",
         "",
@@ -83,6 +85,10 @@ def help_markup(f: HelpFacts) -> str:
         "not the decision; the verdict uses its own test.",
         "  [$sw-warn]insufficient n[/] beside a percentile: too few completed requests for that percentile to "
         "be trusted (P99 needs hundreds); the raw value is shown anyway.",
+        "  4 Latency: P50 / P95 / P99 and n of each metric; [$sw-na]N/A[/] when the records do not carry it "
+        "(older files have no last-token times). TPOT = (last - first token) / (tokens - 1); inter-token (ITL) = "
+        "the largest gap between two tokens of a request; end-to-end (E2E) = request sent to last token.",
+        "  Goodput = good requests (and their output tokens) per second, beside the throughput of all requests.",
         "  Warmup requests appear in the request list but never count toward the verdict.",
         f"  [b]7 Sweep[/] (shown under the budget when the run has more than one load level): the good fraction of "
         f"each level against the ┊ {tgt} target line, coloured by that level's verdict;",

@@ -1,7 +1,7 @@
 """The panes of the console. Each takes a Snapshot and shows it; none computes a metric.
 
 Numbers match the keys that maximise them: 1 budget, 2 requests, 3 good fraction,
-4 TTFT, 5 queue, 6 GPU memory, 7 sweep (``tui.widgets.sweep``; shown in the grid only
+4 latency (TTFT by default; ``l`` cycles its views: ``tui.widgets.latency``), 5 queue, 6 GPU memory, 7 sweep (``tui.widgets.sweep``; shown in the grid only
 when the run has more than one load level).
 """
 
@@ -17,6 +17,7 @@ import tui.core.defaults as defaults
 import tui.widgets.fmt as fmt
 from tui.core.snapshot import Percentile, Snapshot, WindowStat
 from tui.widgets.fmt import esc, na, sev
+from tui.widgets.latency import VIEW_TITLES, VIEWS, all_markup, metric_markup, next_view, pct_cell
 from tui.widgets.requests import RequestList, header_text
 from tui.widgets.sparkline import TargetSparkline
 
@@ -24,7 +25,7 @@ PANES = {
     1: ("budget", "Budget"),
     2: ("requests", "Requests"),
     3: ("good", "Good fraction"),
-    4: ("ttft", "TTFT"),
+    4: ("ttft", "Latency"),
     5: ("queue", "Queue"),
     6: ("gpu", "GPU memory"),
     7: ("sweep", "Sweep"),
@@ -241,37 +242,54 @@ class GoodFractionPane(PaneMixin, Vertical):
 
 
 def _pct_cell(p: Percentile | None, inline: bool) -> tuple[str, int]:
-    """(markup, plain width) for one percentile value; unsupported values get 'insufficient n'."""
-    if p is None or p.value_ms is None:
-        return na(), len(fmt.NA_TEXT)
-    value = fmt.ms(p.value_ms)
-    approx = "≈" if p.approximate else ""
-    if p.supported:
-        return f"{approx}{value}", len(approx + value)
-    if inline:
-        extra = f" insufficient n (<{p.n_needed})"
-        return f"{approx}[$sw-warn]{value}[/][$sw-warn]{extra}[/]", len(approx + value + extra)
-    return f"{approx}[$sw-warn]{value}*[/]", len(approx + value) + 1
+    """(markup, plain width) for one TTFT percentile value (``tui.widgets.latency.pct_cell``)."""
+    return pct_cell(p, inline)
 
 
 class TtftPane(PaneMixin, Vertical):
-    """P50/P95/P99 rolling and cumulative with n; 'insufficient n' beside unsupported values.
+    """The latency pane. Its default view: TTFT P50/P95/P99 rolling and cumulative with n; 'insufficient n'
+    beside unsupported values.
 
     Narrow: unsupported values carry a * and a legend line spells out "insufficient n" with the
     n each percentile needs; wide (maximised): the words sit right beside the value.
+    Key ``l`` (the console's) cycles the views (``tui.widgets.latency.VIEWS``): all four metrics, then TPOT,
+    inter-token latency and end-to-end each large, then back to TTFT.
     """
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self._init_pane(4)
+        self.view = VIEWS[0]
+        self._title_view()
 
     def compose(self) -> ComposeResult:
         yield Static(id="ttft-text")
         yield TargetSparkline(defaults.SLO_TTFT_MS, higher_is_better=False, id="ttft-spark")
         yield Static(id="ttft-legend")
 
+    def _title_view(self) -> None:
+        self.border_title = f"{self.number} {VIEW_TITLES[self.view]}"
+        self.border_subtitle = "l switches"
+
+    def set_view(self, view: str | None = None) -> str:
+        """Show ``view`` (None: the next one in the ``l`` cycle); re-renders the last snapshot. Only the TTFT
+        view has a per-bucket series, so the sparkline shows there only. Returns the view now shown."""
+        self.view = next_view(self.view) if view is None else (view if view in VIEWS else VIEWS[0])
+        self._title_view()
+        ttft = self.view == "ttft"
+        for wid in ("#ttft-spark", "#ttft-legend"):
+            self.query_one(wid).display = ttft
+        snap = getattr(self, "_snap", None)
+        if snap is not None:
+            self.update_snapshot(snap)
+        return self.view
+
     def update_snapshot(self, snap: Snapshot) -> None:
         width = self.content_size.width or 38
+        if self.view != "ttft":
+            text = all_markup(snap, width) if self.view == "all" else metric_markup(snap, self.view, width)
+            self.query_one("#ttft-text", Static).update(text)
+            return
         inline = width >= 64
         windows = (snap.rolling, snap.cumulative)
         cells = []

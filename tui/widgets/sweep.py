@@ -30,6 +30,7 @@ import tui.widgets.fmt as fmt
 from tui.core.compare import baseline_for
 from tui.core.snapshot import LevelRow, Snapshot
 from tui.widgets.fmt import VERDICT_STYLE, esc, na
+from tui.widgets.latency import METRICS, ms_text, percentiles
 from tui.widgets.panes import PaneMixin
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -184,6 +185,9 @@ def sweep_markup(snap: Snapshot, width: int, baseline: dict | None = None) -> st
         note(f"{CANDIDATE_MARK} candidate {'N/A' if budget_cand is None else budget_cand} ({no_cand})")
     if len(tested) == 1:
         note("one load level so far: this view compares levels")
+    if wide and rows:  # maximised: P95 of each latency metric and goodput per level
+        lines.append("")
+        lines += latency_rows(rows, labels, labw)
     if wide and rows:  # maximised: what limits, in the core's words
         lines.append("")
         lines.append("[b]What limits[/] [$sw-na](measured capacity vs the memory-only candidate)[/]")
@@ -191,6 +195,28 @@ def sweep_markup(snap: Snapshot, width: int, baseline: dict | None = None) -> st
             for k, part in enumerate(textwrap.wrap(sentence, max(20, width - 2))):
                 lines.append(("• " if k == 0 else "  ") + esc(part))
     return "\n".join(lines)
+
+
+def _p95_cell(row: LevelRow, key: str) -> str:
+    """A level's P95 of one latency metric (``tui.widgets.latency``: the snapshot's, N/A when it lacks it)."""
+    p = next((p for p in percentiles(row.window, key) if p.label == "P95"), None)
+    if p is None or p.value_ms is None:
+        return fmt.NA_TEXT
+    return ms_text(p.value_ms, key in ("tpot", "itl")).removesuffix(" ms") + ("" if p.supported else "*")
+
+
+def latency_rows(rows: list[LevelRow], labels: list[str], labw: int) -> list[str]:
+    """The maximised view's table: per level the P95 of TTFT, TPOT, ITL and E2E (ms) and goodput beside
+    throughput (requests per second, good output tokens per second)."""
+    out = ["[b]" + "lvl".rjust(labw) + "".join(f"{name + ' P95':>10}" for _k, name in METRICS)
+           + f"{'req/s':>8}{'goodput':>9}{'good tok/s':>12}[/]"]
+    for r, lab in zip(rows, labels, strict=True):
+        w = r.window
+        cells = "".join(f"{_p95_cell(r, k):>10}" for k, _name in METRICS)
+        out.append(esc(lab.rjust(labw)) + cells + f"{fmt.num(w.req_per_s, 2):>8}{fmt.num(w.goodput_per_s, 2):>9}"
+                   f"{fmt.num(w.good_output_tok_per_s, 1):>12}")
+    out.append(na("ms; * insufficient n; N/A: not in the records; goodput = good requests per second"))
+    return out
 
 
 class SweepPane(PaneMixin, VerticalScroll):

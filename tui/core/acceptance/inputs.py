@@ -28,6 +28,9 @@ class RunInput:
 
     source: str
     snapshot: Snapshot
+    #: the token lengths the records show (``tui.core.token_counts.TokenTally.summary()``: ``input_tokens`` and
+    #: ``output_tokens``, each {"min", "p50", "max"}); None: not computed (the load configuration says so)
+    received: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

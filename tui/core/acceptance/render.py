@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
+from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES, latency_cell
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 
@@ -200,11 +201,12 @@ def md_load(doc: Mapping) -> list[str]:
     add = L.append
     add("## 3. Load configuration")
     add("")
-    L += _table(("run", "mode", "arrival", "input tokens", "output tokens", "levels", "requests/step", "duration s",
+    L += _table(("run", "mode", "arrival", "input tokens asked", "input received (min / P50 / max)",
+                 "output tokens asked", "output received (min / P50 / max)", "levels", "requests/step", "duration s",
                  "warmup", "rounds", "seed"), (
         (f"`{x['source']}`", x["mode"] or _MISSING,
          (x["arrival"] or "-") + (f" (burstiness {x['burstiness']:g})" if x.get("burstiness") is not None else ""),
-         x["input_tokens"] or _MISSING, x["output_tokens"] or _MISSING,
+         x["input_tokens"] or _MISSING, _received(x, "input"), x["output_tokens"] or _MISSING, _received(x, "output"),
          ", ".join(f"{v:g}" for v in x["levels"]) + (f" {x['level_unit']}" if x.get("level_unit") else "")
          if x["levels"] else _MISSING,
          x["requests_per_step"] if x["requests_per_step"] is not None else "-",
@@ -217,6 +219,42 @@ def md_load(doc: Mapping) -> list[str]:
             add("")
             add(f"Note on `{x['source']}`: {x['note']}")
     add("")
+    return L
+
+
+def _received(x: Mapping, side: str) -> str:
+    """The received lengths of one side as "min / P50 / max"; "not computed" / "not in the records"."""
+    got = x.get(f"{side}_tokens_received")
+    if not isinstance(got, Mapping):
+        return "not in the records" if x.get("received_computed") else "not computed"
+    return " / ".join("?" if got.get(k) is None else f"{got[k]:g}" for k in ("min", "p50", "max"))
+
+
+def _misses(r: Mapping) -> str:
+    """"TTFT 20, TPOT 41; TTFT+TPOT 7" (or "-" when no request missed an SLO, or nothing counted them)."""
+    parts = [f"{k} {v}" for k, v in (r.get("misses") or {}).items() if v]
+    combos = [f"{k} {v}" for k, v in (r.get("miss_combos") or {}).items() if v and "+" in str(k)]
+    return (", ".join(parts) + (f"; {', '.join(combos)}" if combos else "")) if parts else "-"
+
+
+def md_latency(m: Mapping) -> list[str]:
+    """Per level: P50 / P95 / P99 of TTFT, TPOT, inter-token and end-to-end; goodput beside throughput."""
+    L = _table(("run", "level", "round", *(f"{LATENCY_NAMES[k]} P50 / P95 / P99 ms" for k in LATENCY_KEYS),
+                "throughput req/s", "goodput req/s", "goodput tok/s", "missed"), (
+        (f"`{r['source']}`", _fmt_level(r["level"]), r["round"],
+         *(latency_cell((r.get("latency") or {}).get(k)) for k in LATENCY_KEYS),
+         _f(r.get("throughput_rps")), _f(r.get("goodput_rps")), _f(r.get("goodput_tok_s"), 1), _misses(r))
+        for r in m["levels"]))
+    L.append("")
+    L.append("TPOT = (last token - first token) / (tokens - 1); ITL = the largest gap between two tokens of a "
+             "request; E2E = request sent to last token; over completed requests. * too few requests to support "
+             "that percentile (raw value shown); N/A: the records do not carry it. Goodput = good requests "
+             "(and their output tokens) per second.")
+    for r in m["levels"]:
+        for name, n in (r.get("unjudgeable") or {}).items():
+            if n:
+                L.append(f"- `{r['source']}` level {_fmt_level(r['level'])}: {name} not judgeable on {n} requests")
+    L.append("")
     return L
 
 
@@ -244,6 +282,7 @@ def md_measured(doc: Mapping) -> list[str]:
         add("TTFT percentiles are over completed requests; failed requests count against the good fraction. "
             "Good-fraction intervals are descriptive; the verdict is the anytime-valid test.")
         add("")
+        L += md_latency(m)
         for r in m["levels"]:
             add(f"- `{r['source']}` level {_fmt_level(r['level'])} round {r['round']}: **{r['verdict']}**"
                 + (f" ({r['missing']})" if r["missing"] else "") + f". {r['reason']}")

@@ -13,6 +13,7 @@ import tui.core.provenance as _prov
 from tui.core.acceptance.inputs import GIB, RunInput, _fmt_level, _header_names, _map, _num, _pct, _str, provenance
 from tui.core.budgetview import budget_view
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
+from tui.core.compare import LATENCY_KEYS, latency_json
 from tui.core.levels import judge_level, level_key, row_mode
 from tui.core.redact import redact_url
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
@@ -164,7 +165,32 @@ def load_section(runs: Sequence[RunInput]) -> list[dict]:
             "rounds": ld.get("rounds") if isinstance(ld.get("rounds"), int) else None,
             "seed": ld.get("seed") if isinstance(ld.get("seed"), (int, str)) and not isinstance(ld.get("seed"), bool) else None,
             "note": _str(ld.get("note")),
+            **_received(r.received),
         })
+    return out
+
+
+def _length(v: Any) -> dict | None:
+    """{"min", "p50", "max"} of one received length from a summary's entry (None: not there)."""
+    if not isinstance(v, Mapping):
+        return None
+    got = {"min": _num(v.get("min")), "p50": _num(v.get("p50", v.get("P50", v.get("median")))),
+           "max": _num(v.get("max"))}
+    n = v.get("n")
+    if isinstance(n, int) and not isinstance(n, bool):
+        got["n"] = n
+    return got if any(got[k] is not None for k in ("min", "p50", "max")) else None
+
+
+def _received(summary: Mapping[str, Any] | None) -> dict:
+    """The lengths the records show (``RunInput.received``: ``tui.core.token_counts.TokenTally.summary()``),
+    input and output, each {"min", "p50", "max"} or None (not computed / not in the records)."""
+    s = summary if isinstance(summary, Mapping) else {}
+    out: dict[str, Any] = {}
+    for side in ("input", "output"):
+        entry = s.get(f"{side}_tokens", s.get(side))
+        out[f"{side}_tokens_received"] = _length(entry)
+    out["received_computed"] = isinstance(summary, Mapping)
     return out
 
 
@@ -183,6 +209,19 @@ def _percentiles(row: LevelRow) -> dict:
             "approximate": p.approximate,
             "label": None if v is None or p.supported else "insufficient n",
         }
+    return out
+
+
+def _latency(row: LevelRow) -> dict:
+    """Each latency metric of the level as ``{"p50", "p95", "p99", "n"}`` in ms (``compare.latency_json``), from
+    the snapshot (``WindowStat.latency``; TTFT falls back to ``WindowStat.ttft``); a metric the snapshot does not
+    carry: all null, n 0."""
+    w = row.window
+    out = {}
+    for key in LATENCY_KEYS:
+        short = key.removesuffix("_ms")
+        ps = w.latency.get(short) or (w.ttft if short == "ttft" else ())
+        out[key] = latency_json(ps)
     return out
 
 
@@ -209,6 +248,14 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
         "req_per_s": w.req_per_s,
         "output_tok_per_s": w.output_tok_per_s,
         "goodput_per_s": w.goodput_per_s,
+        # issue 21: every latency metric, goodput in requests and tokens beside throughput, misses per SLO
+        "latency": _latency(row),
+        "throughput_rps": w.req_per_s,
+        "goodput_rps": w.goodput_per_s,
+        "goodput_tok_s": w.good_output_tok_per_s,
+        "misses": dict(w.misses),
+        "miss_combos": dict(w.miss_combos),
+        "unjudgeable": dict(w.unjudgeable),
         "verdict": v.state,
         "reason": v.reason,
         "missing": v.missing,
