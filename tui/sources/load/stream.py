@@ -68,7 +68,7 @@ class StreamInterpreter:
 
     __slots__ = ("chat", "done", "eof", "error", "finish", "gaps", "in_tok", "out_tok", "parser", "reason_tok",
                  "reasoning", "t_first", "t_first_answer", "t_first_reasoning", "t_last", "tail", "tail_t",
-                 "think", "tokens", "undecided", "undecided_t", "usage_server", "zero_gaps")
+                 "tail_owner", "think", "tokens", "undecided", "usage_server", "zero_gaps")
 
     def __init__(self, chat: bool = True) -> None:
         self.chat = chat
@@ -92,8 +92,8 @@ class StreamInterpreter:
         self.think = False  # inside <think>...</think>
         self.tail = ""  # text that may be the start of the tag looked for (held until the next text settles it)
         self.tail_t = 0.0  # when the chunk holding the tail's first character arrived
-        self.undecided = 0  # chunks whose only text is the tail (outside a block: answer or tag, not known yet)
-        self.undecided_t = 0.0  # when the first of them arrived
+        self.tail_owner = 0  # what the rest of the chunk holding the tail's first character was (kind bits)
+        self.undecided = 0  # later chunks whose only text is the tail (outside a block: answer or tag, not known yet)
 
     @property
     def stopped(self) -> bool:
@@ -118,10 +118,16 @@ class StreamInterpreter:
     def settle(self) -> None:
         """No more text will come: a held tail outside a block was answer text."""
         if self.tail and not self.think:
-            if self.undecided and self.t_first_answer is None:
-                self.t_first_answer = self.undecided_t
-            self.undecided = 0
+            self._tail_was_text()
         self.tail = ""
+
+    def _tail_was_text(self) -> None:
+        """A held tail outside a block turned out to be answer text: its chunks are answer chunks."""
+        if self.tail_owner == REASONING:
+            self.reasoning -= 1  # it had been counted as a reasoning chunk
+        if self.t_first_answer is None:
+            self.t_first_answer = self.tail_t
+        self.undecided = 0
 
     def gaps_ms(self) -> tuple[float, float, float] | None:
         """(largest, P50, P95) of the gaps between consecutive tokens (ms, nearest rank), None with < 2 tokens."""
@@ -138,15 +144,15 @@ class StreamInterpreter:
         top = g[-1] if g else 0.0
         return round(top * 1e3, 3), round(rank(0.5) * 1e3, 3), round(rank(0.95) * 1e3, 3)
 
-    def _content(self, text: str, t: float) -> int:
-        """Classify one chunk's content (or completions text) against ``<think>`` blocks: ANSWER / REASONING bits,
-        or UNDECIDED when all of it is held as a possible tag start."""
+    def _content(self, text: str, t: float, kind: int) -> int:
+        """Classify one chunk's content (or completions text) against ``<think>`` blocks: ANSWER / REASONING bits
+        (added to ``kind``, what the chunk's other fields were), or UNDECIDED when all of it is held as a possible
+        tag start."""
         tail = self.tail
         lt = len(tail)
         s = tail + text if lt else text
         outside0 = not self.think
         think = self.think
-        kind = 0
         pos = 0
         tail_tag: bool | None = None  # how a held tail was settled: True a tag, False literal text, None not yet
         while True:
@@ -180,17 +186,17 @@ class StreamInterpreter:
                 self.reasoning += self.undecided
                 if self.t_first_reasoning is None:
                     self.t_first_reasoning = self.tail_t
-            elif self.undecided and self.t_first_answer is None:
-                self.t_first_answer = self.undecided_t
-            self.undecided = 0
+                self.undecided = 0
+            else:
+                self._tail_was_text()
         new_tail = s[tail_start:]
-        if new_tail and tail_start >= lt:
-            self.tail_t = t  # a new tail starts in this chunk (else it still holds the old one whole)
+        if not kind and not think and new_tail:
+            kind = UNDECIDED
+        if new_tail and tail_start >= lt:  # a new tail starts in this chunk (else it still holds the old one whole)
+            self.tail_t = t
+            self.tail_owner = kind & (ANSWER | REASONING)
         self.tail = new_tail
         self.think = think
-        if not kind:
-            if not think and new_tail:
-                return UNDECIDED
         return kind
 
     def _events(self, events: Any, t: float) -> int:
@@ -239,9 +245,7 @@ class StreamInterpreter:
                         if not text:
                             kind = REASONING
                         elif type(text) is str and (self.tail or "<" in text):
-                            kind = self._content(text, t)
-                            if rtext:
-                                kind = (kind & ~UNDECIDED) | REASONING
+                            kind = self._content(text, t, REASONING if rtext else 0)
                         else:
                             kind = REASONING if self.think else ANSWER
                             if rtext:
@@ -252,8 +256,6 @@ class StreamInterpreter:
                         elif kind & REASONING:
                             self.reasoning += 1
                         else:  # UNDECIDED
-                            if not self.undecided:
-                                self.undecided_t = t
                             self.undecided += 1
                         if kind & REASONING and self.t_first_reasoning is None:
                             self.t_first_reasoning = t
