@@ -33,6 +33,17 @@ Scenarios (``ok`` parameters apply to all that stream):
   no_finish_eof   tokens, then a clean end of the body without finish_reason or [DONE]
   json            HTTP 200 with a plain JSON completion (stream ignored)
   reasoning       first content arrives as ``delta.reasoning_content``
+
+Timing and content parameters of every streaming scenario (issue 21), on top of ``tokens``/``delay``/``first_delay``:
+  reasoning=N     N reasoning chunks before the ``tokens`` answer chunks, as ``delta.<rkey>`` (rkey=reasoning_content,
+                  the default, or rkey=reasoning), or rkey=think: inside ``<think>...</think>`` in the content (the
+                  open tag on the first reasoning chunk, the close tag on the last one; tag_split=K sends each tag
+                  as separate chunks of K characters instead)
+  answer_delay=S  an extra S seconds before the first answer chunk (a known answer TTFT after the reasoning)
+  stall_at=I, stall=S   an extra S seconds before token chunk I (0-based, all kinds): one long gap mid-stream
+  usage_out=N, usage_in=N, usage_reasoning=N   what the usage chunk says (default: the chunks sent, the prompt's
+                  words, no details) -- a usage that disagrees with the chunks
+The log entry's ``writes`` lists (kind, epoch s) after each token chunk was written: the server's truth.
 """
 
 from __future__ import annotations
@@ -233,24 +244,67 @@ class FaultServer:
             else:
                 await self._chunk(writer, data)
 
-        def tok(i: int, key: str = "content") -> dict:
+        def tok(text: str, key: str = "content") -> dict:
             if chat:
-                return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {key: f"t{i} "},
+                return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {key: text},
                                                                         "finish_reason": None}]}
-            return {"object": "text_completion", "choices": [{"index": 0, "text": f"t{i} ", "finish_reason": None}]}
+            return {"object": "text_completion", "choices": [{"index": 0, "text": text, "finish_reason": None}]}
 
-        async def tokens_out(count: int, key: str = "content") -> None:
-            for i in range(count):
+        n_reason = int(p.get("reasoning", "0"))
+        rkey = p.get("rkey", "reasoning_content")
+        answer_delay = float(p.get("answer_delay", "0"))
+        stall_at = int(p.get("stall_at", "-1"))
+        stall = float(p.get("stall", "0"))
+        tag_split = int(p.get("tag_split", "0"))
+
+        def plan(count: int) -> list[tuple[str, str, str]]:
+            """(kind, delta key, text) of every token chunk: reasoning first, then ``count`` answer tokens."""
+            out: list[tuple[str, str, str]] = []
+            if n_reason and rkey == "think":  # reasoning inside <think>...</think> in the content
+                words = [f"r{i} " for i in range(n_reason)]
+                if tag_split:
+                    for tag in ("<think>", None, "</think>"):
+                        if tag is None:
+                            out += [("reasoning", "content", w) for w in words]
+                        else:
+                            out += [("reasoning", "content", tag[j:j + tag_split])
+                                    for j in range(0, len(tag), tag_split)]
+                else:
+                    words[0] = "<think>" + words[0]
+                    words[-1] += "</think>"
+                    out += [("reasoning", "content", w) for w in words]
+            elif n_reason:
+                out += [("reasoning", rkey, f"r{i} ") for i in range(n_reason)]
+            out += [("answer", "content", f"t{i} ") for i in range(count)]
+            return out
+
+        async def tokens_out(count: int, key: str = "content") -> int:
+            chunks = plan(count)
+            if key != "content" and chunks:  # the old ``reasoning`` scenario: the first token as reasoning
+                chunks[0] = ("reasoning", key, chunks[0][2])
+            writes: list[tuple[str, float]] = []
+            entry["writes"] = writes  # (kind, epoch s) after each token chunk was written
+            for i, (kind, k, text) in enumerate(chunks):
                 if i == 0 and first_delay:
                     await asyncio.sleep(first_delay)
                 elif i and delay:
                     await asyncio.sleep(delay)
-                await event(tok(i, key if i == 0 else "content"))
+                if kind == "answer" and answer_delay and (i == 0 or chunks[i - 1][0] != "answer"):
+                    await asyncio.sleep(answer_delay)
+                if i == stall_at and stall:
+                    await asyncio.sleep(stall)
+                await event(tok(text, k))
+                writes.append((kind, time.time()))
                 if i == 0:
                     entry["t_first"] = time.time()
+            return len(chunks)
 
         async def finish_and_usage(count: int, done: bool = True, fr: str | None = finish) -> None:
-            usage = {"prompt_tokens": n_prompt, "completion_tokens": count, "total_tokens": n_prompt + count}
+            n_out = int(p.get("usage_out", count))
+            usage: dict[str, Any] = {"prompt_tokens": int(p.get("usage_in", n_prompt)), "completion_tokens": n_out,
+                                     "total_tokens": n_prompt + n_out}
+            if "usage_reasoning" in p:
+                usage["completion_tokens_details"] = {"reasoning_tokens": int(p["usage_reasoning"])}
             want_usage = p.get("usage", "1") == "1" and (req.get("stream_options") or {}).get("include_usage")
             if chat:
                 if fr is not None:
@@ -298,11 +352,9 @@ class FaultServer:
                          "choices": [{"index": 0, "delta": {"role": "assistant", "content": None},
                                       "finish_reason": None}]})
         if scen == "ok":
-            await tokens_out(tokens)
-            await finish_and_usage(tokens)
+            await finish_and_usage(await tokens_out(tokens))
         elif scen == "reasoning":
-            await tokens_out(tokens, key="reasoning_content")
-            await finish_and_usage(tokens)
+            await finish_and_usage(await tokens_out(tokens, key="reasoning_content"))
         elif scen == "stall":
             await reader.read(1)
             return

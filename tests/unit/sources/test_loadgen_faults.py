@@ -24,7 +24,11 @@ REQUEST_KEYS = {
     "finish_reason", "http_status", "complete", "error", "error_detail", "phase", "level", "round",
     "input_tokens_asked", "output_tokens_asked",
 }
-OPTIONAL_KEYS = {"t_headers", "retried", "usage", "token_offsets"}
+STREAM_KEYS = {  # issue 21: what the stream showed (tui.sources.load.stream.stream_fields)
+    "t_first_answer", "t_first_reasoning", "t_last_token", "output_chunks", "reasoning_chunks",
+    "usage_output_tokens", "usage_input_tokens", "usage_reasoning_tokens", "itl_max_ms", "itl_p50_ms", "itl_p95_ms",
+}
+OPTIONAL_KEYS = {"t_headers", "retried", "usage", "token_offsets"} | STREAM_KEYS
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ import httpx
 import tui.sources.openai_http as oh
 from tui.core.redact import Scrubber
 from tui.sources.lean_http import LEAN
-from tui.sources.load.stream import StreamInterpreter
+from tui.sources.load.stream import StreamInterpreter, stream_fields
 
 _json_str = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
 
@@ -45,6 +45,7 @@ class Req:
         "detail",
         "done",
         "error",
+        "fields",
         "finish",
         "id",
         "in_asked",
@@ -98,6 +99,10 @@ class Req:
         self.wrote = False
         self.offsets: list[float] | None = None
         self.usage_server = False
+        self.fields: dict[str, Any] | None = None  # tui.sources.load.stream.stream_fields of its stream, once read
+
+
+_STREAM_TIMES = ("t_first_reasoning", "t_first_answer", "t_last_token")
 
 
 def request_record(req: Req, epoch: Callable[[float], float]) -> tuple[dict, float, float | None, int]:
@@ -141,6 +146,14 @@ def request_record(req: Req, epoch: Callable[[float], float]) -> tuple[dict, flo
         d["retried"] = req.retried
     if counted:
         d["usage"] = "counted"  # the server reported no usage: content events were counted
+    fields = req.fields
+    if fields:
+        for k, v in fields.items():
+            if k in _STREAM_TIMES:
+                if req.t_sent <= v <= t_end:
+                    d[k] = ep(v)
+            else:
+                d[k] = v
     if req.offsets is not None and t_first is not None:
         d["token_offsets"] = [round(x - t_first, 6) for x in req.offsets]
     ttft = t_first - req.t_sent if t_first is not None else None
@@ -311,10 +324,10 @@ class RequestExecutor:
                     chunk = await it.__anext__()
                 except StopAsyncIteration:
                     t = pc()
-                    k = interp.end()
+                    k = interp.end(t)
                 else:
                     t = pc()  # when the read returned: the token events it completes arrived then
-                    k = feed(chunk)
+                    k = feed(chunk, t)
                 if k:
                     if t_first is None:
                         t_first = t
@@ -333,6 +346,8 @@ class RequestExecutor:
             req.in_tok = interp.in_tok
             req.out_tok = interp.out_tok
             req.usage_server = interp.usage_server
+            interp.settle()
+            req.fields = stream_fields(interp)
             if offsets is not None:
                 req.offsets = offsets
             await it.aclose()
