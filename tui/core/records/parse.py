@@ -196,6 +196,7 @@ def parse_request(d: dict) -> RequestRecord:
     )
     if extra:
         _read_token_fields(d, rec)
+        _check_token_claims(rec)
     return rec
 
 
@@ -236,6 +237,43 @@ def _read_token_fields(d: dict, rec: RequestRecord) -> None:
         if type(v) not in _NUM_TYPES or not _isfinite(v) or v < 0:
             raise RecordError(f"field {key!r} must be a finite number of milliseconds >= 0, got {v!r:.40}")
         setattr(rec, key, v)
+
+
+#: slack of the token-claim checks, ms: the writers round times to 1 us and gaps to 1 us; other tools round more
+_CLAIM_SLACK_MS = 1.0
+
+
+def _check_token_claims(rec: RequestRecord) -> None:
+    """The token fields checked against each other: a record is a claim, and one that contradicts itself is a bad
+    line, never judged. The gap quantiles are ordered (P50 <= P95 <= largest); the largest gap fits inside the span
+    from the first to the last token, and is at least the mean gap over the chunks seen (an ``itl_max_ms`` edited
+    down to meet an ITL SLO no longer fits the times beside it); reasoning chunks are among the chunks seen; the
+    first answer and first reasoning tokens are not after the last token."""
+    p50, p95, top = rec.itl_p50_ms, rec.itl_p95_ms, rec.itl_max_ms
+    slack = _CLAIM_SLACK_MS
+    if p50 is not None and p95 is not None and p50 > p95 + slack:
+        raise RecordError("itl_p50_ms is above itl_p95_ms")
+    if top is not None:
+        for name, q in (("itl_p50_ms", p50), ("itl_p95_ms", p95)):
+            if q is not None and q > top + slack:
+                raise RecordError(f"{name} is above itl_max_ms (the largest gap)")
+    oc, rc = rec.output_chunks, rec.reasoning_chunks
+    if oc is not None and rc is not None and rc > oc:
+        raise RecordError("reasoning_chunks is more than output_chunks")
+    last, first = rec.t_last_token, rec.t_first_token
+    if last is None or first is None:
+        return
+    for name in ("t_first_answer", "t_first_reasoning"):
+        t = getattr(rec, name)
+        if t is not None and t > last:
+            raise RecordError(f"{name} is after t_last_token")
+    if top is not None:
+        span_ms = (last - first) * 1000.0
+        if top > span_ms + slack:
+            raise RecordError("itl_max_ms is longer than the time from the first to the last token")
+        if oc is not None and oc >= 2 and top < span_ms / (oc - 1) - slack:
+            raise RecordError("itl_max_ms is shorter than the mean gap between the chunks seen "
+                              "(t_last_token - t_first_token over output_chunks - 1)")
 
 
 def parse_object(d: Any) -> Record:
