@@ -87,14 +87,18 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="DIR", default=None,
                     help="also time the report of another checkout (for example an exported earlier commit), "
                          "in the same rounds: bare / report / baseline report")
+    ap.add_argument("--stream-fields", action="store_true",
+                    help="a file with the stream fields a servewatch run writes (last token, chunks, usage, gaps): "
+                         "the parser's optional-field path (default file name gains -sf)")
     a = ap.parse_args()
     if a.repeat < 1 or a.requests < 1:
         print("bench_report: --repeat and --requests must be >= 1", file=sys.stderr)
         sys.exit(2)
-    path = a.file or ("/tmp/sw-bench-1m.jsonl" if a.requests == 1_000_000 else f"/tmp/sw-bench-{a.requests}.jsonl")
+    sf = "-sf" if a.stream_fields else ""
+    path = a.file or (f"/tmp/sw-bench-1m{sf}.jsonl" if a.requests == 1_000_000 else f"/tmp/sw-bench-{a.requests}{sf}.jsonl")
     if not os.path.exists(path):
-        subprocess.run([sys.executable, os.path.join(HERE, "gen_records.py"), path, "--requests", str(a.requests)],
-                       check=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_records.py"), path, "--requests", str(a.requests)]
+                       + (["--stream-fields"] if a.stream_fields else []), check=True)
     have = count_requests(path)
     if have != a.requests:
         print(f"bench_report: {path} holds {have} request records, not --requests {a.requests} "

@@ -1,6 +1,9 @@
 """Generate a large SYNTHETIC record file for benchmarks (labelled synthetic in its run header).
 
-    python bench/gen_records.py OUT.jsonl --requests 1000000 [--rate 200] [--seed 1]
+    python bench/gen_records.py OUT.jsonl --requests 1000000 [--rate 200] [--seed 1] [--stream-fields]
+
+``--stream-fields``: also the per-request stream fields the load generator writes since the full SLOs (last token,
+chunks, the server's usage, gap statistics), as a file from ``servewatch run`` has them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--rate", type=float, default=200.0, help="requests per second of record time")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stream-fields", action="store_true", help="also write the stream fields of a servewatch run")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     t0 = 1_767_225_600.0
@@ -39,6 +43,11 @@ def main() -> None:
                    "finish_reason": None if fail else "length", "http_status": 200, "complete": not fail,
                    "error": "stream_reset" if fail else None, "error_detail": None, "phase": "measure",
                    "level": level, "round": 1}
+            if a.stream_fields and not fail:
+                rec.update({"t_last_token": t_end, "output_chunks": 64, "reasoning_chunks": 0,
+                            "usage_output_tokens": 64, "usage_input_tokens": 128, "itl_max_ms": 15.0 + 30 * rng.random(),
+                            "itl_p50_ms": 15.0, "itl_p95_ms": 15.0, "input_tokens_asked": 128,
+                            "output_tokens_asked": 64})
             fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
             if i % 1000 == 0:
                 fh.write(json.dumps({"type": "queue", "t": t, "source": "vllm", "waiting": rng.randint(0, level),
