@@ -3,15 +3,15 @@
 ``TokenTally`` takes request records one at a time (the caller chooses which: e.g. the measured ones of one level)
 and keeps, in bounded memory, four length distributions and the disagreements between counts:
 
-- **input asked**: ``input_tokens_asked`` when the record carries it (the load generator writes it), else
-  ``input_tokens`` (the record format's "tokens asked");
-- **input received**: ``usage_input_tokens``, the server's ``usage.prompt_tokens``;
+- **input asked**: ``input_tokens_asked`` (the load generator writes it; absent: unknown, never guessed);
+- **input received**: ``usage_input_tokens``, the server's ``usage.prompt_tokens``, else ``input_tokens`` (in the
+  load generator's records that is the same server count: ``input_tokens`` is never read as "asked");
 - **output asked**: ``output_tokens_asked`` when the record carries it (absent: unknown, never guessed);
 - **output received**: the server's ``usage_output_tokens`` when present, else the client's ``output_chunks``, else
   ``output_tokens`` (the same precedence as the tokens TPOT divides by, ``tui.core.slos``).
 
 **Disagreement.** Output: a request carrying both ``usage_output_tokens`` and ``output_chunks``; input: both the
-tokens asked and ``usage_input_tokens``. The two disagree when ``|server - other| > tolerance(server)`` with
+tokens asked and the input received. The two disagree when ``|server - other| > tolerance(server)`` with
 ``tolerance(n) = max(TOKEN_TOLERANCE_TOKENS, floor(TOKEN_TOLERANCE_FRACTION * n))`` (defaults: max(1, 2%): +-1 up
 to 99 tokens, +-2 at 100..149, ...). A chat template makes the server's prompt count larger than the tokens asked,
 so an input disagreement is a finding to read, not an error.
@@ -139,22 +139,28 @@ class TokenTally:
         self.out_disagree = self.in_disagree = 0
 
     def add(self, r: RequestRecord | Mapping[str, Any]) -> None:
+        """One record (a ``RequestRecord`` or a record dict)."""
+        if type(r) is RequestRecord:  # parsed (counts validated): read the slots directly, the Monitor's hot path
+            self.add_counts(r.input_tokens_asked, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked,
+                            r.usage_output_tokens, r.output_chunks, r.output_tokens)
+            return
+        self.add_counts(_get(r, "input_tokens_asked"), _get(r, "usage_input_tokens"), _get(r, "input_tokens"),
+                        _get(r, "output_tokens_asked"), _get(r, "usage_output_tokens"), _get(r, "output_chunks"),
+                        _get(r, "output_tokens"))
+
+    def add_counts(self, asked_in: int | None, server_in: int | None, input_tokens: int | None,
+                   asked_out: int | None, server_out: int | None, chunks: int | None,
+                   output_tokens: int | None) -> None:
+        """One request's counts (each a whole number >= 0 or None), the fields of the same names."""
         self.added += 1
-        asked_in = _get(r, "input_tokens_asked")
-        if asked_in is None:
-            asked_in = _get(r, "input_tokens")
-        server_in = _get(r, "usage_input_tokens")
-        asked_out = _get(r, "output_tokens_asked")
-        server_out = _get(r, "usage_output_tokens")
-        chunks = _get(r, "output_chunks")
-        received_out = server_out if server_out is not None else chunks if chunks is not None else \
-            _get(r, "output_tokens")
+        received_in = server_in if server_in is not None else input_tokens
         if asked_in is not None:
             self.in_asked.add(asked_in)
-        if server_in is not None:
-            self.in_received.add(server_in)
+        if received_in is not None:
+            self.in_received.add(received_in)
         if asked_out is not None:
             self.out_asked.add(asked_out)
+        received_out = server_out if server_out is not None else chunks if chunks is not None else output_tokens
         if received_out is not None:
             self.out_received.add(received_out)
         if server_out is not None and chunks is not None:
@@ -163,11 +169,11 @@ class TokenTally:
                 self.out_disagree += 1
                 self.out_server_disagreeing.add(server_out)
                 self.out_chunks_disagreeing.add(chunks)
-        if server_in is not None and asked_in is not None:
+        if received_in is not None and asked_in is not None:
             self.in_compared += 1
-            if disagree(server_in, asked_in):
+            if disagree(received_in, asked_in):
                 self.in_disagree += 1
-                self.in_server_disagreeing.add(server_in)
+                self.in_server_disagreeing.add(received_in)
                 self.in_asked_disagreeing.add(asked_in)
 
     def summary(self) -> dict[str, Any]:
