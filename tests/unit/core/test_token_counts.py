@@ -140,3 +140,23 @@ def test_a_soak_keeps_memory_flat_seeded():
     # a disagreement only where 9 > max(1, 2% of the count), i.e. counts below 500
     assert 0.15 < s["disagree"]["output"] / 50_000 < 0.18
     assert s["disagree"]["input"] < 0.01 * 50_000
+
+
+def _rec(i: int, **kw) -> RequestRecord:
+    return RequestRecord(id=str(i), t_sent=1.0, t_end=2.0, complete=True, t_intended=1.0, **kw)
+
+
+def test_parsed_records_are_batched_and_tally_like_dicts_and_merge_adds_up():
+    rng = random.Random(7)
+    a, b, whole = TokenTally(cap=64), TokenTally(cap=64), TokenTally(cap=64)
+    for i in range(3000):
+        kw = {"input_tokens_asked": 128, "usage_input_tokens": 128 + rng.randint(0, 30),
+              "output_tokens_asked": 64, "usage_output_tokens": rng.randint(1, 64),
+              "output_chunks": rng.randint(1, 64), "output_tokens": 64}
+        r = _rec(i, **kw)
+        (a if i % 2 else b).add(r)
+        whole.add({**kw})  # the dict path: tallied at once
+        assert len(a.pending) <= 64 and len(b.pending) <= 64  # bounded: flushed past the cap
+    a.merge(b)
+    assert a.summary() == whole.summary()
+    assert a.summary()["disagree"]["of"] == 3000
