@@ -682,15 +682,15 @@ class Monitor:
                     self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
                 # counted tokens: one tuple and one dict update (TokenTally.pending, tallied when read)
                 tk = st.tokens.pending
-                key = (r.input_tokens_asked, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked,
+                tkey = (r.input_tokens_asked, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked,
                        r.usage_output_tokens, r.output_chunks, r.output_tokens)  # token_counts.record_key
-                c = tk.get(key)
+                c = tk.get(tkey)
                 if c is None:
-                    tk[key] = 1
+                    tk[tkey] = 1
                     if len(tk) > st.tokens.cap:
                         st.tokens.flush()
                 else:
-                    tk[key] = c + 1
+                    tk[tkey] = c + 1
                 good = outcome == "good"
                 failed = outcome == "failed"
                 n = st.n = st.n + 1

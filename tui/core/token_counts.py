@@ -156,7 +156,7 @@ class TokenTally:
         self.cap = cap
         #: parsed records not yet tallied, as ``record_key(r) -> how many``: the hot path (the Monitor's) is one
         #: tuple and one dict update per request; ``flush`` tallies them (at most ``cap`` keys are held)
-        self.pending: dict[tuple, int] = {}
+        self.pending: dict[tuple[int | None, ...], int] = {}
         self.added = 0
         self.out_compared = self.in_compared = 0
         self.out_disagree = self.in_disagree = 0
@@ -208,8 +208,8 @@ class TokenTally:
         if p:
             self.pending = {}
             add = self.add_counts
-            for key, k in p.items():
-                add(*key, k=k)
+            for (a, b, c, d, e, f, g), k in p.items():
+                add(a, b, c, d, e, f, g, k)
 
     def merge(self, other: TokenTally) -> None:
         """Add ``other``'s records (the run-wide tally from the per-level ones)."""
