@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
             _err(str(issue))
         if budget is None and snap.budget is not None and record_budget is None:
             record_budget = (snap.budget, f"budget record in {mon.source}")
-        runs.append(A.RunInput(source=mon.source, snapshot=snap))
+        runs.append(A.RunInput(source=mon.source, snapshot=snap, received=snap.tokens))  # counted tokens, run-wide
     runs = one_target(runs, args.model, input_notes)
     if budget is None and record_budget is not None:  # the first file's budget record (verified on load)
         budget, budget_origin = record_budget
@@ -246,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
         rollback_rules=user_rules,
         rollback_source=args.rollback,
         slo_ttft_ms=cfg.slo_ttft_ms,
+        slos=cfg.slos,
         target=cfg.target,
         alpha=cfg.alpha,
         min_window_s=cfg.min_window_s,

@@ -53,6 +53,7 @@ from tui.core.snapshot import (
 )
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 from tui.core.textfmt import fmt_minutes
+from tui.core.token_counts import TokenTally
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 
 GIB = 2**30
@@ -201,6 +202,7 @@ class _LevelState:
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache",
+        "tokens",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -221,6 +223,7 @@ class _LevelState:
         self.combos: dict[int, int] = {}
         self.good_out_tokens = 0
         self.lat_cache: dict[str, tuple[int, tuple[Percentile, ...]]] = {}
+        self.tokens = TokenTally()  # counted tokens: asked vs received, server vs client (tui.core.token_counts)
         self.judge = LevelJudge(test, min_window_s=cfg.min_window_s, min_requests=min_requests,
                                 fail_min_s=min(FAIL_MIN_S, cfg.min_window_s), batch_s=cfg.batch_s)
         self.verdict_cache: tuple | None = None
@@ -677,6 +680,17 @@ class Monitor:
                         self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
                         continue
                     self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
+                # counted tokens: one tuple and one dict update (TokenTally.pending, tallied when read)
+                tk = st.tokens.pending
+                tkey = (r.input_tokens_asked, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked,
+                       r.usage_output_tokens, r.output_chunks, r.output_tokens)  # token_counts.record_key
+                c = tk.get(tkey)
+                if c is None:
+                    tk[tkey] = 1
+                    if len(tk) > st.tokens.cap:
+                        st.tokens.flush()
+                else:
+                    tk[tkey] = c + 1
                 good = outcome == "good"
                 failed = outcome == "failed"
                 n = st.n = st.n + 1
@@ -968,8 +982,18 @@ class Monitor:
                 delivered=d.figure, not_reached=d.problem,
                 problems=tuple(problems),
                 server_histograms=self.step_info.get((st.level, st.round), {}).get("server_histograms"),
+                tokens=st.tokens.summary(),
             ))
         return tuple(rows)
+
+    def tokens_summary(self) -> dict | None:
+        """Counted tokens over every measured level (``TokenTally.summary()`` of the levels' tallies merged); None
+        before any measured request."""
+        whole = TokenTally()
+        for st in self.levels.values():
+            if st.n:
+                whole.merge(st.tokens)
+        return whole.summary() if whole.added else None
 
     def _queue_state(self) -> QueueState:
         q = self._queue_latest
@@ -1060,6 +1084,7 @@ class Monitor:
             target=self.cfg.target,
             slo_ttft_ms=self.cfg.slo_ttft_ms,
             slos=self.cfg.slos,
+            tokens=self.tokens_summary(),
             queue=self._queue_state(),
             gpu=self._gpu_state(),
             errors_by_class=dict(self.errors_by_class),

@@ -10,6 +10,7 @@ from typing import Any
 
 import tui.core.provenance as _prov
 import tui.core.server_timing as _server_timing
+import tui.core.token_counts as _token_counts
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.exitcodes import ExitCode
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
@@ -220,6 +221,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "exit_code": exit_code(state),
     }
     _server_timing.attach(rep, snap.levels)  # issue 21: the server's own brackets beside the client's, per level
+    _token_counts.attach(rep, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
     if budget is not None:
         rep["budget"] = {
             "origin": budget_origin, "teaching": view.teaching,
@@ -322,6 +324,7 @@ def format_report(rep: dict[str, Any]) -> str:
             f"{st} (from request {n})" for st, n in firsts.items()) + f"; the state at the end of the data is {vd['state']} "
             f"(see the timeline in --json)")
     out.extend(_server_timing.report_lines(rep))  # issue 21: server-side brackets per level, flags
+    out.extend(_token_counts.report_lines(rep))  # issue 21: asked vs received tokens, disagreements, per level
     if len(rep["levels"]) > 1:
         add("")
         add("  level round      n   good%   P50      P95      P99      req/s  goodput/s verdict")

@@ -343,3 +343,34 @@ def _ttft_only_rule(slo_us: float | None, answer: bool) -> Rule:
         return FAILED, ttft, 0
 
     return classify
+
+
+# ------------------------------------------------------------------ the run header's ``slo`` block
+
+
+def header_block(slos: Slos, target: float) -> dict:
+    """The run header's ``slo`` block (docs/record-format.md): every SLO in force (ms; None: off), which TTFT the
+    TTFT SLO judges, their names and sentence, and the target."""
+    return {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms,
+            "ttft_of": slos.ttft_of, "in_force": list(slos.in_force()), "text": slos.describe(), "target": target}
+
+
+def from_header_block(block: object) -> Slos | None:
+    """The SLOs a run header's ``slo`` block records; older files carry only ``ttft_ms`` (the TTFT SLO alone, the
+    answer TTFT). None when the block is absent or says nothing usable (a value that is not a positive number reads
+    as off; an unknown ``ttft_of`` as ``answer``)."""
+    if not isinstance(block, dict):
+        return None
+
+    def ms(key: str) -> float | None:
+        v = block.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
+            return None
+        return float(v)
+
+    vals = {k: ms(k) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")}
+    if all(v is None for v in vals.values()) and "in_force" not in block:
+        return None
+    of = block.get("ttft_of")
+    return Slos(ttft_ms=vals["ttft_ms"], tpot_ms=vals["tpot_ms"], itl_ms=vals["itl_ms"], e2e_ms=vals["e2e_ms"],
+                ttft_of=of if of in TTFT_OF else "answer")

@@ -178,6 +178,9 @@ class LevelRow:
     not_reached: str | None = None  # why the labelled load was not delivered (then it can never PASS)
     problems: tuple[str, ...] = ()  # evidence problems that forbid PASS at this level (run-wide ones included)
     server_histograms: dict | None = None  # the step's server-side histograms at its start and end (issue 21)
+    #: counted tokens of the level's measured requests: ``tui.core.token_counts.TokenTally.summary()`` (asked vs
+    #: received lengths, server vs client disagreements); None: not computed
+    tokens: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +233,8 @@ class Snapshot:
     records_integrity: Any = None
     #: the SLOs in force (tui.core.slos.Slos): ``slos.describe()`` names them wherever the verdict is shown
     slos: Slos = field(default_factory=Slos)
+    #: counted tokens over every measured level (``TokenTally.summary()``); None: none measured / not computed
+    tokens: dict | None = None
 
     @property
     def cancelled_note(self) -> str | None:

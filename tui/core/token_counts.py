@@ -3,15 +3,15 @@
 ``TokenTally`` takes request records one at a time (the caller chooses which: e.g. the measured ones of one level)
 and keeps, in bounded memory, four length distributions and the disagreements between counts:
 
-- **input asked**: ``input_tokens_asked`` when the record carries it (the load generator writes it), else
-  ``input_tokens`` (the record format's "tokens asked");
-- **input received**: ``usage_input_tokens``, the server's ``usage.prompt_tokens``;
+- **input asked**: ``input_tokens_asked`` (the load generator writes it; absent: unknown, never guessed);
+- **input received**: ``usage_input_tokens``, the server's ``usage.prompt_tokens``, else ``input_tokens`` (in the
+  load generator's records that is the same server count: ``input_tokens`` is never read as "asked");
 - **output asked**: ``output_tokens_asked`` when the record carries it (absent: unknown, never guessed);
 - **output received**: the server's ``usage_output_tokens`` when present, else the client's ``output_chunks``, else
   ``output_tokens`` (the same precedence as the tokens TPOT divides by, ``tui.core.slos``).
 
 **Disagreement.** Output: a request carrying both ``usage_output_tokens`` and ``output_chunks``; input: both the
-tokens asked and ``usage_input_tokens``. The two disagree when ``|server - other| > tolerance(server)`` with
+tokens asked and the input received. The two disagree when ``|server - other| > tolerance(server)`` with
 ``tolerance(n) = max(TOKEN_TOLERANCE_TOKENS, floor(TOKEN_TOLERANCE_FRACTION * n))`` (defaults: max(1, 2%): +-1 up
 to 99 tokens, +-2 at 100..149, ...). A chat template makes the server's prompt count larger than the tokens asked,
 so an input disagreement is a finding to read, not an error.
@@ -69,13 +69,14 @@ class LengthDist:
         self.hi: int | None = None
         self.approximate = False
 
-    def add(self, v: int) -> None:
-        self.n += 1
+    def add(self, v: int, k: int = 1) -> None:
+        """``k`` requests of length ``v``."""
+        self.n += k
         self.lo = v if self.lo is None or v < self.lo else self.lo
         self.hi = v if self.hi is None or v > self.hi else self.hi
         key = _coarse(v) if self.approximate else v
         c = self.counts
-        c[key] = c.get(key, 0) + 1
+        c[key] = c.get(key, 0) + k
         if not self.approximate and len(c) > self.cap:
             self.approximate = True
             merged: dict[int, int] = {}
@@ -83,6 +84,18 @@ class LengthDist:
                 ck = _coarse(k)
                 merged[ck] = merged.get(ck, 0) + cnt
             self.counts = merged
+
+    def merge(self, other: LengthDist) -> None:
+        """Add ``other``'s lengths (the run-wide distribution from the per-level ones)."""
+        lo, hi = self.lo, self.hi
+        for v, k in other.counts.items():
+            self.add(v, k)
+        self.lo, self.hi = lo, hi  # exact: a coarsened key is a bucket's midpoint, not a length seen
+        if other.n:
+            assert other.lo is not None and other.hi is not None
+            self.lo = other.lo if self.lo is None or other.lo < self.lo else self.lo
+            self.hi = other.hi if self.hi is None or other.hi > self.hi else self.hi
+            self.approximate = self.approximate or other.approximate
 
     def quantile(self, q: float) -> int | None:
         """Nearest-rank quantile; the exact min / max at the ends."""
@@ -117,12 +130,18 @@ def _get(r: RequestRecord | Mapping[str, Any], name: str) -> int | None:
     return int(v)
 
 
+def record_key(r: RequestRecord) -> tuple:
+    """A parsed record's seven count fields, in ``TokenTally.add_counts``'s order (the key of ``pending``)."""
+    return (r.input_tokens_asked, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked, r.usage_output_tokens,
+            r.output_chunks, r.output_tokens)
+
+
 class TokenTally:
     """Asked and received token lengths, and server-vs-client disagreements, over the records added."""
 
     __slots__ = ("in_asked", "in_received", "out_asked", "out_received", "out_server_disagreeing",
                  "out_chunks_disagreeing", "in_server_disagreeing", "in_asked_disagreeing", "added",
-                 "out_compared", "in_compared", "out_disagree", "in_disagree")
+                 "out_compared", "in_compared", "out_disagree", "in_disagree", "pending", "cap")
 
     def __init__(self, cap: int = TOKEN_EXACT_DISTINCT) -> None:
         self.in_asked = LengthDist(cap)
@@ -134,46 +153,84 @@ class TokenTally:
         self.out_chunks_disagreeing = LengthDist(cap)
         self.in_server_disagreeing = LengthDist(cap)
         self.in_asked_disagreeing = LengthDist(cap)
+        self.cap = cap
+        #: parsed records not yet tallied, as ``record_key(r) -> how many``: the hot path (the Monitor's) is one
+        #: tuple and one dict update per request; ``flush`` tallies them (at most ``cap`` keys are held)
+        self.pending: dict[tuple[int | None, ...], int] = {}
         self.added = 0
         self.out_compared = self.in_compared = 0
         self.out_disagree = self.in_disagree = 0
 
     def add(self, r: RequestRecord | Mapping[str, Any]) -> None:
-        self.added += 1
-        asked_in = _get(r, "input_tokens_asked")
-        if asked_in is None:
-            asked_in = _get(r, "input_tokens")
-        server_in = _get(r, "usage_input_tokens")
-        asked_out = _get(r, "output_tokens_asked")
-        server_out = _get(r, "usage_output_tokens")
-        chunks = _get(r, "output_chunks")
-        received_out = server_out if server_out is not None else chunks if chunks is not None else \
-            _get(r, "output_tokens")
+        """One record (a ``RequestRecord`` or a record dict)."""
+        if type(r) is RequestRecord:  # parsed (counts validated): counted by its key, tallied at ``flush``
+            key = record_key(r)
+            p = self.pending
+            p[key] = p.get(key, 0) + 1
+            if len(p) > self.cap:
+                self.flush()
+            return
+        self.add_counts(_get(r, "input_tokens_asked"), _get(r, "usage_input_tokens"), _get(r, "input_tokens"),
+                        _get(r, "output_tokens_asked"), _get(r, "usage_output_tokens"), _get(r, "output_chunks"),
+                        _get(r, "output_tokens"))
+
+    def add_counts(self, asked_in: int | None, server_in: int | None, input_tokens: int | None,
+                   asked_out: int | None, server_out: int | None, chunks: int | None,
+                   output_tokens: int | None, k: int = 1) -> None:
+        """``k`` requests with these counts (each a whole number >= 0 or None), the fields of the same names."""
+        self.added += k
+        received_in = server_in if server_in is not None else input_tokens
         if asked_in is not None:
-            self.in_asked.add(asked_in)
-        if server_in is not None:
-            self.in_received.add(server_in)
+            self.in_asked.add(asked_in, k)
+        if received_in is not None:
+            self.in_received.add(received_in, k)
         if asked_out is not None:
-            self.out_asked.add(asked_out)
+            self.out_asked.add(asked_out, k)
+        received_out = server_out if server_out is not None else chunks if chunks is not None else output_tokens
         if received_out is not None:
-            self.out_received.add(received_out)
+            self.out_received.add(received_out, k)
         if server_out is not None and chunks is not None:
-            self.out_compared += 1
+            self.out_compared += k
             if disagree(server_out, chunks):
-                self.out_disagree += 1
-                self.out_server_disagreeing.add(server_out)
-                self.out_chunks_disagreeing.add(chunks)
-        if server_in is not None and asked_in is not None:
-            self.in_compared += 1
-            if disagree(server_in, asked_in):
-                self.in_disagree += 1
-                self.in_server_disagreeing.add(server_in)
-                self.in_asked_disagreeing.add(asked_in)
+                self.out_disagree += k
+                self.out_server_disagreeing.add(server_out, k)
+                self.out_chunks_disagreeing.add(chunks, k)
+        if received_in is not None and asked_in is not None:
+            self.in_compared += k
+            if disagree(received_in, asked_in):
+                self.in_disagree += k
+                self.in_server_disagreeing.add(received_in, k)
+                self.in_asked_disagreeing.add(asked_in, k)
+
+    def flush(self) -> None:
+        """Tally the pending records (``summary``, ``lines`` and ``merge`` do it first)."""
+        p = self.pending
+        if p:
+            self.pending = {}
+            add = self.add_counts
+            for (a, b, c, d, e, f, g), k in p.items():
+                add(a, b, c, d, e, f, g, k)
+
+    def merge(self, other: TokenTally) -> None:
+        """Add ``other``'s records (the run-wide tally from the per-level ones)."""
+        other.flush()
+        self.flush()
+        for name in ("in_asked", "in_received", "out_asked", "out_received", "out_server_disagreeing",
+                     "out_chunks_disagreeing", "in_server_disagreeing", "in_asked_disagreeing"):
+            getattr(self, name).merge(getattr(other, name))
+        self.added += other.added
+        self.out_compared += other.out_compared
+        self.in_compared += other.in_compared
+        self.out_disagree += other.out_disagree
+        self.in_disagree += other.in_disagree
 
     def summary(self) -> dict[str, Any]:
-        """``{"input": {"asked", "received"}, "output": {"asked", "received"}, "disagree": {...}}``; each length
-        ``{"min", "p50", "max", "n"}`` (None values with n 0; ``approximate: True`` once coarsened)."""
+        """``{"lines", "input": {"asked", "received"}, "output": {"asked", "received"}, "disagree": {...}}``; each
+        length ``{"min", "p50", "max", "n"}`` (None values with n 0; ``approximate: True`` once coarsened);
+        ``lines``: ``lines()``, so a view shows them without the tally."""
+        self.flush()
         return {
+            "lines": self.lines(),
             "input": {"asked": self.in_asked.summary(), "received": self.in_received.summary()},
             "output": {"asked": self.out_asked.summary(), "received": self.out_received.summary()},
             "disagree": {"output": self.out_disagree, "input": self.in_disagree, "of": self.added,
@@ -185,6 +242,7 @@ class TokenTally:
     def lines(self) -> list[str]:
         """Two lines for a report or a pane, e.g. ``output tokens: asked 64 / 64 / 64, received 8 / 63 / 64
         (min / P50 / max); server counted 64, 63 chunks seen, on 212 of 400 requests (tolerance +-max(1, 2%))``."""
+        self.flush()
         tol = f"(tolerance \u00b1max({TOKEN_TOLERANCE_TOKENS}, {TOKEN_TOLERANCE_FRACTION:.0%}))"
         out = (f"output tokens: asked {_mpm(self.out_asked)}, received {_mpm(self.out_received)} (min / P50 / max)"
                + _disagreement(self.out_compared, self.out_disagree, self.out_server_disagreeing,
@@ -210,3 +268,39 @@ def _disagreement(compared: int, n: int, server: LengthDist, other: LengthDist, 
         return f"; server and client agree on all {compared} requests that carry both {tol}"
     return (f"; server counted {server.quantile(0.5)}, {other.quantile(0.5)} {other_words}, on {n} of {compared} "
             f"requests {tol}")
+
+
+# ------------------------------------------------------------------ the report's text and JSON (tui.core.report)
+
+
+def attach(rep: dict, rows: Any, run_wide: Mapping[str, Any] | None = None) -> None:
+    """Adds ``tokens`` (a ``TokenTally.summary()``, or None) to each level of a report dict (``rep["levels"]``,
+    built from the snapshot's ``rows`` in order), to ``rep["measured"]`` for the judged row, and the run-wide one
+    at the top."""
+    levels = rep.get("levels") or []
+    measured = rep.get("measured") or {}
+    for lv, row in zip(levels, rows):
+        tk = getattr(row, "tokens", None)
+        lv["tokens"] = tk
+        if measured.get("level") == lv.get("level") and measured.get("round") == lv.get("round"):
+            measured["tokens"] = tk
+    rep["tokens"] = run_wide
+
+
+def report_lines(rep: dict) -> list[str]:
+    """The counted tokens of every level (indented for the report's Measured section); none when no level has
+    them."""
+    out: list[str] = []
+    for lv in rep.get("levels") or []:
+        tk = lv.get("tokens")
+        lines = tk.get("lines") if isinstance(tk, Mapping) else None
+        if not lines:
+            continue
+        lvl = lv.get("level")
+        name = "-" if lvl is None else f"{lvl:g}" if isinstance(lvl, (int, float)) else str(lvl)
+        head = f"    level {name} round {lv.get('round')}: "
+        out.append(head + lines[0])
+        out.extend(" " * len(head) + line for line in lines[1:])
+    if out:
+        out.insert(0, "  counted tokens (measured requests: asked vs received, the server's count vs the client's):")
+    return out

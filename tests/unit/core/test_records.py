@@ -160,3 +160,23 @@ def test_the_outcome_rule_and_contradiction_agree(status, tokens, finish):
     when nothing in it contradicts it."""
     r = RequestRecord("a", T, T + 1.0, True, T, T + 0.1, http_status=status, output_tokens=tokens, finish_reason=finish)
     assert (records.outcome_rule(1000.0)(r)[0] == "failed") is (records.contradiction(r) is not None)
+
+
+def test_asked_lengths_round_trip_and_older_records_read_them_as_none():
+    """The load generator's ``input_tokens_asked`` / ``output_tokens_asked`` survive parse -> write -> parse (the
+    parser used to drop them); a record without them reads None; a bad count is a bad line."""
+    from tui.core.records import parse_object
+    from tui.core.records.write import request_to_dict
+    d = {"type": "request", "id": "a", "t_sent": 1.7e9, "t_end": 1.7e9 + 1, "complete": True,
+         "t_first_token": 1.7e9 + 0.1, "input_tokens": 151, "output_tokens": 64, "input_tokens_asked": 128,
+         "output_tokens_asked": 64}
+    r = parse_object(d)
+    assert (r.input_tokens_asked, r.output_tokens_asked, r.input_tokens) == (128, 64, 151)
+    w = request_to_dict(r)
+    assert (w["input_tokens_asked"], w["output_tokens_asked"]) == (128, 64)
+    assert parse_object(w) == r
+    old = parse_object({k: v for k, v in d.items() if not k.endswith("_asked")})
+    assert old.input_tokens_asked is None and old.output_tokens_asked is None
+    assert "input_tokens_asked" not in request_to_dict(old)
+    with pytest.raises(RecordError):
+        parse_object({**d, "output_tokens_asked": -3})

@@ -26,7 +26,7 @@ def test_tolerance_is_max_one_token_or_two_percent():
 def test_the_issue_example_server_64_chunks_63_is_within_tolerance_and_62_is_not():
     t = TokenTally()
     for chunks in [63] * 200 + [62] * 12:
-        t.add({"input_tokens": 128, "usage_input_tokens": 128, "output_tokens_asked": 64,
+        t.add({"input_tokens_asked": 128, "usage_input_tokens": 128, "output_tokens_asked": 64,
                "usage_output_tokens": 64, "output_chunks": chunks, "output_tokens": 64})
     s = t.summary()
     assert s["disagree"]["output"] == 12 and s["disagree"]["output_compared"] == 212 and s["disagree"]["of"] == 212
@@ -51,11 +51,28 @@ def test_received_falls_back_to_chunks_then_client_count_and_asked_unknown_is_sa
     assert "received unknown" in inp and "input tokens: asked unknown" in inp
 
 
-def test_input_asked_prefers_the_generators_field_over_input_tokens():
+def test_input_asked_is_the_generators_field_and_input_tokens_is_received():
     t = TokenTally()
     t.add({"input_tokens_asked": 128, "input_tokens": 151, "usage_input_tokens": 151})
+    t.add({"input_tokens_asked": 128, "input_tokens": 140})  # no usage field: input_tokens is the server's count
     s = t.summary()
-    assert s["input"]["asked"]["min"] == 128 and s["disagree"]["input"] == 1
+    assert s["input"]["asked"] == {"min": 128, "p50": 128, "max": 128, "n": 2}
+    assert s["input"]["received"] == {"min": 140, "p50": 140, "max": 151, "n": 2}
+    assert s["disagree"]["input"] == 2 and s["disagree"]["input_compared"] == 2
+
+
+def test_a_parsed_record_and_its_dict_tally_the_same():
+    from tui.core.records import parse_object
+    d = {"type": "request", "id": "a", "t_sent": 1.7e9, "t_end": 1.7e9 + 1, "complete": True,
+         "t_first_token": 1.7e9 + 0.1, "input_tokens": 140, "output_tokens": 64, "input_tokens_asked": 128,
+         "output_tokens_asked": 64, "usage_output_tokens": 64, "usage_input_tokens": 140, "output_chunks": 61}
+    a, b = TokenTally(), TokenTally()
+    a.add(parse_object(d))
+    b.add(d)
+    assert a.summary() == b.summary()
+    s = a.summary()
+    assert s["output"]["asked"]["p50"] == 64 and s["input"]["asked"]["p50"] == 128
+    assert s["disagree"]["output"] == 1 and s["disagree"]["input"] == 1
 
 
 def test_record_objects_work_and_missing_fields_are_read_as_absent():
@@ -63,7 +80,8 @@ def test_record_objects_work_and_missing_fields_are_read_as_absent():
     t = TokenTally()
     t.add(r)  # whatever issue-21 fields the record type has or lacks: no AttributeError
     s = t.summary()
-    assert s["input"]["asked"] == {"min": 64, "p50": 64, "max": 64, "n": 1}
+    # input_tokens is the server's count in the load generator's records: received, never "asked"
+    assert s["input"]["received"] == {"min": 64, "p50": 64, "max": 64, "n": 1} and s["input"]["asked"]["n"] == 0
     assert s["output"]["received"]["p50"] == (getattr(r, "usage_output_tokens", None) or 32)
 
 
@@ -122,3 +140,23 @@ def test_a_soak_keeps_memory_flat_seeded():
     # a disagreement only where 9 > max(1, 2% of the count), i.e. counts below 500
     assert 0.15 < s["disagree"]["output"] / 50_000 < 0.18
     assert s["disagree"]["input"] < 0.01 * 50_000
+
+
+def _rec(i: int, **kw) -> RequestRecord:
+    return RequestRecord(id=str(i), t_sent=1.0, t_end=2.0, complete=True, t_intended=1.0, **kw)
+
+
+def test_parsed_records_are_batched_and_tally_like_dicts_and_merge_adds_up():
+    rng = random.Random(7)
+    a, b, whole = TokenTally(cap=64), TokenTally(cap=64), TokenTally(cap=64)
+    for i in range(3000):
+        kw = {"input_tokens_asked": 128, "usage_input_tokens": 128 + rng.randint(0, 30),
+              "output_tokens_asked": 64, "usage_output_tokens": rng.randint(1, 64),
+              "output_chunks": rng.randint(1, 64), "output_tokens": 64}
+        r = _rec(i, **kw)
+        (a if i % 2 else b).add(r)
+        whole.add({**kw})  # the dict path: tallied at once
+        assert len(a.pending) <= 64 and len(b.pending) <= 64  # bounded: flushed past the cap
+    a.merge(b)
+    assert a.summary() == whole.summary()
+    assert a.summary()["disagree"]["of"] == 3000

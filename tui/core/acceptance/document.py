@@ -37,6 +37,7 @@ from tui.core.defaults import ALPHA, MIN_WINDOW_S, SLO_TTFT_MS, TARGET
 from tui.core.quality.policy import QualityPolicy
 from tui.core.redact import scrub
 from tui.core.report import conclusion as three_part_conclusion
+from tui.core.slos import Slos
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, UNDECIDED
 
 
@@ -61,12 +62,14 @@ def build_acceptance(
     settings_changed: Sequence[str] = (),
     not_acceptance_grade: Sequence[str] = (),
     input_notes: Sequence[str] = (),
+    slos: Slos | None = None,
 ) -> dict:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
 
     ``settings_changed``: the acceptance settings that differ from their defaults (named in the verdict);
     ``not_acceptance_grade``: those weaker than a floor (``tui.core.grade``): never "ready"; ``input_notes``:
-    what was done with the inputs (a file given twice, files of other models left out)."""
+    what was done with the inputs (a file given twice, files of other models left out); ``slos``: every SLO in
+    force (``MonitorConfig.slos``; not given: the TTFT SLO ``slo_ttft_ms`` alone), named in full in ``slo``."""
     cost = cost or CostInputs()
     prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
              "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
@@ -148,8 +151,7 @@ def build_acceptance(
         "banner": " ".join(banner_parts) or None,
         "inputs": {"records": [r.source for r in runs], "quality": quality_source, "budget": budget_source,
                    "rollback": rollback_source, "notes": list(input_notes)},
-        "slo": {"ttft_ms": slo_ttft_ms, "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
-                "good": f"completed AND client TTFT <= {slo_ttft_ms:g} ms, over all measured requests"},
+        "slo": slo_block(slos if slos is not None else Slos(ttft_ms=slo_ttft_ms), target, alpha, min_window_s),
         "budget": bsec,
         "environment": environment_section(runs, generator or {}),
         "load_configuration": load_section(runs),
@@ -164,3 +166,20 @@ def build_acceptance(
     for r in runs:
         secrets += _header_secrets(r.snapshot.header)
     return _jsonable(scrub(doc, secrets))
+
+
+def good_text(slos: Slos) -> str:
+    """What a good request met, naming every SLO in force: "client TTFT <= 1000 ms" for the answer TTFT alone
+    (as ``report`` and ``compare`` say it), else ``Slos.describe()`` ("TTFT <= 1000 ms (answer), TPOT <= 50 ms")."""
+    if slos.in_force() == ("TTFT",) and slos.ttft_of == "answer":
+        assert slos.ttft_ms is not None
+        return f"client TTFT <= {slos.ttft_ms:g} ms"
+    return slos.describe()
+
+
+def slo_block(slos: Slos, target: float, alpha: float, min_window_s: float) -> dict:
+    """The document's ``slo`` block: every SLO in force (None: off), which TTFT is judged, and the sentence."""
+    return {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms,
+            "ttft_of": slos.ttft_of, "in_force": list(slos.in_force()), "text": slos.describe(),
+            "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
+            "good": f"completed AND {good_text(slos)}, over all measured requests"}

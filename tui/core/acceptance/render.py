@@ -15,6 +15,7 @@ from tui.core.chain import md_records_integrity  # the digest chain's section (i
 from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES, latency_cell
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
+from tui.core.token_counts import TOLERANCE_RULE
 
 _MISSING = "not recorded"
 
@@ -202,11 +203,11 @@ def md_load(doc: Mapping) -> list[str]:
     add("## 3. Load configuration")
     add("")
     L += _table(("run", "mode", "arrival", "input tokens asked", "input received (min / P50 / max)",
-                 "output tokens asked", "output received (min / P50 / max)", "levels", "requests/step", "duration s",
-                 "warmup", "rounds", "seed"), (
+                 "output tokens asked", "output received (min / P50 / max)", "server vs client counts disagree",
+                 "levels", "requests/step", "duration s", "warmup", "rounds", "seed"), (
         (f"`{x['source']}`", x["mode"] or _MISSING,
          (x["arrival"] or "-") + (f" (burstiness {x['burstiness']:g})" if x.get("burstiness") is not None else ""),
-         x["input_tokens"] or _MISSING, _received(x, "input"), x["output_tokens"] or _MISSING, _received(x, "output"),
+         _asked(x, "input"), _received(x, "input"), _asked(x, "output"), _received(x, "output"), _disagreements(x),
          ", ".join(f"{v:g}" for v in x["levels"]) + (f" {x['level_unit']}" if x.get("level_unit") else "")
          if x["levels"] else _MISSING,
          x["requests_per_step"] if x["requests_per_step"] is not None else "-",
@@ -214,12 +215,39 @@ def md_load(doc: Mapping) -> list[str]:
          x["warmup"] if x["warmup"] is not None else _MISSING,
          x["rounds"] if x["rounds"] is not None else _MISSING,
          x["seed"] if x["seed"] is not None else _MISSING) for x in doc["load_configuration"]))
+    if any(isinstance(x.get("token_disagreements"), Mapping) for x in doc["load_configuration"]):
+        add("")
+        add("Asked: the run header's setting (records: the lengths the requests asked for, min / P50 / max). "
+            "Received: the server's count when it sent usage, else the chunks the client saw. A server count and a "
+            f"client count disagree when they are {TOLERANCE_RULE}.")
     for x in doc["load_configuration"]:
         if x.get("note"):
             add("")
             add(f"Note on `{x['source']}`: {x['note']}")
     add("")
     return L
+
+
+def _asked(x: Mapping, side: str) -> str:
+    """The lengths asked: the run header's setting, and beside it what the records say was asked (min / P50 /
+    max) when they carry it."""
+    cfg = x.get(f"{side}_tokens")
+    seen = x.get(f"{side}_tokens_asked_seen")
+    if not isinstance(seen, Mapping):
+        return cfg or _MISSING
+    mpm = " / ".join("?" if seen.get(k) is None else f"{seen[k]:g}" for k in ("min", "p50", "max"))
+    return f"{cfg or _MISSING} (records: {mpm})"
+
+
+def _disagreements(x: Mapping) -> str:
+    """"output 12 of 212, input 0 of 212" (requests whose server count and client count are more than the
+    tolerance apart, of those carrying both); "not computed" / "-" when no request carries both."""
+    d = x.get("token_disagreements")
+    if not isinstance(d, Mapping):
+        return "not computed"
+    parts = [f"{side} {d[side]} of {d[side + '_compared']}" for side in ("output", "input")
+             if isinstance(d.get(side), int) and d.get(side + "_compared")]
+    return ", ".join(parts) or "-"
 
 
 def _received(x: Mapping, side: str) -> str:

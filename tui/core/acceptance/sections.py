@@ -183,13 +183,25 @@ def _length(v: Any) -> dict | None:
 
 
 def _received(summary: Mapping[str, Any] | None) -> dict:
-    """The lengths the records show (``RunInput.received``: ``tui.core.token_counts.TokenTally.summary()``),
-    input and output, each {"min", "p50", "max"} or None (not computed / not in the records)."""
+    """The lengths the records show (``RunInput.received``: ``tui.core.token_counts.TokenTally.summary()``, i.e.
+    ``{"input": {"asked", "received"}, "output": {...}, "disagree": {...}}``; an older flat shape
+    ``{"input_tokens": {min, p50, max}}`` is read too): per side the lengths received and the lengths the records say
+    were asked, each {"min", "p50", "max", "n"} or None (not computed / not in the records), and the
+    disagreements between the server's count and the client's (None: not computed)."""
     s = summary if isinstance(summary, Mapping) else {}
     out: dict[str, Any] = {}
     for side in ("input", "output"):
         entry = s.get(f"{side}_tokens", s.get(side))
-        out[f"{side}_tokens_received"] = _length(entry)
+        if isinstance(entry, Mapping) and ("received" in entry or "asked" in entry):
+            out[f"{side}_tokens_received"] = _length(entry.get("received"))
+            out[f"{side}_tokens_asked_seen"] = _length(entry.get("asked"))
+        else:
+            out[f"{side}_tokens_received"] = _length(entry)
+            out[f"{side}_tokens_asked_seen"] = None
+    dis = s.get("disagree")
+    out["token_disagreements"] = None if not isinstance(dis, Mapping) else {
+        k: dis.get(k) if isinstance(dis.get(k), int) and not isinstance(dis.get(k), bool) else None
+        for k in ("output", "output_compared", "input", "input_compared")}
     out["received_computed"] = isinstance(summary, Mapping)
     return out
 

@@ -205,7 +205,7 @@ _STANDARD_KEYS = 16
 #: the optional per-token fields of issue 21 (docs/record-format.md): times, counts, milliseconds
 _TOKEN_TIMES = ("t_first_answer", "t_first_reasoning", "t_last_token")
 _TOKEN_COUNTS = ("output_chunks", "reasoning_chunks", "usage_output_tokens", "usage_input_tokens",
-                 "usage_reasoning_tokens")
+                 "usage_reasoning_tokens", "input_tokens_asked", "output_tokens_asked")
 _TOKEN_MS = ("itl_max_ms", "itl_p50_ms", "itl_p95_ms")
 
 

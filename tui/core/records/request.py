@@ -48,6 +48,8 @@ class RequestRecord:
     itl_max_ms: float | None = None  # the largest gap between two consecutive tokens
     itl_p50_ms: float | None = None  # gap quantiles of this request (nearest rank)
     itl_p95_ms: float | None = None
+    input_tokens_asked: int | None = None  # the prompt length the load generator asked for (input_tokens: the server's)
+    output_tokens_asked: int | None = None  # the output length it asked for (max_tokens)
 
     @property
     def ttft_ms(self) -> float | None:

@@ -37,6 +37,7 @@ from tui import __version__
 from tui.core.monitor import Monitor
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
+from tui.core.slos import header_block as slo_header_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
@@ -286,7 +287,7 @@ class LoadGenerator:
             started_at=self.clock.now(),
             insecure=bool(c.insecure),
             headers=dict(self.header_names),
-            slo={"ttft_ms": c.monitor.slo_ttft_ms, "target": c.monitor.target},
+            slo=slo_header_block(c.monitor.slos, c.monitor.target),  # every SLO in force (tui.core.slos)
             run_id=self.run_id,
             source=source_block("run"),
             server_capacity=self.server_capacity,
