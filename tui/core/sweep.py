@@ -73,6 +73,7 @@ def sweep_summary(snapshot: Snapshot, budget: Any = None, source: str = "") -> d
         "memory_only_candidate": cand,
         "limits": m["capacity_vs_memory"] + m["notes"],
         "exit_code": code,
+        "good": snapshot.slos.describe(),
     }
 
 
@@ -97,7 +98,7 @@ def _latency_lines(s: dict[str, Any]) -> list[str]:
 
 
 def format_sweep(s: dict[str, Any]) -> str:
-    lines = ["Capacity sweep (measured; good = completed AND TTFT <= SLO)",
+    lines = [f"Capacity sweep (measured; good = completed AND {s.get('good') or 'TTFT <= SLO'})",
              (f"  {s['unit'][:11]:>11} rnd      n  good%  interval      P50      P95      P99   TPOT  req/s  tok/s "
              "goodput  wait  GPU GiB  verdict")]
 
