@@ -30,7 +30,9 @@ def test_ttft_tpot_e2e_together_on_llama_server(llama_server, tmp_path, capsys):
     tpot_s = max((e - t) / (OUT_TOKENS - 1) for t, e in zip(speed.ttft_s, speed.e2e_s))
     ttft_slo = max(2000.0, 20 * speed.ttft_max_s * 1e3)
     tpot_slo = max(200.0, 10 * tpot_s * 1e3)
-    e2e_slo = max(10000.0, 10 * max(speed.e2e_s) * 1e3)
+    # 20 x: on the shared 2-core box a request took 10 x its calibration time minutes later (one E2E miss made a
+    # 16-request run UNDECIDED)
+    e2e_slo = max(10000.0, 20 * max(speed.e2e_s) * 1e3)
     slos = ["--slo-ttft-ms", f"{ttft_slo:.0f}", "--slo-tpot-ms", f"{tpot_slo:.0f}", "--slo-e2e-ms", f"{e2e_slo:.0f}"]
     why = f"{speed}; TPOT at concurrency 1 <= {tpot_s * 1e3:.1f} ms; SLOs {' '.join(slos)}"
     rec = str(tmp_path / "slos.jsonl")
