@@ -12,6 +12,7 @@ state across modules would add attribute hops per record (measured by bench/benc
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from array import array
@@ -23,6 +24,7 @@ from typing import Any
 import tui.core.defaults as defaults
 import tui.core.evidence as evidence
 import tui.core.provenance as provenance
+import tui.core.slos as slo_defs
 import tui.core.stats as stats
 from tui.core.budget import BudgetError
 from tui.core.budgetview import (
@@ -201,7 +203,7 @@ class _LevelState:
         "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
-        "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache",
+        "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other",
         "tokens",
     )
 
@@ -224,6 +226,9 @@ class _LevelState:
         self.good_out_tokens = 0
         self.lat_cache: dict[str, tuple[int, tuple[Percentile, ...]]] = {}
         self.tokens = TokenTally()  # counted tokens: asked vs received, server vs client (tui.core.token_counts)
+        # the TTFT NOT judged (any token when the answer's is judged, and the reverse), kept from the level's first
+        # record with reasoning on (``_add_other_ttft``); None while no record of the level reasoned
+        self.ttft_other: stats.QuantileStore | None = None
         self.judge = LevelJudge(test, min_window_s=cfg.min_window_s, min_requests=min_requests,
                                 fail_min_s=min(FAIL_MIN_S, cfg.min_window_s), batch_s=cfg.batch_s)
         self.verdict_cache: tuple | None = None
@@ -290,6 +295,19 @@ def _store(st: _LevelState | None, ttfts: list[float], tpots: list[float], lat: 
         st.tpot.extend(lat[0])
         st.itl.extend(lat[1])
         st.e2e.extend(lat[2])
+
+
+def _add_other_ttft(st: _LevelState, r: RequestRecord, pending: list[float], answer_judged: bool) -> None:
+    """Keep the TTFT not judged of a completed request, once the level has seen reasoning. Started at the level's
+    first record with reasoning from the judged TTFTs so far (records without reasoning: answer TTFT == any TTFT)
+    and ``pending`` (the level's judged TTFTs not yet stored); a record without reasoning never gets here before."""
+    other = st.ttft_other
+    if other is None:
+        other = st.ttft_other = copy.deepcopy(st.ttft)
+        other.extend(pending)
+    v = slo_defs.any_ttft_ms(r) if answer_judged else slo_defs.answer_ttft_ms(r)
+    if v is not None:  # None: reasoning and no answer token (the answer TTFT does not exist)
+        other.add(v)
 
 
 class Monitor:
@@ -599,6 +617,7 @@ class Monitor:
         reads, the outcome rule (``tui.core.records.outcome_rule``, its one definition), the level's
         judge and two tuples; what does not change within a batch is looked up once per batch."""
         classify = self._classify
+        answer_judged = self.cfg.slos.ttft_of == "answer"
         recent_append = self._recent.append
         errors = self.errors_by_class
         roll = self._roll
@@ -708,6 +727,8 @@ class Monitor:
                     else:
                         st.slow += 1
                     st.completed += 1
+                    if st.ttft_other is not None or r.t_first_reasoning is not None:  # both TTFTs exist
+                        _add_other_ttft(st, r, ttfts, answer_judged)
                     if ttft_ms is not None:  # None: reasoning and no answer token (a TTFT miss, tui.core.slos)
                         ttfts.append(ttft_ms)
                     if misses:
@@ -874,10 +895,19 @@ class Monitor:
             tpot_ms_p50=st.tpot_sketch.quantile(0.5),
             seconds=secs,
             latency={"ttft": ttft, "tpot": st.percentiles_of("tpot", st.tpot), "itl": st.percentiles_of("itl", st.itl),
-                     "e2e": st.percentiles_of("e2e", st.e2e)},
+                     "e2e": st.percentiles_of("e2e", st.e2e), **self._both_ttfts(st, ttft)},
             misses=misses, miss_combos=combos, unjudgeable=nojudge,
             good_output_tok_per_s=st.good_out_tokens / secs if secs > 0 else None,
         )
+
+    def _both_ttfts(self, st: _LevelState, judged: tuple[Percentile, ...]) -> dict[str, tuple[Percentile, ...]]:
+        """``{"ttft_answer": ..., "ttft_any": ...}`` when the level saw reasoning (both TTFTs exist), else {}."""
+        if st.ttft_other is None:
+            return {}
+        other = st.percentiles_of("ttft_other", st.ttft_other)
+        if self.cfg.slos.ttft_of == "answer":
+            return {"ttft_answer": judged, "ttft_any": other}
+        return {"ttft_answer": other, "ttft_any": judged}
 
     def _empty_window(self, label: str) -> WindowStat:
         return WindowStat(

@@ -65,7 +65,18 @@ def misses_text(w: dict[str, Any], slos: str = "") -> str:
     return "; ".join(parts)
 
 
-def window_dict(w: WindowStat) -> dict[str, Any]:
+def both_ttfts_dict(w: WindowStat, ttft_of: str) -> dict[str, Any]:
+    """With reasoning in the records (both TTFTs exist): the answer TTFT and the any-token TTFT side by side
+    (``ttft_answer_ms``, ``ttft_any_ms``, flat like ``ttft_ms``) and which one ``ttft_ms`` is, the one judged
+    (``ttft_judged``: "answer" or "any"); {} without reasoning."""
+    lat = w.latency
+    if "ttft_answer" not in lat or "ttft_any" not in lat:
+        return {}
+    return {"ttft_answer_ms": latency_dict(lat["ttft_answer"]), "ttft_any_ms": latency_dict(lat["ttft_any"]),
+            "ttft_judged": ttft_of}
+
+
+def window_dict(w: WindowStat, ttft_of: str = "answer") -> dict[str, Any]:
     lat = w.latency
     ttft_flat = latency_dict(lat.get("ttft", w.ttft))
     return {
@@ -80,6 +91,7 @@ def window_dict(w: WindowStat) -> dict[str, Any]:
         "ttft_ms": {**{p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported,
                                  "n_needed": p.n_needed, "approximate": p.approximate} for p in w.ttft},
                     **ttft_flat},
+        **both_ttfts_dict(w, ttft_of),
         "tpot_ms": latency_dict(lat.get("tpot", ())),
         "itl_ms": latency_dict(lat.get("itl", ())),
         "e2e_ms": latency_dict(lat.get("e2e", ())),
@@ -177,7 +189,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             "cancelled_open": 0 if row is None else row.cancelled_open,
             "good_fraction": frac,
             "latency_success_gate": None if frac is None else frac >= snap.target,
-            "window": window_dict(w),
+            "window": window_dict(w, snap.slos.ttft_of),
             "verdict": {
                 "state": state, "reason": reason, "missing": v.missing, "n": v.n, "minutes": v.elapsed_s / 60,
                 "need_requests": v.need_requests, "need_seconds": v.need_seconds,
@@ -192,7 +204,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
              "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
              "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open,
              "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
-             **window_dict(r.window)}
+             **window_dict(r.window, snap.slos.ttft_of)}
             for r in snap.levels
         ],
         # what the file says against itself (tui.core.evidence): each of these forbids PASS where it applies
@@ -296,6 +308,11 @@ def format_report(rep: dict[str, Any]) -> str:
             parts.append(s)
         n = next(iter(w[key].values()))["n"]
         add(f"  {title} (n={n}): " + "  ".join(parts))
+    if "ttft_any_ms" in w:  # reasoning in the records: both TTFTs, the one judged said
+        for key, what in (("ttft_answer_ms", "answer"), ("ttft_any_ms", "any")):
+            title = "TTFT to the first answer token" if what == "answer" else "TTFT to the first token of any kind"
+            judged = " (judged)" if w["ttft_judged"] == what else " (not judged)"
+            add(f"  {title}{judged} (n={w[key]['n']}): {_lat(w[key])}")
     for key, title in (("tpot_ms", "TPOT"), ("itl_ms", "ITL (largest gap)"), ("e2e_ms", "E2E")):
         add(f"  {title} over completed requests (n={w[key]['n']}): {_lat(w[key])}")
     add(f"  {misses_text(w)}")
