@@ -35,7 +35,7 @@ from tui.core.budgetview import (
 )
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.levels import row_mode
-from tui.core.outcomes import EXCLUDED, FAILED
+from tui.core.outcomes import EXCLUDED, FAILED, SLOW
 from tui.core.records.model import BudgetRecord, GpuSample, HostSample, QueueSample, Record, RunHeader, StepRecord
 from tui.core.records.request import RequestRecord, contradiction
 from tui.core.records.schema import LineIssue
@@ -996,6 +996,14 @@ class Monitor:
             out.append(f"{name}: {slo} not judgeable on {k} of {st.n} requests: the file has no {NEEDS[slo]}")
         return out
 
+    def _missed_text(self, r: RequestRecord, outcome: str) -> str:
+        """Which SLOs a slow request missed ("TTFT+TPOT") and which it could not be judged on ("ITL?"): the one
+        rule again, for the capped recent rows only (the hot path keeps no per-request miss bits)."""
+        if outcome != SLOW:
+            return ""
+        bits = self._classify(r)[2]
+        return "+".join(miss_names(bits & MISS_MASK) + tuple(f"{n}?" for n in miss_names(bits >> NOJUDGE_SHIFT)))
+
     def level_rows(self) -> tuple[LevelRow, ...]:
         rows = []
         for st in self.levels.values():
@@ -1106,7 +1114,8 @@ class Monitor:
             levels=levels,
             recent=tuple(
                 RequestRow(r.id, r.level, r.round, r.phase, ttft_ms,
-                           r.output_tokens, outcome, r.error, (r.t_end - r.t_sent) * 1000.0, r.t_end)
+                           r.output_tokens, outcome, r.error, (r.t_end - r.t_sent) * 1000.0, r.t_end,
+                           self._missed_text(r, outcome))
                 for r, outcome, ttft_ms in self._recent
             ),
             good_series=tuple(series_good),

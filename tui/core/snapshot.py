@@ -123,6 +123,8 @@ class RequestRow:
     error: str | None
     latency_ms: float
     t_end: float
+    #: the SLOs a not-good request missed ("TPOT+ITL"), and those it could not be judged on ("TPOT?"); "" when good
+    missed: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ def header_text() -> str:
 def row_cells(r: RequestRow) -> list[tuple[str, str | None]]:
     """(text, theme variable or None) per column, already padded to the column widths."""
     lvl = fmt.level(r.level) + (f" r{r.round}" if r.round != 1 else "")
-    outcome = r.outcome + (f" · {r.error}" if r.error else "")
+    outcome = r.outcome + (f" · {r.missed}" if r.missed else "") + (f" · {r.error}" if r.error else "")
     w = dict(COLUMNS)
     return [
         (fmt.clip(str(r.id), w["id"] - 1).ljust(w["id"]), None),

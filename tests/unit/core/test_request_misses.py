@@ -1,0 +1,44 @@
+"""Each not-good request says which SLO(s) it missed (the console's recent-requests rows): the one rule, with the
+SLOs it could not be judged on marked "?"; good and failed requests carry nothing."""
+
+from __future__ import annotations
+
+from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.records import parse_object
+from tui.core.slos import Slos
+
+T0 = 1_767_225_600.0
+
+
+def req(rid: str, **kw) -> dict:
+    d = {"type": "request", "id": rid, "t_intended": T0, "t_sent": T0, "t_first_token": T0 + 0.2, "t_end": T0 + 2.0,
+         "input_tokens": 8, "output_tokens": 11, "finish_reason": "stop", "http_status": 200, "complete": True,
+         "error": None, "error_detail": None, "phase": "measure", "level": 1, "round": 1,
+         "t_last_token": T0 + 1.2, "output_chunks": 11, "itl_max_ms": 150.0, "itl_p50_ms": 100.0,
+         "itl_p95_ms": 140.0}
+    d.update(kw)
+    return d
+
+
+def rows(slos: Slos, *records: dict) -> dict[str, tuple[str, str]]:
+    m = Monitor(MonitorConfig(slos=slos))
+    for d in records:
+        m.add(parse_object(d))
+    return {r.id: (r.outcome, r.missed) for r in m.snapshot().recent}
+
+
+def test_a_slow_request_names_the_slos_it_missed():
+    out = rows(Slos(ttft_ms=100.0, tpot_ms=200.0, itl_ms=100.0),
+               req("good", t_first_token=T0 + 0.05, t_last_token=T0 + 1.0, itl_max_ms=100.0, itl_p95_ms=100.0),
+               req("ttft+itl"),
+               req("failed", complete=False, error="stream_reset"))
+    assert out["good"] == ("good", "")
+    assert out["ttft+itl"] == ("slow", "TTFT+ITL")
+    assert out["failed"][1] == ""
+
+
+def test_an_slo_the_record_cannot_be_judged_on_is_marked():
+    old = req("old")
+    for k in ("t_last_token", "output_chunks", "itl_max_ms", "itl_p50_ms", "itl_p95_ms"):
+        del old[k]
+    assert rows(Slos(ttft_ms=1000.0, tpot_ms=50.0), old)["old"] == ("slow", "TPOT?")
