@@ -511,7 +511,9 @@ async def server_info(base_url: str, headers: dict | None = None, client: Any = 
 HIST_FIELDS = (("ttft", "ttft"), ("itl", "itl"), ("e2e", "e2e"), ("queue", "queue_time"))
 
 
-def _labeled(text: str) -> list[tuple[str, dict, float]]:
+def parse_labeled(text: str) -> list[tuple[str, dict, float]]:
+    """(sample name, labels, value) triples via prometheus-client's parser. Never raises: if the
+    whole text does not parse, each line is parsed alone and bad lines are dropped."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out: list[tuple[str, dict, float]] = []
@@ -533,11 +535,12 @@ def _labeled(text: str) -> list[tuple[str, dict, float]]:
         out.clear()
     for line in text.splitlines():
         line = line.strip()
-        if line and not line.startswith("#"):
-            try:
-                collect(text_string_to_metric_families(line + "\n"))
-            except Exception:
-                continue
+        if not line or line.startswith("#"):
+            continue
+        try:
+            collect(text_string_to_metric_families(line + "\n"))
+        except Exception:
+            continue
     return out
 
 
@@ -583,7 +586,7 @@ def parse_histograms(text: str, model: str | None = None) -> dict | None:
     from tui.core.engines import ENGINES as WATCHED
     from tui.core.engines import detect_engine as detect_watched
 
-    samples = _labeled(text)
+    samples = parse_labeled(text)
     engine = detect_watched(n for n, _l, _v in samples)
     if engine is None:
         return None

@@ -24,45 +24,13 @@ from typing import Any
 import tui.core.defaults as D
 from tui.core import watch as core
 from tui.core.redact import redact_url
+from tui.sources.metrics import parse_labeled  # noqa: F401 (the one parser; re-exported for callers)
 
 __all__ = ["MetricsWatcher", "PrometheusWatcher", "WatchError", "parse_labeled", "Canary"]
 
 
 class WatchError(Exception):
     """A usage-level problem (several models and no selector, no known engine, bad URL): exit 2."""
-
-
-def parse_labeled(text: str) -> list[tuple[str, dict, float]]:
-    """(sample name, labels, value) triples via prometheus-client's parser. Never raises: if the
-    whole text does not parse, each line is parsed alone and bad lines are dropped."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    out: list[tuple[str, dict, float]] = []
-
-    def collect(fams: Any) -> None:
-        for fam in fams:
-            for s in fam.samples:
-                v = s.value
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    continue
-                out.append((s.name, dict(s.labels), float(v)))
-
-    if not isinstance(text, str) or not text.strip():
-        return out
-    try:
-        collect(text_string_to_metric_families(text))
-        return out
-    except Exception:
-        out.clear()
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            collect(text_string_to_metric_families(line + "\n"))
-        except Exception:
-            continue
-    return out
 
 
 def _describe(exc: BaseException) -> str:
