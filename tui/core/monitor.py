@@ -203,7 +203,7 @@ class _LevelState:
         "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
-        "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other",
+        "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
         "tokens",
     )
 
@@ -224,6 +224,7 @@ class _LevelState:
         self.e2e = stats.QuantileStore(EXACT_CAP)
         self.combos: dict[int, int] = {}
         self.good_out_tokens = 0
+        self.unjudged = 0  # completed, nothing missed, an SLO in force not judgeable: unknown (judged as good for FAIL)
         self.lat_cache: dict[str, tuple[int, tuple[Percentile, ...]]] = {}
         self.tokens = TokenTally()  # counted tokens: asked vs received, server vs client (tui.core.token_counts)
         # the TTFT NOT judged (any token when the answer's is judged, and the reverse), kept from the level's first
@@ -712,6 +713,11 @@ class Monitor:
                     tk[tkey] = c + 1
                 good = outcome == "good"
                 failed = outcome == "failed"
+                # nothing missed, but an SLO in force could not be judged (the record lacks what it needs): unknown.
+                # Never shown or counted as good, and PASS is blocked (unjudgeable_problems); the judge counts it
+                # good, so a FAIL holds even if every such request was good (the upper bound), never a FAIL made of
+                # requests nobody saw miss
+                unjudged = outcome == EXCLUDED
                 n = st.n = st.n + 1
                 if st.first_t is None or t_sent < st.first_t:
                     st.first_t = t_sent
@@ -724,6 +730,8 @@ class Monitor:
                 else:
                     if good:
                         st.good += 1
+                    elif unjudged:
+                        st.unjudged += 1
                     else:
                         st.slow += 1
                     st.completed += 1
@@ -763,7 +771,7 @@ class Monitor:
                 # starts when the level's first measured request was sent)
                 judge = st.judge
                 before = judge.state
-                judge.add(t_end, good, t_sent)
+                judge.add(t_end, good or unjudged, t_sent)
                 if judge.state != before or n == 1:  # the first check of a level is what a watcher sees first
                     timeline_add(st, judge.state, n, t_end)
                 # rolling window: the last ``rolling_n`` requests, else those that ended in the last ``rolling_s``
@@ -981,6 +989,9 @@ class Monitor:
                     blocks = blocks + [d.problem]
             if blocks and v.state == PASS:
                 v = dataclasses.replace(v, state=UNDECIDED, reason="cannot PASS: " + "; ".join(blocks))
+            if st.unjudged and v.state == FAIL:
+                v = dataclasses.replace(v, reason=v.reason + f" This holds even counting the {st.unjudged} requests "
+                                        "not judgeable on an SLO as good (they are not shown as good).")
             c = st.verdict_cache = (key, v)
         return c[1]
 
@@ -993,13 +1004,13 @@ class Monitor:
         nojudge = st.miss_counts()[2]
         name = evidence.level_name(st.level, st.round, self._mode_of(st))
         for slo, k in nojudge.items():
-            out.append(f"{name}: {slo} not judgeable on {k} of {st.n} requests: the file has no {NEEDS[slo]}")
+            out.append(f"{name}: {slo} not judgeable on {k} of {st.rec_n} requests: the file has no {NEEDS[slo]}")
         return out
 
     def _missed_text(self, r: RequestRecord, outcome: str) -> str:
         """Which SLOs a slow request missed ("TTFT+TPOT") and which it could not be judged on ("ITL?"): the one
         rule again, for the capped recent rows only (the hot path keeps no per-request miss bits)."""
-        if outcome != SLOW:
+        if outcome != SLOW and outcome != EXCLUDED:
             return ""
         bits = self._classify(r)[2]
         return "+".join(miss_names(bits & MISS_MASK) + tuple(f"{n}?" for n in miss_names(bits >> NOJUDGE_SHIFT)))

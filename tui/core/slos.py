@@ -251,6 +251,8 @@ def slo_rule(slos: Slos) -> Rule:
       the cancellation (TTFT: a first token within it, or none yet and the time at the cancellation within it;
       E2E: the time at the cancellation within it; ITL: the largest gap seen within it). Counted and shown, not
       judged.
+    - ``excluded`` also: completed, no SLO in force missed, but one could not be judged (the record lacks what it
+      needs: its NOJUDGE bit is set): not evidence either way; the Monitor counts it per SLO and blocks PASS.
     - ``failed``: everything else: not complete, an error, no first token; ``misses`` is 0.
     - values are judged in whole microseconds, rounded to the nearest: ``(x_ms * 1000 + 0.5) // 1 <= slo_us``.
     """
@@ -300,7 +302,11 @@ def slo_rule(slos: Slos) -> Rule:
                 misses |= MISS_ITL
         if e2e_lim is not None and (e2e_ms(r) * 1000.0 + 0.5) // 1.0 > e2e_lim:
             misses |= MISS_E2E
-        return (SLOW if misses else GOOD), ttft, misses
+        if misses & MISS_MASK:
+            return SLOW, ttft, misses
+        # nothing missed, but an SLO in force could not be judged: not evidence either way (counted, shown, and
+        # PASS is blocked; never counted against the deployment as a miss it was not seen to make)
+        return (EXCLUDED if misses else GOOD), ttft, misses
 
     return classify
 

@@ -41,4 +41,20 @@ def test_an_slo_the_record_cannot_be_judged_on_is_marked():
     old = req("old")
     for k in ("t_last_token", "output_chunks", "itl_max_ms", "itl_p50_ms", "itl_p95_ms"):
         del old[k]
-    assert rows(Slos(ttft_ms=1000.0, tpot_ms=50.0), old)["old"] == ("slow", "TPOT?")
+    assert rows(Slos(ttft_ms=1000.0, tpot_ms=50.0), old)["old"] == ("excluded", "TPOT?")  # unknown, not a miss
+
+
+def test_requests_nobody_saw_miss_never_make_a_fail():
+    """An old file (no last-token times) judged with a TPOT SLO: every request is unknown for TPOT. They are never
+    good (PASS blocked, said), but they do not count as misses either: without them a level that meets its TTFT
+    SLO must not FAIL (the judge counts them good for the FAIL side only)."""
+    m = Monitor(MonitorConfig(slos=Slos(ttft_ms=1000.0, tpot_ms=50.0), min_window_s=0.0, min_requests=20))
+    for i in range(200):
+        d = req(f"r{i}", t_intended=T0 + i, t_sent=T0 + i, t_first_token=T0 + i + 0.2, t_end=T0 + i + 0.9)
+        for k in ("t_last_token", "output_chunks", "itl_max_ms", "itl_p50_ms", "itl_p95_ms"):
+            del d[k]
+        m.add(parse_object(d))
+    (row,) = m.snapshot().levels
+    assert row.verdict.state != "FAIL" and row.verdict.state != "PASS"
+    assert row.window.good.good == 0 and row.window.unjudgeable == {"TPOT": 200}
+    assert any("TPOT not judgeable on 200 of 200" in p for p in row.problems)

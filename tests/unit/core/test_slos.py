@@ -65,7 +65,10 @@ def test_off_does_not_judge_and_all_off_is_completion_only():
 def test_old_record_is_not_judgeable_for_tpot_and_itl_but_is_for_e2e():
     old = rec(last=None, chunks=None, itl=None)
     old.output_tokens = 11
-    assert slo_rule(Slos(tpot_ms=1e6))(old) == ("slow", pytest.approx(200.0), NOJUDGE_TPOT)
+    # nothing missed but TPOT not judgeable: unknown, "excluded" (never good; the Monitor blocks PASS and counts it
+    # good only for the FAIL side of the judge), not "slow" (a miss nobody saw)
+    assert slo_rule(Slos(tpot_ms=1e6))(old) == ("excluded", pytest.approx(200.0), NOJUDGE_TPOT)
+    assert slo_rule(Slos(ttft_ms=100.0, tpot_ms=1e6))(old) == ("slow", pytest.approx(200.0), MISS_TTFT | NOJUDGE_TPOT)
     assert slo_rule(Slos(itl_ms=1e6))(old)[2] != 0
     assert slo_rule(Slos(e2e_ms=1300.0))(old)[0] == "good"  # t_end stands in for the last token
     old.token_offsets = [0.2, 0.3, 0.9]  # the ITL falls back to the offsets: largest gap 600 ms
