@@ -71,6 +71,7 @@ class LevelStats:
     n: int = 0  # measured requests judged (cancelled-while-open excluded)
     good: int = 0
     excluded_open: int = 0
+    unjudged: int = 0  # nothing missed, an SLO in force not judgeable: unknown, not compared (said)
     ttft_ms: list[float] = field(default_factory=list)
     tpot_ms: list[float] = field(default_factory=list)
     outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (t_end, good)
@@ -111,6 +112,7 @@ class LevelStats:
             "level": self.level, "mode": self.mode, "n": self.n, "good": self.good,
             "good_fraction": self.good / self.n if self.n else None, "wilson_95": [lo, hi],
             "excluded_cancelled_open": self.excluded_open,
+            "not_judgeable": self.unjudged,
             "ttft_ms": {p.label: {"value": p.value_ms, "n": p.n, "supported": p.supported, "n_needed": p.n_needed}
                         for p in pct},
             "tpot_ms_p50": stats.nearest_rank(tp, 0.5) if tp else None,
@@ -147,7 +149,10 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
             st = out[r.level] = LevelStats(r.level, None)
         outcome, ttft_ms, _ = rule(r)
         if outcome == EXCLUDED:
-            st.excluded_open += 1
+            if r.error is None:  # completed, nothing missed, an SLO in force not judgeable on the record
+                st.unjudged += 1
+            else:
+                st.excluded_open += 1
             continue
         good = outcome == GOOD
         st.n += 1
@@ -257,6 +262,10 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         for side, run, lvl in (("base", base, lb), ("candidate", cand, match)):
             for p in (run.get("problems") or {}).get(lvl, ()):  # the file held against itself (issue 17)
                 reasons.append(f"{side}: {p}")
+        for side, st in (("base", sb), ("candidate", sc)):
+            if st.get("not_judgeable"):  # unknown requests left out would bias the comparison either way
+                reasons.append(f"{side}: {st['not_judgeable']} requests not judgeable on an SLO in force "
+                               "(the records lack what it needs)")
         if reasons:
             j = {"verdict": NOT_ENOUGH, "reason": "; ".join(reasons)}
         else:

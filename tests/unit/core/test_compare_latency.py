@@ -88,3 +88,15 @@ def test_records_without_the_new_fields_say_na_never_a_number():
     md = K.to_markdown(c)
     assert "| 4 | TPOT | N/A | N/A | N/A / N/A / N/A |" in md
     assert "| 4 | E2E | 1200 / 1200* / 1200* (n 50) |" in md
+
+
+def test_a_level_with_requests_not_judgeable_is_not_enough_evidence():
+    """Requests an SLO in force cannot be judged on are unknown: compare neither drops them quietly (that would
+    bias either side) nor counts them as misses: the level is NOT ENOUGH EVIDENCE, saying why."""
+    from tui.core.slos import Slos
+
+    old = reqs(400, ttft_s=0.2, tpot_ms=None, itl_ms=None)  # no last-token times: TPOT not judgeable
+    c = K.compare(run(old, "a"), run(old, "b"), slo_ttft_ms=1000, slos=Slos(ttft_ms=1000.0, tpot_ms=50.0))
+    (row,) = c["levels"]
+    assert row["verdict"] == K.NOT_ENOUGH and "not judgeable" in row["reason"]
+    assert row["base"]["not_judgeable"] == 400
