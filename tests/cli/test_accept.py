@@ -65,7 +65,9 @@ def write_records(path: Path, steps, *, header=True, **hkw) -> Path:
             tf = ts + (1.5 if slow else 0.1)
             lines.append({"type": "request", "id": f"{lvl}-{rnd}-{i}", "t_sent": ts, "t_first_token": tf,
                           "t_end": tf + tpot * (out - 1), "complete": True, "error": None, "level": lvl,
-                          "round": rnd, "output_tokens": out, "finish_reason": "length"})
+                          "round": rnd, "output_tokens": out, "finish_reason": "length",
+                          # as a run records it: the last token (TPOT = (last - first) / (tokens - 1))
+                          "t_last_token": tf + tpot * (out - 1), "output_chunks": out})
         t += n * 0.5 + 5
         lines.append({"type": "step", "t": t - 4, "event": "end", "level": lvl, "round": rnd, "mode": "closed",
                       "saturated": False})

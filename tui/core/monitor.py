@@ -200,7 +200,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
 class _LevelState:
     __slots__ = (
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
-        "ttft", "tpot_sketch", "out_tokens", "judge", "verdict_cache", "saturated",
+        "ttft", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
@@ -215,7 +215,6 @@ class _LevelState:
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.ttft = stats.QuantileStore(EXACT_CAP)
-        self.tpot_sketch = stats.QuantileStore(EXACT_CAP)
         self.out_tokens = 0
         # issue 21: TPOT (last-token based), the largest inter-token gap and end-to-end of completed requests
         # (bounded stores like TTFT's), the miss / not-judgeable bits per combination, good output tokens
@@ -289,10 +288,9 @@ class _LevelState:
         return s
 
 
-def _store(st: _LevelState | None, ttfts: list[float], tpots: list[float], lat: tuple[list, list, list]) -> None:
+def _store(st: _LevelState | None, ttfts: list[float], lat: tuple[list, list, list]) -> None:
     if st is not None:
         st.ttft.extend(ttfts)
-        st.tpot_sketch.extend(tpots)
         st.tpot.extend(lat[0])
         st.itl.extend(lat[1])
         st.e2e.extend(lat[2])
@@ -635,16 +633,15 @@ class Monitor:
         # TTFT / TPOT values of level ``st`` not yet in its stores: stored when the level changes and at
         # the end of the batch (a store keeps values, not their order), so a snapshot sees them all
         ttfts: list[float] = []
-        tpots: list[float] = []
         lat: tuple[list, list, list] = ([], [], [])  # new TPOT, ITL, E2E values (the same batching)
         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
         try:
             for r in items:
                 seq += 1
                 if type(r) is not RequestRecord:
-                    if ttfts or tpots or lat[2]:
-                        _store(st, ttfts, tpots, lat)
-                        ttfts, tpots = [], []
+                    if ttfts or lat[2]:
+                        _store(st, ttfts, lat)
+                        ttfts = []
                         lat = ([], [], [])
                         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
                     self.seq_no = seq
@@ -678,9 +675,9 @@ class Monitor:
                         ws.append(t_sent)
                     continue
                 if st is None or st.level != r.level or st.round != r.round:
-                    if ttfts or tpots or lat[2]:
-                        _store(st, ttfts, tpots, lat)
-                        ttfts, tpots = [], []
+                    if ttfts or lat[2]:
+                        _store(st, ttfts, lat)
+                        ttfts = []
                         lat = ([], [], [])
                         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
                     st = self.current = self._state_for(r.level, r.round)
@@ -746,9 +743,6 @@ class Monitor:
                         st.out_tokens += ot
                         if good:
                             st.good_out_tokens += ot
-                        if ot > 1:
-                            tpot_ms = (t_end - r.t_first_token) * 1000.0 / (ot - 1)  # type: ignore[operator]
-                            tpots.append(tpot_ms)
                     # the per-token metrics (tui.core.slos: one derivation each; inlined on the hot path)
                     tl = r.t_last_token
                     if tl is None:
@@ -760,8 +754,9 @@ class Monitor:
                             nt = r.output_chunks
                             if nt is None:
                                 nt = ot
-                        if nt > 1:
-                            tp_add((tl - r.t_first_token) * 1000.0 / (nt - 1))  # type: ignore[operator]
+                        if nt > 1:  # the one TPOT (tui.core.slos.tpot_ms): also the rolling window's and the P50's
+                            tpot_ms = (tl - r.t_first_token) * 1000.0 / (nt - 1)  # type: ignore[operator]
+                            tp_add(tpot_ms)
                     gap = r.itl_max_ms
                     if gap is None and r.token_offsets is not None:
                         gap = itl_ms(r)
@@ -801,8 +796,8 @@ class Monitor:
                     if len(bt) < 20_000:
                         bt.append(ttft_ms)
         finally:
-            if ttfts or tpots or lat[2]:
-                _store(st, ttfts, tpots, lat)
+            if ttfts or lat[2]:
+                _store(st, ttfts, lat)
             self.seq_no = seq
             self.requests_total += requests
 
@@ -900,7 +895,7 @@ class Monitor:
             req_per_s=st.n / secs if secs > 0 else None,
             output_tok_per_s=st.out_tokens / secs if secs > 0 else None,
             goodput_per_s=st.good / secs if secs > 0 else None,
-            tpot_ms_p50=st.tpot_sketch.quantile(0.5),
+            tpot_ms_p50=st.tpot.quantile(0.5),
             seconds=secs,
             latency={"ttft": ttft, "tpot": st.percentiles_of("tpot", st.tpot), "itl": st.percentiles_of("itl", st.itl),
                      "e2e": st.percentiles_of("e2e", st.e2e), **self._both_ttfts(st, ttft)},

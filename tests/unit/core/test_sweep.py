@@ -23,8 +23,10 @@ def _level(mon, level, n, p_good, tpot_s, waiting=0, t0=0.0, seed=0):
         # ``level`` slots, each sending every 0.5 s: ``level`` requests in flight (the load the label claims)
         t = t0 + (i // level) * 0.5 + (i % level) * 0.001
         ttft = 0.2 if rng.random() < p_good else 2.5
-        mon.add(RequestRecord(id=f"{level}-{i}", t_sent=t, t_end=t + ttft + 31 * tpot_s, complete=True, t_intended=t,
-                              t_first_token=t + ttft, level=level, output_tokens=32))
+        last = t + ttft + 31 * tpot_s  # a run records its last token (TPOT is last - first over tokens - 1)
+        mon.add(RequestRecord(id=f"{level}-{i}", t_sent=t, t_end=last, complete=True, t_intended=t,
+                              t_first_token=t + ttft, level=level, output_tokens=32, t_last_token=last,
+                              output_chunks=32))
     mon.add(StepRecord(t=t0 + n * 0.5 + 5, event="end", level=level, mode="closed"))
 
 
