@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -46,6 +49,28 @@ def test_cache_root_defaults_to_the_project(monkeypatch: pytest.MonkeyPatch, tmp
     assert vllm_peer.cache_root().is_relative_to(Path(__file__).resolve().parents[2] / ".cache")
     monkeypatch.setenv("SERVEWATCH_PEER_CACHE", str(tmp_path))
     assert vllm_peer.cache_root() == tmp_path
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_an_unavailable_peer_skips_loudly_or_fails_where_required(tmp_path: Path, required: bool) -> None:
+    """A cache folder that cannot be made: the test skips saying why (the summary repeats it), or FAILS where
+    SERVEWATCH_REQUIRE_PEERS=1 (as .ci/run sets)."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "SERVEWATCH_REQUIRE_PEERS", "PYTEST_ADDOPTS")}
+    env["SERVEWATCH_PEER_CACHE"] = "/proc/servewatch-no-such-place/vllm"
+    if required:
+        env["SERVEWATCH_REQUIRE_PEERS"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/integration/test_vllm_fixture.py::test_the_server_is_the_pinned_vllm_with_the_asked_limits"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False)
+    out = proc.stdout + proc.stderr
+    assert "vLLM peer unavailable: cannot set up its cache folder" in out, out[-2000:]
+    assert re.search(r"^!+ vLLM peer !+$", out, re.M), out[-2000:]  # the session summary's own block
+    if required:
+        assert proc.returncode == 1 and "1 error" in out and "FAILED (the peer is required here)" in out, out[-2000:]
+    else:
+        assert proc.returncode == 0 and "1 skipped" in out and "were SKIPPED" in out, out[-2000:]
 
 
 def test_the_server_runs_with_the_projects_caches(vllm_server: VllmServer, vllm_peer: PeerPaths) -> None:
