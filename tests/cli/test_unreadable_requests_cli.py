@@ -53,3 +53,11 @@ def test_accept_is_not_a_fail_either(tmp_path, capsys):
     assert rc == 3
     text = "\n".join(f.read_text() for f in out.iterdir() if f.suffix in (".md", ".json"))
     assert REASON in text
+
+
+def test_compare_counts_the_unreadable_lines_of_a_file(tmp_path, capsys):
+    from tui.sources.evidence_monitor import compare_run
+    from tui.sources.evidence_reader import ReadSettings, open_evidence
+
+    run = compare_run(open_evidence(str(_write(tmp_path / "r.jsonl")), ReadSettings()), 1000.0)
+    assert run["unreadable"] == {4: 400}

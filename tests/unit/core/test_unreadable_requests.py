@@ -176,3 +176,28 @@ def test_simulation_no_fail_flips_when_the_refused_lines_are_counted_good():
             held += m.unreadable_requests((4, 1)) > 0
     assert fails >= 50 and held >= 10  # FAILs are reached, some of them with refused lines (not vacuous)
     assert undecided_truth <= fails // 50
+
+
+# ---------------------------------------------------------------- compare: the same rule for WORSE / NOT WORSE
+
+def test_compare_worse_made_of_few_readable_lines_is_not_enough_evidence():
+    from tests.unit.core.test_compare import run, run_records
+    from tui.core import compare as K
+
+    base, cand = run(run_records(0.98, 3000, seed=3)), run(run_records(0.90, 3000, seed=4))
+    assert K.compare(base, cand, slo_ttft_ms=1000)["verdict"] == K.WORSE  # the control
+    few = K.compare(base, {**cand, "unreadable": {4.0: 5}}, slo_ttft_ms=1000)
+    assert few["verdict"] == K.WORSE and "holds whatever the outcome" in few["levels"][0]["reason"]
+    many = K.compare(base, {**cand, "unreadable": {4.0: 3000}}, slo_ttft_ms=1000)
+    assert many["verdict"] == K.NOT_ENOUGH and many["exit_code"] == 3
+    assert many["levels"][0]["reason"].startswith("3000 request lines unreadable (base 0, candidate 3000)")
+
+
+def test_compare_not_worse_must_hold_if_the_candidates_unreadable_lines_failed():
+    from tests.unit.core.test_compare import run, run_records
+    from tui.core import compare as K
+
+    base, cand = run(run_records(0.98, 4000, seed=1)), run(run_records(0.98, 4000, seed=2))
+    assert K.compare(base, cand, slo_ttft_ms=1000)["verdict"] == K.NOT_WORSE
+    many = K.compare(base, {**cand, "unreadable": {4.0: 2000}}, slo_ttft_ms=1000)
+    assert many["verdict"] == K.NOT_ENOUGH
