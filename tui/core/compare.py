@@ -219,6 +219,29 @@ def judge(base: dict, cand: dict, margin: float, alpha: float) -> dict[str, Any]
     return out
 
 
+def _plus(side: dict, good: int, total: int) -> dict:
+    return {**side, "good": side["good"] + good, "n": side["n"] + total}
+
+
+def hold_against_unreadable(j: dict[str, Any], base: dict, cand: dict, lost_base: int, lost_cand: int,
+                            margin: float, alpha: float) -> dict[str, Any]:
+    """A WORSE must hold even if the candidate's unreadable request lines (refused by the reader) had all been good
+    and the base's all failed; a NOT WORSE the other way round. Otherwise NOT ENOUGH EVIDENCE, naming the counts."""
+    v = j["verdict"]
+    if not (lost_base or lost_cand) or v not in (WORSE, NOT_WORSE):
+        return j
+    if v == WORSE:
+        alt = judge(_plus(base, 0, lost_base), _plus(cand, lost_cand, lost_cand), margin, alpha)
+    else:
+        alt = judge(_plus(base, lost_base, lost_base), _plus(cand, 0, lost_cand), margin, alpha)
+    if alt["verdict"] == v:
+        return {**j, "reason": j["reason"] + f"; holds whatever the outcome of the unreadable request lines "
+                                              f"(base {lost_base}, candidate {lost_cand})"}
+    return {**j, "verdict": NOT_ENOUGH, "reason": (
+        f"{lost_base + lost_cand} request lines unreadable (base {lost_base}, candidate {lost_cand}): counted "
+        f"against this verdict they would change {v}; judged on the readable lines: {j['reason']}")}
+
+
 def same_level(a: float | None, b: float | None, tol: float = LEVEL_TOLERANCE) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -270,6 +293,8 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
             j = {"verdict": NOT_ENOUGH, "reason": "; ".join(reasons)}
         else:
             j = judge(sb, sc, margin, alpha)
+            j = hold_against_unreadable(j, sb, sc, (base.get("unreadable") or {}).get(lb, 0),
+                                        (cand.get("unreadable") or {}).get(match, 0), margin, alpha)
         rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j,
                      "latency": latency_change(sb["latency"], sc["latency"])})
     warnings = []

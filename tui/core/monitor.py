@@ -343,6 +343,9 @@ class Monitor:
         self.truncated = 0
         self.unknown_types = 0
         self.duplicates = 0
+        #: refused lines that may have been measured requests (``LineIssue.request`` not False), by the
+        #: (level, round) the line still names, or under None when it names none (it may belong to any level)
+        self.unreadable: dict[tuple | None, int] = {}
         self._ids: set[int] | None = set() if cfg.check_duplicate_ids else None
         self.examples: list[str] = []
         self.errors_by_class: dict[str, int] = {}
@@ -580,6 +583,9 @@ class Monitor:
             self.truncated += 1
         else:
             self.malformed += 1
+        if issue.kind in ("malformed", "truncated") and issue.request is not False:
+            key = issue.level_round
+            self.unreadable[key] = self.unreadable.get(key, 0) + 1
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(str(issue))
 
@@ -968,10 +974,13 @@ class Monitor:
                 target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
             )
         j = st.judge
-        key = (j.n, j.good, j.t_last, j.vif)
+        lost = self.unreadable_requests((st.level, st.round))
+        key = (j.n, j.good, j.t_last, j.vif, lost)
         c = st.verdict_cache
         if c is None or c[0] != key:  # the verdict is a function of the judge; the load generator asks often
             v = verdict_from_judge(j, cfg)
+            if lost:
+                v = self._hold_against_unreadable(j, v, lost)
             if st.degraded and v.state == "PASS":
                 v = dataclasses.replace(v, state="UNDECIDED", reason=st.degraded)
             blocks = self.pass_blocks((st.level, st.round))
@@ -989,6 +998,31 @@ class Monitor:
                                         "not judgeable on an SLO as good (they are not shown as good).")
             c = st.verdict_cache = (key, v)
         return c[1]
+
+    def unreadable_requests(self, key: tuple) -> int:
+        """Refused lines that may have been measured requests of level ``key`` = (level, round): those that still
+        name it, plus those that name no level (counted against every level)."""
+        u = self.unreadable
+        return u.get(None, 0) + u.get(key, 0) if u else 0
+
+    def _hold_against_unreadable(self, j: LevelJudge, v: Verdict, lost: int) -> Verdict:
+        """A FAIL must hold even if every one of the ``lost`` unreadable request lines had been good, a PASS even
+        if every one had failed: the same judge re-checked with them added (``LevelJudge.with_unknown``; for a
+        FAIL as one burst of good outcomes, which the dependence correction sees, so that a FAIL is kept only if it
+        would hold wherever they were; for a PASS under the correction in force: a burst of failures in a run
+        without any would make every PASS UNDECIDED over one line); otherwise the level is UNDECIDED and the reason names the count."""
+        if v.state != FAIL and v.state != PASS:
+            return v
+        alt = j.with_unknown(0, lost, burst=False) if v.state == PASS else j.with_unknown(lost, lost, burst=True)
+        as_what = "good" if v.state == FAIL else "failed"
+        if alt.state == v.state:
+            return dataclasses.replace(v, reason=v.reason + f" This holds even counting the {lost} unreadable "
+                                       f"request lines as {as_what}.")
+        anywhere = self.unreadable.get(None, 0)
+        where = (f" ({anywhere} of them name no level and are counted against every level)" if anywhere else "")
+        return dataclasses.replace(v, state=UNDECIDED, reason=(
+            f"{lost} request lines unreadable: counted as {as_what} they would change this {v.state}{where}; "
+            f"their outcome is unknown, so the verdict is not decided. Judged on the readable lines: " + v.reason))
 
     def unjudgeable_problems(self, st: _LevelState) -> list[str]:
         """One sentence per SLO in force that some completed requests of the level could not be judged on (never

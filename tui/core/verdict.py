@@ -25,6 +25,7 @@ PASS without it, so the correction can never add a false PASS.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -378,6 +379,29 @@ class LevelJudge:
         self._pass_bound = self._fail_bound = None  # several counts moved at once: evaluate
         self._decide(good == total)
         self._update_state(self.n)
+
+    def with_unknown(self, good: int, total: int, *, burst: bool) -> LevelJudge:
+        """A copy of this judge judged as if ``total`` more outcomes, ``good`` of them good, had been seen
+        (outcomes whose time and order are unknown, such as request lines the reader refused); this judge is
+        unchanged. ``burst``: they came together right after the last outcome, as one batch of their own, and the
+        batches are closed so that the dependence correction sees them (never below the correction in force): a
+        burst of good outcomes in failing traffic raises the correction, as it would have had they been read.
+        Otherwise they are added at the last outcome's time under the correction in force."""
+        alt = copy.deepcopy(self)
+        if total <= 0 or good < 0 or good > total or self.t_last is None:
+            return alt
+        if not burst:
+            alt.add_many(self.t_last, good, total)
+            return alt
+        t = self.t_last + self._w  # past the open shortest batch: the burst is a batch of its own
+        alt.add_many(t, good, total)
+        alt._roll(t + self._w * BATCH_MULTS[-1])  # close it, and the longer batches, as the data's end would
+        if alt.vif < self.vif:  # never a smaller correction than the one in force (closing short batches can)
+            alt.vif = self.vif
+        alt._pass_bound = alt._fail_bound = None
+        alt._decide(good == total)
+        alt._update_state(alt.n)
+        return alt
 
     # ------------------------------------------------------------------ episodes
     def _end_run(self) -> None:

@@ -74,4 +74,12 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None) 
         found = mon.pass_blocks((level, rnd))
         if found:
             problems.setdefault(level, []).extend(p for p in found if p not in problems.get(level, []))
-    return {"label": run.path, "header": header, "requests": reqs, "issues": issues, "problems": problems}
+    # refused lines that may have been measured requests, per level (those naming no level count at every level)
+    unreadable: dict = {}
+    for (level, _rnd) in mon.levels:
+        unreadable[level] = mon.unreadable.get(None, 0)
+    for key, k in mon.unreadable.items():
+        if key is not None and key[0] in unreadable:
+            unreadable[key[0]] += k
+    return {"label": run.path, "header": header, "requests": reqs, "issues": issues, "problems": problems,
+            "unreadable": {lv: k for lv, k in unreadable.items() if k}}

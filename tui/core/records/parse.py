@@ -422,8 +422,29 @@ def parse_line(text: str | bytes) -> Record:
 _LINE_ERRORS = (ValueError, RecursionError, OverflowError)
 
 
-def _line_issue(source: str, lineno: int, exc: BaseException, terminated: bool) -> LineIssue:
-    """The issue a line that could not be used is reported as (one wording for every reader)."""
+def _refused_request(obj: object) -> tuple[bool | None, tuple[float | None, int] | None]:
+    """What a refused line's decoded JSON still says it was (``LineIssue.request``, ``LineIssue.level_round``):
+    a measured request and, when its ``level`` and ``round`` are valid values, which level it belonged to."""
+    if type(obj) is not dict:
+        return None, None  # not JSON (or not an object): it may have been a request of any level
+    typ = obj.get("type")
+    if typ != "request":
+        return (False if type(typ) is str else None), None
+    if obj.get("phase", "measure") == "warmup":
+        return False, None  # a warmup request: never judged, whatever its outcome
+    level, rnd = obj.get("level"), obj.get("round", 1)
+    if rnd is None:
+        rnd = 1
+    if ((level is None or (type(level) in _NUM_TYPES and math.isfinite(level) and abs(level) <= _COUNT_MAX))
+            and type(rnd) is int and 1 <= rnd <= _COUNT_MAX):
+        return True, (level, rnd)
+    return True, None
+
+
+def _line_issue(source: str, lineno: int, exc: BaseException, terminated: bool, obj: object = None) -> LineIssue:
+    """The issue a line that could not be used is reported as (one wording for every reader); ``obj``: the line's
+    decoded JSON when it decoded (what it still says it was)."""
+    request, where = _refused_request(obj)
     if isinstance(exc, RecordError):
         reason = str(exc)
     elif isinstance(exc, OverflowError):  # an integer too large for a float (JSON allows any length)
@@ -431,8 +452,8 @@ def _line_issue(source: str, lineno: int, exc: BaseException, terminated: bool) 
     else:
         reason = f"invalid JSON: {str(exc)[:80]}"
     if not terminated:
-        return LineIssue(source, lineno, f"truncated final line ({reason})", "truncated")
-    return LineIssue(source, lineno, reason)
+        return LineIssue(source, lineno, f"truncated final line ({reason})", "truncated", request, where)
+    return LineIssue(source, lineno, reason, "malformed", request, where)
 
 
 def _unknown_issue(source: str, lineno: int, rec: UnknownRecord) -> LineIssue:
@@ -447,6 +468,7 @@ def parse_lines(
     this reports for the same lines (a property test checks it)."""
     decode = _decode
     for lineno, line, terminated in numbered:
+        obj = None
         try:
             obj = decode(line) if type(line) is str else json.loads(line)
             if type(obj) is dict and obj.get("type") == "request":
@@ -456,7 +478,7 @@ def parse_lines(
         except _LINE_ERRORS as exc:  # RecordError and JSON/Unicode errors are ValueErrors
             if not (line.strip(" \t\r\n") if isinstance(line, str) else line.strip(b" \t\r\n")):
                 continue  # a blank line (JSON whitespace only) is not a record
-            yield _line_issue(source, lineno, exc, terminated)
+            yield _line_issue(source, lineno, exc, terminated, obj)
             continue
         if isinstance(rec, UnknownRecord):
             yield _unknown_issue(source, lineno, rec)
@@ -516,7 +538,7 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
                         rec = parse_object(obj)
                         append(_unknown_issue(source, i, rec) if type(rec) is UnknownRecord else rec)
                 except _LINE_ERRORS as exc:  # RecordError: worded as parse_lines words it
-                    append(_line_issue(source, i, exc, True))
+                    append(_line_issue(source, i, exc, True, obj))
                 i += 1
         if end >= size:
             return out

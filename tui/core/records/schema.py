@@ -56,6 +56,11 @@ class LineIssue:
     line: int
     reason: str
     kind: str = "malformed"  # "malformed" | "truncated" | "unknown_type"
+    #: what the refused line was, as far as its raw JSON still says: True a measured request, False no request the
+    #: verdict judges (another record type, a warmup request), None cannot tell (not JSON, truncated, no type)
+    request: bool | None = None
+    #: the (level, round) a refused measured request line still names; None: unknown (it may belong to any level)
+    level_round: tuple[float | None, int] | None = None
 
     def __str__(self) -> str:
         return f"{self.source}:{self.line}: {self.reason}"
