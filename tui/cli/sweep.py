@@ -37,7 +37,6 @@ def run(args: argparse.Namespace) -> int:
     from tui.cli.loadtest import config_or_usage, record_run, step_plan
     from tui.cli.loadtest import say as _print
     from tui.cli.report import LAST_RUN, analyse_file, monitor_config_from_args
-
     from tui.core.budget.memory import MEMORY_FLAGS, MemoryMissing
 
     given = None
