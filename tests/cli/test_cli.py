@@ -239,10 +239,10 @@ def test_live_takes_every_console_flag_replay_takes():
 
 
 def test_budget_with_tp_2_does_not_say_one_gpu(capsys):
-    assert main(["budget", "--tp", "2"]) == 0
+    assert main(["budget", "--tp", "2", "--gpu-gib", "24"]) == 0
     out = capsys.readouterr().out
     assert "one GPU" not in out and "each of the 2 GPUs" in out
-    assert main(["budget", "--json", "--tp", "2"]) == 0
+    assert main(["budget", "--json", "--tp", "2", "--gpu-gib", "24"]) == 0
     assert json.loads(capsys.readouterr().out)["parameters"]["tp"] == 2
 
 

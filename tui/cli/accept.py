@@ -181,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
     if args.records.count("-") > 1:
         raise UsageError("standard input (-) can be read once")
     record_budget = None
+    from tui.core.budget.memory import MemoryMissing
+
+    pending = isinstance(budget, MemoryMissing)
     input_notes: list[str] = []
     seen_files: dict[object, str] = {}
     seen_runs: dict[str, str] = {}
@@ -221,11 +224,14 @@ def run(args: argparse.Namespace) -> int:
         snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict
         for issue in snap.malformed_examples:
             _err(str(issue))
-        if budget is None and snap.budget is not None and record_budget is None:
-            record_budget = (snap.budget, f"budget record in {mon.source}")
+        if (budget is None or pending) and snap.budget is not None and record_budget is None:
+            # a budget given without its memory: the first file's header completed it (NVML, the engine's KV space)
+            record_budget = (snap.budget, mon.budget_origin if pending else f"budget record in {mon.source}")
         runs.append(A.RunInput(source=mon.source, snapshot=snap, received=snap.tokens))  # counted tokens, run-wide
     runs = one_target(runs, args.model, input_notes)
-    if budget is None and record_budget is not None:  # the first file's budget record (verified on load)
+    if pending:
+        budget, budget_origin = record_budget if record_budget is not None else (None, None)
+    elif budget is None and record_budget is not None:  # the first file's budget record (verified on load)
         budget, budget_origin = record_budget
     out_dir = Path(args.out)
     try:

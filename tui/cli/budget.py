@@ -19,10 +19,11 @@ from tui.cli.options import UsageError, add_budget_arguments, epilog
 from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu, teaching_case
 from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
 from tui.core.budget.hf_config import inputs_from_hf_config
-from tui.core.budget.inputs import BudgetInputs
+from tui.core.budget.inputs import MAX_GIB, BudgetInputs
+from tui.core.budget.memory import MEMORY_FLAGS, MemoryMissing
 from tui.core.budget.results import BudgetResult
 from tui.core.budget.serialize import budget_to_json
-from tui.core.budget.vocab import CANDIDATE_NOTE, BudgetError
+from tui.core.budget.vocab import CANDIDATE_NOTE, GIB, BudgetError
 from tui.core.budgetview import ORIGIN_TEACHING
 from tui.sources.budget_files import load_budget, load_hf_config
 
@@ -81,12 +82,29 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
         raw = getattr(args, flag, None)
         if raw is not None:
             out[field] = str(raw)
+    raw = getattr(args, "kv_cache_gib", None)  # --kv-cache-gib: the KV cache space itself (BudgetInputs.kv_space_bytes)
+    if raw is not None:
+        gib = _parse_value("kv_cache_gib", raw, "float")
+        if not 0 < gib <= MAX_GIB:
+            raise ValueError(f"--kv-cache-gib must be > 0 and <= {MAX_GIB:g}, got {raw!r}")
+        out["kv_space_bytes"] = max(1, round(gib * GIB))
     return out
+
+
+def memory_given(given: dict[str, Any]) -> bool:
+    """True when the memory the budget divides was given (--gpu-gib or --kv-cache-gib)."""
+    return "gpu_gib" in given or "kv_space_bytes" in given
+
+
+#: the note a budget carries when --teaching filled in the memory nobody gave
+TEACHING_MEMORY_NOTE = ("memory from the teaching case (--teaching): a 24 GiB GPU and a 3 GiB runtime margin, "
+                        "an example, not your GPU")
 
 
 def budget_given(args: argparse.Namespace) -> bool:
     """True when any budget flag (or --config / --budget) was given."""
-    return bool(_given(args)) or getattr(args, "budget", None) is not None or getattr(args, "config", None) is not None
+    return (bool(_given(args)) or getattr(args, "budget", None) is not None
+            or getattr(args, "config", None) is not None)
 
 
 def budget_title(result: BudgetResult) -> str:
@@ -94,9 +112,14 @@ def budget_title(result: BudgetResult) -> str:
     return _title(result).removeprefix("Memory budget: ")
 
 
-def budget_from_args(args: argparse.Namespace) -> BudgetResult:
-    """The budget the flags describe.  Raises ValueError with a readable message on bad input."""
+def budget_from_args(args: argparse.Namespace) -> BudgetResult | MemoryMissing:
+    """The budget the flags describe.  Raises ValueError with a readable message on bad input.
+
+    No memory input (--gpu-gib, --kv-cache-gib) beside other budget flags or --config: a :class:`MemoryMissing`
+    (the KV figures, no candidate; a view completes it from the run header), never the teaching case's 24 GiB
+    GPU and 3 GiB margin, except with ``--teaching`` (labelled). Nothing given at all: the teaching case."""
     given = _given(args)
+    teaching = bool(getattr(args, "teaching", False))
     budget_file = getattr(args, "budget", None)
     config_path = getattr(args, "config", None)
     if budget_file is not None:
@@ -123,6 +146,10 @@ def budget_from_args(args: argparse.Namespace) -> BudgetResult:
                     "--head-dim or --config for your model",
                 )
             inputs = BudgetInputs(**given)
+        if (given or config_path is not None) and not memory_given(given):
+            if teaching:
+                return compute_budget(inputs.replace(notes=(*inputs.notes, TEACHING_MEMORY_NOTE)))
+            return MemoryMissing(inputs, budget_source(args) or "flags", margin_given="margin_gib" in given)
         return compute_budget(inputs)
     except BudgetError:
         raise
@@ -231,6 +258,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
     add_budget_arguments(parser)
+    parser.add_argument("--teaching", action="store_true",
+                        help="fill the memory inputs not given (--gpu-gib, --margin-gib) from the teaching case "
+                             "(24 GiB GPU, 3 GiB margin), labelled; without it and without --gpu-gib/--kv-cache-gib "
+                             "a model's budget shows its KV figures and no candidate")
     parser.add_argument("--json", action="store_true", help="print the budget as JSON (loadable with --budget FILE)")
     parser.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE (default: none)")
 
@@ -245,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
         result = budget_from_args(args)
     except (ValueError, OSError) as exc:
         raise UsageError(f"budget: {_one_line(exc)}") from None
+    if isinstance(result, MemoryMissing):
+        return _print_memory_missing(result, args)
     text = budget_to_json(result)
     out = getattr(args, "out", None)
     if out:
@@ -263,6 +296,40 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+WHY_NOT_GIVEN = "neither --gpu-gib nor --kv-cache-gib was given"
+
+
+def format_memory_missing_text(m: MemoryMissing) -> str:
+    """The budget of a model whose memory input is missing: the KV figures, the missing input, no candidate."""
+    i = m.inputs
+    title = i.model or f"{i.params / 1e9:g}B params"
+    per = f", per GPU with tp={i.tp}" if i.tp > 1 else ""
+    lines = [f"Memory budget: {title}{per}", "",
+             f"  kv_per_token={m.kv_bytes_per_token:,} B          all {i.layers} layers, one token",
+             f"  kv_per_seq={m.kv_per_seq_bytes:,} B ({m.kv_per_seq_bytes / GIB:.3f} GiB)   {i.max_seq} tokens "
+             f"in blocks of {i.block_size}",
+             "  memory_only_candidate=unknown   the memory input is missing",
+             "", f"memory input missing: {WHY_NOT_GIVEN}; give {MEMORY_FLAGS} for a memory-only candidate "
+             "(`servewatch budget` with nothing given, or --teaching, shows the teaching case's 24 GiB GPU).",
+             "No candidate is computed from a GPU size nobody gave.", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _print_memory_missing(m: MemoryMissing, args: argparse.Namespace) -> int:
+    """Exit 0: what was asked (the model's KV cost) is answered; the candidate is unknown, said so, never made up.
+    --out refuses (exit 2): a budget without its memory cannot be saved and reloaded with --budget FILE."""
+    if getattr(args, "out", None):
+        raise UsageError(f"budget: nothing to save to {args.out}: the memory input is missing ({WHY_NOT_GIVEN}); "
+                         f"give {MEMORY_FLAGS}")
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps(m.as_dict(WHY_NOT_GIVEN), indent=2))
+    else:
+        print(format_memory_missing_text(m), end="")
+    return 0
+
+
 # --------------------------------------------------------------------------------------------
 # The budget shown beside a run (report, replay, live, accept, the no-argument console)
 # --------------------------------------------------------------------------------------------
@@ -274,8 +341,8 @@ def budget_source(args: argparse.Namespace) -> str | None:
         return f"file: {args.budget}"
     if getattr(args, "config", None):
         return f"model config: {args.config} (+ flags)"
-    given = [k for k in ("params", "weights", "gpu_gib", "margin_gib", "layers", "kv_heads", "head_dim", "max_seq",
-                         "kv_dtype", "tp", "block_size") if getattr(args, k, None) is not None]
+    given = [k for k in ("params", "weights", "gpu_gib", "kv_cache_gib", "margin_gib", "layers", "kv_heads",
+                         "head_dim", "max_seq", "kv_dtype", "tp", "block_size") if getattr(args, k, None) is not None]
     if given:
         return "flags: " + ", ".join("--" + k.replace("_", "-") for k in given)
     return None
@@ -293,10 +360,13 @@ def is_teaching_log(path: Any) -> bool:
         return False
 
 
-def view_budget(args: argparse.Namespace, paths: Sequence[Any] = ()) -> tuple[BudgetResult | None, str | None]:
+def view_budget(args: argparse.Namespace,
+                paths: Sequence[Any] = ()) -> tuple[BudgetResult | MemoryMissing | None, str | None]:
     """The budget a view shows beside a run, and where it came from.
 
-    Budget flags / --config / --budget FILE: that budget. ``--teaching``, or every file is the bundled teaching
+    Budget flags / --config / --budget FILE: that budget; without a memory input (--gpu-gib, --kv-cache-gib) a
+    :class:`MemoryMissing` the Monitor completes from the run header (NVML's GPU, else the engine's own KV space)
+    or leaves unknown with the missing input named. ``--teaching``, or every file is the bundled teaching
     log: the teaching case, labelled. Otherwise (None, None): unknown, unless the record file carries a budget
     record (the Monitor reads it). Raises ValueError / OSError on bad budget input."""
     teaching = bool(getattr(args, "teaching", False))

@@ -284,7 +284,9 @@ def budget_record_from_args(args: argparse.Namespace) -> dict | None:
         result = budget_from_args(args)
     except (ValueError, OSError) as exc:
         raise ConfigError(f"bad budget: {exc}") from None
-    if result is None:
+    from tui.core.budget.memory import MemoryMissing
+
+    if result is None or isinstance(result, MemoryMissing):  # no memory input: no budget record is made up
         return None
     return budget_to_dict(result)
 

@@ -172,7 +172,11 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
         def snapshot(self):
             return limit_snapshot(super().snapshot())
 
+    from tui.core.budget.memory import MemoryMissing
+
     sink = LimitedSink(Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin))
+    if isinstance(budget, MemoryMissing):  # the Monitor completes it from the run header; the panes follow snapshots
+        budget = None
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),
                     themes_dir=getattr(args, "themes_dir", None),
                     export_dir=getattr(args, "export_dir", None) or D.EXPORT_DIR, **app_kw)

@@ -37,20 +37,27 @@ def run(args: argparse.Namespace) -> int:
     from tui.cli.loadtest import config_or_usage, record_run, step_plan
     from tui.cli.loadtest import say as _print
     from tui.cli.report import LAST_RUN, analyse_file, monitor_config_from_args
+    from tui.core.budget.memory import MEMORY_FLAGS, MemoryMissing
 
-    budget = None
+    given = None
     try:  # no budget is made up: without budget inputs the ladder does not depend on any model
         if budget_given(args):
-            budget = budget_from_args(args)
+            given = budget_from_args(args)
     except (ValueError, OSError) as exc:
         raise UsageError(f"bad budget: {exc}") from None
+    # without its memory input the budget is completed from the run header (the engine's KV space, NVML) after
+    # the run; the ladder cannot lean on a candidate not known yet
+    budget = None if isinstance(given, MemoryMissing) else given
     if args.concurrency is None and args.rate is None:
         args.concurrency = default_ladder(budget.candidate if budget is not None else None, args.max_level)
     cfg = config_or_usage(args)
     cfg.until_decided = True  # --requests / --duration, when given, only bound a step further
     cfg.stop_on_fail = not args.continue_after_fail
     unit = "concurrency" if cfg.mode == "closed" else "req/s"
-    if budget is None:
+    if isinstance(given, MemoryMissing):
+        about = (f"budget: {given.inputs.model or 'the model'}: memory input missing (read from the run header when "
+                 f"the server states its KV space, or give {MEMORY_FLAGS}); no candidate for the ladder")
+    elif budget is None:
         about = "budget: unknown (give --params/--config/--budget for a memory-only candidate)"
     else:
         about = f"budget: {budget_title(budget)}, memory-only candidate {budget.candidate}"
@@ -58,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     failed = record_run(cfg)
     if failed is not None:
         return failed
-    mon = analyse_file(cfg.record, monitor_config_from_args(args), budget, pick_run=LAST_RUN)  # this run only
-    summary = sweep_summary(mon.snapshot(), budget, cfg.record)
+    mon = analyse_file(cfg.record, monitor_config_from_args(args), given, pick_run=LAST_RUN)  # this run only
+    summary = sweep_summary(mon.snapshot(), mon.budget if isinstance(given, MemoryMissing) else budget, cfg.record)
     summary["record"] = cfg.record
     _print("")
     sys.stdout.write(format_sweep(summary))

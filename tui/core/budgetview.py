@@ -115,6 +115,9 @@ class BudgetView:
     server: dict | None  # server_capacity(header)
     capacity_line: str | None  # capacity_sentence(...)
     problem: str | None = None  # a budget record that failed verification
+    #: where the memory the budget divides came from ("KV space 1.00 GiB: vLLM's own kv_cache_memory_bytes ...",
+    #: "GPU 80.00 GiB ...: flags"); None when unknown (issue 22: never a default nobody gave)
+    memory: str | None = None
 
     @property
     def phrase(self) -> str:
@@ -128,16 +131,20 @@ class BudgetView:
     def as_dict(self) -> dict:
         return {"known": self.known, "state": self.state, "origin": self.origin, "teaching": self.teaching,
                 "memory_only_candidate": self.candidate, "hint": self.hint, "server_capacity": self.server,
-                "capacity_vs_server": self.capacity_line, "problem": self.problem}
+                "capacity_vs_server": self.capacity_line, "problem": self.problem, "memory": self.memory}
 
 
 def is_teaching(budget: Any) -> bool:
     return budget is not None and getattr(budget, "inputs", None) == BudgetInputs()
 
 
-def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None) -> BudgetView:
+def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None,
+                memory: str | None = None, hint: str | None = None) -> BudgetView:
+    """``memory``: where the budget's memory came from (shown with it); ``hint``: an unknown budget's own hint (the
+    missing memory input, ``tui.core.budget.memory``) instead of the generic one."""
     cap = server_capacity(header)
     if budget is None:
-        return BudgetView(False, "unknown", None, False, None, BUDGET_HINT, cap, capacity_sentence(None, cap), problem)
+        return BudgetView(False, "unknown", None, False, None, hint or BUDGET_HINT, cap, capacity_sentence(None, cap),
+                          problem)
     return BudgetView(True, "feasible" if budget.fits else "does not fit", origin, is_teaching(budget),
-                      int(budget.candidate), None, cap, capacity_sentence(budget, cap), problem)
+                      int(budget.candidate), None, cap, capacity_sentence(budget, cap), problem, memory)

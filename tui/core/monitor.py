@@ -27,6 +27,7 @@ import tui.core.provenance as provenance
 import tui.core.slos as slo_defs
 import tui.core.stats as stats
 from tui.core.budget import BudgetError
+from tui.core.budget.memory import ENGINE_KV_LABEL, WHY_NO_HEADER, MemoryMissing, engine_name, memory_label, resolve
 from tui.core.budgetview import (
     ORIGIN_RECORD,
     BudgetView,
@@ -316,9 +317,17 @@ class Monitor:
     def __init__(self, config: MonitorConfig | None = None, budget: Any = None, source: str = "",
                  budget_origin: str | None = None) -> None:
         self.cfg = cfg = config or MonitorConfig()
+        #: a budget given without its memory input (issue 22): completed from the run header (NVML, else the
+        #: engine's own KV space) when it comes; until then, and when neither is there, the budget is unknown
+        self.memory_pending: MemoryMissing | None = budget if isinstance(budget, MemoryMissing) else None
+        if self.memory_pending is not None:
+            budget = None
         self.budget = budget
         #: where the budget came from ("flags: ...", "file: ...", the record file's budget record, the teaching case)
         self.budget_origin = budget_origin if budget is not None else None
+        self.budget_memory: str | None = memory_label(budget, self.budget_origin)
+        self.budget_hint: str | None = (None if self.memory_pending is None
+                                        else self.memory_pending.hint(WHY_NO_HEADER))
         self.budget_problem: str | None = None
         self._budget_view_key: tuple | None = None
         self._budget_view: BudgetView | None = None
@@ -374,6 +383,9 @@ class Monitor:
         self._running_series: deque = deque(maxlen=SERIES_LEN)
         self._inflight_series: deque = deque(maxlen=SERIES_LEN)
         self._max_waiting: float | None = None
+        self._kv_usage_series: deque = deque(maxlen=SERIES_LEN)  # the engine's kv_cache_usage (0..1)
+        self._kv_usage_peak: float | None = None
+        self._kv_usage_n = 0
         self._client_in_flight: int | None = None
         self._gpu: dict[int, dict] = {}
         self._host: dict = {}
@@ -542,6 +554,7 @@ class Monitor:
         elif isinstance(item, RunHeader):
             if not self.header:
                 self.header = item.data
+                self._resolve_memory()
             else:
                 self._notes.append("more than one run header: the first is shown")
         elif isinstance(item, StepRecord):
@@ -557,11 +570,21 @@ class Monitor:
             self._add_budget_record(item)
         # anything else: ignored on purpose (parse_lines already counted unknown types)
 
+    def _resolve_memory(self) -> None:
+        """A budget given without its memory: complete it from the run header (tui.core.budget.memory.resolve)."""
+        pending = self.memory_pending
+        if pending is None:
+            return
+        res = resolve(pending, self.header)
+        self.budget, self.budget_origin, self.budget_memory = res.budget, res.origin, res.memory
+        self.budget_hint = res.hint
+
     def _add_budget_record(self, item: BudgetRecord) -> None:
         """The record file's budget: used (verified like --budget FILE) unless one was given for this view."""
-        if self.budget is not None:
+        if self.budget is not None or self.memory_pending is not None:
+            given = self.budget_origin or (self.memory_pending.origin if self.memory_pending else None)
             if self.budget_origin != ORIGIN_RECORD:
-                self._notes.append(f"the record file carries a budget record; the budget given ({self.budget_origin}) "
+                self._notes.append(f"the record file carries a budget record; the budget given ({given}) "
                                    "is shown instead")
             return
         try:
@@ -571,6 +594,7 @@ class Monitor:
             self._notes.append(self.budget_problem + "; budget unknown")
             return
         self.budget_origin = ORIGIN_RECORD
+        self.budget_memory = memory_label(self.budget, ORIGIN_RECORD)
 
     def usable_lines(self) -> int:
         """Lines read that were records this reader can use (every ``add`` minus the problem lines)."""
@@ -844,6 +868,11 @@ class Monitor:
             return
         self._queue_latest = q
         self._queue_source = q.source
+        u = q.kv_cache_usage
+        if u is not None and math.isfinite(u) and u >= 0:
+            self._kv_usage_series.append(u)
+            self._kv_usage_n += 1
+            self._kv_usage_peak = u if self._kv_usage_peak is None else max(self._kv_usage_peak, u)
         if q.waiting is not None:
             self._waiting_series.append(q.waiting)
             self._max_waiting = q.waiting if self._max_waiting is None else max(self._max_waiting, q.waiting)
@@ -1090,7 +1119,9 @@ class Monitor:
     def _gpu_state(self) -> GpuState:
         b = self.budget
         predicted = ceiling = gpu_gib = None
-        if b is not None:
+        # a budget of the KV space itself (--kv-cache-gib, the engine's own) knows no GPU size nor margin: no GPU
+        # figures are predicted from it (its KV ceiling is GpuState.kv_ceiling_gib)
+        if b is not None and not getattr(b.inputs, "kv_space_bytes", 0):
             gpu_gib = getattr(b.inputs, "gpu_gib", None)
             ceiling = b.weights_gib + b.margin_gib + max(0.0, b.cache_budget_gib)
             st = self.current
@@ -1115,7 +1146,30 @@ class Monitor:
             devices.append(GpuDevice(dev, d.get("name"), used, total, d.get("util"), d.get("peak"),
                                      tuple(d["series"]), sev))
         note = "" if devices else "no GPU telemetry"
-        return GpuState(bool(devices), tuple(devices), predicted, ceiling, gpu_gib, note)
+        return GpuState(bool(devices), tuple(devices), predicted, ceiling, gpu_gib, note, **self._engine_kv())
+
+    def _engine_kv(self) -> dict[str, Any]:
+        """The engine's own KV memory in use: kv_cache_usage x the KV bytes it allocated (run header)."""
+        b = self.budget
+        out: dict[str, Any] = {"kv_ceiling_gib": None if b is None else max(0.0, b.cache_budget_gib),
+                               "memory": self.budget_memory}
+        if not self._kv_usage_n:
+            return out
+        cap = self.header.get("server_capacity") if self.header else None
+        cap = cap if isinstance(cap, dict) else {}
+        raw = cap.get("kv_cache_memory_bytes")
+        allocated = (raw / GIB if isinstance(raw, (int, float)) and not isinstance(raw, bool)
+                     and math.isfinite(raw) and raw > 0 else None)
+        series = tuple(self._kv_usage_series)
+        out.update(engine_kv_usage=series[-1], engine_kv_peak_usage=self._kv_usage_peak,
+                   engine_kv_samples=self._kv_usage_n)
+        if allocated is not None:
+            peak = self._kv_usage_peak
+            out.update(engine_kv_label=ENGINE_KV_LABEL.format(engine=engine_name(cap.get("engine"))),
+                       engine_kv_allocated_gib=allocated, engine_kv_used_gib=series[-1] * allocated,
+                       engine_kv_peak_gib=None if peak is None else peak * allocated,
+                       engine_kv_series=tuple(u * allocated for u in series))
+        return out
 
     def snapshot(self) -> Snapshot:
         st = self.current
@@ -1133,10 +1187,11 @@ class Monitor:
         elapsed = 0.0
         if self.first_t is not None and self.last_t is not None:
             elapsed = self.last_t - self.first_t
-        key = (id(self.budget), self.budget_origin, self.budget_problem, id(header))
+        key = (id(self.budget), self.budget_origin, self.budget_problem, id(header), self.budget_hint)
         if key != self._budget_view_key:
             self._budget_view_key = key
-            self._budget_view = budget_view(self.budget, self.budget_origin, header, self.budget_problem)
+            self._budget_view = budget_view(self.budget, self.budget_origin, header, self.budget_problem,
+                                            memory=self.budget_memory, hint=self.budget_hint)
         levels = self.level_rows()
         cand, fits = budget_candidate(self.budget)
         cap = measure_capacity(cap_rows(self.source, levels, header), cand, fits)

@@ -234,6 +234,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
     }
     _server_timing.attach(rep, snap.levels)  # issue 21: the server's own brackets beside the client's, per level
     _token_counts.attach(rep, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
+    rep["memory"] = memory_dict(snap)  # issue 22: GPU (NVML) and the engine's own KV memory beside the KV ceiling
     if budget is not None:
         rep["budget"] = {
             "origin": budget_origin, "teaching": view.teaching,
@@ -241,8 +242,57 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             "kv_per_seq_gib": budget.kv_per_seq_gib, "cache_budget_gib": budget.cache_budget_gib,
             "memory_only_candidate": budget.candidate, "fits": budget.fits,
             "assumptions_not_measured": list(budget.assumptions),
+            # issue 22: where the memory came from; the KV space when it IS the cache budget (no GPU, no margin)
+            "memory": view.memory,
+            "kv_space_gib": (budget.inputs.kv_space_bytes / 2**30) if budget.inputs.kv_space_bytes else None,
         }
     return rep
+
+
+def memory_dict(snap: Snapshot) -> dict[str, Any]:
+    """What the run's memory readings say: NVML per device (when a GPU was sampled) and the engine's own KV
+    memory in use (kv_cache_usage x kv_cache_memory_bytes), beside the budget's predicted KV ceiling."""
+    g = snap.gpu
+    nvml = [{"device": d.device, "name": d.name, "peak_used_gib": d.peak_used_gib, "total_gib": d.total_gib}
+            for d in g.devices] if g.available else []
+    engine: dict[str, Any] | None = None
+    if g.engine_kv_samples:
+        engine = {"label": g.engine_kv_label, "samples": g.engine_kv_samples,
+                  "allocated_gib": g.engine_kv_allocated_gib, "peak_used_gib": g.engine_kv_peak_gib,
+                  "last_used_gib": g.engine_kv_used_gib, "peak_usage": g.engine_kv_peak_usage,
+                  "last_usage": g.engine_kv_usage, "series_gib": list(g.engine_kv_series)}
+    ceiling = g.kv_ceiling_gib
+    vs = None
+    if engine is not None and engine["peak_used_gib"] is not None and ceiling:
+        vs = (f"the engine's peak KV use {engine['peak_used_gib']:.2f} GiB is {engine['peak_used_gib'] / ceiling:.0%} "
+              f"of the predicted KV ceiling {ceiling:.2f} GiB")
+    return {"nvml": nvml, "nvml_note": None if g.available else (g.note or "no GPU telemetry"),
+            "engine_kv": engine, "predicted_kv_ceiling_gib": ceiling, "budget_memory": g.memory,
+            "peak_vs_ceiling": vs}
+
+
+def _format_memory(mem: dict[str, Any] | None) -> list[str]:
+    if not mem or not (mem.get("nvml") or mem.get("engine_kv")):  # nothing read: the section stays out
+        return []
+    out = ["Memory (what the run read; the KV ceiling is the budget's prediction)"]
+    for d in mem.get("nvml") or []:
+        out.append(f"  GPU{d['device']} {d.get('name') or ''}: peak {_f(d.get('peak_used_gib'))} / "
+                   f"{_f(d.get('total_gib'))} GiB (NVML)")
+    if not mem.get("nvml"):
+        out.append(f"  GPU: {mem.get('nvml_note') or 'no GPU telemetry'}")
+    e = mem.get("engine_kv")
+    if e is None:
+        out.append("  engine KV cache: no kv_cache_usage in the queue samples")
+    elif e.get("allocated_gib") is None:
+        out.append(f"  engine KV cache: peak {e['peak_usage']:.1%} in use over {e['samples']} samples "
+                   "(the engine stated no kv_cache_memory_bytes: no bytes)")
+    else:
+        out.append(f"  engine KV cache: peak {e['peak_used_gib']:.3f} GiB, last {e['last_used_gib']:.3f} GiB of "
+                   f"{e['allocated_gib']:.2f} GiB allocated, {e['samples']} samples: {e['label']}")
+    ceiling = mem.get("predicted_kv_ceiling_gib")
+    out.append(f"  predicted KV ceiling: {'unknown (no budget)' if ceiling is None else f'{ceiling:.2f} GiB'}"
+               + (f"  ({mem['peak_vs_ceiling']})" if mem.get("peak_vs_ceiling") else ""))
+    return out + [""]
 
 
 def format_report(rep: dict[str, Any]) -> str:
@@ -265,9 +315,15 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"  {b['title']}" + ("  [TEACHING CASE: an example, not this run's model]" if b.get("teaching") else ""))
     if b and b.get("origin"):
         add(f"  from: {b['origin']}")
+    if b and b.get("memory"):
+        add(f"  memory: {b['memory']}")
     if b:
-        add(f"  weights={b['weights_gib']:.2f} GiB  runtime_margin={b['margin_gib']:.2f} GiB  "
-            f"kv_per_sequence={b['kv_per_seq_gib']:.2f} GiB")
+        if b.get("kv_space_gib"):  # the KV space itself is the cache budget: no GPU size, weights or margin in it
+            add(f"  kv_space={b['kv_space_gib']:.2f} GiB (weights and runtime margin not subtracted)  "
+                f"kv_per_sequence={b['kv_per_seq_gib']:.4f} GiB")
+        else:
+            add(f"  weights={b['weights_gib']:.2f} GiB  runtime_margin={b['margin_gib']:.2f} GiB  "
+                f"kv_per_sequence={b['kv_per_seq_gib']:.2f} GiB")
         add(f"  cache_budget={b['cache_budget_gib']:.2f} GiB")
         add(f"  memory_only_candidate={b['memory_only_candidate']} sequences (a number to test, not a concurrency limit)")
         add("  assumptions (not measured):")
@@ -280,6 +336,7 @@ def format_report(rep: dict[str, Any]) -> str:
     if bv.get("capacity_vs_server"):
         add(f"  {bv['capacity_vs_server']}")
     add("")
+    out.extend(_format_memory(rep.get("memory")))
     m = rep["measured"]
     w = m["window"]
     slo = rep["slo"]

@@ -160,6 +160,17 @@ class GpuState:
     ceiling_gib: float | None  # weights + margin + full cache budget
     gpu_gib: float | None  # the budget's GPU size
     note: str = ""
+    # issue 22: the engine's own KV memory in use (kv_cache_usage x kv_cache_memory_bytes), beside NVML or alone
+    engine_kv_label: str | None = None  # "engine's own figure (vLLM kv_cache_usage_perc x kv_cache_memory_bytes)"
+    engine_kv_allocated_gib: float | None = None  # the KV space the engine allocated (kv_cache_memory_bytes)
+    engine_kv_used_gib: float | None = None  # the latest sample
+    engine_kv_peak_gib: float | None = None  # the highest sample of the run
+    engine_kv_series: tuple[float, ...] = ()  # GiB in use, newest last (bounded like the other series)
+    engine_kv_usage: float | None = None  # the latest kv_cache_usage (0..1), also when the bytes are not known
+    engine_kv_peak_usage: float | None = None
+    engine_kv_samples: int = 0  # queue samples that carried kv_cache_usage
+    kv_ceiling_gib: float | None = None  # the budget's predicted KV ceiling (cache_budget)
+    memory: str | None = None  # where the budget's memory came from (BudgetView.memory)
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,13 +100,25 @@ class BudgetPane(PaneMixin, VerticalScroll):
         origin = [] if view is None or not view.origin else [f"[$sw-na]from {esc(view.origin)}[/]"]
         teaching = [] if view is None or not view.teaching else [
             "[b reverse $sw-warn] TEACHING CASE [/] [$sw-warn]an example, not this run's model[/]"]
+        kv_space = getattr(getattr(b, "inputs", None), "kv_space_bytes", 0)
+        memory = view.memory if view is not None and view.memory else None
+        if memory and kv_space:  # the KV space itself (issue 22): its label, no GPU size nobody gave
+            head = esc(memory.partition(":")[0])
+        else:
+            head = f"GPU {fmt.num(gpu, 0) if gpu is None else f'{gpu:g}'} GiB"
+        if memory and view is not None and memory.partition(": ")[2] == view.origin:
+            memory = None  # the label adds nothing to "from <origin>" (flags, a file, the teaching case)
+        if kv_space:  # the KV space itself: weights and margin are not subtracted from it, so not shown as if
+            costs = [_row("weights, margin", "not subtracted")]
+        else:
+            costs = [_row("weights", fmt.gib(b.weights_gib)), _row("runtime margin", fmt.gib(b.margin_gib))]
         lines = [
             *teaching,
-            f"[b]per GPU[/] · GPU {fmt.num(gpu, 0) if gpu is None else f'{gpu:g}'} GiB · "
+            f"[b]per GPU[/] · {head} · "
             + (sev("fits", "good", bold=True) if fits else sev("does not fit", "bad", bold=True)),
             *origin,
-            _row("weights", fmt.gib(b.weights_gib)),
-            _row("runtime margin", fmt.gib(b.margin_gib)),
+            *([f"[$sw-na]memory: {esc(memory)}[/]"] if memory else []),
+            *costs,
             _row("KV per sequence", fmt.gib(b.kv_per_seq_gib)),
             _row("cache budget", fmt.gib(b.cache_budget_gib)),
             "[b]" + _row("memory-only candidate", f"{b.candidate} seq") + "[/]",
@@ -408,7 +420,31 @@ class GpuPane(PaneMixin, Vertical):
                 if sp:
                     lines.append(f"[$sw-na]history[/] [$primary]{sp}[/]")
             lines.extend(ref)
+        lines.extend(_engine_kv_lines(g, width))
         self.query_one("#gpu-text", Static).update("\n".join(lines))
+
+
+def _engine_kv_lines(g, width: int) -> list[str]:
+    """The engine's own KV memory in use (GpuState.engine_kv_*) against the budget's predicted KV ceiling."""
+    if getattr(g, "engine_kv_samples", 0) == 0:
+        return []
+    if g.engine_kv_allocated_gib is None and g.available and g.devices:
+        return []  # NVML reads the GPU; a bare usage fraction without the engine's KV bytes adds little beside it
+    lines = ["", "[b]engine KV cache[/]"]
+    if g.engine_kv_allocated_gib is None:  # the usage fraction only: the engine did not state its KV bytes
+        peak = "" if g.engine_kv_peak_usage is None else f"  [$sw-na]peak {g.engine_kv_peak_usage:.0%}[/]"
+        lines.append(f"in use {g.engine_kv_usage:.0%} of its KV space{peak}")
+        lines.append("[$sw-na]the engine did not state its KV bytes (kv_cache_memory_bytes)[/]")
+        return lines
+    lines.append(f"[$sw-na]{esc(g.engine_kv_label or '')}[/]")
+    peak = "" if g.engine_kv_peak_gib is None else f"  [$sw-na]peak {g.engine_kv_peak_gib:.2f}[/]"
+    lines.append(f"used [b]{g.engine_kv_used_gib:.2f}[/] / {g.engine_kv_allocated_gib:.2f} GiB allocated{peak}")
+    sp = fmt.spark(g.engine_kv_series, max(4, width - 8), lo=0.0, hi=g.engine_kv_allocated_gib)
+    if sp:
+        lines.append(f"[$sw-na]history[/] [$primary]{sp}[/]")
+    ceiling = "unknown (no budget)" if g.kv_ceiling_gib is None else f"{g.kv_ceiling_gib:.2f} GiB"
+    lines.append(f"[$sw-na]predicted KV ceiling[/] {ceiling}")
+    return lines
 
 
 def _memory_bar(d, g, width: int) -> str:

@@ -493,8 +493,13 @@ def test_cli_teaching_case_text(capsys):
 
 
 def test_cli_flags_and_config_override(capsys):
+    # issue 22: the teaching GPU and margin fill in only with --teaching (labelled), never silently
+    assert run_cli(["--max-seq", "8192", "--teaching"]) == 0
+    out = capsys.readouterr().out
+    assert "memory_only_candidate=7 sequences" in out and "memory from the teaching case (--teaching)" in out
     assert run_cli(["--max-seq", "8192"]) == 0
-    assert "memory_only_candidate=7 sequences" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "memory_only_candidate=unknown" in out and "memory input missing" in out and "=7 " not in out
     parser = argparse.ArgumentParser()
     add_budget_arguments(parser)
     args = parser.parse_args(["--config", str(CONFIGS / "llama-3-8b.json"), "--max-seq", "8192", "--gpu-gib", "80"])
@@ -553,7 +558,7 @@ def test_cli_tampered_budget_and_bad_config_exit_2(tmp_path, capsys):
 
 
 def test_cli_does_not_fit(capsys):
-    assert run_cli(["--params", "70e9"]) == 0
+    assert run_cli(["--params", "70e9", "--gpu-gib", "24"]) == 0
     out = capsys.readouterr().out
     assert "memory_only_candidate=0 sequences" in out and "does not fit" in out
     assert "-" not in out.split("cache_budget=")[1].split()[0]

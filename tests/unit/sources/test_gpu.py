@@ -260,3 +260,29 @@ def test_close_releases_nvml(fake_nvml):
     s.close()
     s.close()
     assert m.state["shutdown"] == 1 and not s.available and s.sample(0) == []
+
+
+# ------------------------------------------------------------------ the budget's memory from NVML (issue 22)
+
+
+def test_the_budget_takes_the_gpu_total_nvml_reads_never_a_default(fake_nvml):
+    """The header's NVML reading (GpuSampler.environment) is what the budget divides when no --gpu-gib is given:
+    the total of the GPU the run uses, one size for several GPUs, never a guess between sizes."""
+    from tui.core.budget.inputs import BudgetInputs
+    from tui.core.budget.memory import MemoryMissing, gpu_for_budget, resolve
+
+    fake_nvml(devices=[("NVIDIA H200", 141 * GIB, 20 * GIB, 37)])
+    header = {"target": {"url": "http://127.0.0.1:8000"}, "environment": {"gpu": GpuSampler().environment()}}
+    total, label = gpu_for_budget(header)
+    assert total == 141 * GIB and label == "GPU 141.00 GiB: NVML total of device 0 (NVIDIA H200)"
+    res = resolve(MemoryMissing(BudgetInputs(params=8e9, max_seq=8192), "flags: --params"), header)
+    assert res.budget is not None and res.budget.inputs.gpu_gib == 141.0  # not the teaching case's 24
+    fake_nvml(devices=[("NVIDIA H200", 141 * GIB, 1 * GIB, 0), ("NVIDIA L4", 24 * GIB, 1 * GIB, 0)])
+    header["environment"]["gpu"] = GpuSampler().environment()
+    total, why = gpu_for_budget(header)
+    assert total is None and "different" in why and "NVIDIA L4" in why
+    # no NVML at all: the reason travels, no size
+    fake_nvml(init_error=12)
+    header["environment"]["gpu"] = GpuSampler().environment()
+    total, why = gpu_for_budget(header)
+    assert total is None and "NVML library not found" in why

@@ -21,25 +21,33 @@ from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
 # ------------------------------------------------------------------ 1. budget
 
 
-def budget_section(budget: Any, source: str | None, header: Mapping | None = None) -> dict:
-    """The budget as given (None: unknown, with the flags that would give one), and what the server allocated
-    (from the first run header that says)."""
-    view = budget_view(budget, source, header)
+def budget_section(budget: Any, source: str | None, header: Mapping | None = None, hint: str | None = None,
+                   memory: str | None = None) -> dict:
+    """The budget as given (None: unknown, with the flags that would give one, or ``hint``: the missing memory
+    input), and what the server allocated (from the first run header that says); ``memory``: where the memory the
+    budget divides came from."""
+    view = budget_view(budget, source, header, memory=memory, hint=hint)
     extra = {"teaching": view.teaching, "hint": view.hint, "server_capacity": view.server,
-             "capacity_vs_server": view.capacity_line}
+             "capacity_vs_server": view.capacity_line, "memory": view.memory}
     if budget is None:
         return {"given": False, "source": source, "fits": None, **extra}
     i = budget.inputs
     def gib(x: float) -> float:
         return round(float(x), 6)
 
+    basis = memory.partition(": ")[2] if memory else None  # "KV space 1.00 GiB: vLLM's own ..." -> where from
+    if i.kv_space_bytes:  # the KV space itself (--kv-cache-gib, or the engine's own): no GPU size enters the budget
+        head = [{"item": "kv_cache_space", "value": gib(i.kv_space_bytes / 2**30), "unit": "GiB",
+                 "basis": basis or "given"}]
+    else:
+        head = [{"item": "gpu_memory", "value": gib(i.gpu_gib), "unit": "GiB", "basis": basis or "given (one GPU)"}]
     table = [
-        {"item": "gpu_memory", "value": gib(i.gpu_gib), "unit": "GiB", "basis": "given (one GPU)"},
+        *head,
         {"item": "weights", "value": gib(budget.weights_gib), "unit": "GiB",
          "basis": f"{i.params:,.0f} params in {i.weights}" + (f", split over tp={i.tp}" if i.tp > 1 else "")},
         {"item": "runtime_margin", "value": gib(budget.margin_gib), "unit": "GiB", "basis": "assumption: not measured"},
         {"item": "cache_budget", "value": gib(budget.cache_budget_gib), "unit": "GiB",
-         "basis": "gpu_memory - weights - runtime_margin"},
+         "basis": "the KV cache space" if i.kv_space_bytes else "gpu_memory - weights - runtime_margin"},
         {"item": "kv_per_seq", "value": gib(budget.kv_per_seq_gib), "unit": "GiB",
          "basis": f"{i.layers} layers x {i.kv_heads} KV heads x {i.head_dim} head_dim x {i.max_seq} tokens, {i.kv_dtype}"},
         {"item": "memory_only_candidate", "value": int(budget.candidate), "unit": "sequences",

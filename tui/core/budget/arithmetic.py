@@ -115,13 +115,19 @@ def _assumptions(inputs: BudgetInputs) -> tuple[str, ...]:
     if inputs.kv_space_bytes:
         out.append(f"KV cache space given as {inputs.kv_space_bytes:,} bytes ({inputs.kv_space_bytes / GIB:.3f} GiB): "
                    "the cache budget is that space; the GPU size, weights and runtime margin are not subtracted")
+    if inputs.kv_space_bytes:  # no margin enters the budget: none is stated (a figure nobody gave, issue 22)
+        out += ["activation peak and fragmentation not measured: they are assumed to fit outside the KV space; "
+                f"the KV cache is counted in whole blocks of {inputs.block_size} tokens"]
+    else:
+        out += [
+            f"runtime margin {inputs.margin_gib:.2f} GiB per GPU is an allowance, not measured "
+            "(CUDA context, CUDA graphs, allocator and communication workspaces)",
+            "activation peak not measured: prefill activations, logits and sampler buffers are assumed "
+            "to fit inside the runtime margin",
+            "fragmentation not measured: allocator fragmentation is assumed to fit inside the runtime margin; "
+            f"the KV cache is counted in whole blocks of {inputs.block_size} tokens",
+        ]
     out += [
-        f"runtime margin {inputs.margin_gib:.2f} GiB per GPU is an allowance, not measured "
-        "(CUDA context, CUDA graphs, allocator and communication workspaces)",
-        "activation peak not measured: prefill activations, logits and sampler buffers are assumed "
-        "to fit inside the runtime margin",
-        "fragmentation not measured: allocator fragmentation is assumed to fit inside the runtime margin; "
-        f"the KV cache is counted in whole blocks of {inputs.block_size} tokens",
         "scheduler limits not applied: max batch size (max_num_seqs), max batched tokens and chunked "
         "prefill can hold concurrency below the candidate",
         f"every sequence is assumed to hold max_seq={inputs.max_seq} tokens (prompt + output) at once; "
