@@ -435,7 +435,7 @@ def _refused_request(obj: object) -> tuple[bool | None, tuple[float | None, int]
     level, rnd = obj.get("level"), obj.get("round", 1)
     if rnd is None:
         rnd = 1
-    if ((level is None or (type(level) in _NUM_TYPES and math.isfinite(level) and abs(level) <= _COUNT_MAX))
+    if ((level is None or (type(level) in _NUM_TYPES and abs(level) <= _COUNT_MAX))  # NaN, inf, huge ints: False
             and type(rnd) is int and 1 <= rnd <= _COUNT_MAX):
         return True, (level, rnd)
     return True, None
