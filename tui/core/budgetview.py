@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tui.core.budget.allocation import compare_allocation
 from tui.core.budget.inputs import BudgetInputs
 from tui.core.budget.serialize import budget_from_dict
 from tui.core.budget.vocab import BudgetError
@@ -53,6 +54,7 @@ def server_capacity(header: Mapping | None) -> dict | None:
     cap = header.get("server_capacity")
     if isinstance(cap, Mapping) and (_int(cap.get("sequences")) or _int(cap.get("total_tokens"))):
         out = {k: cap.get(k) for k in ("engine", "sequences", "tokens_per_sequence", "total_tokens", "note", "source")}
+        out.update({k: cap[k] for k in ENGINE_KEYS if cap.get(k) is not None})  # vLLM's allocation figures
         if str(out.get("engine") or "").lower() in ("llamacpp", "llama.cpp") and not out.get("note"):
             out["note"] = LLAMACPP_NOTE
         return out
@@ -66,6 +68,11 @@ def server_capacity(header: Mapping | None) -> dict | None:
                     "source": "run header environment.server (llama.cpp /props)"}
     return None
 
+
+#: what vLLM states about its KV allocation (the run header's ``server_capacity``, written by
+#: ``tui.sources.server_info``); passed through when present
+ENGINE_KEYS = ("kv_cache_memory_bytes", "block_size", "num_blocks", "kv_cache_size_tokens", "kv_cache_max_concurrency",
+               "cache_dtype", "max_model_len", "engines")
 
 LLAMACPP_NOTE = ("llama.cpp's context (n_ctx, split over its slots) is set by the operator (-c, -np), "
                  "not derived from free memory")
@@ -97,6 +104,10 @@ def capacity_sentence(budget: Any, cap: Mapping | None) -> str | None:
         room = f"{total} tokens in all"
     engine = cap.get("engine")
     text = f"{first}; the server{f' ({engine})' if engine else ''} allocated room for {room}."
+    conc = cap.get("kv_cache_max_concurrency")
+    if isinstance(conc, (int, float)) and not isinstance(conc, bool) and math.isfinite(conc) and conc > 0:
+        text += f" Its own figure: maximum concurrency {conc:.2f}x"
+        text += f" for {per:,} tokens per request." if per else "."
     if cap.get("note"):
         text += f" {cap['note']}."
     return text
@@ -115,6 +126,9 @@ class BudgetView:
     server: dict | None  # server_capacity(header)
     capacity_line: str | None  # capacity_sentence(...)
     problem: str | None = None  # a budget record that failed verification
+    allocation: dict | None = None  # the config's KV allocation predicted beside the engine's (AllocationCheck)
+    server_log: dict | None = None  # the engine's startup log figures (``--server-log``)
+    server_log_line: str | None = None  # server_log_sentence(...)
 
     @property
     def phrase(self) -> str:
@@ -128,16 +142,50 @@ class BudgetView:
     def as_dict(self) -> dict:
         return {"known": self.known, "state": self.state, "origin": self.origin, "teaching": self.teaching,
                 "memory_only_candidate": self.candidate, "hint": self.hint, "server_capacity": self.server,
-                "capacity_vs_server": self.capacity_line, "problem": self.problem}
+                "capacity_vs_server": self.capacity_line, "problem": self.problem,
+                "allocation_vs_engine": self.allocation, "server_log": self.server_log,
+                "server_log_vs_candidate": self.server_log_line}
 
 
 def is_teaching(budget: Any) -> bool:
     return budget is not None and getattr(budget, "inputs", None) == BudgetInputs()
 
 
-def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None) -> BudgetView:
+def server_log_sentence(candidate: int | None, log: Mapping | None) -> str | None:
+    """"vLLM's startup log: maximum concurrency 22.75x for 2,048 tokens per request, KV cache size 46,592 tokens
+    (server.log); memory-only candidate 22."."""
+    if not log:
+        return None
+    parts = []
+    conc, tokens_per = log.get("max_concurrency"), log.get("concurrency_tokens")
+    if conc is not None:
+        parts.append(f"maximum concurrency {conc:.2f}x" + (f" for {tokens_per:,} tokens per request" if tokens_per else ""))
+    if log.get("kv_cache_size_tokens") is not None:
+        parts.append(f"KV cache size {log['kv_cache_size_tokens']:,} tokens")
+    if log.get("max_num_batched_tokens") is not None:
+        parts.append(f"max_num_batched_tokens {log['max_num_batched_tokens']:,}")
+    if not parts:
+        return f"the server log ({log.get('source') or '?'}) states no KV allocation line"
+    cand = "unknown (no budget)" if candidate is None else str(candidate)
+    return f"vLLM's startup log: {', '.join(parts)} ({log.get('source') or '?'}); memory-only candidate {cand}."
+
+
+def _allocation(budget: Any, cap: Mapping | None, log: Mapping | None) -> dict | None:
+    """The prediction beside the engine's allocation, when the engine stated its KV space."""
+    if budget is None or not cap or cap.get("kv_cache_memory_bytes") is None:
+        return None
+    mnbt = log.get("max_num_batched_tokens") if log else None
+    return compare_allocation(budget.inputs, cap, mnbt if isinstance(mnbt, int) else None).as_dict()
+
+
+def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None,
+                server_log: Mapping | None = None) -> BudgetView:
     cap = server_capacity(header)
+    log = dict(server_log) if server_log else None
     if budget is None:
-        return BudgetView(False, "unknown", None, False, None, BUDGET_HINT, cap, capacity_sentence(None, cap), problem)
+        return BudgetView(False, "unknown", None, False, None, BUDGET_HINT, cap, capacity_sentence(None, cap), problem,
+                          None, log, server_log_sentence(None, log))
+    cand = int(budget.candidate)
     return BudgetView(True, "feasible" if budget.fits else "does not fit", origin, is_teaching(budget),
-                      int(budget.candidate), None, cap, capacity_sentence(budget, cap), problem)
+                      cand, None, cap, capacity_sentence(budget, cap), problem, _allocation(budget, cap, log), log,
+                      server_log_sentence(cand, log))

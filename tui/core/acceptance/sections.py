@@ -21,12 +21,18 @@ from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
 # ------------------------------------------------------------------ 1. budget
 
 
-def budget_section(budget: Any, source: str | None, header: Mapping | None = None) -> dict:
+def budget_section(budget: Any, source: str | None, header: Mapping | None = None,
+                   server_log: Mapping | None = None) -> dict:
     """The budget as given (None: unknown, with the flags that would give one), and what the server allocated
-    (from the first run header that says)."""
-    view = budget_view(budget, source, header)
+    (from the first run header that says); with vLLM's allocation figures, the config's prediction beside them
+    (``allocation_vs_engine``), and the engine's startup-log figures (``server_log``) when given."""
+    view = budget_view(budget, source, header, None, server_log)
     extra = {"teaching": view.teaching, "hint": view.hint, "server_capacity": view.server,
              "capacity_vs_server": view.capacity_line}
+    for key, value in (("allocation_vs_engine", view.allocation), ("server_log", view.server_log),
+                       ("server_log_vs_candidate", view.server_log_line)):
+        if value is not None:  # only when known: older documents keep their shape
+            extra[key] = value
     if budget is None:
         return {"given": False, "source": source, "fits": None, **extra}
     i = budget.inputs
