@@ -186,11 +186,16 @@ def format_budget_text(result: BudgetResult) -> str:
         weights_how = f"{i.params:,.0f} params x {fmt.bits_per_weight / 8:g} B ({fmt.name})"
     if i.tp > 1:
         weights_how = f"({weights_how}) / tp {i.tp}"
+    given_space = i.kv_space_bytes > 0
     rows = [
-        (f"gpu_memory={_gib(i.gpu_gib)}", "one GPU" if i.tp == 1 else f"each of the {i.tp} GPUs (tensor parallel)"),
+        (f"gpu_memory={_gib(i.gpu_gib)}",
+         ("not used: the KV space was given" if given_space else
+          "one GPU" if i.tp == 1 else f"each of the {i.tp} GPUs (tensor parallel)")),
         (f"weights={_gib(result.weights_gib)}", weights_how),
-        (f"runtime_margin={_gib(result.margin_gib)}", "allowance, not measured"),
-        (f"cache_budget={_gib(result.cache_budget_gib)}", "gpu_memory - weights - runtime_margin"),
+        (f"runtime_margin={_gib(result.margin_gib)}", "not used: the KV space was given" if given_space
+         else "allowance, not measured"),
+        (f"cache_budget={_gib(result.cache_budget_gib)}",
+         f"the KV space given ({i.kv_space_bytes:,} B)" if given_space else "gpu_memory - weights - runtime_margin"),
         (f"kv_per_seq={_gib(result.kv_per_seq_gib)}", _kv_formula(result)),
         (
             f"memory_only_candidate={result.candidate} sequences",

@@ -170,9 +170,8 @@ def predict_allocation(inputs: BudgetInputs, kv_space_bytes: int | None = None, 
         size, full_groups, sliding_groups, padding = _group_plan(full, sliding)
         groups = (KvGroup("full", full, full_groups), KvGroup("sliding", sliding, sliding_groups, window))
         groups_n = full_groups + sliding_groups
-        per_request = (lambda chunk: full_groups * full_blocks + sliding_groups * sliding_blocks(chunk))
-        fewest = per_request(1) if mnbt is None else per_request(mnbt)
-        most = per_request(mml) if mnbt is None else fewest
+        fewest = full_groups * full_blocks + sliding_groups * sliding_blocks(1 if mnbt is None else mnbt)
+        most = full_groups * full_blocks + sliding_groups * sliding_blocks(mml) if mnbt is None else fewest
         layout = "hybrid"
         notes.append(f"hybrid layout: {full} full-attention + {sliding} sliding-window layers (window {window}) in "
                      f"{groups_n} groups of {size} layers" + (f" ({padding} padding layers)" if padding else ""))
