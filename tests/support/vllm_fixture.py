@@ -149,8 +149,11 @@ def vllm_peer() -> PeerPaths:
     try:
         return ensure_built()
     except PeerSetupError as exc:
-        _unavailable(str(exc))
-        raise  # unreachable: _unavailable skips or fails
+        reason = str(exc)
+    except OSError as exc:
+        reason = f"cannot set up its cache folder: {exc}"
+    _unavailable(reason)
+    raise AssertionError("unreachable: _unavailable skips or fails")
 
 
 @pytest.fixture(scope="session")
@@ -162,10 +165,12 @@ def vllm_server_factory(vllm_peer: PeerPaths, tmp_path_factory: pytest.TempPathF
         try:
             server = start_vllm_server(vllm_peer, log_dir, **kw)
         except VllmServerError as exc:
-            _unavailable(str(exc))
-            raise
-        started.append(server)
-        return server
+            reason = str(exc)
+        else:
+            started.append(server)
+            return server
+        _unavailable(reason)
+        raise AssertionError("unreachable: _unavailable skips or fails")
 
     yield factory
     for server in started:
@@ -181,5 +186,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
     if SKIPPED:
         terminalreporter.section("vLLM peer", sep="!", yellow=True)
         for line in SKIPPED:
-            terminalreporter.write_line(line + "  -> the tests that need it were skipped"
-                                        + (" (FAILED: required)" if peers_required() else ""))
+            terminalreporter.write_line(line + ("  -> the tests that need it FAILED (the peer is required here)"
+                                                if peers_required() else "  -> the tests that need it were SKIPPED"))

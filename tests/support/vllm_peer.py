@@ -242,6 +242,7 @@ def ensure_built(root: Path | None = None, *, say: object = None) -> PeerPaths:
             _run([str(paths.python), "-c", _CONVERT, which, str(paths.model(name))], env=env, log=paths.log,
                  timeout=CONVERT_TIMEOUT_S, what=f"converting {which}")
             (paths.model(name) / ".converted").write_text(model_stamp_text())
+            shutil.rmtree(paths.model(name).parent / (name + ".gguf-src"), ignore_errors=True)  # the assembled GGUF
         emit(f"vllm peer: built in {time.monotonic() - t0:.0f} s, "
              f"{disk_usage(paths.root) / 2**30:.1f} GiB on disk")
         return paths

@@ -7,9 +7,9 @@ import pytest
 
 from tui.core.budget import BudgetError
 from tui.core.budget.allocation import AGREE, DISAGREE, UNKNOWN, compare_allocation, predict_allocation
+from tui.core.budget.arithmetic import compute_budget
 from tui.core.budget.hf_config import inputs_from_hf_config
 from tui.core.budgetview import budget_view, capacity_sentence, server_capacity
-from tui.core.budget.arithmetic import compute_budget
 
 GIB = 1 << 30
 
