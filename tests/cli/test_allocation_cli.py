@@ -126,3 +126,11 @@ def test_a_server_log_that_cannot_be_read_is_bad_usage(config, tmp_path, capsys)
         assert main([*cmd, "--server-log", str(tmp_path / "missing.log")]) == 2
         err = capsys.readouterr().err
         assert "--server-log: cannot read" in err and len(err.strip().splitlines()) == 1
+
+
+def test_live_refuses_an_unreadable_server_log_before_any_load(tmp_path, capsys):
+    rc = main(["live", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--requests", "1",
+               "--record", str(tmp_path / "r.jsonl"), "--server-log", str(tmp_path / "missing.log")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--server-log: cannot read" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.jsonl").exists()

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         budget, budget_origin = view_budget(args, args.records)
     except (ValueError, OSError) as exc:
         raise UsageError(f"bad budget: {exc}") from None
-    from tui.cli.allocation import server_log_from_args
+    from tui.cli.options import server_log_from_args
 
     server_log = server_log_from_args(args)  # --server-log FILE: the engine's own startup-log figures
     if args.gpu_hour_usd is not None and not args.gpu_hour_usd < 1e9:

@@ -259,8 +259,10 @@ def format_allocation_text(pred: KvPrediction) -> str:
         (f"page={pred.page_bytes:,} B", f"one block of {pred.block_size} tokens of one layer"),
         (f"groups={pred.n_groups}", f"{pred.layout} layout: {groups}; {pred.layers_per_group} layers per group"),
         (f"blocks={pred.num_blocks:,}", f"floor(kv_space / (page x {pred.layers_per_group} layers per group))"),
-        (f"kv_cache_tokens={pred.tokens:,}",
-         f"blocks // {pred.n_groups} groups x {pred.block_size}" if pred.n_groups > 1 else f"blocks x {pred.block_size}"),
+        (f"kv_cache_tokens={pred.tokens:,}" + ("" if pred.concurrency_exact else f"-{pred.tokens_range[1]:,}"),
+         "int(max_concurrency x max_model_len), as vLLM 0.32 reports it"
+         + (f" (older vLLM: blocks // {pred.n_groups} groups x {pred.block_size} = {pred.group_tokens:,})"
+            if pred.n_groups > 1 else "")),
         (f"memory_only_tokens={pred.raw_tokens:,}", "kv_space / kv_bytes_per_token, before whole blocks"),
         (f"blocks_per_request={pred.blocks_per_request[0]}" + (
             "" if pred.concurrency_exact else f"-{pred.blocks_per_request[1]}"),
@@ -283,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
 
     ``--kv-cache-gib G``: the cache budget is that space, and the engine's KV allocation for it is predicted
     (``tui.core.budget.allocation``: bytes per token, blocks, tokens, concurrency)."""
-    from tui.cli.allocation import kv_space_from_args, max_num_batched_tokens_from_args
+    from tui.cli.options import kv_space_from_args, max_num_batched_tokens_from_args
 
     space = kv_space_from_args(args)
     mnbt = max_num_batched_tokens_from_args(args)

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         mcfg = console_monitor_config(args, cfg)
     except (ValueError, OSError) as exc:
         raise UsageError(exc) from None
-    from tui.cli.allocation import server_log_from_args
+    from tui.cli.options import server_log_from_args
     from tui.core.budgetview import server_log_sentence
 
     server_log = server_log_from_args(args)  # --server-log FILE: printed beside the memory-only candidate

@@ -123,7 +123,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
                 budget, origin = budget_from_args(args), budget_source(args)
         except (ValueError, OSError) as exc:
             raise UsageError(f"bad budget: {exc}") from None
-    from tui.cli.allocation import server_log_from_args
+    from tui.cli.options import server_log_from_args
 
     server_log = server_log_from_args(args)  # --server-log FILE: the engine's own startup-log figures
     problem = input_problem(path)

@@ -52,7 +52,9 @@ def test_gemma3_hybrid_layout_groups_of_three_and_the_sliding_window_blocks():
     assert p.layout == "hybrid" and p.layers_per_group == 3 and p.n_groups == 6 and p.padding_layers == 0
     assert p.page_bytes == 128 * 2 * 1 * 256 * 2
     assert p.num_blocks == GIB // (131_072 * 3) == 2730
-    assert p.tokens == 2730 // 6 * 128 == 58_240
+    # vLLM 0.32 reports int(concurrency x max_model_len) tokens (live: "CPU KV cache size: 55,356 tokens"); older
+    # vLLM reported num_blocks // groups x block_size
+    assert p.tokens == int(2730 / 101 * 2048) == 55_356 and p.group_tokens == 2730 // 6 * 128 == 58_240
     # 1 full group x cdiv(2048, 128) + 5 sliding groups x (cdiv(min(511 + 2048, 2048), 128) + 1)
     assert p.blocks_per_request == (16 + 5 * 17,) * 2
     assert p.max_concurrency[0] == pytest.approx(2730 / 101)
@@ -69,7 +71,8 @@ def test_unknown_scheduler_chunk_gives_a_range_never_one_invented_figure():
 
 def test_hybrid_manager_disabled_is_the_uniform_layout_over_all_layers():
     p = predict_allocation(gemma(), GIB, hybrid=False)
-    assert p.layout == "hybrid disabled" and p.num_blocks == GIB // (131_072 * 18) == 455 and p.tokens == 455 * 128
+    assert p.layout == "hybrid disabled" and p.num_blocks == GIB // (131_072 * 18) == 455
+    assert p.tokens == p.group_tokens == 455 * 128
     assert p.max_concurrency[0] == pytest.approx(455 / 16)
 
 
@@ -114,17 +117,33 @@ def test_fp8_cache_disagreement_is_explained_by_the_dtype():
 
 
 def test_gemma3_engine_with_hybrid_manager_off_is_explained_by_the_hybrid_layout():
-    c = compare_allocation(gemma(), engine(455, 58_240, 28.44), max_num_batched_tokens=2048)
+    c = compare_allocation(gemma(), engine(455, 58_240, 28.4375), max_num_batched_tokens=2048)
     assert c.result == DISAGREE
     assert any(x.startswith("hybrid layout: the engine caches the 15 sliding-window layers as full attention")
                for x in c.explanations)
 
 
+# what the live vLLM 0.32 (CPU) states for Gemma 3 270M with 1 GiB, blocks of 128, max_model_len 2048
+GEMMA3_LIVE = dict(blocks=2730, tokens=55_356, conc=27.029702970297027)
+
+
 def test_gemma3_hybrid_engine_agrees_and_the_old_formula_is_named_too_high():
-    c = compare_allocation(gemma(), engine(2730, 58_240, 27.03), max_num_batched_tokens=2048)
+    c = compare_allocation(gemma(), engine(**GEMMA3_LIVE), max_num_batched_tokens=2048)
     assert c.result == AGREE
     text = " ".join(c.explanations)
     assert "reads 170 sequences" in text and "27.03" in text  # 2730 x 128 // 2048 = 170 vs the engine's 27.03
+
+
+def test_gemma3_without_the_scheduler_chunk_is_a_range_and_the_engine_figure_names_the_chunk_it_implies():
+    c = compare_allocation(gemma(), engine(**GEMMA3_LIVE))
+    assert c.result == AGREE and c.prediction is not None and not c.prediction.concurrency_exact
+    rows = {r[0]: r for r in c.rows}
+    assert rows["max concurrency (2,048 tokens)"][1] == "27.03-66.59"
+    # 101 blocks per request: 5 sliding groups of cdiv(min(511 + chunk, 2048), 128) + 1 = 17 -> chunk >= 1410
+    assert any("max_num_batched_tokens 1,410 or more (101 blocks per request)" in x for x in c.explanations)
+    assert any("older vLLM reported" in x and "58,240" in x for x in c.explanations)
+    # a concurrency the range does not hold disagrees
+    assert compare_allocation(gemma(), engine(2730, 55_356, 20.0)).result == DISAGREE
 
 
 def test_nothing_to_compare_is_unknown():

@@ -9,15 +9,17 @@ layers are grouped:
   request of ``max_model_len`` tokens needs ``cdiv(max_model_len, block_size)`` blocks.
 - **hybrid layout** (full-attention AND sliding-window layers): the layers are grouped by type into groups of one
   size ``g`` (the smaller type count, or the larger one when the larger is under 1.5 x the smaller; the last group of
-  a type is padded), every group shares one block pool; ``num_blocks = kv_space // (page x g)``; the tokens reported
-  are ``num_blocks // groups x block_size``; one request needs, per full-attention group, ``cdiv(max_model_len,
-  block_size)`` blocks and, per sliding-window group, ``cdiv(min(window - 1 + max_num_batched_tokens,
-  max_model_len), block_size) + 1`` blocks. ``max_num_batched_tokens`` is a scheduler setting the config does not
+  a type is padded), every group shares one block pool; ``num_blocks = kv_space // (page x g)``; one request needs,
+  per full-attention group, ``cdiv(max_model_len, block_size)`` blocks and, per sliding-window group,
+  ``cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block_size) + 1`` blocks. ``max_num_batched_tokens`` is a scheduler setting the config does not
   give: when unknown the concurrency is a range (from a scheduler chunk of 1 token up to one of max_model_len).
 - **hybrid manager disabled** (some engine builds and options): the sliding-window layers are cached as full
   attention: the uniform layout over all layers. Used only to explain a disagreement.
 
-``max concurrency = num_blocks / blocks one request needs`` (the engine's ``kv_cache_max_concurrency``).
+``max concurrency = num_blocks / blocks one request needs`` (the engine's ``kv_cache_max_concurrency``), and the KV
+cache size vLLM 0.32 reports is ``int(max concurrency x max_model_len)`` tokens (its ``kv_cache_size_tokens``, and
+"KV cache size: N tokens" in its log; for a uniform layout whose max_model_len is whole blocks that is
+``num_blocks x block_size``). Older vLLM reported ``num_blocks // groups x block_size`` (kept as ``group_tokens``).
 
 Learnt from reading vLLM's public source (``vllm/v1/core/kv_cache_utils.py``, ``kv_cache_interface.py``); no code
 copied. Pure functions, standard library only.
@@ -77,7 +79,7 @@ class KvPrediction:
     groups: tuple[KvGroup, ...]
     padding_layers: int
     num_blocks: int
-    tokens: int  # the KV cache size the engine reports, in tokens
+    group_tokens: int  # num_blocks // groups x block_size (what older vLLM reported)
     raw_tokens: int  # kv_space // bytes_per_token: the memory-only count, before whole blocks
     blocks_per_request: tuple[int, int]  # (fewest, most): equal when max_num_batched_tokens is known
     max_num_batched_tokens: int | None
@@ -92,6 +94,17 @@ class KvPrediction:
         """(lowest, highest) requests of max_model_len tokens the blocks hold; equal when known exactly."""
         most, fewest = self.blocks_per_request[1], self.blocks_per_request[0]
         return (self.num_blocks / most if most else 0.0, self.num_blocks / fewest if fewest else 0.0)
+
+    @property
+    def tokens_range(self) -> tuple[int, int]:
+        """(lowest, highest) KV cache size in tokens as vLLM 0.32 reports it: int(concurrency x max_model_len)."""
+        lo, hi = self.max_concurrency
+        return int(lo * self.max_model_len), int(hi * self.max_model_len)
+
+    @property
+    def tokens(self) -> int:
+        """The KV cache size in tokens (the lower end when max_num_batched_tokens is unknown)."""
+        return self.tokens_range[0]
 
     @property
     def concurrency_exact(self) -> bool:
@@ -114,6 +127,7 @@ class KvPrediction:
             "groups": [{"kind": g.kind, "layers": g.layers, "count": g.count, "window": g.window or None}
                        for g in self.groups],
             "padding_layers": self.padding_layers, "num_blocks": self.num_blocks, "tokens": self.tokens,
+            "tokens_range": list(self.tokens_range), "group_tokens": self.group_tokens,
             "raw_tokens": self.raw_tokens, "blocks_per_request": list(self.blocks_per_request),
             "max_num_batched_tokens": self.max_num_batched_tokens,
             "max_concurrency": [lo, hi], "notes": list(self.notes),
@@ -176,13 +190,12 @@ def predict_allocation(inputs: BudgetInputs, kv_space_bytes: int | None = None, 
         notes.append(f"hybrid layout: {full} full-attention + {sliding} sliding-window layers (window {window}) in "
                      f"{groups_n} groups of {size} layers" + (f" ({padding} padding layers)" if padding else ""))
     num_blocks = space // (page * size)
-    tokens = num_blocks // groups_n * block
     bytes_per_token = per_layer * layers
     return KvPrediction(
         model=inputs.model, layout=layout, kv_dtype=inputs.kv_dtype, element_bytes=KV_DTYPES[inputs.kv_dtype],
         kv_space_bytes=space, block_size=block, max_model_len=mml, bytes_per_token=bytes_per_token,
         page_bytes=page, layers_per_group=size, groups=groups, padding_layers=padding, num_blocks=num_blocks,
-        tokens=tokens, raw_tokens=space // bytes_per_token, blocks_per_request=(fewest, most),
+        group_tokens=num_blocks // groups_n * block, raw_tokens=space // bytes_per_token, blocks_per_request=(fewest, most),
         max_num_batched_tokens=mnbt, notes=tuple(notes))
 
 
@@ -205,6 +218,10 @@ def _posf(v: Any) -> float | None:
     return float(v) if math.isfinite(v) and v > 0 else None
 
 
+_ENGINE_DTYPE_BYTES = {"fp8": 1, "int8": 1, "int8_per_token_head": 1, "bfloat16": 2, "bf16": 2, "float16": 2,
+                       "fp16": 2, "half": 2, "float32": 4, "fp32": 4, "float": 4}
+
+
 def engine_element_bytes(cache_dtype: Any, model_kv_dtype: str) -> int | None:
     """Bytes per cached element the engine's ``cache_dtype`` means ("auto": the model's dtype); None: unknown."""
     if not isinstance(cache_dtype, str) or not cache_dtype.strip():
@@ -212,13 +229,9 @@ def engine_element_bytes(cache_dtype: Any, model_kv_dtype: str) -> int | None:
     name = cache_dtype.strip().lower()
     if name == "auto":
         return KV_DTYPES.get(model_kv_dtype)
-    if name.startswith("fp8") or name in ("int8", "int8_per_token_head"):
-        return 1
-    if name in ("bfloat16", "bf16", "float16", "fp16", "half"):
-        return 2
-    if name in ("float32", "fp32", "float"):
-        return 4
-    return None
+    if name.startswith("fp8"):
+        name = "fp8"
+    return _ENGINE_DTYPE_BYTES.get(name)
 
 
 @dataclass(frozen=True)
@@ -259,13 +272,33 @@ def _concurrency_agrees(pred: KvPrediction, engine: float) -> bool:
     return lo - slack <= engine <= hi + slack
 
 
+def _tokens_agree(pred: KvPrediction, engine: int) -> bool:
+    """Inside the predicted range, give or take one block's worth of tokens."""
+    lo, hi = pred.tokens_range
+    slack = max(pred.block_size, pred.max_model_len // max(1, pred.blocks_per_request[0]))
+    return lo - slack <= engine <= hi + slack
+
+
+def mnbt_for_concurrency(pred: KvPrediction, inputs: BudgetInputs, engine_concurrency: float) -> tuple[int, int] | None:
+    """The max_num_batched_tokens values (fewest, most; most = max_model_len means "or more") for which the
+    hybrid prediction gives the engine's concurrency; None when none does or there is no sliding-window group."""
+    if not inputs.sliding_layers or pred.layout != "hybrid":
+        return None
+    hits = []
+    for chunk in range(1, pred.max_model_len + 1):
+        p = predict_allocation(inputs.replace(kv_space_bytes=pred.kv_space_bytes), max_num_batched_tokens=chunk)
+        if abs(p.max_concurrency[0] - engine_concurrency) <= _CONCURRENCY_ROUNDING:
+            hits.append(chunk)
+    return (hits[0], hits[-1]) if hits else None
+
+
 def _agrees(pred: KvPrediction, blocks: int | None, tokens: int | None, conc: float | None) -> bool | None:
     """True/False on the figures the engine gave; None when it gave none."""
     checks = []
     if blocks is not None:
         checks.append(abs(pred.num_blocks - blocks) <= 1)
     if tokens is not None:
-        checks.append(abs(pred.tokens - tokens) <= pred.block_size)
+        checks.append(_tokens_agree(pred, tokens))
     if conc is not None:
         checks.append(_concurrency_agrees(pred, conc))
     return all(checks) if checks else None
@@ -311,8 +344,9 @@ def compare_allocation(inputs: BudgetInputs, engine: Mapping[str, Any] | None,
         ("block size (tokens)", str(block), str(_pos(engine.get("block_size")) or "-"), "input"),
         ("blocks", f"{pred.num_blocks:,}", f"{blocks:,}" if blocks else "-",
          mark(None if blocks is None else abs(pred.num_blocks - blocks) <= 1)),
-        ("KV cache size (tokens)", f"{pred.tokens:,}", f"{tokens:,}" if tokens else "-",
-         mark(None if tokens is None else abs(pred.tokens - tokens) <= block)),
+        ("KV cache size (tokens)", f"{pred.tokens:,}" if pred.concurrency_exact
+         else f"{pred.tokens_range[0]:,}-{pred.tokens_range[1]:,}", f"{tokens:,}" if tokens else "-",
+         mark(None if tokens is None else _tokens_agree(pred, tokens))),
         (f"max concurrency ({mml:,} tokens)", f"{lo:.2f}" if pred.concurrency_exact else f"{lo:.2f}-{hi:.2f}",
          f"{conc:.2f}" if conc else "-", mark(None if conc is None else _concurrency_agrees(pred, conc))),
     ]
@@ -340,6 +374,16 @@ def compare_allocation(inputs: BudgetInputs, engine: Mapping[str, Any] | None,
                 "the sliding-window blocks per request depend on max_num_batched_tokens (a scheduler setting the "
                 "config does not give): give the server log (\"max_num_batched_tokens=N\") or "
                 "--max-num-batched-tokens for one figure")
+            implied = mnbt_for_concurrency(pred, base, conc) if conc else None
+            if implied and conc:
+                most = "or more" if implied[1] >= mml else f"to {implied[1]:,}"
+                explanations.append(
+                    f"the engine's {conc:.2f}x is what the prediction gives for max_num_batched_tokens "
+                    f"{implied[0]:,} {most} ({round(pred.num_blocks / conc)} blocks per request)")
+        if tokens is not None and pred.group_tokens != tokens and pred.layout == "hybrid":
+            explanations.append(
+                f"KV cache size: vLLM 0.32 reports int(concurrency x max_model_len) tokens ({tokens:,}); "
+                f"num_blocks // {pred.n_groups} groups x {block} = {pred.group_tokens:,} is what older vLLM reported")
     if result == DISAGREE:
         explanations += _explain(inputs, base, pred, engine, blocks, tokens, conc, max_num_batched_tokens)
     return AllocationCheck(result, pred, tuple(rows), tuple(explanations))
@@ -365,7 +409,7 @@ def _explain(inputs: BudgetInputs, base: BudgetInputs, pred: KvPrediction, engin
                        f"attention (its hybrid KV cache manager is off): {alt.num_blocks:,} blocks, "
                        f"{alt.concurrency_text()} agree")
     if not out and blocks is not None and abs(pred.num_blocks - blocks) > 1 and tokens is not None \
-            and abs(pred.tokens - tokens) <= pred.block_size:
+            and _tokens_agree(pred, tokens):
         out.append("block rounding: the tokens agree but the block counts differ (the engine's blocks hold another "
                    "number of tokens)")
     if not out:
@@ -375,4 +419,4 @@ def _explain(inputs: BudgetInputs, base: BudgetInputs, pred: KvPrediction, engin
 
 
 __all__ = ["AGREE", "DISAGREE", "UNKNOWN", "KvGroup", "KvPrediction", "AllocationCheck", "predict_allocation",
-           "compare_allocation", "engine_element_bytes"]
+           "compare_allocation", "engine_element_bytes", "mnbt_for_concurrency"]
