@@ -293,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("budget: --budget loads a saved budget as it is; it cannot be combined with --kv-cache-gib")
     try:
         result = budget_from_args(args)
-        if space is not None and result.inputs.kv_space_bytes != space:
+        if space is not None and not result.inputs.kv_space_bytes:  # budget_from_args may already have it
             result = compute_budget(result.inputs.replace(kv_space_bytes=space))
         space = space or result.inputs.kv_space_bytes or None
         pred = predict_allocation(result.inputs, space, max_num_batched_tokens=mnbt) if space else None

@@ -292,17 +292,14 @@ def _flag_number(flag: str, raw: Any) -> float:
 
 
 def kv_space_from_args(args: argparse.Namespace) -> int | None:
-    """``--kv-cache-gib G`` in bytes (floor of G x 2**30), or None when not given. Raises UsageError."""
+    """``--kv-cache-gib G`` in bytes (G x 2**30 rounded, at least 1), or None when not given. Raises UsageError."""
     raw = getattr(args, "kv_cache_gib", None)
     if raw is None:
         return None
     gib = _flag_number("--kv-cache-gib", raw)
     if not 0 < gib <= MAX_GIB:
         raise UsageError(f"--kv-cache-gib must be > 0 and <= {MAX_GIB:g} GiB, got {raw!r}")
-    space = math.floor(gib * GIB)
-    if space < 1:
-        raise UsageError(f"--kv-cache-gib {raw!r} is less than one byte")
-    return space
+    return max(1, round(gib * GIB))  # as the budget beside a run counts it (tui.cli.budget)
 
 
 def max_num_batched_tokens_from_args(args: argparse.Namespace) -> int | None:

@@ -184,8 +184,9 @@ def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem
     log = dict(server_log) if server_log else None
     if budget is None:
         return BudgetView(False, "unknown", None, False, None, BUDGET_HINT, cap, capacity_sentence(None, cap), problem,
-                          None, log, server_log_sentence(None, log))
+                          server_log=log, server_log_line=server_log_sentence(None, log))
     cand = int(budget.candidate)
     return BudgetView(True, "feasible" if budget.fits else "does not fit", origin, is_teaching(budget),
-                      cand, None, cap, capacity_sentence(budget, cap), problem, _allocation(budget, cap, log), log,
-                      server_log_sentence(cand, log))
+                      cand, None, cap, capacity_sentence(budget, cap), problem,
+                      allocation=_allocation(budget, cap, log), server_log=log,
+                      server_log_line=server_log_sentence(cand, log))
