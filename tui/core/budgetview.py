@@ -12,6 +12,7 @@ Pure functions; no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -176,6 +177,16 @@ def _allocation(budget: Any, cap: Mapping | None, log: Mapping | None) -> dict |
         return None
     mnbt = log.get("max_num_batched_tokens") if log else None
     return compare_allocation(budget.inputs, cap, mnbt if isinstance(mnbt, int) else None).as_dict()
+
+
+def with_server_log(view: BudgetView, budget: Any, server_log: Mapping | None) -> BudgetView:
+    """``view`` with the engine's startup-log figures beside the memory-only candidate (and the allocation check
+    redone with the log's max_num_batched_tokens); every other field kept as it is."""
+    if not server_log:
+        return view
+    log = dict(server_log)
+    return dataclasses.replace(view, server_log=log, server_log_line=server_log_sentence(view.candidate, log),
+                               allocation=_allocation(budget, view.server, log))
 
 
 def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None,

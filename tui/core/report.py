@@ -13,6 +13,7 @@ import tui.core.provenance as _prov
 import tui.core.server_timing as _server_timing
 import tui.core.token_counts as _token_counts
 from tui.core.budgetview import budget_view as _budget_view
+from tui.core.budgetview import with_server_log as _with_server_log
 from tui.core.exitcodes import ExitCode
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
@@ -163,7 +164,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
     else:
         view = _budget_view(budget, budget_origin, snap.header)
     if server_log is not None:
-        view = _budget_view(budget, budget_origin, snap.header, view.problem, server_log)
+        view = _with_server_log(view, budget, server_log)
     frac = w.good.fraction
     ready, missing = conclusion(None if budget is None else bool(budget.fits), state, quality, teaching=view.teaching)
     if row is not None and row.problems and state != FAIL:
