@@ -61,7 +61,7 @@ def test_budget_json_carries_the_allocation_and_still_loads_back(config, capsys,
 
 
 def test_budget_without_kv_space_prints_no_allocation(config, capsys):
-    assert main(["budget", "--config", str(config), "--block-size", "128"]) == 0
+    assert main(["budget", "--config", str(config), "--gpu-gib", "24", "--block-size", "128"]) == 0
     assert "KV allocation predicted" not in capsys.readouterr().out
 
 
@@ -80,7 +80,7 @@ def test_bad_allocation_flags_are_one_line_and_exit_2(config, capsys, argv, says
 
 def test_a_saved_budget_cannot_take_a_kv_space(config, capsys, tmp_path):
     saved = tmp_path / "b.json"
-    assert main(["budget", "--config", str(config), "--out", str(saved)]) == 0
+    assert main(["budget", "--config", str(config), "--gpu-gib", "24", "--out", str(saved)]) == 0
     capsys.readouterr()
     assert main(["budget", "--budget", str(saved), "--kv-cache-gib", "1"]) == 2
     assert "cannot be combined with --kv-cache-gib" in capsys.readouterr().err

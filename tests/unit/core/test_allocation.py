@@ -179,7 +179,7 @@ def test_server_capacity_passes_the_engine_figures_through_and_the_sentence_name
 def test_server_log_figures_show_beside_the_memory_only_candidate():
     log = {"max_concurrency": 22.75, "concurrency_tokens": 2048, "kv_cache_size_tokens": 46_592,
            "max_num_batched_tokens": None, "source": "vllm.log"}
-    view = budget_view(compute_budget(smol(kv_space_bytes=GIB)), "flags", None, None, log)
+    view = budget_view(compute_budget(smol(kv_space_bytes=GIB)), "flags", None, None, server_log=log)
     assert view.server_log_line == ("vLLM's startup log: maximum concurrency 22.75x for 2,048 tokens per request, KV "
                                     "cache size 46,592 tokens (vllm.log); memory-only candidate 22.")
-    assert budget_view(None, None, None, None, log).server_log_line.endswith("memory-only candidate unknown (no budget).")
+    assert budget_view(None, None, None, None, server_log=log).server_log_line.endswith("memory-only candidate unknown (no budget).")
