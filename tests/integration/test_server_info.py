@@ -58,10 +58,13 @@ LLAMA_PROPS = {
 
 
 def test_vllm_cache_config_info():
+    # an older vLLM page (no kv_cache_max_concurrency label): the old formula, with a note saying so
     cap = parse_vllm_metrics(VLLM_METRICS, max_model_len=32768)
     assert cap == {"engine": "vllm", "sequences": 27025 * 16 // 32768, "tokens_per_sequence": 32768,
-                   "total_tokens": 27025 * 16, "note": cap["note"], "source": "/metrics vllm:cache_config_info"}
-    assert "gpu-memory-utilization" in cap["note"]
+                   "total_tokens": 27025 * 16, "note": cap["note"], "source": "/metrics vllm:cache_config_info",
+                   "kv_cache_memory_bytes": None, "block_size": 16, "num_blocks": 27025, "kv_cache_size_tokens": None,
+                   "kv_cache_max_concurrency": None, "cache_dtype": "auto", "max_model_len": 32768, "engines": 1}
+    assert "gpu-memory-utilization" in cap["note"] and "states no kv_cache_max_concurrency" in cap["note"]
 
 
 def test_vllm_without_max_model_len_gives_tokens_but_no_sequence_count():

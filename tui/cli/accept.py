@@ -21,6 +21,7 @@ from tui.cli.options import (
     add_budget_arguments,
     add_required_level_argument,
     add_run_argument,
+    add_server_log_argument,
     add_teaching_argument,
     epilog,
     fraction,
@@ -75,6 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    add_server_log_argument(parser)
     from tui.cli.chainopts import add_verify_key_argument
 
     add_verify_key_argument(parser)
@@ -159,6 +161,9 @@ def run(args: argparse.Namespace) -> int:
         budget, budget_origin = view_budget(args, args.records)
     except (ValueError, OSError) as exc:
         raise UsageError(f"bad budget: {exc}") from None
+    from tui.cli.options import server_log_from_args
+
+    server_log = server_log_from_args(args)  # --server-log FILE: the engine's own startup-log figures
     if args.gpu_hour_usd is not None and not args.gpu_hour_usd < 1e9:
         raise UsageError("--gpu-hour-usd must be a price >= 0")
     user_rules: list[str] = []
@@ -263,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         settings_changed=changed_settings(cfg),
         not_acceptance_grade=acceptance_grade(cfg),
         input_notes=input_notes,
+        server_log=server_log,
     )
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section

@@ -10,19 +10,21 @@ Also the budget shown beside a run (report, replay, live, accept, the no-argumen
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tui.cli.options import UsageError, add_budget_arguments, epilog
+from tui.core.budget.allocation import KvPrediction, predict_allocation
 from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu, teaching_case
 from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
 from tui.core.budget.hf_config import inputs_from_hf_config
 from tui.core.budget.inputs import MAX_GIB, BudgetInputs
 from tui.core.budget.memory import MEMORY_FLAGS, MemoryMissing
 from tui.core.budget.results import BudgetResult
-from tui.core.budget.serialize import budget_to_json
+from tui.core.budget.serialize import budget_to_dict, budget_to_json
 from tui.core.budget.vocab import CANDIDATE_NOTE, GIB, BudgetError
 from tui.core.budgetview import ORIGIN_TEACHING
 from tui.sources.budget_files import load_budget, load_hf_config
@@ -211,11 +213,16 @@ def format_budget_text(result: BudgetResult) -> str:
         weights_how = f"{i.params:,.0f} params x {fmt.bits_per_weight / 8:g} B ({fmt.name})"
     if i.tp > 1:
         weights_how = f"({weights_how}) / tp {i.tp}"
+    given_space = i.kv_space_bytes > 0
     rows = [
-        (f"gpu_memory={_gib(i.gpu_gib)}", "one GPU" if i.tp == 1 else f"each of the {i.tp} GPUs (tensor parallel)"),
+        (f"gpu_memory={_gib(i.gpu_gib)}",
+         ("not used: the KV space was given" if given_space else
+          "one GPU" if i.tp == 1 else f"each of the {i.tp} GPUs (tensor parallel)")),
         (f"weights={_gib(result.weights_gib)}", weights_how),
-        (f"runtime_margin={_gib(result.margin_gib)}", "allowance, not measured"),
-        (f"cache_budget={_gib(result.cache_budget_gib)}", "gpu_memory - weights - runtime_margin"),
+        (f"runtime_margin={_gib(result.margin_gib)}", "not used: the KV space was given" if given_space
+         else "allowance, not measured"),
+        (f"cache_budget={_gib(result.cache_budget_gib)}",
+         f"the KV space given ({i.kv_space_bytes:,} B)" if given_space else "gpu_memory - weights - runtime_margin"),
         (f"kv_per_seq={_gib(result.kv_per_seq_gib)}", _kv_formula(result)),
         (
             f"memory_only_candidate={result.candidate} sequences",
@@ -250,6 +257,7 @@ DESCRIPTION = ("Memory budget: weights + runtime margin + KV cache per sequence 
                "candidate. " + CANDIDATE_NOTE)
 EPILOG = epilog("servewatch budget --params 8B --weights awq --gpu-gib 80 --max-seq 8192",
                 "servewatch budget --config config.json --tp 2 --json --out budget.json",
+                "servewatch budget --config model/config.json --kv-cache-gib 1 --block-size 128 --max-seq 2048",
                 codes="exit codes: 0 budget printed, 2 bad usage or unreadable input")
 
 
@@ -270,15 +278,63 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def format_allocation_text(pred: KvPrediction) -> str:
+    """The engine's KV allocation predicted for the KV space given (`servewatch budget --kv-cache-gib`)."""
+    lo, hi = pred.max_concurrency
+    groups = ", ".join(f"{g.count} {g.kind}" + (f" (window {g.window})" if g.window else "") for g in pred.groups)
+    rows = [
+        (f"kv_bytes_per_token={pred.bytes_per_token:,} B",
+         f"{pred.page_bytes // pred.block_size:,} B per layer x {pred.layers_per_group * pred.n_groups - pred.padding_layers} layers"
+         f" ({pred.kv_dtype}, {pred.element_bytes} B per element)"),
+        (f"kv_space={pred.kv_space_bytes:,} B", f"{pred.kv_space_bytes / 2**30:.3f} GiB (--kv-cache-gib)"),
+        (f"page={pred.page_bytes:,} B", f"one block of {pred.block_size} tokens of one layer"),
+        (f"groups={pred.n_groups}", f"{pred.layout} layout: {groups}; {pred.layers_per_group} layers per group"),
+        (f"blocks={pred.num_blocks:,}", f"floor(kv_space / (page x {pred.layers_per_group} layers per group))"),
+        (f"kv_cache_tokens={pred.tokens:,}" + ("" if pred.concurrency_exact else f"-{pred.tokens_range[1]:,}"),
+         "int(max_concurrency x max_model_len), as vLLM 0.32 reports it"
+         + (f" (older vLLM: blocks // {pred.n_groups} groups x {pred.block_size} = {pred.group_tokens:,})"
+            if pred.n_groups > 1 else "")),
+        (f"memory_only_tokens={pred.raw_tokens:,}", "kv_space / kv_bytes_per_token, before whole blocks"),
+        (f"blocks_per_request={pred.blocks_per_request[0]}" + (
+            "" if pred.concurrency_exact else f"-{pred.blocks_per_request[1]}"),
+         f"one request of max_model_len={pred.max_model_len:,} tokens"),
+        (f"max_concurrency={lo:.2f}x" + ("" if pred.concurrency_exact else f"-{hi:.2f}x"),
+         "blocks / blocks_per_request (vLLM's \"Maximum concurrency for N tokens per request\")"),
+    ]
+    width = max(len(a) for a, _ in rows) + 3
+    lines = ["", "KV allocation predicted for this KV space (vLLM's paged layout; a prediction, not a measurement)"]
+    lines += [f"  {a:<{width}}{b}" for a, b in rows]
+    lines += [f"  - {n}" for n in pred.notes]
+    if not pred.concurrency_exact:
+        lines.append("  - sliding-window groups need cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), "
+                     "block) + 1 blocks per request: give --max-num-batched-tokens for one figure")
+    return "\n".join(lines) + "\n"
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the budget (text, or JSON with --json); save JSON with --out.  0 on success; bad input: UsageError."""
+    """Print the budget (text, or JSON with --json); save JSON with --out.  0 on success; bad input: UsageError.
+
+    ``--kv-cache-gib G``: the cache budget is that space, and the engine's KV allocation for it is predicted
+    (``tui.core.budget.allocation``: bytes per token, blocks, tokens, concurrency)."""
+    from tui.cli.options import kv_space_from_args, max_num_batched_tokens_from_args
+
+    space = kv_space_from_args(args)
+    mnbt = max_num_batched_tokens_from_args(args)
+    if space is not None and getattr(args, "budget", None) is not None:
+        raise UsageError("budget: --budget loads a saved budget as it is; it cannot be combined with --kv-cache-gib")
     try:
         result = budget_from_args(args)
+        if space is not None and not result.inputs.kv_space_bytes:  # budget_from_args may already have it
+            result = compute_budget(result.inputs.replace(kv_space_bytes=space))
+        space = space or result.inputs.kv_space_bytes or None
+        pred = predict_allocation(result.inputs, space, max_num_batched_tokens=mnbt) if space else None
     except (ValueError, OSError) as exc:
         raise UsageError(f"budget: {_one_line(exc)}") from None
     if isinstance(result, MemoryMissing):
         return _print_memory_missing(result, args)
     text = budget_to_json(result)
+    if pred is not None:
+        text = json.dumps({**budget_to_dict(result), "kv_allocation": pred.as_dict()}, indent=2)
     out = getattr(args, "out", None)
     if out:
         try:
@@ -291,6 +347,8 @@ def run(args: argparse.Namespace) -> int:
         print(text)
     else:
         print(format_budget_text(result), end="")
+        if pred is not None:
+            print(format_allocation_text(pred), end="")
         if out:
             print(f"saved budget JSON to {out}")
     return 0

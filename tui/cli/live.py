@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_load_arguments(parser, trace=True)
     add_console_arguments(parser)
     add_rolling_arguments(parser)
+    from tui.cli.options import add_server_log_argument
+
+    add_server_log_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,10 +48,19 @@ def run(args: argparse.Namespace) -> int:
         mcfg = console_monitor_config(args, cfg)
     except (ValueError, OSError) as exc:
         raise UsageError(exc) from None
+    from tui.cli.options import server_log_from_args
+    from tui.core.budgetview import server_log_sentence
+
+    server_log = server_log_from_args(args)  # --server-log FILE: printed beside the memory-only candidate
+    log_line = server_log_sentence(None if budget is None else int(budget.candidate), server_log)
+    if log_line:
+        print(log_line, flush=True)
     source = LiveSource(cfg)
     code = open_console(source, args, budget, mcfg, budget_origin=budget_origin)
     try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
         print(f"record file: {source.record_path}", flush=True)
+        if log_line:
+            print(log_line, flush=True)
         if source.error:
             print(f"servewatch: {source.error}", file=sys.stderr)
     except OSError:

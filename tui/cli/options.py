@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 import tui.core.defaults as D
+from tui.core.budget.inputs import MAX_GIB
+from tui.core.budget.vocab import GIB
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
 from tui.core.slos import TTFT_OF, Slos
 
@@ -252,10 +255,83 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--tp", default=None, metavar="N", help="tensor-parallel GPUs (default: 1)")
     g.add_argument("--block-size", dest="block_size", default=None, metavar="TOKENS",
                    help="paged KV block (default: 16)")
+    g.add_argument("--kv-cache-gib", dest="kv_cache_gib", default=None, metavar="GIB",
+                   help="the KV cache space per GPU in GiB, given directly (e.g. vLLM's VLLM_CPU_KVCACHE_SPACE): the "
+                   "cache budget IS this space, and `servewatch budget` predicts the engine's KV blocks, tokens and "
+                   "concurrency for it (default: none: GPU memory - weights - margin)")
+    g.add_argument("--max-num-batched-tokens", dest="max_num_batched_tokens", default=None, metavar="TOKENS",
+                   help="the engine's scheduler chunk (vLLM --max-num-batched-tokens): the blocks a sliding-window "
+                   "layer group needs per request depend on it (default: unknown: the concurrency is a range)")
     g.add_argument("--config", default=None, metavar="FILE",
                    help="Hugging Face config.json; other flags override it (default: none)")
     g.add_argument("--budget", default=None, metavar="FILE",
                    help="load, recompute and verify a saved budget JSON (default: none)")
+
+
+def add_server_log_argument(parser: argparse.ArgumentParser) -> None:
+    """``--server-log FILE``: the engine's own startup log (vLLM's "Maximum concurrency for N tokens per request")."""
+    parser.add_argument(
+        "--server-log", dest="server_log", default=None, metavar="FILE",
+        help="the serving engine's log (vLLM): its \"KV cache size: N tokens\" and \"Maximum concurrency for N "
+        "tokens per request: Xx\" lines are shown beside the memory-only candidate (default: none)",
+    )
+
+
+# ------------------------------------------------------------------ the KV-allocation flags (bad values: UsageError)
+
+
+def _flag_number(flag: str, raw: Any) -> float:
+    text = str(raw).strip().replace(",", "").replace("_", "")
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{flag} must be a finite number, got {raw!r}")
+    return value
+
+
+def kv_space_from_args(args: argparse.Namespace) -> int | None:
+    """``--kv-cache-gib G`` in bytes (G x 2**30 rounded, at least 1), or None when not given. Raises UsageError."""
+    raw = getattr(args, "kv_cache_gib", None)
+    if raw is None:
+        return None
+    gib = _flag_number("--kv-cache-gib", raw)
+    if not 0 < gib <= MAX_GIB:
+        raise UsageError(f"--kv-cache-gib must be > 0 and <= {MAX_GIB:g} GiB, got {raw!r}")
+    return max(1, round(gib * GIB))  # as the budget beside a run counts it (tui.cli.budget)
+
+
+def max_num_batched_tokens_from_args(args: argparse.Namespace) -> int | None:
+    """``--max-num-batched-tokens N`` (a whole number >= 1), or None. Raises UsageError."""
+    raw = getattr(args, "max_num_batched_tokens", None)
+    if raw is None:
+        return None
+    value = _flag_number("--max-num-batched-tokens", raw)
+    if not value.is_integer() or value < 1:
+        raise UsageError(f"--max-num-batched-tokens must be a whole number >= 1, got {raw!r}")
+    return int(value)
+
+
+def server_log_from_args(args: argparse.Namespace) -> dict | None:
+    """``--server-log FILE`` parsed (``tui.sources.server_log``), with ``--max-num-batched-tokens`` winning over
+    the log's; None when neither is given. An unreadable file: UsageError."""
+    path = getattr(args, "server_log", None)
+    mnbt = max_num_batched_tokens_from_args(args)
+    if path is None:
+        if mnbt is None:
+            return None
+        return {"max_concurrency": None, "concurrency_tokens": None, "kv_cache_size_tokens": None,
+                "max_num_batched_tokens": mnbt, "lines": 0, "source": "--max-num-batched-tokens"}
+    from tui.sources.server_log import read_server_log
+
+    try:
+        log = read_server_log(path)
+    except OSError as exc:
+        raise UsageError(f"--server-log: cannot read {path}: {exc.strerror or exc}") from None
+    if mnbt is not None:
+        log["max_num_batched_tokens"] = mnbt
+    return log
 
 
 def add_teaching_argument(parser: argparse.ArgumentParser) -> None:

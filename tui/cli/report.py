@@ -17,6 +17,7 @@ from tui.cli.options import (
     add_budget_arguments,
     add_required_level_argument,
     add_run_argument,
+    add_server_log_argument,
     add_teaching_argument,
     epilog,
     slos_from_args,
@@ -63,6 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_acceptance_arguments(parser)
     add_budget_arguments(parser)
     add_teaching_argument(parser)
+    add_server_log_argument(parser)
     from tui.cli.chainopts import add_verify_key_argument
 
     add_verify_key_argument(parser)
@@ -121,6 +123,9 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
                 budget, origin = budget_from_args(args), budget_source(args)
         except (ValueError, OSError) as exc:
             raise UsageError(f"bad budget: {exc}") from None
+    from tui.cli.options import server_log_from_args
+
+    server_log = server_log_from_args(args)  # --server-log FILE: the engine's own startup-log figures
     problem = input_problem(path)
     if problem:
         raise UsageError(problem)
@@ -148,7 +153,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
 
     snap = limit_snapshot(mon.snapshot())  # imported data without a time axis, or a sample: no verdict
     try:
-        rep = build_report(snap, level=getattr(args, "required_level", None))
+        rep = build_report(snap, level=getattr(args, "required_level", None), server_log=server_log)
     except LevelNotInFile as exc:
         raise UsageError(exc) from None
     if snap.budget is not None:

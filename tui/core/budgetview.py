@@ -12,11 +12,13 @@ Pure functions; no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tui.core.budget.allocation import compare_allocation
 from tui.core.budget.inputs import BudgetInputs
 from tui.core.budget.serialize import budget_from_dict
 from tui.core.budget.vocab import BudgetError
@@ -53,6 +55,7 @@ def server_capacity(header: Mapping | None) -> dict | None:
     cap = header.get("server_capacity")
     if isinstance(cap, Mapping) and (_int(cap.get("sequences")) or _int(cap.get("total_tokens"))):
         out = {k: cap.get(k) for k in ("engine", "sequences", "tokens_per_sequence", "total_tokens", "note", "source")}
+        out.update({k: cap[k] for k in ENGINE_KEYS if cap.get(k) is not None})  # vLLM's allocation figures
         if str(out.get("engine") or "").lower() in ("llamacpp", "llama.cpp") and not out.get("note"):
             out["note"] = LLAMACPP_NOTE
         return out
@@ -66,6 +69,11 @@ def server_capacity(header: Mapping | None) -> dict | None:
                     "source": "run header environment.server (llama.cpp /props)"}
     return None
 
+
+#: what vLLM states about its KV allocation (the run header's ``server_capacity``, written by
+#: ``tui.sources.server_info``); passed through when present
+ENGINE_KEYS = ("kv_cache_memory_bytes", "block_size", "num_blocks", "kv_cache_size_tokens", "kv_cache_max_concurrency",
+               "cache_dtype", "max_model_len", "engines")
 
 LLAMACPP_NOTE = ("llama.cpp's context (n_ctx, split over its slots) is set by the operator (-c, -np), "
                  "not derived from free memory")
@@ -97,6 +105,10 @@ def capacity_sentence(budget: Any, cap: Mapping | None) -> str | None:
         room = f"{total} tokens in all"
     engine = cap.get("engine")
     text = f"{first}; the server{f' ({engine})' if engine else ''} allocated room for {room}."
+    conc = cap.get("kv_cache_max_concurrency")
+    if isinstance(conc, (int, float)) and not isinstance(conc, bool) and math.isfinite(conc) and conc > 0:
+        text += f" Its own figure: maximum concurrency {conc:.2f}x"
+        text += f" for {per:,} tokens per request." if per else "."
     if cap.get("note"):
         text += f" {cap['note']}."
     return text
@@ -115,6 +127,9 @@ class BudgetView:
     server: dict | None  # server_capacity(header)
     capacity_line: str | None  # capacity_sentence(...)
     problem: str | None = None  # a budget record that failed verification
+    allocation: dict | None = None  # the config's KV allocation predicted beside the engine's (AllocationCheck)
+    server_log: dict | None = None  # the engine's startup log figures (``--server-log``)
+    server_log_line: str | None = None  # server_log_sentence(...)
     #: where the memory the budget divides came from ("KV space 1.00 GiB: vLLM's own kv_cache_memory_bytes ...",
     #: "GPU 80.00 GiB ...: flags"); None when unknown (issue 22: never a default nobody gave)
     memory: str | None = None
@@ -131,7 +146,9 @@ class BudgetView:
     def as_dict(self) -> dict:
         return {"known": self.known, "state": self.state, "origin": self.origin, "teaching": self.teaching,
                 "memory_only_candidate": self.candidate, "hint": self.hint, "server_capacity": self.server,
-                "capacity_vs_server": self.capacity_line, "problem": self.problem, "memory": self.memory}
+                "capacity_vs_server": self.capacity_line, "problem": self.problem, "memory": self.memory,
+                "allocation_vs_engine": self.allocation, "server_log": self.server_log,
+                "server_log_vs_candidate": self.server_log_line}
 
 
 def is_teaching(budget: Any) -> bool:
@@ -139,12 +156,17 @@ def is_teaching(budget: Any) -> bool:
 
 
 def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None,
-                memory: str | None = None, hint: str | None = None) -> BudgetView:
+                memory: str | None = None, hint: str | None = None, server_log: Mapping | None = None) -> BudgetView:
     """``memory``: where the budget's memory came from (shown with it); ``hint``: an unknown budget's own hint (the
-    missing memory input, ``tui.core.budget.memory``) instead of the generic one."""
+    missing memory input, ``tui.core.budget.memory``) instead of the generic one; ``server_log``: the engine's
+    startup-log figures (``tui.sources.server_log``), shown beside the memory-only candidate."""
     cap = server_capacity(header)
+    log = dict(server_log) if server_log else None
     if budget is None:
         return BudgetView(False, "unknown", None, False, None, hint or BUDGET_HINT, cap, capacity_sentence(None, cap),
-                          problem)
+                          problem, server_log=log, server_log_line=server_log_sentence(None, log))
+    cand = int(budget.candidate)
     return BudgetView(True, "feasible" if budget.fits else "does not fit", origin, is_teaching(budget),
-                      int(budget.candidate), None, cap, capacity_sentence(budget, cap), problem, memory)
+                      cand, None, cap, capacity_sentence(budget, cap), problem, memory,
+                      allocation=_allocation(budget, cap, log), server_log=log,
+                      server_log_line=server_log_sentence(cand, log))

@@ -6,12 +6,14 @@ Pure formatting of a ``Snapshot`` (and optional budget); no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import tui.core.provenance as _prov
 import tui.core.server_timing as _server_timing
 import tui.core.token_counts as _token_counts
 from tui.core.budgetview import budget_view as _budget_view
+from tui.core.budgetview import with_server_log as _with_server_log
 from tui.core.exitcodes import ExitCode
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
@@ -145,9 +147,10 @@ def conclusion(budget_fits: bool | None, measured: str, quality: str | None,
 
 
 def build_report(snap: Snapshot, budget: Any = None, level: float | None = None, quality: str | None = None,
-                 budget_origin: str | None = None) -> dict[str, Any]:
+                 budget_origin: str | None = None, server_log: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The report dict. ``budget`` defaults to the snapshot's (given for the run, or the file's budget record);
-    ``level`` is the required level (None: the highest tested). Raises LevelNotInFile."""
+    ``level`` is the required level (None: the highest tested); ``server_log``: the engine's startup-log figures
+    (``tui.sources.server_log``), shown beside the memory-only candidate. Raises LevelNotInFile."""
     j = judge(snap, level)
     row = select_row(snap, level)
     v = row.verdict if row else snap.verdict
@@ -160,6 +163,8 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             budget_origin = view.origin
     else:
         view = _budget_view(budget, budget_origin, snap.header)
+    if server_log is not None:
+        view = _with_server_log(view, budget, server_log)
     frac = w.good.fraction
     ready, missing = conclusion(None if budget is None else bool(budget.fits), state, quality, teaching=view.teaching)
     if row is not None and row.problems and state != FAIL:
@@ -335,6 +340,12 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"  {bv['problem']}")
     if bv.get("capacity_vs_server"):
         add(f"  {bv['capacity_vs_server']}")
+    if bv.get("server_log_vs_candidate"):
+        add(f"  {bv['server_log_vs_candidate']}")
+    alloc = bv.get("allocation_vs_engine")
+    if isinstance(alloc, dict):
+        for line in alloc.get("text") or ():
+            add(f"  {line}")
     add("")
     out.extend(_format_memory(rep.get("memory")))
     m = rep["measured"]

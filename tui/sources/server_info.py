@@ -7,8 +7,13 @@
      "total_tokens": K or None, "note": "...", "source": "<endpoint>"}
 
 - vLLM: the ``vllm:cache_config_info`` metric (an info gauge whose labels are the cache config, all strings:
-  ``num_gpu_blocks``, ``block_size``, ...): total tokens = num_gpu_blocks x block_size, sequences = total //
-  max_model_len (``/v1/models``). vLLM sizes the cache from free memory (``--gpu-memory-utilization``).
+  ``num_gpu_blocks``, ``block_size``, ``kv_cache_memory_bytes``, ``kv_cache_size_tokens``,
+  ``kv_cache_max_concurrency``, ``cache_dtype``): sequences = floor(kv_cache_max_concurrency), the engine's own
+  figure (hybrid sliding-window layouts make num_gpu_blocks x block_size / max_model_len several times too high);
+  total tokens = kv_cache_size_tokens; without those labels (older vLLM) total = num_gpu_blocks x block_size and
+  sequences = total // max_model_len (``/v1/models``), with a note. The block also carries the allocation figures
+  (``VLLM_KEYS``: None where the page lacks them). vLLM sizes the cache from free memory
+  (``--gpu-memory-utilization``) or, on the CPU, ``VLLM_CPU_KVCACHE_SPACE``.
 - SGLang: ``/get_server_info`` (server args + scheduler info): ``max_total_num_tokens`` (the KV pool in tokens,
   sized from ``--mem-fraction-static``), ``context_length`` (or ``max_model_len`` from ``/v1/models``),
   ``max_running_requests``.
@@ -68,13 +73,44 @@ def parse_llamacpp_props(props: Any) -> dict | None:
     return _result("llamacpp", slots, n_ctx, total, LLAMACPP_NOTE, "/props")
 
 
+VLLM_CONCURRENCY_NOTE = ("vLLM: sequences = floor(kv_cache_max_concurrency), the engine's own figure (requests of "
+                         "max_model_len tokens its KV blocks hold; hybrid sliding-window layouts need fewer blocks per "
+                         "layer group than num_gpu_blocks x block_size / max_model_len suggests)")
+VLLM_OLD_NOTE = ("vLLM: num_gpu_blocks x block_size / max_model_len (the engine states no kv_cache_max_concurrency: "
+                 "too high for hybrid sliding-window layouts), sized by vLLM from free GPU memory "
+                 "(--gpu-memory-utilization)")
+
+#: the ``server_capacity`` keys vLLM adds (None where the page lacks them)
+VLLM_KEYS = ("kv_cache_memory_bytes", "block_size", "num_blocks", "kv_cache_size_tokens", "kv_cache_max_concurrency",
+             "cache_dtype", "max_model_len", "engines")
+
+
+def _pos_float(v: Any) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        f = float(v.strip()) if isinstance(v, str) else float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f and f not in (float("inf"), float("-inf")) and f > 0 else None
+
+
 def parse_vllm_metrics(text: str, max_model_len: int | None = None) -> dict | None:
-    """The ``vllm:cache_config_info`` lines of a Prometheus text page (one per engine when data-parallel)."""
+    """The ``vllm:cache_config_info`` lines of a Prometheus text page (one per engine when data-parallel).
+
+    Sequences: floor(kv_cache_max_concurrency) summed over engines, the engine's own figure; when no engine
+    states it, num_gpu_blocks x block_size // max_model_len as before, with a note saying so. Also the
+    allocation figures (``VLLM_KEYS``): ``kv_cache_memory_bytes`` per engine (None when engines differ),
+    ``num_blocks`` and ``kv_cache_size_tokens`` summed over engines."""
     if not isinstance(text, str):
         return None
     blocks_total = 0
     block_size = None
     engines = 0
+    memory: set[int | None] = set()
+    dtypes: set[str | None] = set()
+    tokens: list[int | None] = []
+    concurrency: list[float | None] = []
     for line in text.splitlines():
         if not line.startswith("vllm:cache_config_info{"):
             continue
@@ -88,17 +124,43 @@ def parse_vllm_metrics(text: str, max_model_len: int | None = None) -> dict | No
         block_size = size
         blocks_total += blocks
         engines += 1
+        memory.add(_pos_int(labels.get("kv_cache_memory_bytes")))
+        dtype = labels.get("cache_dtype")
+        dtypes.add(dtype if dtype and dtype != "None" else None)
+        tokens.append(_pos_int(labels.get("kv_cache_size_tokens")))
+        concurrency.append(_pos_float(labels.get("kv_cache_max_concurrency")))
     if not engines or block_size is None:
         return None
     total = blocks_total * block_size
     per_seq = _pos_int(max_model_len)
-    note = VLLM_NOTE
+    stated = None if None in concurrency else sum(c for c in concurrency if c is not None)
+    stated_tokens = None if None in tokens else sum(t for t in tokens if t is not None)
+    if stated is not None:
+        note = VLLM_CONCURRENCY_NOTE
+        seqs: int | None = int(stated)  # floor of a positive figure
+        if per_seq is None:
+            note += "; max_model_len unknown (not in /v1/models)"
+    else:
+        note = VLLM_OLD_NOTE
+        seqs = total // per_seq if per_seq else None
+        if per_seq is None:
+            note += "; max_model_len unknown, so no sequence count"
     if engines > 1:
         note += f"; summed over {engines} engines (data parallel)"
-    if per_seq is None:
-        note += "; max_model_len unknown, so no sequence count"
-    return _result("vllm", total // per_seq if per_seq else None, per_seq, total, note,
-                   "/metrics vllm:cache_config_info")
+    out = _result("vllm", seqs, per_seq, stated_tokens or total, note, "/metrics vllm:cache_config_info")
+    if out is None:
+        return None
+    out.update({
+        "kv_cache_memory_bytes": memory.pop() if len(memory) == 1 else None,
+        "block_size": block_size,
+        "num_blocks": blocks_total,
+        "kv_cache_size_tokens": stated_tokens,
+        "kv_cache_max_concurrency": stated,
+        "cache_dtype": dtypes.pop() if len(dtypes) == 1 else None,
+        "max_model_len": per_seq,
+        "engines": engines,
+    })
+    return out
 
 
 def parse_sglang_server_info(info: Any, max_model_len: int | None = None) -> dict | None:
@@ -195,4 +257,4 @@ def describe_capacity(cap: dict | None) -> str:
 
 
 __all__ = ["server_capacity", "parse_llamacpp_props", "parse_vllm_metrics", "parse_sglang_server_info",
-           "describe_capacity"]
+           "describe_capacity", "VLLM_KEYS"]

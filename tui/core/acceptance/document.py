@@ -63,13 +63,15 @@ def build_acceptance(
     not_acceptance_grade: Sequence[str] = (),
     input_notes: Sequence[str] = (),
     slos: Slos | None = None,
+    server_log: Mapping | None = None,
 ) -> dict:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
 
     ``settings_changed``: the acceptance settings that differ from their defaults (named in the verdict);
     ``not_acceptance_grade``: those weaker than a floor (``tui.core.grade``): never "ready"; ``input_notes``:
     what was done with the inputs (a file given twice, files of other models left out); ``slos``: every SLO in
-    force (``MonitorConfig.slos``; not given: the TTFT SLO ``slo_ttft_ms`` alone), named in full in ``slo``."""
+    force (``MonitorConfig.slos``; not given: the TTFT SLO ``slo_ttft_ms`` alone), named in full in ``slo``;
+    ``server_log``: the engine's startup-log figures (``tui.sources.server_log``), beside the budget."""
     cost = cost or CostInputs()
     prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
              "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
@@ -86,11 +88,7 @@ def build_acceptance(
         banner_parts.append(f"PROVENANCE UNKNOWN: {', '.join(unknown)} has no run header; it may not be a real "
                             "measurement.")
     cap_header = next((r.snapshot.header for r in runs if server_capacity(r.snapshot.header)), None)
-    views = [r.snapshot.budget_view for r in runs if r.snapshot.budget_view is not None]
-    memory_hint = next((v.hint for v in views if v.hint and v.hint.startswith("budget unknown: the memory")), None)
-    memory = next((v.memory for v in views if v.memory and v.origin == budget_source), None)
-    bsec = budget_section(budget, budget_source, cap_header, hint=memory_hint if budget is None else None,
-                          memory=memory)
+    bsec = budget_section(budget, budget_source, cap_header, server_log)
     cand = bsec.get("memory_only_candidate")
     measured = measured_section(runs, cand, required_level)
     models = sorted({m for r in runs for m in [

@@ -154,6 +154,23 @@ def md_budget(doc: Mapping) -> list[str]:
     if b.get("capacity_vs_server"):
         add("")
         add(f"Server allocation: {b['capacity_vs_server']}")
+    if b.get("server_log_vs_candidate"):
+        add("")
+        add(f"Server log: {b['server_log_vs_candidate']}")
+    alloc = b.get("allocation_vs_engine")
+    if isinstance(alloc, Mapping) and alloc.get("prediction"):
+        add("")
+        add(f"KV allocation, predicted from the config vs the engine's own figures: **{alloc['result'].upper()}**")
+        add("")
+        L += _table(("figure", "predicted", "engine", "result"),
+                    ((r["figure"], r["predicted"], r["engine"], r["result"]) for r in alloc["rows"]))
+        if alloc.get("explanations"):
+            add("")
+            for x in alloc["explanations"]:
+                add(f"- {x}")
+    elif isinstance(alloc, Mapping):
+        add("")
+        add(f"KV allocation vs the engine: {alloc['result']} ({alloc.get('problem') or 'nothing to compare'})")
     add("")
     return L
 

@@ -22,13 +22,18 @@ from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
 
 
 def budget_section(budget: Any, source: str | None, header: Mapping | None = None, hint: str | None = None,
-                   memory: str | None = None) -> dict:
+                   memory: str | None = None, server_log: Mapping | None = None) -> dict:
     """The budget as given (None: unknown, with the flags that would give one, or ``hint``: the missing memory
     input), and what the server allocated (from the first run header that says); ``memory``: where the memory the
-    budget divides came from."""
-    view = budget_view(budget, source, header, memory=memory, hint=hint)
+    budget divides came from; with vLLM's allocation figures, the config's prediction beside them
+    (``allocation_vs_engine``), and the engine's startup-log figures (``server_log``) when given."""
+    view = budget_view(budget, source, header, memory=memory, hint=hint, server_log=server_log)
     extra = {"teaching": view.teaching, "hint": view.hint, "server_capacity": view.server,
              "capacity_vs_server": view.capacity_line, "memory": view.memory}
+    for key, value in (("allocation_vs_engine", view.allocation), ("server_log", view.server_log),
+                       ("server_log_vs_candidate", view.server_log_line)):
+        if value is not None:  # only when known: older documents keep their shape
+            extra[key] = value
     if budget is None:
         return {"given": False, "source": source, "fits": None, **extra}
     i = budget.inputs
