@@ -155,6 +155,43 @@ def is_teaching(budget: Any) -> bool:
     return budget is not None and getattr(budget, "inputs", None) == BudgetInputs()
 
 
+def server_log_sentence(candidate: int | None, log: Mapping | None) -> str | None:
+    """"vLLM's startup log: maximum concurrency 22.75x for 2,048 tokens per request, KV cache size 46,592 tokens
+    (server.log); memory-only candidate 22."."""
+    if not log:
+        return None
+    parts = []
+    conc, tokens_per = log.get("max_concurrency"), log.get("concurrency_tokens")
+    if conc is not None:
+        parts.append(f"maximum concurrency {conc:.2f}x" + (f" for {tokens_per:,} tokens per request" if tokens_per else ""))
+    if log.get("kv_cache_size_tokens") is not None:
+        parts.append(f"KV cache size {log['kv_cache_size_tokens']:,} tokens")
+    if log.get("max_num_batched_tokens") is not None:
+        parts.append(f"max_num_batched_tokens {log['max_num_batched_tokens']:,}")
+    if not parts:
+        return f"the server log ({log.get('source') or '?'}) states no KV allocation line"
+    cand = "unknown (no budget)" if candidate is None else str(candidate)
+    return f"vLLM's startup log: {', '.join(parts)} ({log.get('source') or '?'}); memory-only candidate {cand}."
+
+
+def _allocation(budget: Any, cap: Mapping | None, log: Mapping | None) -> dict | None:
+    """The prediction beside the engine's allocation, when the engine stated its KV space."""
+    if budget is None or not cap or cap.get("kv_cache_memory_bytes") is None:
+        return None
+    mnbt = log.get("max_num_batched_tokens") if log else None
+    return compare_allocation(budget.inputs, cap, mnbt if isinstance(mnbt, int) else None).as_dict()
+
+
+def with_server_log(view: BudgetView, budget: Any, server_log: Mapping | None) -> BudgetView:
+    """``view`` with the engine's startup-log figures beside the memory-only candidate (and the allocation check
+    redone with the log's max_num_batched_tokens); every other field kept as it is."""
+    if not server_log:
+        return view
+    log = dict(server_log)
+    return dataclasses.replace(view, server_log=log, server_log_line=server_log_sentence(view.candidate, log),
+                               allocation=_allocation(budget, view.server, log))
+
+
 def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem: str | None = None,
                 memory: str | None = None, hint: str | None = None, server_log: Mapping | None = None) -> BudgetView:
     """``memory``: where the budget's memory came from (shown with it); ``hint``: an unknown budget's own hint (the
@@ -167,6 +204,6 @@ def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem
                           problem, server_log=log, server_log_line=server_log_sentence(None, log))
     cand = int(budget.candidate)
     return BudgetView(True, "feasible" if budget.fits else "does not fit", origin, is_teaching(budget),
-                      cand, None, cap, capacity_sentence(budget, cap), problem, memory,
+                      cand, None, cap, capacity_sentence(budget, cap), problem,
                       allocation=_allocation(budget, cap, log), server_log=log,
-                      server_log_line=server_log_sentence(cand, log))
+                      server_log_line=server_log_sentence(cand, log), memory=memory)

@@ -88,7 +88,11 @@ def build_acceptance(
         banner_parts.append(f"PROVENANCE UNKNOWN: {', '.join(unknown)} has no run header; it may not be a real "
                             "measurement.")
     cap_header = next((r.snapshot.header for r in runs if server_capacity(r.snapshot.header)), None)
-    bsec = budget_section(budget, budget_source, cap_header, server_log)
+    views = [r.snapshot.budget_view for r in runs if r.snapshot.budget_view is not None]
+    memory_hint = next((v.hint for v in views if v.hint and v.hint.startswith("budget unknown: the memory")), None)
+    memory = next((v.memory for v in views if v.memory and v.origin == budget_source), None)
+    bsec = budget_section(budget, budget_source, cap_header, hint=memory_hint if budget is None else None,
+                          memory=memory, server_log=server_log)
     cand = bsec.get("memory_only_candidate")
     measured = measured_section(runs, cand, required_level)
     models = sorted({m for r in runs for m in [
