@@ -28,6 +28,7 @@ import httpx
 
 from tests.support.calibrate import measure_peer
 from tests.support.paths import REPO
+from tui.core.chain import verify_bytes
 from tui.core.records import LineIssue, QueueSample, RequestRecord, RunHeader, StepRecord, read_file
 from tui.sources.load import LoadConfig, run_load
 from tui.sources.metrics import parse_samples
@@ -85,6 +86,8 @@ async def test_chat_ramp_queues_beyond_max_num_seqs_and_usage_equals_the_server_
     after = wait_idle(vllm_server, settled_on=before)
     items = list(read_file(cfg.record))
     assert not [i for i in items if isinstance(i, LineIssue)]
+    integrity = verify_bytes(record.read_bytes())
+    assert integrity.state == "intact" and not integrity.problems, integrity.summary  # the digest chain verifies
     header = items[0]
     assert isinstance(header, RunHeader) and header.synthetic is False
     assert header.data["target"]["model"] == vllm_server.model  # the first id of /v1/models
