@@ -14,10 +14,17 @@ _WORDS = (  # noqa: SIM905 (a paragraph reads better than a list of 100 strings)
 ).split()
 
 
+#: the request bodies of the servers' /tokenize, tried in this order: llama.cpp's ``{"content": text}``, then vLLM's
+#: ``{"prompt": text, "add_special_tokens": false}`` (a vLLM 0.32 answers the first with HTTP 400: no ``prompt``);
+#: both answer ``{"tokens": [...]}``
+TOKENIZE_FORMS = ("content", "prompt")
+
+
 class PromptBuilder:
     """Prompts of a requested token length, unique from their first token on.
 
-    With the server's ``/tokenize`` (POST {"content": text} -> {"tokens": [...]}) the builder
+    With the server's ``/tokenize`` (POST {"content": text} -> {"tokens": [...]}, llama.cpp; or vLLM's
+    {"prompt": text, "add_special_tokens": false}) the builder
     measures tokens per filler word and the cost of the unique prefix once, then checks one built
     prompt; without it, it estimates ~4 characters per token. The lengths are of the prompt text;
     a chat template adds its own tokens (about 20-25 for small chat models): the server's reported
@@ -32,6 +39,7 @@ class PromptBuilder:
         self.prefix_tokens = 8.0
         self.check: dict | None = None
         self.note = ""
+        self.tokenize_form: str | None = None  # the /tokenize body the server answered (TOKENIZE_FORMS)
         self._filler = ""
         self._ends: list[int] = [0]  # char offset after k words
         self._grow(512)
@@ -69,18 +77,19 @@ class PromptBuilder:
                         timeout: float = 10.0) -> None:
         """Try the server's /tokenize; keep the estimate when it is missing or odd."""
 
+        forms = list(TOKENIZE_FORMS)
+
         async def count(text: str) -> int | None:
-            try:
-                r = await client.post(root + "/tokenize", json={"content": text}, timeout=timeout)
-            except (httpx.HTTPError, OSError):
-                return None
-            if r.status_code != 200:
-                return None
-            try:
-                toks = r.json().get("tokens")
-            except (ValueError, AttributeError):
-                return None
-            return len(toks) if isinstance(toks, list) else None
+            # the first form the server answers is kept for the other calls
+            for form in list(forms):
+                n = await self._count(client, root + "/tokenize", form, text, timeout)
+                if n is not None:
+                    forms[:] = [form]
+                    self.tokenize_form = form
+                    return n
+                if len(forms) > 1:
+                    forms.remove(form)
+            return None
 
         w = 256
         self._grow(w)
@@ -96,6 +105,22 @@ class PromptBuilder:
         got = await count(self.build(sample_prefix, target))
         self.check = {"asked": target, "got": got}
         self.note = f"prompt lengths from the server's /tokenize (check: asked {target}, got {got} tokens)"
+
+    @staticmethod
+    async def _count(client: httpx.AsyncClient, url: str, form: str, text: str, timeout: float) -> int | None:
+        """Tokens of ``text`` by the server's /tokenize in one of :data:`TOKENIZE_FORMS`; None when not answered."""
+        body: dict = {"content": text} if form == "content" else {"prompt": text, "add_special_tokens": False}
+        try:
+            r = await client.post(url, json=body, timeout=timeout)
+        except (httpx.HTTPError, OSError):
+            return None
+        if r.status_code != 200:
+            return None
+        try:
+            toks = r.json().get("tokens")
+        except (ValueError, AttributeError):
+            return None
+        return len(toks) if isinstance(toks, list) else None
 
     def state(self) -> dict:
         """The calibration, for a worker process to build the same prompts (:meth:`from_state`)."""
@@ -116,7 +141,7 @@ class PromptBuilder:
         d: dict = {"method": self.method}
         if self.method == "tokenize":
             d.update(tokens_per_word=round(self.tokens_per_word, 4), prefix_tokens=self.prefix_tokens,
-                     check=self.check, note="lengths count the prompt text; the chat template adds its own tokens")
+                     check=self.check, tokenize_body=self.tokenize_form, note="lengths count the prompt text; the chat template adds its own tokens")
         else:
             d["chars_per_token"] = self.CHARS_PER_TOKEN
         return d
