@@ -215,12 +215,12 @@ def format_budget_text(result: BudgetResult) -> str:
         weights_how = f"({weights_how}) / tp {i.tp}"
     given_space = i.kv_space_bytes > 0
     rows = [
-        (f"gpu_memory={_gib(i.gpu_gib)}",
-         ("not used: the KV space was given" if given_space else
+        ("gpu_memory=not used" if given_space else f"gpu_memory={_gib(i.gpu_gib)}",
+         ("the KV space was given: no GPU size enters this budget" if given_space else
           "one GPU" if i.tp == 1 else f"each of the {i.tp} GPUs (tensor parallel)")),
         (f"weights={_gib(result.weights_gib)}", weights_how),
-        (f"runtime_margin={_gib(result.margin_gib)}", "not used: the KV space was given" if given_space
-         else "allowance, not measured"),
+        ("runtime_margin=not used" if given_space else f"runtime_margin={_gib(result.margin_gib)}",
+         "the KV space was given: no margin is subtracted from it" if given_space else "allowance, not measured"),
         (f"cache_budget={_gib(result.cache_budget_gib)}",
          f"the KV space given ({i.kv_space_bytes:,} B)" if given_space else "gpu_memory - weights - runtime_margin"),
         (f"kv_per_seq={_gib(result.kv_per_seq_gib)}", _kv_formula(result)),

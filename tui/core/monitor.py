@@ -1043,14 +1043,21 @@ class Monitor:
         if v.state != FAIL and v.state != PASS:
             return v
         alt = j.with_unknown(0, lost, burst=False) if v.state == PASS else j.with_unknown(lost, lost, burst=True)
+        if v.state == FAIL and alt.state != FAIL and j.closed().state != FAIL:
+            # closing the open batches alone (nothing added) already changes the state: the batch-means estimate
+            # moves with the last, partial batch, not with the unreadable lines. Judge them under the correction
+            # in force instead, as outcomes added at the end
+            alt = j.with_unknown(lost, lost, burst=False)
         as_what = "good" if v.state == FAIL else "failed"
         if alt.state == v.state:
+            lines = "line" if lost == 1 else "lines"
             return dataclasses.replace(v, reason=v.reason + f" This holds even counting the {lost} unreadable "
-                                       f"request lines as {as_what}.")
+                                       f"request {lines} as {as_what}.")
         anywhere = self.unreadable.get(None, 0)
         where = (f" ({anywhere} of them name no level and are counted against every level)" if anywhere else "")
         return dataclasses.replace(v, state=UNDECIDED, reason=(
-            f"{lost} request lines unreadable: counted as {as_what} they would change this {v.state}{where}; "
+            f"{lost} request {'line' if lost == 1 else 'lines'} unreadable: counted as {as_what} "
+            f"{'it' if lost == 1 else 'they'} would change this {v.state}{where}; "
             f"their outcome is unknown, so the verdict is not decided. Judged on the readable lines: " + v.reason))
 
     def unjudgeable_problems(self, st: _LevelState) -> list[str]:

@@ -395,11 +395,23 @@ class LevelJudge:
             return alt
         t = self.t_last + self._w  # past the open shortest batch: the burst is a batch of its own
         alt.add_many(t, good, total)
+        return alt._closed_at(t, self.vif, good == total)
+
+    def closed(self) -> LevelJudge:
+        """A copy judged with its open batches closed as ``with_unknown(..., burst=True)`` closes them, and nothing
+        added: the control that shows whether a changed state comes from the added outcomes or from the closing."""
+        alt = copy.deepcopy(self)
+        if self.t_last is None:
+            return alt
+        return alt._closed_at(self.t_last + self._w, self.vif, None)
+
+    def _closed_at(self, t: float, vif_floor: float, all_good: bool | None) -> LevelJudge:
+        alt = self
         alt._roll(t + self._w * BATCH_MULTS[-1])  # close it, and the longer batches, as the data's end would
-        if alt.vif < self.vif:  # never a smaller correction than the one in force (closing short batches can)
-            alt.vif = self.vif
+        if alt.vif < vif_floor:  # never a smaller correction than the one in force (closing short batches can)
+            alt.vif = vif_floor
         alt._pass_bound = alt._fail_bound = None
-        alt._decide(good == total)
+        alt._decide(bool(all_good))
         alt._update_state(alt.n)
         return alt
 

@@ -201,3 +201,20 @@ def test_compare_not_worse_must_hold_if_the_candidates_unreadable_lines_failed()
     assert K.compare(base, cand, slo_ttft_ms=1000)["verdict"] == K.NOT_WORSE
     many = K.compare(base, {**cand, "unreadable": {4.0: 2000}}, slo_ttft_ms=1000)
     assert many["verdict"] == K.NOT_ENOUGH
+
+
+def test_one_unreadable_line_leaves_a_clear_bursty_fail_standing():
+    """A drifting run (86.6% of 590 good against 95%, bursty: correction 6.0) with one line that is no JSON: the
+    FAIL holds. Closing the judge's open batches alone (nothing added) doubles the batch-means correction here and
+    loses the FAIL; that is the estimator's last partial batch, not the unreadable line, so the line is judged
+    under the correction in force (it made this FAIL UNDECIDED before)."""
+    from tests.console.test_snapshots import demo_lines
+
+    texts = demo_lines()
+    numbered = [(i + 1, t.rstrip("\n"), True) for i, t in enumerate(texts)]
+    m = Monitor(MonitorConfig(), source="demo.jsonl")
+    m.add_many(parse_lines(numbered, "demo.jsonl"))
+    m.finish()
+    v = m.snapshot().verdict
+    assert v.state == "FAIL", v.reason
+    assert "This holds even counting the 1 unreadable request line as good." in v.reason
