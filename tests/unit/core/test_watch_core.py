@@ -299,3 +299,23 @@ def test_canary_verdict_for_a_server_without_ttft_histogram():
     assert W.canary_verdict(bad, cfg).state == FAIL
     few = W.canary_verdict(good[:3], cfg)
     assert few.state == INSUFFICIENT_WINDOW and "more canary requests" in (few.missing or "")
+
+
+def test_extrapolated_counts_keep_the_true_fraction_inside_the_ends():
+    """Prometheus' increase() scales a window's counts by its extrapolation factor (the same for every bucket of
+    a target scraped together). The judged ends must still hold the true fraction: before, the upper end divided
+    by the total rounded UP, and 2 good of 3 scaled by 1.5 (3.0 of 4.5) judged 3/5 = 60% < 66.7% at both ends."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        n = rng.randint(1, 60)
+        g = rng.randint(0, n)
+        f = 1.0 + rng.random() * 1.2  # increase() stretches young series by up to ~2x
+        w = W.Window(0, 600, "vllm", "prometheus", ttft=((0.1, g * f), (W.INF, n * f)), waiting_start=0,
+                     waiting_end=0)
+        v = W.judge_once(w, W.WatchConfig(slo_ttft_ms=100.0, min_window_s=0.0))
+        assert v.lo is not None and v.hi is not None
+        assert v.lo <= g / n + 1e-12 <= v.hi + 2e-12, (g, n, f, v.lo, v.hi)
+    v = W.judge_once(W.Window(0, 600, "vllm", "prometheus", ttft=((0.1, 3.0), (W.INF, 4.5)), waiting_start=0,
+                              waiting_end=0), W.WatchConfig(slo_ttft_ms=100.0, min_window_s=0.0))
+    assert v.lo == pytest.approx(3 / 5) and v.hi == pytest.approx(3 / 4)
+    assert "60.0-75.0%" in v.reason  # the SLO is a bound, but the rounding makes two ends: both shown
