@@ -126,10 +126,30 @@ def test_queue_growth_blocks_pass():
 
 def test_queue_time_over_slo_blocks_pass():
     cfg = W.WatchConfig(slo_ttft_ms=1000, min_window_s=60)
-    qt = hist({0.1: 1900, 2.5: 100})  # 5% of finished requests queued > 1 s
-    w = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 2000}), queue_time=qt, waiting_start=0, waiting_end=0)
+    # 3% of finished requests queued > 1 s (so their first token came later than 1 s too: queue time is part of
+    # TTFT), 97% good: the pessimistic end would PASS, the queue forbids it
+    qt = hist({0.1: 1940, 2.5: 60})
+    w = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 1940, 2.5: 60}), queue_time=qt, waiting_start=0,
+                 waiting_end=0)
     v = W.judge_once(w, cfg)
-    assert v.state == UNDECIDED and any("queue time" in b for b in v.blocked)
+    assert v.state == UNDECIDED and any("queue time" in b and "3.0%" in b for b in v.blocked), v
+
+
+def test_queue_buckets_coarser_than_the_slo_are_bounded_by_ttft():
+    """vLLM 0.32's queue-time buckets start at 0.3 s (seen live): under a 100 ms SLO the queue histogram alone
+    says "up to 100% queued longer than the SLO" for any traffic, so PASS was impossible. Queue time is part of
+    TTFT: the TTFT histogram bounds it."""
+    cfg = W.WatchConfig(slo_ttft_ms=100, min_window_s=60)
+    qt = ((0.3, 2000.0), (0.5, 2000.0), (INF, 2000.0))
+    ok = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 2000}), queue_time=qt, waiting_start=0, waiting_end=0)
+    v = W.judge_once(ok, cfg)
+    assert v.state == PASS and not v.blocked, v
+    # where the TTFT histogram itself leaves room for slow queueing, the bound still blocks
+    slow = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 1940, 0.25: 60}), queue_time=qt, waiting_start=0,
+                    waiting_end=0)
+    v = W.judge_once(slow, cfg)
+    assert v.state == UNDECIDED and any("up to 3.0%" in b and "bounded by the TTFT histogram" in b
+                                        for b in v.blocked), v
 
 
 def test_unobservable_queue_blocks_pass():
