@@ -317,3 +317,25 @@ def test_server_timing_two_levels_beside_the_client(loaded):
     assert means[LEVELS[-1][0]] > means[LEVELS[0][0]]
     lines = "\n".join(levels[LEVELS[-1][0]]["server_timing"]["lines"])
     assert "queue time (server n=12)" in lines and "TPOT (per request)" in lines
+
+
+def test_watch_cli_metrics_once_on_the_idle_server(loaded, vllm_server):
+    """`servewatch watch --metrics-url <vLLM>/metrics --once` itself (after the run: the server is idle): the engine
+    detected, the queue read as numbers, nothing finished in the window, and nothing sent to the server (its TTFT
+    count does not move)."""
+    from tui.sources.watch import parse_labeled
+
+    def count() -> float:
+        text = httpx.get(vllm_server.metrics_url, timeout=10).text
+        return sum(v for n, _l, v in parse_labeled(text) if n == "vllm:time_to_first_token_seconds_count")
+
+    before = count()
+    code, out, err = _main(["watch", "--metrics-url", vllm_server.metrics_url, "--once", "--window-minutes", "0.01",
+                            "--json"])
+    assert code == 3, err
+    doc = json.loads(out)
+    assert doc["engine"] == "vllm" and doc["source"] == "metrics"
+    w = doc["window"]
+    assert w["waiting"] == 0 and w["running"] == 0 and w["ttft_observations"] == 0
+    assert doc["verdict"]["state"] == "INSUFFICIENT_WINDOW" and "no finished requests" in doc["verdict"]["reason"]
+    assert count() == before
