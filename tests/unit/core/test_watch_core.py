@@ -339,3 +339,11 @@ def test_extrapolated_counts_keep_the_true_fraction_inside_the_ends():
                               waiting_end=0), W.WatchConfig(slo_ttft_ms=100.0, min_window_s=0.0))
     assert v.lo == pytest.approx(3 / 5) and v.hi == pytest.approx(3 / 4)
     assert "60.0-75.0%" in v.reason  # the SLO is a bound, but the rounding makes two ends: both shown
+
+
+def test_extrapolated_counts_several_slos_upper_end_holds():
+    """The same rounding under several SLOs (Fréchet bound): 2 of 3 meeting both, scaled by 1.5."""
+    w = W.Window(0, 600, "vllm", "prometheus", ttft=((0.1, 3.0), (W.INF, 4.5)), e2e=((1.0, 3.0), (W.INF, 4.5)),
+                 waiting_start=0, waiting_end=0)
+    v = W.judge_once(w, W.WatchConfig(slo_ttft_ms=100.0, slo_e2e_ms=1000.0, min_window_s=0.0))
+    assert v.lo is not None and v.hi is not None and v.lo <= 2 / 3 <= v.hi, (v.lo, v.hi)

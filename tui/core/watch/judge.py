@@ -17,7 +17,7 @@ from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictS
 from tui.core.textfmt import fmt_minutes
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 from tui.core.watch.combine import FRECHET_NOTE, ITL_NOTE, combined_counts, in_force
-from tui.core.watch.histogram import good_bracket, share_above
+from tui.core.watch.histogram import count_of, good_bracket, share_above
 from tui.core.watch.notes import COMPLETION_NOTE, NO_TTFT_NOTE, NOT_EXPOSED, SERVER_TTFT_LABEL
 from tui.core.watch.windows import merge_windows
 
@@ -172,7 +172,9 @@ class WatchJudgement:
             return  # a gap: nothing invented, the judges wait
         if self.cfg.several:
             g_lo, g_hi, total, exact, shares = combined_counts(w, self.cfg.slos)
-            total_opt = total
+            # the upper end over the total rounded down, as for one SLO below
+            total_opt = math.floor((count_of(w.ttft) or 0.0) + max(0.0, w.failed or 0.0) + 1e-6)
+            g_hi = min(total_opt, g_hi)
             for s in shares:
                 acc = self.slo_sum[s.name]
                 acc[0] += s.lo * total
