@@ -45,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--once", action="store_true", help="judge one fixed window, print the verdict, exit")
     w.add_argument("--window-minutes", type=positive_float, default=None, metavar="MINUTES",
                    help="--once window (default: the minimum window, --min-window-minutes)")
+    w.add_argument("--window-end", type=positive_float, default=None, metavar="EPOCH",
+                   help="with --prometheus-url --once: the window ends at this Unix time in seconds, e.g. an incident "
+                        "already over (default: now)")
     w.add_argument("--interval", type=positive_float, default=None, metavar="SECONDS",
                    help=f"seconds between scrapes / queries (default {D.WATCH_METRICS_INTERVAL_S:g} for --metrics-url, "
                         f"{D.WATCH_PROMETHEUS_INTERVAL_S:g} for --prometheus-url; with Prometheus keep it at least "
@@ -118,6 +121,9 @@ def usage_error(args) -> str | None:
         return "--window-minutes is for --once (the console judges from the start of the watch)"
     if args.once and args.probe_rate:
         return "--once judges server metrics only; the canary runs with the console or --headless"
+    if args.window_end is not None and not (args.once and args.prometheus_url):
+        return ("--window-end is for --prometheus-url --once (one server's /metrics has no past: it is judged from "
+                "when the watch starts)")
     if args.once and args.window_minutes is None and args.min_window_minutes <= 0:
         return "--once needs a window: give --window-minutes"
     return None
@@ -262,7 +268,7 @@ async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
         try:
             if args.once:
                 minutes = args.window_minutes if args.window_minutes is not None else args.min_window_minutes
-                w = await session.once(minutes * 60.0)
+                w = await session.once(minutes * 60.0, t_end=args.window_end)
                 if w is None and session.watcher.engine is None:
                     raise UsageError(f"{session.watcher.label}: {session.error}")
             else:

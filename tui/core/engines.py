@@ -44,7 +44,9 @@ ENGINES: dict[str, WatchMetrics] = {
         ttft="vllm:time_to_first_token_seconds",
         e2e="vllm:e2e_request_latency_seconds",
         queue_time="vllm:request_queue_time_seconds",
-        success=(("vllm:request_success_total", "finished_reason", ("stop", "length")),),
+        # finished_reason on vLLM 0.32's page (checked live): stop, length, abort, error, repetition (a finish the
+        # engine calls success: a repetitive token pattern cut off)
+        success=(("vllm:request_success_total", "finished_reason", ("stop", "length", "repetition")),),
         failed=(("vllm:request_success_total", "finished_reason", _ABORT_REASONS),),
         waiting=("vllm:num_requests_waiting",),
         running=("vllm:num_requests_running",),

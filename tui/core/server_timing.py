@@ -25,8 +25,17 @@ import math
 from typing import Any
 
 INF = math.inf
-METRICS: tuple[str, ...] = ("ttft", "itl", "e2e", "queue")
-TITLES = {"ttft": "TTFT", "itl": "inter-token", "e2e": "end-to-end", "queue": "queue time"}
+METRICS: tuple[str, ...] = ("ttft", "itl", "tpot", "e2e", "queue")
+TITLES = {"ttft": "TTFT", "itl": "inter-token", "tpot": "TPOT (per request)", "e2e": "end-to-end",
+          "queue": "queue time"}
+#: the client figure set beside each server histogram. The server's inter-token histogram has one observation
+#: per token gap; the client's ITL in a report is the LARGEST gap of each request, another measure: it is not set
+#: beside it (checked live on vLLM 0.32: per-gap P50 100-150 ms beside a largest-gap P50 of 769 ms). TPOT is one
+#: figure per request on both sides, (last token - first token) / (tokens - 1), as vLLM's
+#: request_time_per_output_token_seconds is.
+CLIENT_KEYS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
+ITL_NOTE = ("inter-token: the server's histogram has one observation per token gap; the client's ITL is the "
+            "largest gap per request (another measure), so no client figure is set beside it")
 QUANTS: tuple[tuple[str, float], ...] = (("P50", 0.5), ("P95", 0.95), ("P99", 0.99))
 # metrics whose client figure bounds the server's from above, request by request: a client percentile below
 # the server's bracket is impossible for the same requests. Inter-token gaps are not (the network batches
@@ -157,11 +166,12 @@ def _client_value(v: object) -> float | None:
 
 
 def client_from_level(level: dict) -> dict[str, dict[str, float | None]]:
-    """The client's percentiles (ms) of one report level: ``{"ttft": {"P50": ..}, "e2e": .., "itl": ..}``.
-    Reads ``ttft_ms`` as ``{"P50": {"value": ..}}`` or ``{"p50": ..}``, and ``e2e_ms`` / ``itl_ms`` alike."""
+    """The client's percentiles (ms) of one report level: ``{"ttft": {"P50": ..}, "tpot": .., "e2e": ..}``.
+    Reads ``ttft_ms`` as ``{"P50": {"value": ..}}`` or ``{"p50": ..}``, and ``tpot_ms`` / ``e2e_ms`` alike (the
+    client's ``itl_ms``, the largest gap per request, is not the server's per-gap measure: ``CLIENT_KEYS``)."""
     out: dict[str, dict[str, float | None]] = {}
-    for key in ("ttft", "e2e", "itl"):
-        d = level.get(f"{key}_ms")
+    for key, field in CLIENT_KEYS.items():
+        d = level.get(field)
         if not isinstance(d, dict):
             continue
         got = {lab: _client_value(d.get(lab, d.get(lab.lower()))) for lab, _q in QUANTS}
@@ -196,6 +206,8 @@ def server_json(brackets: dict, client: dict | None = None, client_n: int | None
                            "metrics": {}, "flags": [], "problems": list(brackets.get("problems") or []),
                            "note": ("server-side: from arrival at the server, buckets not points; the difference to "
                                     "the client's figure is the client's overhead plus the network")}
+    if "itl" in (brackets.get("metrics") or {}):
+        out["itl_note"] = ITL_NOTE
     for key, m in (brackets.get("metrics") or {}).items():
         row: dict[str, Any] = {"name": m.get("name"), "n": m.get("n")}
         for lab, _q in QUANTS:
@@ -248,6 +260,8 @@ def server_lines(brackets: dict, client_percentiles: dict | None = None, client_
         n = row.get("n")
         lines.append(f"  {TITLES[key]} (server n={n:.0f}): " + ", ".join(cells) if isinstance(n, (int, float))
                      else f"  {TITLES[key]}: " + ", ".join(cells))
+    if "itl_note" in j:
+        lines.append(f"  note: {j['itl_note']}")
     for f in j["flags"]:
         lines.append(f"  FLAG: {f}")
     for p in j["problems"]:

@@ -508,7 +508,7 @@ async def server_info(base_url: str, headers: dict | None = None, client: Any = 
 # ------------------------------------------------------------------ latency histograms at step boundaries (issue 21)
 
 #: the step record's histogram keys -> the engine field that names them (tui.core.engines.WatchMetrics)
-HIST_FIELDS = (("ttft", "ttft"), ("itl", "itl"), ("e2e", "e2e"), ("queue", "queue_time"))
+HIST_FIELDS = (("ttft", "ttft"), ("itl", "itl"), ("tpot", "tpot"), ("e2e", "e2e"), ("queue", "queue_time"))
 
 
 def parse_labeled(text: str) -> list[tuple[str, dict, float]]:

@@ -224,7 +224,7 @@ class PrometheusWatcher:
     async def _hist(self, base: str | None, w: float, t: float, gaps: list) -> core.Buckets | None:
         if base is None:
             return None
-        rng = f"{max(1, math.ceil(w - 1e-6))}s"
+        rng = _range(w)
         try:
             res = await self.query(f"sum by (le) (increase({base}_bucket{self._sel()}[{rng}]))", t)
         except QueryError as exc:
@@ -258,7 +258,7 @@ class PrometheusWatcher:
     async def _counter(self, spec: Any, w: float, t: float, gaps: list, zero_if_missing: bool) -> float | None:
         if not spec:
             return None
-        rng = f"{max(1, math.ceil(w - 1e-6))}s"
+        rng = _range(w)
         total, seen = 0.0, False
         for name, label, values in spec:
             extra = f'{label}=~"{"|".join(values)}"' if label else ""
@@ -333,6 +333,12 @@ class PrometheusWatcher:
 
 class QueryError(Exception):
     pass
+
+
+def _range(seconds: float) -> str:
+    """A PromQL range of ``seconds`` in whole milliseconds (at least 1 s): whole seconds rounded up moved a
+    window's start by up to a second, onto a scrape that belongs to the window before."""
+    return f"{max(1000, round(seconds * 1000.0))}ms"
 
 
 # ------------------------------------------------------------------ the canary
@@ -461,14 +467,16 @@ class WatchSession:
 
     # -- one fixed window --------------------------------------------------
 
-    async def once(self, window_s: float, sleep: Callable[[float], Any] | None = None) -> core.Window | None:
-        """One window of ``window_s``: from Prometheus at once, from /metrics by two scrapes that far apart."""
+    async def once(self, window_s: float, sleep: Callable[[float], Any] | None = None,
+                   t_end: float | None = None) -> core.Window | None:
+        """One window of ``window_s``: from Prometheus at once (ending at ``t_end``, default now), from /metrics by
+        two scrapes that far apart (``sleep`` waits between them)."""
         self.started_at = self.clock()
         if isinstance(self.watcher, PrometheusWatcher):
             await self.watcher.detect()
             self._write_header()
             try:
-                w = await self.watcher.window(window_s)
+                w = await self.watcher.window(window_s, t_end)
             except QueryError as exc:
                 self.error = str(exc)
                 return None

@@ -70,3 +70,35 @@ def test_client_below_the_server_bracket_is_flagged_as_impossible():
     # more server observations than client requests: other traffic is named as a possible cause
     j2 = server_json(br, client, client_n=40)
     assert "other traffic" in j2["flags"][0]
+
+
+def test_client_figures_set_beside_only_the_same_measure():
+    """The report's client ITL is the largest gap per request, the server's inter-token histogram one observation
+    per gap: not set beside it (seen live on vLLM 0.32: server per-gap P50 100..150 ms, client largest-gap P50 769
+    ms). TPOT is per request on both sides and is set beside the server's request_time_per_output_token."""
+    from tui.core.server_timing import client_from_level
+
+    level = {"ttft_ms": {"P50": {"value": 80.0}}, "itl_ms": {"P50": {"value": 769.0}},
+             "tpot_ms": {"P50": {"value": 47.0}}, "e2e_ms": {"P50": {"value": 900.0}}}
+    client = client_from_level(level)
+    assert set(client) == {"ttft", "tpot", "e2e"} and client["tpot"]["P50"] == 47.0
+    start = {"itl": _h([0] * 6, "vllm:inter_token_latency_seconds"),
+             "tpot": _h([0] * 6, "vllm:request_time_per_output_token_seconds")}
+    end = {"itl": _h([0, 100, 100, 100, 100, 100], "vllm:inter_token_latency_seconds"),
+           "tpot": _h([10, 10, 10, 10, 10, 10], "vllm:request_time_per_output_token_seconds")}
+    br = server_brackets(_step(start, end))
+    j = server_json(br, client, 10)
+    assert j["metrics"]["itl"]["P50"]["client_ms"] is None and "largest gap" in j["itl_note"]
+    assert j["metrics"]["tpot"]["P50"] == {"server_ms": [0.0, 50.0], "client_ms": 47.0,
+                                            "client_minus_server_ms": [-3.0, 47.0], "below_server_bracket": None}
+    text = "\n".join(server_lines(br, client, 10))
+    assert "TPOT (per request) (server n=10): P50 0..50 ms (client 47 ms)" in text and "largest gap" in text
+
+
+def test_step_histograms_carry_the_per_request_tpot():
+    from tui.sources.metrics import parse_histograms
+
+    page = "".join(f'vllm:request_time_per_output_token_seconds_bucket{{model_name="m",le="{le}"}} 3\n'
+                   for le in ("0.05", "+Inf")) + 'vllm:num_requests_running{model_name="m"} 0\n'
+    got = parse_histograms(page)
+    assert got is not None and got["hists"]["tpot"]["name"] == "vllm:request_time_per_output_token_seconds"

@@ -126,10 +126,30 @@ def test_queue_growth_blocks_pass():
 
 def test_queue_time_over_slo_blocks_pass():
     cfg = W.WatchConfig(slo_ttft_ms=1000, min_window_s=60)
-    qt = hist({0.1: 1900, 2.5: 100})  # 5% of finished requests queued > 1 s
-    w = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 2000}), queue_time=qt, waiting_start=0, waiting_end=0)
+    # 3% of finished requests queued > 1 s (so their first token came later than 1 s too: queue time is part of
+    # TTFT), 97% good: the pessimistic end would PASS, the queue forbids it
+    qt = hist({0.1: 1940, 2.5: 60})
+    w = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 1940, 2.5: 60}), queue_time=qt, waiting_start=0,
+                 waiting_end=0)
     v = W.judge_once(w, cfg)
-    assert v.state == UNDECIDED and any("queue time" in b for b in v.blocked)
+    assert v.state == UNDECIDED and any("queue time" in b and "3.0%" in b for b in v.blocked), v
+
+
+def test_queue_buckets_coarser_than_the_slo_are_bounded_by_ttft():
+    """vLLM 0.32's queue-time buckets start at 0.3 s (seen live): under a 100 ms SLO the queue histogram alone
+    says "up to 100% queued longer than the SLO" for any traffic, so PASS was impossible. Queue time is part of
+    TTFT: the TTFT histogram bounds it."""
+    cfg = W.WatchConfig(slo_ttft_ms=100, min_window_s=60)
+    qt = ((0.3, 2000.0), (0.5, 2000.0), (INF, 2000.0))
+    ok = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 2000}), queue_time=qt, waiting_start=0, waiting_end=0)
+    v = W.judge_once(ok, cfg)
+    assert v.state == PASS and not v.blocked, v
+    # where the TTFT histogram itself leaves room for slow queueing, the bound still blocks
+    slow = W.Window(0, 600, "vllm", "prometheus", ttft=hist({0.1: 1940, 0.25: 60}), queue_time=qt, waiting_start=0,
+                    waiting_end=0)
+    v = W.judge_once(slow, cfg)
+    assert v.state == UNDECIDED and any("up to 3.0%" in b and "bounded by the TTFT histogram" in b
+                                        for b in v.blocked), v
 
 
 def test_unobservable_queue_blocks_pass():
@@ -299,3 +319,31 @@ def test_canary_verdict_for_a_server_without_ttft_histogram():
     assert W.canary_verdict(bad, cfg).state == FAIL
     few = W.canary_verdict(good[:3], cfg)
     assert few.state == INSUFFICIENT_WINDOW and "more canary requests" in (few.missing or "")
+
+
+def test_extrapolated_counts_keep_the_true_fraction_inside_the_ends():
+    """Prometheus' increase() scales a window's counts by its extrapolation factor (the same for every bucket of
+    a target scraped together). The judged ends must still hold the true fraction: before, the upper end divided
+    by the total rounded UP, and 2 good of 3 scaled by 1.5 (3.0 of 4.5) judged 3/5 = 60% < 66.7% at both ends."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        n = rng.randint(1, 60)
+        g = rng.randint(0, n)
+        f = 1.0 + rng.random() * 1.2  # increase() stretches young series by up to ~2x
+        w = W.Window(0, 600, "vllm", "prometheus", ttft=((0.1, g * f), (W.INF, n * f)), waiting_start=0,
+                     waiting_end=0)
+        v = W.judge_once(w, W.WatchConfig(slo_ttft_ms=100.0, min_window_s=0.0))
+        assert v.lo is not None and v.hi is not None
+        assert v.lo <= g / n + 1e-12 <= v.hi + 2e-12, (g, n, f, v.lo, v.hi)
+    v = W.judge_once(W.Window(0, 600, "vllm", "prometheus", ttft=((0.1, 3.0), (W.INF, 4.5)), waiting_start=0,
+                              waiting_end=0), W.WatchConfig(slo_ttft_ms=100.0, min_window_s=0.0))
+    assert v.lo == pytest.approx(3 / 5) and v.hi == pytest.approx(3 / 4)
+    assert "60.0-75.0%" in v.reason  # the SLO is a bound, but the rounding makes two ends: both shown
+
+
+def test_extrapolated_counts_several_slos_upper_end_holds():
+    """The same rounding under several SLOs (Fréchet bound): 2 of 3 meeting both, scaled by 1.5."""
+    w = W.Window(0, 600, "vllm", "prometheus", ttft=((0.1, 3.0), (W.INF, 4.5)), e2e=((1.0, 3.0), (W.INF, 4.5)),
+                 waiting_start=0, waiting_end=0)
+    v = W.judge_once(w, W.WatchConfig(slo_ttft_ms=100.0, slo_e2e_ms=1000.0, min_window_s=0.0))
+    assert v.lo is not None and v.hi is not None and v.lo <= 2 / 3 <= v.hi, (v.lo, v.hi)

@@ -366,3 +366,55 @@ def test_prometheus_query_failing_mid_watch_is_a_gap():
     run(main())
     gaps = [r for r in records if r["type"] == "watch" and r["ttft_buckets"] is None]
     assert gaps and "HTTP 503" in " ".join(gaps[0]["gaps"])
+
+
+def test_prometheus_once_window_end_and_millisecond_ranges():
+    """`watch --prometheus-url --once --window-end T`: every query is evaluated at T, over a range in milliseconds
+    (whole seconds rounded up moved the start by up to a second, onto the scrape before the window)."""
+    import httpx
+
+    from tui.sources.watch import PrometheusWatcher
+
+    seen: list[tuple[str, str | None]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        q = request.url.params.get("query", "")
+        seen.append((q, request.url.params.get("time")))
+        if q.startswith("group by (__name__)"):
+            res = [{"metric": {"__name__": "vllm:num_requests_waiting"}, "value": [0, "1"]}]
+        elif q.startswith("group by"):
+            res = [{"metric": {"model_name": "m"}, "value": [0, "1"]}]
+        elif "_bucket" in q:
+            res = [{"metric": {"le": le}, "value": [0, v]} for le, v in (("0.1", "9"), ("+Inf", "10"))]
+        else:
+            res = [{"metric": {}, "value": [0, "0"]}]
+        return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": res}})
+
+    async def main():
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        try:
+            s = WatchSession(PrometheusWatcher("http://prom.invalid", client=client, clock=FakeClock()), _cfg())
+            return await s.once(12.3456, t_end=1000.5)
+        finally:
+            await client.aclose()
+
+    w = run(main())
+    assert w is not None and w.t_end == 1000.5 and abs(w.t_start - (1000.5 - 12.3456)) < 1e-9
+    windowed = [(q, t) for q, t in seen if "increase(" in q]
+    assert windowed and all("[12346ms]" in q and t == "1000.500" for q, t in windowed), windowed
+
+
+def test_window_end_is_for_prometheus_once():
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from tui.cli import main
+
+    for argv in (["watch", "--metrics-url", "http://127.0.0.1:9/metrics", "--once", "--window-minutes", "1",
+                  "--window-end", "1000"],
+                 ["watch", "--prometheus-url", "http://127.0.0.1:9", "--headless", "--window-end", "1000"]):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(argv)
+        assert code == 2 and "--window-end is for --prometheus-url --once" in err.getvalue()
+        assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()

@@ -45,10 +45,14 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
         n_eff=float(v.n), bursty=False, target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
     )
 
-    def wstat(name: str, w: Window | None, good_lo: float, good_hi: float, n: float) -> S.WindowStat:
+    def wstat(name: str, w: Window | None, good_lo: float, good_hi: float, n: float,
+              n_hi: float | None = None) -> S.WindowStat:
+        # the upper end over the total rounded down (n_hi; tui.core.watch.judge), the lower over it rounded up
         frac = good_lo / n if n else None
+        d_hi = n if n_hi is None else n_hi
+        hi = (min(1.0, good_hi / d_hi) if d_hi else 1.0) if n else None
         fs = S.FractionStat(good=int(good_lo), n=int(n), fraction=frac, lo=frac,
-                            hi=(good_hi / n if n else None), severity=fraction_severity(frac, cfg.target))
+                            hi=hi, severity=fraction_severity(frac, cfg.target))
         secs = w.seconds if w is not None else 0.0
         return S.WindowStat(label=name, good=fs, ttft=(), ttft_fail_inf=(), completed=int(n), failed=0, slow=0,
                             req_per_s=(n / secs if secs > 0 else None), output_tok_per_s=None, goodput_per_s=None,
@@ -57,11 +61,12 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
     if last is not None and last.ttft is not None:
         br = good_bracket(last.ttft, cfg.slo_s, last.failed)
         rolling = wstat(f"last window {last.seconds:.0f} s · pessimistic end (bracket in brackets)", last,
-                        math.floor(br.good_lo + 1e-6), math.ceil(br.good_hi - 1e-6), math.ceil(br.total - 1e-6))
+                        math.floor(br.good_lo + 1e-6), math.ceil(br.good_hi - 1e-6), math.ceil(br.total - 1e-6),
+                        math.floor(br.total + 1e-6))
     else:
         rolling = wstat("last window: gap" if last is not None else "no window yet", last, 0, 0, 0)
     cumulative = wstat(f"since the watch started · {SERVER_TTFT_LABEL}", judgement.span,
-                       judgement.good_lo, judgement.good_hi, judgement.n)
+                       judgement.good_lo, judgement.good_hi, judgement.n, judgement.n_opt)
     q = S.QueueState(
         source=f"{engine} (server)" if engine else None,
         waiting=None if last is None else last.waiting_end, running=None if last is None else last.running,

@@ -17,7 +17,7 @@ from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictS
 from tui.core.textfmt import fmt_minutes
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 from tui.core.watch.combine import FRECHET_NOTE, ITL_NOTE, combined_counts, in_force
-from tui.core.watch.histogram import good_bracket, share_above
+from tui.core.watch.histogram import count_of, good_bracket, share_above
 from tui.core.watch.notes import COMPLETION_NOTE, NO_TTFT_NOTE, NOT_EXPOSED, SERVER_TTFT_LABEL
 from tui.core.watch.windows import merge_windows
 
@@ -103,9 +103,20 @@ def queue_blocks(w: Window, cfg: WatchConfig) -> list[str]:
         out.append(f"the queue grew over the window ({ws:g} -> {we:g} waiting): requests still queued are in "
                    "neither count, so an overloaded server can look fine")
     share = share_above(w.queue_time, cfg.slo_s)
+    bounded = ""
+    if share is not None and w.ttft is not None:
+        # queue time is part of the time to first token (queued after arrival, scheduled before the first
+        # token), so no more requests queued longer than the SLO than got their first token later than it. The
+        # bound matters where the queue-time buckets cannot resolve the SLO: vLLM 0.32's start at 0.3 s, so
+        # under a 100 ms SLO the queue histogram alone says "up to 100%" for any traffic
+        t_share = share_above(w.ttft, cfg.slo_s)
+        if t_share is not None and t_share < share:
+            share = t_share
+            bounded = " (bounded by the TTFT histogram: queue time is part of TTFT)"
     if share is not None and share > cfg.blocking_share:
         out.append(f"queue time exceeded the {cfg.slo_ttft_ms:g} ms SLO for up to {100 * share:.1f}% of finished "
-                   f"requests (more than {100 * cfg.blocking_share:.1f}% matters at a {cfg.target:.0%} target)")
+                   f"requests{bounded} (more than {100 * cfg.blocking_share:.1f}% matters at a {cfg.target:.0%} "
+                   "target)")
     if ws is None and we is None and w.queue_time is None:
         out.append("the server's queue is not observable (no waiting gauge, no queue-time histogram): queued "
                    "requests are in neither count")
@@ -140,6 +151,11 @@ class WatchJudgement:
         self.span = None
         self.exact = True
         self.good_lo = self.good_hi = self.n = 0.0
+        # the optimistic end's denominator: Prometheus' increase() extrapolates to non-integer counts, and the
+        # upper end rounded with the total rounded UP could fall below the true fraction (a FAIL the evidence
+        # does not support); so the upper end divides by the total rounded DOWN (each end conservative for
+        # what it decides)
+        self.n_opt = 0.0
         # several SLOs: per SLO the summed share ends (x total), windows where it was not judgeable
         self.slo_sum: dict[str, list[float]] = {name: [0.0, 0.0] for name, _v in self.cfg.slos}
         self.slo_unjudgeable: dict[str, int] = {}
@@ -156,6 +172,9 @@ class WatchJudgement:
             return  # a gap: nothing invented, the judges wait
         if self.cfg.several:
             g_lo, g_hi, total, exact, shares = combined_counts(w, self.cfg.slos)
+            # the upper end over the total rounded down, as for one SLO below
+            total_opt = math.floor((count_of(w.ttft) or 0.0) + max(0.0, w.failed or 0.0) + 1e-6)
+            g_hi = min(total_opt, g_hi)
             for s in shares:
                 acc = self.slo_sum[s.name]
                 acc[0] += s.lo * total
@@ -166,9 +185,10 @@ class WatchJudgement:
             br = good_bracket(w.ttft, self.cfg.slo_s, w.failed)
             # conservative rounding: Prometheus' increase() extrapolates to non-integer counts
             total = math.ceil(br.total - 1e-6)
+            total_opt = math.floor(br.total + 1e-6)
             g_lo = math.floor(br.good_lo + 1e-6)
-            g_hi = min(total, math.ceil(br.good_hi - 1e-6))
-            exact = br.exact
+            g_hi = min(total_opt, math.ceil(br.good_hi - 1e-6))
+            exact = br.exact  # the SLO is a bucket bound (the ends may still differ by the rounding above)
         if not self._started:
             # anchor the evidence at the window's start (same call shape as LevelJudge: no new method)
             self.pess.add_many(w.t_start, 0, 0)
@@ -177,10 +197,11 @@ class WatchJudgement:
             self._started = True
         self._t = w.t_end
         self.pess.add_many(w.t_end, g_lo, total)
-        self.opt.add_many(w.t_end, g_hi, total)
+        self.opt.add_many(w.t_end, g_hi, total_opt)
         self.good_lo += g_lo
         self.good_hi += g_hi
         self.n += total
+        self.n_opt += total_opt
         self.exact = self.exact and exact
         self.span = merge_windows([self.span, w]) if self.span is not None else w
 
@@ -195,13 +216,13 @@ class WatchJudgement:
         elapsed = max(0.0, self._t - self._t0) if self._started else 0.0
         n = self.n
         lo = self.good_lo / n if n else None
-        hi = self.good_hi / n if n else None
+        hi = (min(1.0, self.good_hi / self.n_opt) if self.n_opt else 1.0) if n else None
         if lo is None or hi is None:  # n == 0
             frac = "no finished requests yet"
         elif cfg.several:
             frac = (f"share meeting all of {cfg.describe_slos()} {100 * lo:.1f}-{100 * hi:.1f}% (Fréchet bound "
                     "from separate histograms)")
-        elif self.exact:
+        elif self.exact and hi - lo < 1e-12:
             frac = f"good fraction {100 * lo:.1f}%"
         else:
             frac = f"good fraction {100 * lo:.1f}-{100 * hi:.1f}%"
