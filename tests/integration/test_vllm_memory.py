@@ -70,7 +70,11 @@ async def test_live_console_budget_waits_for_the_engine_kv_space(vllm_server, tm
                      record=str(tmp_path / "live.jsonl"), metrics_interval=0.2, progress_interval=0, gpu=False,
                      api_key_env=None, read_timeout=120.0)
     source = LiveSource(cfg)
-    sink = MonitorSink(Monitor(MonitorConfig(), budget=budget, source=source.label, budget_origin=origin))
+    monitor = Monitor(MonitorConfig(), budget=budget, source=source.label, budget_origin=origin)
+    from tui.sources.server_log import read_server_log
+
+    monitor.server_log = read_server_log(vllm_server.log_path)  # what `live --server-log FILE` hands the console
+    sink = MonitorSink(monitor)
     app = build_app(source, sink, None, export_dir=tmp_path / "exports")
     async with app.run_test(size=SIZE) as pilot:
         def panes() -> tuple[str, str]:
@@ -86,6 +90,10 @@ async def test_live_console_budget_waits_for_the_engine_kv_space(vllm_server, tm
         assert "24 GiB" not in budget_text and "GPU 24" not in budget_text
         assert "engine KV cache" in gpu_text and "1.00 GiB allocated" in gpu_text
         assert "predicted KV ceiling 1.00 GiB" in gpu_text
+        # beside the candidate: the config's prediction against the engine's allocation, and vLLM's startup line
+        assert "allocation predicted vs engine: agree" in budget_text, budget_text
+        assert "server log vLLM's startup log: maximum concurrency 22.75x for 2,048 tokens per request" in \
+            " ".join(budget_text.split()), budget_text
         await pilot.press("q")
         deadline = time.monotonic() + DEADLINE_S
         while app.return_value is None and time.monotonic() < deadline:

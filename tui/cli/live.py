@@ -52,11 +52,12 @@ def run(args: argparse.Namespace) -> int:
     from tui.core.budgetview import server_log_sentence
 
     server_log = server_log_from_args(args)  # --server-log FILE: printed beside the memory-only candidate
-    log_line = server_log_sentence(None if budget is None else int(budget.candidate), server_log)
+    candidate = getattr(budget, "candidate", None)  # None: unknown, or the memory input still missing
+    log_line = server_log_sentence(candidate if isinstance(candidate, int) else None, server_log)
     if log_line:
         print(log_line, flush=True)
     source = LiveSource(cfg)
-    code = open_console(source, args, budget, mcfg, budget_origin=budget_origin)
+    code = open_console(source, args, budget, mcfg, budget_origin=budget_origin, server_log=server_log)
     try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
         print(f"record file: {source.record_path}", flush=True)
         if log_line:

@@ -159,8 +159,9 @@ def _check_runs(play: str, pick: int | None) -> None:
 
 
 def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, *,
-                 budget_origin: str | None = None, **app_kw: Any) -> int:
-    """Run the console on ``source`` until the user quits; returns the verdict's exit code (3 when none)."""
+                 budget_origin: str | None = None, server_log: dict | None = None, **app_kw: Any) -> int:
+    """Run the console on ``source`` until the user quits; returns the verdict's exit code (3 when none).
+    ``server_log``: the engine's startup-log figures (``--server-log``), shown in the budget pane."""
     from tui.core.importers.limits import limit_snapshot
     from tui.core.monitor import Monitor
     from tui.sources.base import MonitorSink
@@ -174,7 +175,9 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
 
     from tui.core.budget.memory import MemoryMissing
 
-    sink = LimitedSink(Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin))
+    monitor = Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin)
+    monitor.server_log = dict(server_log) if server_log else None
+    sink = LimitedSink(monitor)
     if isinstance(budget, MemoryMissing):  # the Monitor completes it from the run header; the panes follow snapshots
         budget = None
     app = build_app(source, sink, budget, theme=getattr(args, "theme", None),

@@ -329,6 +329,9 @@ class Monitor:
         self.budget_hint: str | None = (None if self.memory_pending is None
                                         else self.memory_pending.hint(WHY_NO_HEADER))
         self.budget_problem: str | None = None
+        #: the engine's startup-log figures (``--server-log``: ``tui.sources.server_log``), shown beside the
+        #: memory-only candidate; None: no log given
+        self.server_log: dict | None = None
         self._budget_view_key: tuple | None = None
         self._budget_view: BudgetView | None = None
         self.source = source
@@ -1194,11 +1197,13 @@ class Monitor:
         elapsed = 0.0
         if self.first_t is not None and self.last_t is not None:
             elapsed = self.last_t - self.first_t
-        key = (id(self.budget), self.budget_origin, self.budget_problem, id(header), self.budget_hint)
+        key = (id(self.budget), self.budget_origin, self.budget_problem, id(header), self.budget_hint,
+               id(self.server_log))
         if key != self._budget_view_key:
             self._budget_view_key = key
             self._budget_view = budget_view(self.budget, self.budget_origin, header, self.budget_problem,
-                                            memory=self.budget_memory, hint=self.budget_hint)
+                                            memory=self.budget_memory, hint=self.budget_hint,
+                                            server_log=self.server_log)
         levels = self.level_rows()
         cand, fits = budget_candidate(self.budget)
         cap = measure_capacity(cap_rows(self.source, levels, header), cand, fits)

@@ -42,7 +42,8 @@ def judge(snap: Snapshot, required_level: float | None = None) -> JudgedLevel | 
 
 def latency_dict(ps: tuple[Percentile, ...]) -> dict[str, Any]:
     """``{"p50", "p95", "p99", "n"}`` in ms: a percentile the n does not support (or none) is null."""
-    out: dict[str, Any] = {f"p{round(p.q * 100)}": (_jnum(p.value_ms) if p.supported else None) for p in ps}
+    out: dict[str, Any] = {"p50": None, "p95": None, "p99": None}  # no requests (a run stopped at once): all null
+    out.update({f"p{round(p.q * 100)}": (_jnum(p.value_ms) if p.supported else None) for p in ps})
     out["n"] = ps[0].n if ps else 0
     return out
 

@@ -91,6 +91,10 @@ class BudgetPane(PaneMixin, VerticalScroll):
         b = self.budget
         view = getattr(self, "_view", None)
         server = [] if view is None or not view.capacity_line else ["", f"[b]server[/] {esc(view.capacity_line)}"]
+        if view is not None and view.allocation:  # the config's prediction beside the engine's own allocation
+            server.append(f"[b]allocation[/] predicted vs engine: {esc(str(view.allocation.get('result', '?')))}")
+        if view is not None and view.server_log_line:  # --server-log: the engine's startup line
+            server.append(f"[b]server log[/] {esc(view.server_log_line)}")
         if b is None:
             hint = view.hint if view is not None and view.hint else "pass the budget flags, --config or --budget FILE"
             problem = [] if view is None or not view.problem else [sev(esc(view.problem), "bad")]
