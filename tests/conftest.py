@@ -34,8 +34,8 @@ _BY_FOLDER: dict[str, tuple[str, ...]] = {
     "architecture": ("architecture",),
 }
 _PEER_FIXTURES = frozenset({"llama_server", "llama_server_factory", "llama_model", "ray_head", "prometheus_server",
-                            "vllm_peer", "vllm_server", "vllm_server_factory"})
-_VLLM_FIXTURES = frozenset({"vllm_peer", "vllm_server", "vllm_server_factory"})
+                            "vllm_peer", "vllm_server", "vllm_server_factory", "vllm_gemma_server"})
+_VLLM_FIXTURES = frozenset({"vllm_peer", "vllm_server", "vllm_server_factory", "vllm_gemma_server"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

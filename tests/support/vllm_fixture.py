@@ -8,6 +8,8 @@ Fixtures (session scoped):
   (``VLLM_CPU_KVCACHE_SPACE=1``), ``--max-model-len 2048``, ``--max-num-seqs 4`` (so that queueing is
   reachable with 5+ requests at once), waiting on ``/health``. Yields a ``VllmServer``
   (``.base_url``, ``.model``, ``.log_path``, ``.max_num_seqs``, ...).
+- ``vllm_gemma_server``: Gemma 3 270M the same way (sliding-window layers; ``/v1/completions`` only). When a
+  collected test asks for it, it starts at the same time as ``vllm_server`` (whichever is asked first waits for both).
 - ``vllm_server_factory``: ``factory(model=GEMMA3, max_num_seqs=4, ...)`` starts more (stopped at session end).
 
 When the peer cannot be built or started here, the tests that use these fixtures skip, saying why (pytest
@@ -21,6 +23,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -177,9 +180,40 @@ def vllm_server_factory(vllm_peer: PeerPaths, tmp_path_factory: pytest.TempPathF
         server.stop()
 
 
+#: the session's tests ask for the Gemma 3 server too (set at collection): it then starts beside SmolLM2's
+_WANT_GEMMA: list[bool] = [False]
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k deselection: only the tests that will run
+def pytest_collection_modifyitems(session, config, items) -> None:  # noqa: ARG001
+    _WANT_GEMMA[0] = any("vllm_gemma_server" in getattr(item, "fixturenames", ()) for item in items)
+
+
 @pytest.fixture(scope="session")
-def vllm_server(vllm_server_factory) -> VllmServer:
-    return vllm_server_factory()
+def _vllm_gemma_future(vllm_server_factory) -> Iterator[list[Future]]:
+    holder: list[Future] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vllm-gemma") as pool:
+        if _WANT_GEMMA[0]:
+            holder.append(pool.submit(vllm_server_factory, model=GEMMA3))
+        yield holder
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_server_factory, _vllm_gemma_future: list[Future]) -> VllmServer:
+    """SmolLM2; when the session also needs Gemma 3, both start at once (two starts of ~30 s overlap instead of
+    adding up) and this waits for both, so no test measures load while a server is starting."""
+    server = vllm_server_factory()
+    for fut in _vllm_gemma_future:
+        fut.result()  # a Gemma start that failed skips/fails the test that asks for it, not this one
+    return server
+
+
+@pytest.fixture(scope="session")
+def vllm_gemma_server(vllm_server_factory, _vllm_gemma_future: list[Future]) -> VllmServer:
+    """Gemma 3 270M (sliding-window layers: vLLM's hybrid KV layout; /v1/completions only), the session's one."""
+    if _vllm_gemma_future:
+        return _vllm_gemma_future[0].result()
+    return vllm_server_factory(model=GEMMA3)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
