@@ -176,6 +176,8 @@ def _title(result: BudgetResult) -> str:
         what = i.model
     else:
         what = f"{i.params / 1e9:g}B params"
+    if TEACHING_MEMORY_NOTE in i.notes:  # --teaching filled in the memory: said in the title, not only below
+        what += f" [TEACHING CASE memory: {i.gpu_gib:g} GiB GPU, {i.margin_gib:g} GiB margin; an example, not your GPU]"
     per = f", per GPU with tp={i.tp}" if i.tp > 1 else ""
     return f"Memory budget: {what}{per}"
 
