@@ -155,7 +155,7 @@ def is_teaching(budget: Any) -> bool:
     return budget is not None and getattr(budget, "inputs", None) == BudgetInputs()
 
 
-def server_log_sentence(candidate: int | None, log: Mapping | None) -> str | None:
+def server_log_sentence(candidate: int | None, log: Mapping | None, cap: Mapping | None = None) -> str | None:
     """"vLLM's startup log: maximum concurrency 22.75x for 2,048 tokens per request, KV cache size 46,592 tokens
     (server.log); memory-only candidate 22."."""
     if not log:
@@ -171,7 +171,26 @@ def server_log_sentence(candidate: int | None, log: Mapping | None) -> str | Non
     if not parts:
         return f"the server log ({log.get('source') or '?'}) states no KV allocation line"
     cand = "unknown (no budget)" if candidate is None else str(candidate)
-    return f"vLLM's startup log: {', '.join(parts)} ({log.get('source') or '?'}); memory-only candidate {cand}."
+    text = f"vLLM's startup log: {', '.join(parts)} ({log.get('source') or '?'}); memory-only candidate {cand}."
+    return text + log_mismatch(log, cap)
+
+
+def log_mismatch(log: Mapping, cap: Mapping | None) -> str:
+    """" NOT THIS RUN'S ENGINE? ..." when the log's figures differ from what the run's engine stated (its
+    ``cache_config_info`` in the run header): a log of another start, another model or another setting."""
+    if not cap:
+        return ""
+    diffs = []
+    # the log prints the concurrency with 2 decimals ("22.75x") and the token count whole ("46,592")
+    for key, cap_key, what, slack in (("max_concurrency", "kv_cache_max_concurrency", "maximum concurrency", 0.0051),
+                                      ("kv_cache_size_tokens", "kv_cache_size_tokens", "KV cache size", 0.0)):
+        a, b = log.get(key), cap.get(cap_key)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) > slack:
+            diffs.append(f"{what} {a:,} in the log, {b:,} from the run's engine")
+    if not diffs:
+        return ""
+    return (" NOT THIS RUN'S ENGINE? " + "; ".join(diffs)
+            + ": the log may be from another start, model or setting (the run header's figures are the ones judged).")
 
 
 def _allocation(budget: Any, cap: Mapping | None, log: Mapping | None) -> dict | None:
@@ -188,7 +207,7 @@ def with_server_log(view: BudgetView, budget: Any, server_log: Mapping | None) -
     if not server_log:
         return view
     log = dict(server_log)
-    return dataclasses.replace(view, server_log=log, server_log_line=server_log_sentence(view.candidate, log),
+    return dataclasses.replace(view, server_log=log, server_log_line=server_log_sentence(view.candidate, log, view.server),
                                allocation=_allocation(budget, view.server, log))
 
 
@@ -201,9 +220,9 @@ def budget_view(budget: Any, origin: str | None, header: Mapping | None, problem
     log = dict(server_log) if server_log else None
     if budget is None:
         return BudgetView(False, "unknown", None, False, None, hint or BUDGET_HINT, cap, capacity_sentence(None, cap),
-                          problem, server_log=log, server_log_line=server_log_sentence(None, log))
+                          problem, server_log=log, server_log_line=server_log_sentence(None, log, cap))
     cand = int(budget.candidate)
     return BudgetView(True, "feasible" if budget.fits else "does not fit", origin, is_teaching(budget),
                       cand, None, cap, capacity_sentence(budget, cap), problem,
                       allocation=_allocation(budget, cap, log), server_log=log,
-                      server_log_line=server_log_sentence(cand, log), memory=memory)
+                      server_log_line=server_log_sentence(cand, log, cap), memory=memory)

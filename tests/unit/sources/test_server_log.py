@@ -82,3 +82,18 @@ def test_two_engines_sum_and_a_different_space_is_not_one_figure():
     cap = parse_vllm_metrics(two, max_model_len=2048)
     assert cap is not None and cap["sequences"] == 45 and cap["num_blocks"] == 728 and cap["engines"] == 2
     assert cap["kv_cache_memory_bytes"] is None  # engines differ: no single per-engine space
+
+
+def test_a_log_of_another_engine_start_is_flagged_beside_the_candidate():
+    """--server-log of another start (here Gemma's figures beside SmolLM2's engine): shown, and said not to match;
+    the same figures as the run's engine: no flag."""
+    from tui.core.budgetview import server_log_sentence
+
+    cap = {"kv_cache_max_concurrency": 22.75, "kv_cache_size_tokens": 46592}
+    own = {"max_concurrency": 22.75, "concurrency_tokens": 2048, "kv_cache_size_tokens": 46592, "source": "a.log"}
+    other = {"max_concurrency": 27.03, "concurrency_tokens": 2048, "kv_cache_size_tokens": 55356, "source": "b.log"}
+    assert "NOT THIS RUN'S ENGINE" not in server_log_sentence(22, own, cap)
+    line = server_log_sentence(22, other, cap)
+    assert "NOT THIS RUN'S ENGINE?" in line and "27.03 in the log, 22.75 from the run's engine" in line
+    assert "55,356 in the log, 46,592 from the run's engine" in line
+    assert "NOT THIS RUN'S ENGINE" not in server_log_sentence(22, other, None)  # no engine figures to hold it to
