@@ -167,3 +167,17 @@ def test_monitor_without_any_memory_source_stays_unknown_and_keeps_a_record_budg
     assert snap.budget is None and "memory input is missing" in (snap.budget_view.hint or "")
     text = format_report(build_report(snap))
     assert "memory_only_candidate" not in text and "23,040 B of KV per token" in text
+
+
+def test_a_kv_cache_usage_beyond_one_is_a_bad_line_not_500_percent_in_use():
+    """The engines' KV usage gauges are fractions: a queue sample claiming 5.0 is refused with its line, and the
+    engine's KV memory in use never shows more than the space it allocated."""
+    from tui.core.records.parse import parse_block, parse_lines
+
+    good = '{"type":"queue","t":1.0,"source":"vllm","waiting":0,"running":1,"kv_cache_usage":0.25}'
+    bad = '{"type":"queue","t":2.0,"source":"vllm","waiting":0,"running":1,"kv_cache_usage":5.0}'
+    items = list(parse_lines([(1, good, True), (2, bad, True)], "q.jsonl"))
+    assert items[0].kv_cache_usage == 0.25
+    assert "q.jsonl:2" in str(items[1]) and "fraction from 0 to 1" in str(items[1])
+    block = list(parse_block((good + "\n" + bad).encode(), 1, "q.jsonl"))
+    assert [type(x).__name__ for x in block] == [type(x).__name__ for x in items]

@@ -53,6 +53,15 @@ def _num(d: dict, key: str, required: bool = False) -> float | None:
     return float(v)
 
 
+def _fraction(d: dict, key: str) -> float | None:
+    """A share 0..1 (the engines' KV cache usage gauges are fractions): anything else is refused, not shown as
+    500% of the KV space in use."""
+    v = _num(d, key)
+    if v is not None and not 0.0 <= v <= 1.0:
+        raise RecordError(f"field {key!r} must be a fraction from 0 to 1, got {v!r:.40}")
+    return v
+
+
 def _int(d: dict, key: str) -> int | None:
     v = d.get(key)
     if v is None:
@@ -351,7 +360,7 @@ def parse_object(d: Any) -> Record:
             source=_str(d, "source") or "unknown",
             waiting=_num(d, "waiting"),
             running=_num(d, "running"),
-            kv_cache_usage=_num(d, "kv_cache_usage"),
+            kv_cache_usage=_fraction(d, "kv_cache_usage"),
             client_in_flight=_int(d, "client_in_flight"),
         )
     if typ == "host":
