@@ -16,6 +16,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import httpx
 import pytest
 
+from tests.support.polling import wait_until
 from tests.support.watch_server import MetricsServer
 
 PROMETHEUS = shutil.which("prometheus")
@@ -41,17 +42,7 @@ def _query(base: str, q: str) -> list:
 
 def _wait(cond, what: str, deadline_s: float = DEADLINE_S):
     """Poll a condition against Prometheus (bounded); the condition is the synchronisation."""
-    end = time.monotonic() + deadline_s
-    last = None
-    while time.monotonic() < end:
-        try:
-            last = cond()
-            if last:
-                return last
-        except (httpx.HTTPError, KeyError, ValueError):
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"Prometheus never showed {what} within {deadline_s:.0f} s (last: {last!r})")
+    return wait_until(cond, what, deadline_s)
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ import httpx
 import pytest
 
 from tests.support.paths import REPO
+from tests.support.polling import wait_until
 
 PROMETHEUS = shutil.which("prometheus")
 LEVELS = ((1, 12), (6, 12))  # (concurrency, requests per step): 6 streams against 4 sequences queue 2
@@ -55,17 +56,7 @@ def _gauges(base: str) -> dict[str, float]:
 
 def _wait(cond, what: str, deadline_s: float = DEADLINE_S):
     """Poll a condition (bounded); the condition is the synchronisation."""
-    end = time.monotonic() + deadline_s
-    last = None
-    while time.monotonic() < end:
-        try:
-            last = cond()
-            if last:
-                return last
-        except (httpx.HTTPError, KeyError, ValueError, IndexError):
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"never saw {what} within {deadline_s:.0f} s (last: {last!r})")
+    return wait_until(cond, what, deadline_s)
 
 
 def _prom_ts(prom: str, metric: str) -> float | None:

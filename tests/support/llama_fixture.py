@@ -85,16 +85,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@dataclass
-class LlamaServer:
-    base_url: str  # e.g. http://127.0.0.1:41234 (no /v1)
-    port: int
-    slots: int
-    ctx: int
-    model_path: Path
+class ChildServer:
+    """What a started test server offers (``base_url``, ``log_path`` and ``process`` come from the dataclass)."""
+
+    base_url: str
     log_path: Path
-    process: subprocess.Popen = field(repr=False)
-    startup_s: float = 0.0
+    process: subprocess.Popen
+    STOP_GRACE_S = 10.0
 
     @property
     def openai_url(self) -> str:
@@ -107,7 +104,19 @@ class LlamaServer:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        stop_process(self.process)
+        stop_process(self.process, grace_s=self.STOP_GRACE_S)
+
+
+@dataclass
+class LlamaServer(ChildServer):
+    base_url: str  # e.g. http://127.0.0.1:41234 (no /v1)
+    port: int
+    slots: int
+    ctx: int
+    model_path: Path
+    log_path: Path
+    process: subprocess.Popen = field(repr=False)
+    startup_s: float = 0.0
 
 
 def log_tail(path: Path, n: int = 40) -> str:
@@ -183,6 +192,11 @@ def start_llama_server(
 
 
 def _wait_healthy(server: LlamaServer, deadline_s: float) -> None:
+    wait_healthy(server, deadline_s, "llama-server", LlamaServerError)
+
+
+def wait_healthy(server: ChildServer, deadline_s: float, name: str, error: type[Exception]) -> None:
+    """Poll ``/health`` until 200; ``error`` (with the log tail) when the process dies or the deadline passes."""
     deadline = time.monotonic() + deadline_s
     url = server.base_url + "/health"
     last = "no answer yet"
@@ -190,10 +204,8 @@ def _wait_healthy(server: LlamaServer, deadline_s: float) -> None:
         while True:
             code = server.process.poll()
             if code is not None:
-                raise LlamaServerError(
-                    f"llama-server exited with code {code} before becoming healthy; log tail "
-                    f"({server.log_path}):\n{server.log_tail()}"
-                )
+                raise error(f"{name} exited with code {code} before becoming healthy; log tail "
+                            f"({server.log_path}):\n{server.log_tail()}")
             try:
                 r = client.get(url)
                 if r.status_code == 200:
@@ -202,12 +214,10 @@ def _wait_healthy(server: LlamaServer, deadline_s: float) -> None:
             except httpx.HTTPError as exc:
                 last = type(exc).__name__
             if time.monotonic() >= deadline:
-                raise LlamaServerError(
-                    f"llama-server not healthy within {deadline_s:.0f} s (last: {last}); log tail "
-                    f"({server.log_path}):\n{server.log_tail()}"
-                )
+                raise error(f"{name} not healthy within {deadline_s:.0f} s (last: {last}); log tail "
+                            f"({server.log_path}):\n{server.log_tail()}")
             try:  # pace the polling by waiting on the process itself (returns early if it dies)
-                server.process.wait(timeout=0.1)
+                server.process.wait(timeout=0.1 if name == "llama-server" else 0.5)
             except subprocess.TimeoutExpired:
                 pass
 

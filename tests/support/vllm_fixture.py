@@ -27,10 +27,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.support.llama_fixture import free_port, in_ci, log_tail, stop_process
+from tests.support.llama_fixture import ChildServer, free_port, in_ci, stop_process, wait_healthy
 from tests.support.vllm_peer import GEMMA3, SMOLLM2, PeerPaths, PeerSetupError, ensure_built, peer_env
 
 HEALTH_DEADLINE_S = 300.0
@@ -61,7 +60,7 @@ class VllmServerError(RuntimeError):
 
 
 @dataclass
-class VllmServer:
+class VllmServer(ChildServer):
     base_url: str  # http://127.0.0.1:PORT (no /v1)
     port: int
     model: str  # the served model name
@@ -72,23 +71,11 @@ class VllmServer:
     log_path: Path
     process: subprocess.Popen = field(repr=False)
     startup_s: float = 0.0
-
-    @property
-    def openai_url(self) -> str:
-        return self.base_url + "/v1"
+    STOP_GRACE_S = 20.0  # vLLM stops its engine and worker processes after the API server
 
     @property
     def metrics_url(self) -> str:
         return self.base_url + "/metrics"
-
-    def log_tail(self, n: int = 40) -> str:
-        return log_tail(self.log_path, n)
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def stop(self) -> None:
-        stop_process(self.process, grace_s=20.0)
 
 
 def start_vllm_server(paths: PeerPaths, log_dir: Path, *, model: str = SMOLLM2, max_num_seqs: int = MAX_NUM_SEQS,
@@ -128,23 +115,7 @@ def start_vllm_server(paths: PeerPaths, log_dir: Path, *, model: str = SMOLLM2, 
 
 
 def _wait_healthy(server: VllmServer, deadline_s: float) -> None:
-    deadline = time.monotonic() + deadline_s
-    with httpx.Client(timeout=2.0) as client:
-        while True:
-            code = server.process.poll()
-            if code is not None:
-                raise VllmServerError(f"vLLM exited with code {code} before becoming healthy; log tail "
-                                      f"({server.log_path}):\n{server.log_tail()}")
-            try:
-                if client.get(server.base_url + "/health").status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise VllmServerError(f"vLLM not healthy within {deadline_s:.0f} s; log tail ({server.log_path}):\n"
-                                      f"{server.log_tail()}")
-            # polling a child process that has no readiness pipe: the bounded wait is the deadline above
-            time.sleep(0.5)
+    wait_healthy(server, deadline_s, "vLLM", VllmServerError)
 
 
 @pytest.fixture(scope="session")
