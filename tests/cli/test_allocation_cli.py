@@ -134,3 +134,14 @@ def test_live_refuses_an_unreadable_server_log_before_any_load(tmp_path, capsys)
     err = capsys.readouterr().err
     assert rc == 2 and "--server-log: cannot read" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_block_size_nobody_gave_is_said(config, capsys):
+    """`budget --kv-cache-gib` without --block-size: the prediction uses 16-token blocks and says so."""
+    assert main(["budget", "--config", str(config), "--kv-cache-gib", "1", "--max-seq", "2048"]) == 0
+    out = capsys.readouterr().out
+    assert "blocks=2,912" in out and "--block-size not given: blocks of 16 tokens assumed" in out
+    assert main(["budget", "--config", str(config), "--kv-cache-gib", "1", "--max-seq", "2048",
+                 "--block-size", "128"]) == 0
+    out = capsys.readouterr().out
+    assert "blocks=364" in out and "--block-size not given" not in out

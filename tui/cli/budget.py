@@ -351,6 +351,9 @@ def run(args: argparse.Namespace) -> int:
         print(format_budget_text(result), end="")
         if pred is not None:
             print(format_allocation_text(pred), end="")
+            if getattr(args, "block_size", None) is None:  # a default standing in: said, not hidden
+                print(f"  - --block-size not given: blocks of {pred.block_size} tokens assumed (vLLM's default on a "
+                      "GPU; its CPU backend uses 128): give the engine's block size for its figures")
         if out:
             print(f"saved budget JSON to {out}")
     return 0
