@@ -151,7 +151,8 @@ def budget_from_args(args: argparse.Namespace) -> BudgetResult | MemoryMissing:
         if (given or config_path is not None) and not memory_given(given):
             if teaching:
                 return compute_budget(inputs.replace(notes=(*inputs.notes, TEACHING_MEMORY_NOTE)))
-            return MemoryMissing(inputs, budget_source(args) or "flags", margin_given="margin_gib" in given)
+            return MemoryMissing(inputs, budget_source(args) or "flags", margin_given="margin_gib" in given,
+                                 max_seq_given="max_seq" in given, block_size_given="block_size" in given)
         return compute_budget(inputs)
     except BudgetError:
         raise

@@ -90,7 +90,7 @@ def test_engine_kv_space_gives_the_candidate_and_says_where_from(smol_config):
     res = resolve(pending, vllm_header())
     assert res.budget is not None and res.budget.candidate == 22  # floor(1 GiB / (23,040 B x 2048)) = 22
     assert res.budget.inputs.kv_space_bytes == GIB
-    assert res.memory == "KV space 1.00 GiB: vLLM's own kv_cache_memory_bytes (run header server_capacity)"
+    assert res.memory.startswith("KV space 1.00 GiB: vLLM's own kv_cache_memory_bytes (run header server_capacity)")
     assert not any("3.00 GiB" in a for a in res.budget.assumptions)  # no margin nobody gave
     # none reported: unknown, the missing input named, no candidate
     none = resolve(pending, {"type": "run", "target": {"url": "http://127.0.0.1:8000"}})
@@ -181,3 +181,17 @@ def test_a_kv_cache_usage_beyond_one_is_a_bad_line_not_500_percent_in_use():
     assert "q.jsonl:2" in str(items[1]) and "fraction from 0 to 1" in str(items[1])
     block = list(parse_block((good + "\n" + bad).encode(), 1, "q.jsonl"))
     assert [type(x).__name__ for x in block] == [type(x).__name__ for x in items]
+
+
+def test_the_engines_max_model_len_and_block_size_stand_in_for_flags_not_given(smol_config):
+    """--config only: the budget takes the engine's max_model_len (2048) and block size (128), says so, and its
+    candidate is the engine's own (22); a --max-seq given is kept (4096 -> 11) and not said to be the engine's."""
+    hdr = vllm_header()
+    hdr["server_capacity"] = {**hdr["server_capacity"], "max_model_len": 2048, "block_size": 128}
+    res = resolve(budget_from_args(parse(["--config", str(smol_config)])), hdr)
+    assert res.budget is not None and res.budget.candidate == 22
+    assert (res.budget.inputs.max_seq, res.budget.inputs.block_size) == (2048, 128)
+    assert "max_seq 2,048 = the engine's max_model_len" in res.memory and "blocks of 128" in res.memory
+    given = resolve(budget_from_args(parse(["--config", str(smol_config), "--max-seq", "4096"])), hdr)
+    assert given.budget is not None and given.budget.candidate == 11 and given.budget.inputs.max_seq == 4096
+    assert "max_model_len" not in given.memory

@@ -15,6 +15,7 @@ Pure functions; no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from urllib.parse import urlsplit
 from tui.core.budget.arithmetic import compute_budget, kv_bytes_per_token_per_layer, kv_per_seq_bytes
 from tui.core.budget.inputs import BudgetInputs
 from tui.core.budget.results import BudgetResult
-from tui.core.budget.vocab import GIB
+from tui.core.budget.vocab import GIB, BudgetError
 
 #: the flags that give the memory input
 MEMORY_FLAGS = "--gpu-gib GIB (one GPU's memory) or --kv-cache-gib GIB (the KV cache space itself)"
@@ -53,6 +54,9 @@ class MemoryMissing:
     inputs: BudgetInputs
     origin: str
     margin_given: bool = False
+    #: the flags gave these (else the engine's own max_model_len / block_size replace the defaults when known)
+    max_seq_given: bool = False
+    block_size_given: bool = False
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -162,19 +166,46 @@ def engine_kv_space(header: Mapping | None) -> tuple[int | None, str]:
     return nbytes, f"KV space {nbytes / GIB:.2f} GiB: {who}'s own kv_cache_memory_bytes (run header server_capacity)"
 
 
+def engine_geometry(pending: MemoryMissing, header: Mapping | None) -> tuple[MemoryMissing, str]:
+    """``pending`` with the sequence length and block size the engine states (``server_capacity.max_model_len``,
+    ``block_size``: vLLM's cache_config_info) where the flags gave none: the engine's own figures, not the
+    defaults (4096 tokens, blocks of 16); and the words saying so ("" when nothing was taken)."""
+    cap = header.get("server_capacity") if header else None
+    if not isinstance(cap, Mapping):
+        return pending, ""
+    changes: dict[str, int] = {}
+    said = []
+    mml, block = _positive_int(cap.get("max_model_len")), _positive_int(cap.get("block_size"))
+    if mml is not None and not pending.max_seq_given:
+        changes["max_seq"] = mml
+        said.append(f"max_seq {mml:,} = the engine's max_model_len")
+    if block is not None and not pending.block_size_given:
+        changes["block_size"] = block
+        said.append(f"blocks of {block} = the engine's block_size")
+    if not changes:
+        return pending, ""
+    try:
+        inputs = pending.inputs.replace(**changes)
+    except BudgetError:  # an engine figure the budget refuses (e.g. over its bounds): keep the flags' inputs
+        return pending, ""
+    return dataclasses.replace(pending, inputs=inputs), "; " + ", ".join(said) + " (--max-seq / --block-size not given)"
+
+
 def resolve(pending: MemoryMissing, header: Mapping | None) -> Resolution:
-    """The budget ``pending`` describes, with the memory from NVML, else the engine's KV space; else unknown."""
+    """The budget ``pending`` describes, with the memory from NVML, else the engine's KV space; else unknown.
+    The engine's max_model_len and block size stand in for the flags not given (said in the memory label)."""
+    pending, geometry = engine_geometry(pending, header)
     gpu_bytes, gpu_label = gpu_for_budget(header)
     if gpu_bytes:
         inputs = pending.inputs.replace(gpu_gib=gpu_bytes / GIB)
         margin = (f"runtime margin {inputs.margin_gib:.2f} GiB: --margin-gib" if pending.margin_given else
                   f"runtime margin {inputs.margin_gib:.2f} GiB: the default allowance, not measured (--margin-gib)")
-        memory = f"{gpu_label}; {margin}"
+        memory = f"{gpu_label}; {margin}{geometry}"
         return Resolution(compute_budget(inputs), pending.origin, memory, None)
     kv_bytes, kv_label = engine_kv_space(header)
     if kv_bytes:
         result = compute_budget(pending.inputs.replace(kv_space_bytes=kv_bytes))
-        return Resolution(result, pending.origin, kv_label, None)
+        return Resolution(result, pending.origin, kv_label + geometry, None)
     why = gpu_label if gpu_label == WHY_NO_HEADER else f"{gpu_label}; {kv_label}"
     return Resolution(None, None, None, pending.hint(why), why)
 
