@@ -131,7 +131,8 @@ def parse_lengths(text: str) -> LengthDist:
 
 
 def _g(v: float) -> str:
-    return f"{v:.15g}"
+    """The shortest text that reads back as ``v`` (``400`` rather than ``400.0``)."""
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(float(v))
 
 
 def format_lengths(d: LengthDist) -> str:
