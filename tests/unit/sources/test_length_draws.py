@@ -152,3 +152,29 @@ async def test_open_loop_lengths_of_three_workers_are_the_single_process_lengths
         assert len(reqs) == 40
         seqs[workers] = [(d["input_tokens_asked"], d["output_tokens_asked"]) for d in reqs]
     assert seqs[3] == seqs[1] and len(set(seqs[1])) > 10
+
+
+async def test_a_worker_engine_process_or_ray_actor_draws_with_the_setups_distributions():
+    """The Ray actor and the worker process both wrap WorkerEngine(setup): the distributions travel in the setup
+    (pickled, as over a worker's pipe) and the engine's runner draws the single-process lengths with them."""
+    import pickle
+
+    from tui.sources.load.wire import WorkerSetup
+    from tui.sources.load.worker import WorkerEngine
+
+    fin, fout = parse_lengths("lognormal:300,0.7"), parse_lengths("uniform:5-50")
+    setup = WorkerSetup(worker=1, workers=3, endpoint="http://127.0.0.1:9/v1/completions", query="", chat=False,
+                        model="m", ignore_eos=False, connect_timeout=1.0, read_timeout=1.0, insecure=False,
+                        token_offsets=False, headers={}, secrets=[], run_id="run", seed=5, input_tokens=fin.bounds,
+                        output_tokens=fout.bounds, max_in_flight=8, prompts=PromptBuilder().state(), anchor=None,
+                        input_lengths=fin, output_lengths=fout)
+    engine = WorkerEngine(pickle.loads(pickle.dumps(setup)), out=None)  # type: ignore[arg-type]
+    await engine.start()
+    try:
+        step = Step(3.0, 1, "measure", "closed")
+        got = [(q.in_asked, q.out_asked) for q in (engine.runner.new_req(step, 0.0) for _ in range(5))]
+        one = runner(5, 0, 1, "lognormal:300,0.7", "uniform:5-50")
+        want = [(q.in_asked, q.out_asked) for q in (one.new_req(step, 0.0) for _ in range(16))][1::3]  # 1, 4, 7, ...
+        assert got == want[:5]
+    finally:
+        await engine.close()
