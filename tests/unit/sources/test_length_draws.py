@@ -178,3 +178,19 @@ async def test_a_worker_engine_process_or_ray_actor_draws_with_the_setups_distri
         assert got == want[:5]
     finally:
         await engine.close()
+
+
+async def test_closed_loop_lengths_of_two_workers_are_the_single_process_lengths(fs):
+    """Closed loop has no schedule (which loop sends which request is timing), but the set of lengths a step asks is
+    the same: request k of the step asks (seed, step, k)'s lengths, and the workers' numbers partition 0..n-1."""
+    fin, fout = parse_lengths("normal:80,30[8-200]"), parse_lengths("uniform:4-40")
+    asked = {}
+    for workers in (1, 2):
+        out: list[dict] = []
+        await run_load(cfg(fs.url("ok", tokens=2), mode="closed", levels=[4.0], requests=24, workers=workers,
+                           input_tokens=fin.bounds, output_tokens=fout.bounds, input_lengths=fin,
+                           output_lengths=fout), out.append)
+        reqs = [d for d in out if d.get("type") == "request"]
+        assert len(reqs) == 24
+        asked[workers] = sorted((d["input_tokens_asked"], d["output_tokens_asked"]) for d in reqs)
+    assert asked[2] == asked[1] and len(set(asked[1])) > 12
