@@ -36,9 +36,10 @@ from tui.cli.options import (
     positive_float,
     positive_int,
     slos_from_args,
-    token_range,
+    token_lengths,
 )
 from tui.core.exitcodes import ExitCode
+from tui.core.lengths import LengthDist
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
 from tui.sources.live import default_record_path
@@ -95,10 +96,13 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
     g.add_argument("--burstiness", type=non_negative_float, default=None, metavar="FACTOR",
                    help="gamma arrivals: coefficient of variation of the gaps (shape 1/X^2); 1 = Poisson, "
                         f">1 burstier (default {defaults.BURSTINESS:g})")
-    g.add_argument("--input-tokens", type=token_range, default=None, metavar="N|MIN-MAX",
-                   help=f"prompt length in tokens, fixed or uniform MIN-MAX (default {defaults.INPUT_TOKENS})")
-    g.add_argument("--output-tokens", type=token_range, default=None, metavar="N|MIN-MAX",
-                   help=f"max_tokens per request, fixed or uniform MIN-MAX (default {defaults.OUTPUT_TOKENS})")
+    g.add_argument("--input-tokens", type=token_lengths, default=None, metavar="DIST",
+                   help="prompt length in tokens: N, MIN-MAX (uniform, the old draws), uniform:MIN-MAX, "
+                        "normal:MEAN,SD[LO-HI] or lognormal:MEDIAN,SIGMA[LO-HI] (clamped to LO-HI, default "
+                        f"{defaults.LENGTH_CLIP_MIN}-{defaults.LENGTH_CLIP_MAX}; seeded by --seed) "
+                        f"(default {defaults.INPUT_TOKENS})")
+    g.add_argument("--output-tokens", type=token_lengths, default=None, metavar="DIST",
+                   help=f"max_tokens per request, the same forms as --input-tokens (default {defaults.OUTPUT_TOKENS})")
     g.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None,
                    help="send ignore_eos: true so every answer has exactly max_tokens tokens (default: off; on "
                         "with --trace unless --no-ignore-eos; every request records output_tokens_asked beside "
@@ -195,6 +199,8 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         burstiness=defaults.BURSTINESS if args.burstiness is None else float(args.burstiness),
         input_tokens=_lengths(args.input_tokens, trace.input_range if trace else None, defaults.INPUT_TOKENS),
         output_tokens=_lengths(args.output_tokens, trace.output_range if trace else None, defaults.OUTPUT_TOKENS),
+        input_lengths=args.input_tokens,
+        output_lengths=args.output_tokens,
         ignore_eos=trace is not None if args.ignore_eos is None else bool(args.ignore_eos),
         warmup=args.warmup,
         requests=args.requests,
@@ -233,10 +239,11 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
     return cfg
 
 
-def _lengths(given: tuple[int, int] | None, traced: tuple[int, int] | None, default: int) -> tuple[int, int]:
-    """--input-tokens / --output-tokens: as given, else the trace's range, else the default (fixed)."""
+def _lengths(given: LengthDist | None, traced: tuple[int, int] | None, default: int) -> tuple[int, int]:
+    """--input-tokens / --output-tokens: the bounds of the distribution given, else the trace's range, else the
+    default (fixed)."""
     if given is not None:
-        return (int(given[0]), int(given[1]))
+        return given.bounds
     return traced if traced is not None else (default, default)
 
 

@@ -20,6 +20,7 @@ import tui.core.defaults as D
 from tui.core.budget.inputs import MAX_GIB
 from tui.core.budget.vocab import GIB
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
+from tui.core.lengths import LengthDist, parse_lengths
 from tui.core.slos import TTFT_OF, Slos
 
 # ------------------------------------------------------------------ help
@@ -144,6 +145,14 @@ def token_range(text: str) -> tuple[int, int]:
     if lo < 1 or hi < lo:
         raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX, got {text!r}")
     return lo, hi
+
+
+def token_lengths(text: str) -> LengthDist:
+    """--input-tokens / --output-tokens: ``N``, ``A-B`` or a named distribution (:func:`tui.core.lengths.parse_lengths`)."""
+    try:
+        return parse_lengths(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def header_arg(text: str) -> tuple[str, str]:

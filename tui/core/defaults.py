@@ -76,3 +76,8 @@ QUALITY_SEED = 1234
 TOKEN_TOLERANCE_TOKENS = 1
 TOKEN_TOLERANCE_FRACTION = 0.02
 TOKEN_EXACT_DISTINCT = 4096
+
+# issue 23: length distributions of --input-tokens / --output-tokens (`tui.core.lengths`). A normal or lognormal
+# draw is rounded and clamped to [LENGTH_CLIP_MIN, LENGTH_CLIP_MAX] unless the form names its own bounds ([LO-HI]).
+LENGTH_CLIP_MIN = 1
+LENGTH_CLIP_MAX = 32768

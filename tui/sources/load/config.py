@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import tui.core.defaults as defaults
 import tui.sources.openai_http as oh
+from tui.core.lengths import LengthDist
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
 from tui.core.slos import Slos
@@ -68,6 +69,10 @@ class LoadConfig:
     burstiness: float = defaults.BURSTINESS  # gamma: coefficient of variation of inter-arrival gaps
     input_tokens: tuple[int, int] = (defaults.INPUT_TOKENS, defaults.INPUT_TOKENS)  # (min, max), uniform
     output_tokens: tuple[int, int] = (defaults.OUTPUT_TOKENS, defaults.OUTPUT_TOKENS)
+    # the distributions of --input-tokens / --output-tokens (tui.core.lengths); None: the (min, max) pair above
+    # means what it always did (fixed, or the old A-B uniform). When given, the pair above is its bounds.
+    input_lengths: LengthDist | None = None
+    output_lengths: LengthDist | None = None
     ignore_eos: bool = False
     warmup: int = defaults.WARMUP_REQUESTS
     requests: int | None = None  # per step
@@ -126,9 +131,12 @@ class LoadConfig:
             raise ConfigError("--burstiness must be >= 0")
         if self.arrival == "gamma" and self.burstiness == 0:
             raise ConfigError("--burstiness 0 means constant arrivals: use --arrival constant")
-        for name, (lo, hi) in (("--input-tokens", self.input_tokens), ("--output-tokens", self.output_tokens)):
+        for name, (lo, hi), dist in (("--input-tokens", self.input_tokens, self.input_lengths),
+                                     ("--output-tokens", self.output_tokens, self.output_lengths)):
             if not (1 <= lo <= hi):
                 raise ConfigError(f"{name} must be N or MIN-MAX with 1 <= MIN <= MAX")
+            if dist is not None and (not isinstance(dist, LengthDist) or dist.bounds != (lo, hi)):
+                raise ConfigError(f"{name}: the distribution's bounds must be the (min, max) pair")
         if self.warmup < 0 or self.rounds < 1:
             raise ConfigError("--warmup must be >= 0 and --rounds >= 1")
         if self.requests is not None and self.requests < 1:

@@ -46,7 +46,7 @@ from tui.sources.load.executor import RequestExecutor
 from tui.sources.load.kinds import Mode, Phase
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.ray_workers import ray_links
-from tui.sources.load.runner import Clock, StepRunner
+from tui.sources.load.runner import Clock, StepRunner, lengths_block
 from tui.sources.load.sizing import raise_fd_limit
 from tui.sources.load.steps import (
     CLIENT_BUSY_LIMIT,
@@ -157,7 +157,8 @@ class LoadGenerator:
         if self._runner is None:  # one runner for the generator's life: its id sequence never restarts
             self._runner = StepRunner(self._executor, self.clock, self.prompts, self.run_id,
                                       input_tokens=c.input_tokens, output_tokens=c.output_tokens, seed=c.seed,
-                                      on_record=self._on_record, max_in_flight=c.max_in_flight)
+                                      on_record=self._on_record, max_in_flight=c.max_in_flight,
+                                      input_lengths=c.input_lengths, output_lengths=c.output_lengths)
         else:
             self._runner.executor = self._executor
 
@@ -187,7 +188,7 @@ class LoadGenerator:
                                                          metrics_url=self.cfg.metrics_url)
         except Exception:  # noqa: BLE001 (a side channel must not stop the run)
             self.server_capacity = None
-        sizes = [self.cfg.input_tokens[1]]
+        sizes = [self.cfg.input_tokens[1] if self.cfg.input_lengths is None else self.cfg.input_lengths.typical_max()]
         await self.prompts.calibrate(client, self.root, prompt_prefix("00000000-000000"), sizes)
 
     def _worker_setups(self, workers: int, anchor: tuple[float, float] | None) -> list[WorkerSetup]:
@@ -197,7 +198,8 @@ class LoadGenerator:
                             read_timeout=c.read_timeout, insecure=bool(c.insecure), token_offsets=c.token_offsets,
                             headers=dict(self.headers), secrets=list(self._secrets), run_id=self.run_id, seed=c.seed,
                             input_tokens=c.input_tokens, output_tokens=c.output_tokens, max_in_flight=c.max_in_flight,
-                            prompts=self.prompts.state(), anchor=anchor)
+                            prompts=self.prompts.state(), anchor=anchor, input_lengths=c.input_lengths,
+                            output_lengths=c.output_lengths)
                 for k in range(workers)]
 
     async def _start_workers(self) -> None:
@@ -265,8 +267,8 @@ class LoadGenerator:
                 "level_unit": c.level_unit,
                 "arrival": c.arrival if c.mode == "open" else None,
                 "burstiness": c.burstiness if c.mode == "open" and c.arrival == "gamma" else None,
-                "input_tokens": {"min": c.input_tokens[0], "max": c.input_tokens[1]},
-                "output_tokens": {"min": c.output_tokens[0], "max": c.output_tokens[1]},
+                "input_tokens": lengths_block(c.input_tokens, c.input_lengths),
+                "output_tokens": lengths_block(c.output_tokens, c.output_lengths),
                 "ignore_eos": c.ignore_eos,
                 "warmup": c.warmup,
                 "requests": c.step_requests,

@@ -24,10 +24,22 @@ from collections.abc import Callable, Iterable
 from time import perf_counter
 from typing import Any
 
+from tui.core.lengths import LengthDist, draw_at, header_block, parse_lengths
 from tui.sources.load.arrivals import PlannedArrival
 from tui.sources.load.executor import Req, RequestExecutor, request_record
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.steps import Step
+
+
+def range_lengths(pair: tuple[int, int]) -> LengthDist:
+    """A (min, max) pair as the distribution it always meant: fixed when equal, else the old ``A-B`` uniform."""
+    lo, hi = int(pair[0]), int(pair[1])
+    return parse_lengths(str(lo) if lo == hi else f"{lo}-{hi}")
+
+
+def lengths_block(pair: tuple[int, int], dist: LengthDist | None) -> dict:
+    """The run header's ``load.input_tokens`` / ``load.output_tokens`` (:func:`tui.core.lengths.header_block`)."""
+    return header_block(range_lengths(pair) if dist is None else dist)
 
 
 class Clock:
@@ -69,13 +81,19 @@ class StepRunner:
     def __init__(self, executor: RequestExecutor, clock: Clock, prompts: PromptBuilder, run_id: str, *,
                  input_tokens: tuple[int, int], output_tokens: tuple[int, int], seed: Any,
                  on_record: OnRecord, worker: int = 0, workers: int = 1, max_in_flight: int = 4096,
-                 on_start: Callable[[Req], Any] | None = None) -> None:
+                 on_start: Callable[[Req], Any] | None = None, input_lengths: LengthDist | None = None,
+                 output_lengths: LengthDist | None = None) -> None:
         self.executor = executor
         self.clock = clock
         self.prompts = prompts
         self.run_id = run_id
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+        # the distributions (tui.core.lengths); without them the (min, max) pairs: fixed, or the old A-B form
+        self.input_lengths = input_lengths if input_lengths is not None else range_lengths(input_tokens)
+        self.output_lengths = output_lengths if output_lengths is not None else range_lengths(output_tokens)
+        self.seed = seed
+        self._closed_index: dict[tuple, int] = {}  # closed loop: requests this runner built per step
         self.on_record = on_record
         self.on_start = on_start  # told of each request as it is sent (a worker reports them in its next batch)
         self.worker = worker
@@ -93,18 +111,34 @@ class StepRunner:
 
     # -- requests ----------------------------------------------------------
 
-    def new_req(self, step: Step, t_intended: float, n_in: int | None = None, n_out: int | None = None) -> Req:
+    def new_req(self, step: Step, t_intended: float, n_in: int | None = None, n_out: int | None = None,
+                index: int | None = None) -> Req:
+        """The next request of ``step``. ``index``: its place in the step's one schedule (an open-loop arrival's
+        ``seq``); None in closed loop, where this runner's k-th request of the step is number
+        ``worker + k * workers`` (the workers' numbers partition 0, 1, 2, ... as one process's do)."""
         self._seq += 1
         rid = f"{self.run_id}-{self._seq:06d}"
         self._seq += self.workers - 1
-        if n_in is None:
-            lo, hi = self.input_tokens
-            n_in = lo if lo == hi else self._len_rng.randint(lo, hi)
-        if n_out is None:
-            lo, hi = self.output_tokens
-            n_out = lo if lo == hi else self._len_rng.randint(lo, hi)
+        if n_in is None or n_out is None:
+            if index is None:
+                skey = (step.phase, step.level, step.round)
+                k = self._closed_index.get(skey, 0)
+                self._closed_index[skey] = k + 1
+                index = self.worker + k * self.workers
+            where = f"{step.phase}:{step.level:g}:{step.round}:{index}"
+            if n_in is None:
+                n_in = self._draw(self.input_lengths, "in", where)
+            if n_out is None:
+                n_out = self._draw(self.output_lengths, "out", where)
         prompt = self.prompts.build(prompt_prefix(rid), n_in)
         return Req(rid, step.phase, step.level, step.round, step, n_in, n_out, prompt, t_intended)
+
+    def _draw(self, d: LengthDist, stream: str, where: str) -> int:
+        if d.kind == "fixed" or d.lo == d.hi:
+            return d.lo
+        if d.sequential:  # the A-B form: the old sequential stream, so a seed asks what it asked before
+            return self._len_rng.randint(d.lo, d.hi)
+        return draw_at(d, self.seed, f"lengths:{stream}:{where}")
 
     async def send_one(self, req: Req) -> None:
         """Run one request to its end, recording it exactly once (also when cancelled)."""
@@ -199,13 +233,13 @@ class StepRunner:
                 sem.release()
 
         async with asyncio.TaskGroup() as tg:
-            for _i, offset, n_in, n_out in arrivals:
+            for i, offset, n_in, n_out in arrivals:
                 if duration is not None and offset >= duration:
                     break
                 if stop():
                     break
                 t_int = step.t0 + offset
-                req = self.new_req(step, t_int, n_in, n_out)  # built before the wait: at t_int only the send
+                req = self.new_req(step, t_int, n_in, n_out, i)  # built before the wait: at t_int only the send
                 delay = t_int - perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)

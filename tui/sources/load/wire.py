@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.core.lengths import LengthDist
 from tui.sources.load.arrivals import PlannedArrival
 
 _FRAME = struct.Struct(">I")
@@ -54,6 +55,8 @@ class WorkerSetup:
     max_in_flight: int
     prompts: dict
     anchor: tuple[float, float] | None  # the coordinator's clock anchor (same machine) or None (own clock)
+    input_lengths: LengthDist | None = None  # the distributions (tui.core.lengths); None: the pairs above
+    output_lengths: LengthDist | None = None
 
 
 @dataclass

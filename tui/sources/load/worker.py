@@ -70,7 +70,8 @@ class WorkerEngine:
         self.runner = StepRunner(ex, Clock(s.anchor), PromptBuilder.from_state(s.prompts), s.run_id,
                                  input_tokens=s.input_tokens, output_tokens=s.output_tokens, seed=s.seed,
                                  on_record=self._on_record, worker=s.worker, workers=s.workers,
-                                 max_in_flight=s.max_in_flight, on_start=self._on_start)
+                                 max_in_flight=s.max_in_flight, on_start=self._on_start,
+                                 input_lengths=s.input_lengths, output_lengths=s.output_lengths)
         return {"worker": s.worker, "pid": os.getpid(), "host": platform.node(),
                 "clock": "coordinator's anchor" if s.anchor is not None else "own anchor",
                 "epoch0": self.runner.clock.epoch0}
