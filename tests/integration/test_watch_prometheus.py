@@ -16,6 +16,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import httpx
 import pytest
 
+from tests.support.llama_fixture import stop_process
 from tests.support.polling import wait_until
 from tests.support.watch_server import MetricsServer
 
@@ -71,12 +72,7 @@ def fleet(tmp_path):
         _wait(lambda: len([r for r in _query(base, "up") if r["value"][1] == "1"]) == 3, "three targets up")
         yield base, servers
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc)
         log.close()
         for s in servers:
             s.__exit__(None, None, None)

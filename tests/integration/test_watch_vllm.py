@@ -37,6 +37,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import httpx
 import pytest
 
+from tests.support.llama_fixture import stop_process
 from tests.support.paths import REPO
 from tests.support.polling import wait_until
 
@@ -92,12 +93,7 @@ def prometheus(vllm_server, tmp_path_factory):
         _wait(lambda: _prom_ts(base, "vllm:num_requests_running"), "Prometheus scraping vLLM")
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc)
         log.close()
 
 
