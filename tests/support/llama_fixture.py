@@ -178,7 +178,7 @@ def start_llama_server(
             model_path=Path(model_path), log_path=log_path, process=proc,
         )
         try:
-            _wait_healthy(server, deadline_s)
+            wait_healthy(server, deadline_s, "llama-server", LlamaServerError)
         except LlamaServerError as exc:
             stop_process(proc)
             last_err = str(exc)
@@ -189,10 +189,6 @@ def start_llama_server(
         server.startup_s = time.monotonic() - t0
         return server
     raise LlamaServerError(f"llama-server did not start after {attempts} attempts: {last_err}")
-
-
-def _wait_healthy(server: LlamaServer, deadline_s: float) -> None:
-    wait_healthy(server, deadline_s, "llama-server", LlamaServerError)
 
 
 def wait_healthy(server: ChildServer, deadline_s: float, name: str, error: type[Exception]) -> None:

@@ -102,7 +102,7 @@ def start_vllm_server(paths: PeerPaths, log_dir: Path, *, model: str = SMOLLM2, 
         server = VllmServer(f"http://127.0.0.1:{port}", port, SERVED_NAMES.get(model, model), paths.model(model),
                             max_num_seqs, max_model_len, kv_space_gib, log_path, proc)
         try:
-            _wait_healthy(server, deadline_s)
+            wait_healthy(server, deadline_s, "vLLM", VllmServerError)
         except VllmServerError as exc:
             stop_process(proc, grace_s=20.0)
             last = str(exc)
@@ -112,10 +112,6 @@ def start_vllm_server(paths: PeerPaths, log_dir: Path, *, model: str = SMOLLM2, 
         server.startup_s = time.monotonic() - t0
         return server
     raise VllmServerError(f"vLLM did not start after {attempts} attempts: {last}")
-
-
-def _wait_healthy(server: VllmServer, deadline_s: float) -> None:
-    wait_healthy(server, deadline_s, "vLLM", VllmServerError)
 
 
 @pytest.fixture(scope="session")

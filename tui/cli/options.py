@@ -133,20 +133,6 @@ def levels(kind: type):
     return parse
 
 
-def token_range(text: str) -> tuple[int, int]:
-    """``N`` or ``MIN-MAX`` (inclusive, uniform)."""
-    s = str(text).strip()
-    lo_s, sep, hi_s = s.partition("-")
-    try:
-        lo = int(lo_s)
-        hi = int(hi_s) if sep else lo
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N or MIN-MAX, got {text!r}") from None
-    if lo < 1 or hi < lo:
-        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX, got {text!r}")
-    return lo, hi
-
-
 def token_lengths(text: str) -> LengthDist:
     """--input-tokens / --output-tokens: ``N``, ``A-B`` or a named distribution (:func:`tui.core.lengths.parse_lengths`)."""
     try:

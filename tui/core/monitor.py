@@ -27,7 +27,15 @@ import tui.core.provenance as provenance
 import tui.core.slos as slo_defs
 import tui.core.stats as stats
 from tui.core.budget import BudgetError
-from tui.core.budget.memory import ENGINE_KV_LABEL, WHY_NO_HEADER, MemoryMissing, engine_name, memory_label, resolve
+from tui.core.budget.memory import (
+    ENGINE_KV_LABEL,
+    WHY_NO_HEADER,
+    MemoryMissing,
+    engine_kv_space,
+    engine_name,
+    memory_label,
+    resolve,
+)
 from tui.core.budgetview import (
     ORIGIN_RECORD,
     BudgetView,
@@ -1167,9 +1175,8 @@ class Monitor:
             return out
         cap = self.header.get("server_capacity") if self.header else None
         cap = cap if isinstance(cap, dict) else {}
-        raw = cap.get("kv_cache_memory_bytes")
-        allocated = (raw / GIB if isinstance(raw, (int, float)) and not isinstance(raw, bool)
-                     and math.isfinite(raw) and raw > 0 else None)
+        nbytes, _why = engine_kv_space(self.header)  # the one reading of the engine's kv_cache_memory_bytes
+        allocated = None if nbytes is None else nbytes / GIB
         series = tuple(self._kv_usage_series)
         out.update(engine_kv_usage=series[-1], engine_kv_peak_usage=self._kv_usage_peak,
                    engine_kv_samples=self._kv_usage_n)
