@@ -27,10 +27,7 @@ No Textual; httpx only through the client handed in.
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
-
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 LLAMACPP_NOTE = ("llama.cpp: total_slots x n_ctx per slot; the context size is set by the operator (-c, shared by the "
                  "-np slots), not derived from free memory: it is what the server was told to allocate")
@@ -111,10 +108,11 @@ def parse_vllm_metrics(text: str, max_model_len: int | None = None) -> dict | No
     dtypes: set[str | None] = set()
     tokens: list[int | None] = []
     concurrency: list[float | None] = []
-    for line in text.splitlines():
-        if not line.startswith("vllm:cache_config_info{"):
+    from tui.sources.metrics import parse_labeled  # the one Prometheus text parser
+
+    for name, labels, _value in parse_labeled(text):
+        if name != "vllm:cache_config_info":
             continue
-        labels = dict(_LABEL.findall(line[len("vllm:cache_config_info"):line.rfind("}") + 1]))
         blocks = _pos_int(labels.get("num_gpu_blocks"))
         size = _pos_int(labels.get("block_size"))
         if blocks is None or size is None:
