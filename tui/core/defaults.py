@@ -81,3 +81,12 @@ TOKEN_EXACT_DISTINCT = 4096
 # draw is rounded and clamped to [LENGTH_CLIP_MIN, LENGTH_CLIP_MAX] unless the form names its own bounds ([LO-HI]).
 LENGTH_CLIP_MIN = 1
 LENGTH_CLIP_MAX = 32768
+
+# issue 23, datasets (`tui.core.datasets`, `tui.sources.load.dataset`): `--dataset FILE` is refused when more than
+# DATASET_MAX_BAD_SHARE of its rows are bad (--dataset-max-bad-share); the server's /tokenize counts the texts of the
+# first DATASET_TOKENIZE_ROWS rows exactly, DATASET_TOKENIZE_CONCURRENCY calls at once (the other rows: estimated at
+# the ratio measured on those); without /tokenize, DATASET_CHARS_PER_TOKEN characters per token (labelled estimate).
+DATASET_MAX_BAD_SHARE = 0.05
+DATASET_TOKENIZE_ROWS = 2000
+DATASET_TOKENIZE_CONCURRENCY = 8
+DATASET_CHARS_PER_TOKEN = 4.0
