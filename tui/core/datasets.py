@@ -379,7 +379,7 @@ class Dataset:
     token_counts: str = COUNTS_NONE
     output_tokens: str = OUTPUT_DATASET
     note: str = ""
-    _perms: dict[int, list[int]] = field(default_factory=dict, init=False, repr=False)
+    _perms: dict[tuple[str, int], list[int]] = field(default_factory=dict, init=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.conversations)
@@ -397,14 +397,15 @@ class Dataset:
         return replace(self, **changes)
 
     def order(self, seed: object, cycle: int) -> list[int]:
-        """Cycle ``cycle``'s permutation of the conversations' indices (cached: the last two cycles)."""
-        perm = self._perms.get(cycle)
+        """Cycle ``cycle``'s permutation of the conversations' indices from ``seed`` (cached: the last two asked)."""
+        key = (str(seed), cycle)
+        perm = self._perms.get(key)
         if perm is None:
             perm = list(range(len(self.conversations)))
-            random.Random(f"servewatch-dataset:{seed}:{cycle}").shuffle(perm)
+            random.Random(f"servewatch-dataset:{key[0]}:{cycle}").shuffle(perm)
             if len(self._perms) >= 2:
-                self._perms.pop(min(self._perms))
-            self._perms[cycle] = perm
+                self._perms.pop(next(iter(self._perms)))  # the oldest
+            self._perms[key] = perm
         return perm
 
     def at(self, seed: object, n: int) -> Conversation:
