@@ -142,3 +142,17 @@ def test_installed_run_splits_the_load_over_worker_processes(wheel_venv, tmp_pat
     assert block["count"] == 2 and block["kind"] == "processes"
     ids = [d["id"] for d in lines if d.get("type") == "request"]
     assert len(ids) == 40 == len(set(ids))
+
+
+def test_wheel_ships_the_example_datasets(wheel_venv):
+    """The example datasets (tui/data/datasets) are in the installed package, read as the example, 0 bad rows."""
+    py, outside = wheel_venv
+    code = ("import json; from tui.sources.load.dataset import EXAMPLES, example_path, read_dataset;"
+            "print(json.dumps({n: [str(example_path(n)), read_dataset(str(example_path(n)), max_bad_share=0.0)"
+            ".header_block()] for n in EXAMPLES}))")
+    r = _run([str(py), "-c", code], cwd=outside, env=_clean_env())
+    assert r.returncode == 0, r.stderr[-2000:]
+    venv_root = str(py.parent.parent)
+    for name, (path, block) in json.loads(r.stdout).items():
+        assert path.startswith(venv_root) and path.endswith(name), path
+        assert block["example"] is True and block["bad_rows"] == 0 and block["usable"] >= 20, block

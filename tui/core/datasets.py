@@ -313,15 +313,22 @@ class JsonListItems:
         out: list[tuple[int, int, Any]] = []
         pos = 0
         buf = self._buf
+        seen, seen_line = 0, self._line  # the newlines before ``seen`` are counted (positions only grow)
+
+        def line_of(at: int) -> int:
+            nonlocal seen, seen_line
+            seen_line += buf.count("\n", seen, at)
+            seen = at
+            return seen_line
+
         while True:
             pos = self._skip_ws(pos)
             if pos >= len(buf):
                 break
             ch = buf[pos]
-            line = self._line + buf.count("\n", 0, pos)
             if self._state == "start":
                 if ch != "[":
-                    raise JsonListError(line, "not a JSON list")
+                    raise JsonListError(line_of(pos), "not a JSON list")
                 self._state, pos = "item", pos + 1
             elif self._state == "sep":
                 if ch == ",":
@@ -329,7 +336,7 @@ class JsonListItems:
                 elif ch == "]":
                     self._state, pos = "end", pos + 1
                 else:
-                    raise JsonListError(line, f"expected ',' or ']' between items, found {ch!r}")
+                    raise JsonListError(line_of(pos), f"expected ',' or ']' between items, found {ch!r}")
             elif self._state == "item":
                 if ch == "]" and self._index == 0:
                     self._state, pos = "end", pos + 1
@@ -339,15 +346,16 @@ class JsonListItems:
                 except json.JSONDecodeError as exc:
                     if not final:
                         break  # the item may be incomplete: wait for more text
-                    raise JsonListError(self._line + buf.count("\n", 0, exc.pos), f"item {self._index + 1}: {exc.msg}") from None
+                    line_of(pos)
+                    raise JsonListError(line_of(max(pos, exc.pos)), f"item {self._index + 1}: {exc.msg}") from None
                 if end >= len(buf) and not final:
                     break  # a value cut at the end of the text (a number) may go on
                 self._index += 1
-                out.append((self._index, line, value))
+                out.append((self._index, line_of(pos), value))
                 self._state, pos = "sep", end
             else:
-                raise JsonListError(line, "text after the end of the list")
-        self._line += buf.count("\n", 0, pos)
+                raise JsonListError(line_of(pos), "text after the end of the list")
+        self._line = line_of(pos)
         self._buf = buf[pos:]
         if final and self._state != "end":
             where = self._line + self._buf.count("\n")
