@@ -388,6 +388,7 @@ class Dataset:
     output_tokens: str = OUTPUT_DATASET
     note: str = ""
     _perms: dict[tuple[str, int], list[int]] = field(default_factory=dict, init=False, repr=False)
+    _rows: dict[int, Conversation] | None = field(default=None, init=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.conversations)
@@ -395,6 +396,7 @@ class Dataset:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_perms"] = {}
+        state["_rows"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -425,6 +427,13 @@ class Dataset:
             raise ValueError("the dataset has no usable conversation")
         cycle, i = divmod(n, len(self.conversations))
         return self.conversations[self.order(seed, cycle)[i]]
+
+    def by_row(self, row: int) -> Conversation | None:
+        """The usable conversation of ``row`` (a record's ``dataset_row``: a trace replay), None when not usable."""
+        index = self._rows
+        if index is None:
+            index = self._rows = {c.row: c for c in self.conversations}
+        return index.get(row)
 
     def iter_order(self, seed: object, count: int) -> Iterator[Conversation]:
         for n in range(count):

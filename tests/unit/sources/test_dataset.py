@@ -262,6 +262,8 @@ def test_pickle_round_trip_is_small_and_drops_the_cache(tmp_path):
     back = pickle.loads(data)
     assert back.conversations == ds.conversations and back.header_block() == ds.header_block()
     assert [back.at(7, k) for k in range(130)] == [ds.at(7, k) for k in range(130)]
+    assert ds.by_row(2) == ds.conversations[0] and ds.by_row(1) is None  # line 1 is the comment
+    assert len(pickle.dumps(ds)) == before  # nor does the row index
 
 
 # ------------------------------------------------------------------ counting and the context
