@@ -81,3 +81,8 @@ TOKEN_EXACT_DISTINCT = 4096
 # draw is rounded and clamped to [LENGTH_CLIP_MIN, LENGTH_CLIP_MAX] unless the form names its own bounds ([LO-HI]).
 LENGTH_CLIP_MIN = 1
 LENGTH_CLIP_MAX = 32768
+
+# issue 23, REPORTING: the per-turn table of a session workload (`tui.core.turns`): turn indexes from
+# TURN_ROWS_CAP up share one row ("N+"); each row keeps TURN_TTFT_EXACT TTFTs exactly, then a sketch.
+TURN_ROWS_CAP = 32
+TURN_TTFT_EXACT = 20_000
