@@ -104,8 +104,10 @@ def _short_sha(v: Any) -> str:
 
 def _cache(load: Mapping[str, Any]) -> tuple[str, Any]:
     cp = _map(load.get("cache_policy"))
-    if cp is None:  # before issue 23 every servewatch request carried cache_prompt: false
-        return "prompt cache off", False
+    if cp is None:
+        if any(load.get(k) is not None for k in ("sessions", "shared_prefix", "dataset")):
+            return "prompt cache unknown", UNKNOWN  # a header of issue 23 that does not say
+        return "prompt cache off", False  # before issue 23 every servewatch request carried cache_prompt: false
     v = cp.get("cache_prompt")
     if v is True:
         return "prompt cache on", True
@@ -209,7 +211,7 @@ def describe(load: Mapping[str, Any] | None, *, header: Mapping[str, Any] | None
             line = (f"workload not stated by {src.get('tool') or 'the source'} (an imported file): request shape, "
                     "lengths and prompt cache unknown")
         else:
-            line = "workload not recorded (the header's load block names no lengths): unknown"
+            line = "workload unknown: the header's load block names no lengths"
     if header is not None and header.get("synthetic") is True:
         line = "SYNTHETIC: " + line
     return line
