@@ -350,7 +350,10 @@ def _hold_workload(wl: dict, rows: list[dict], warnings: list[str]) -> str | Non
     in ``verdict_if_comparable``), or with ``--allow-different-workload`` a warning. Returns the reason when not
     comparable."""
     diff = "; ".join(wl["differences"])
-    if wl["unchecked"]:
+    if wl["unchecked"] == ["workload"]:
+        warnings.append("the workloads are not checked: a run's header does not state its workload (the request "
+                        "shape, lengths and prompt cache may differ)")
+    elif wl["unchecked"]:
         warnings.append(f"workload not checked for: {', '.join(wl['unchecked'])} (a run's header does not state it)")
     if not wl["differences"]:
         return None

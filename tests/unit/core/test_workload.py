@@ -126,3 +126,19 @@ def test_parts_a_side_does_not_state_are_unchecked_not_different():
     assert blk["differences"] == ["shared prefix: none vs 2 shared 64-token system prompts"]
     blk = compare_block(ours, ef.header(**plain(shared_prefix={"tokens": 64, "groups": 2})), allow_different=True)
     assert blk["comparable"] is True and blk["allowed"] is True
+
+
+def test_turn_table_pools_the_last_row_and_follows_the_outcome():
+    from tui.core.turns import TurnTable
+
+    t = TurnTable(cap=3)
+    for turn in (1, 2, 3, 4, 9):
+        t.add(turn, good=turn != 9, ttft_ms=100.0 * turn, context_tokens=10 * turn, input_tokens=None)
+    t.add(1, good=False, ttft_ms=None, context_tokens=None, input_tokens=50)  # a failed first turn
+    rows = t.rows()
+    assert [r["label"] for r in rows] == ["1", "2", "3+"]
+    assert (rows[0]["n"], rows[0]["good"], rows[0]["ttft_ms"]["n"]) == (2, 1, 1)
+    assert rows[0]["mean_context_tokens"] == 10 and rows[0]["mean_input_tokens"] == 50
+    assert rows[1]["mean_input_tokens"] is None
+    assert (rows[2]["n"], rows[2]["good"]) == (3, 2) and rows[2]["mean_context_tokens"] == (30 + 40 + 90) / 3
+    assert rows[2]["ttft_ms"]["supported_p95"] is False  # 3 values support no P95
