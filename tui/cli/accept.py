@@ -294,6 +294,9 @@ def run(args: argparse.Namespace) -> int:
     changed = ("  [settings not default: " + ", ".join(c["settings_changed"]) + "]") if c.get("settings_changed") else ""
     print(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})"
           + changed)
+    for x in doc.get("load_configuration") or ():  # issue 23: each run's workload, one line
+        if x.get("workload"):
+            print(f"  workload of {x['source']}: {x['workload']}")
     if doc["quality"].get("tied"):
         print(f"  {doc['quality']['tied']}")
     if doc["measured"].get("judged"):

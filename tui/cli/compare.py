@@ -21,7 +21,8 @@ from tui.sources.evidence_reader import ReadSettings, open_evidence
 
 __all__ = ["NoRequests", "add_arguments", "load_run", "run"]
 
-COMPARE_EXIT_DOC = "exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE, 2 bad usage or input"
+COMPARE_EXIT_DOC = ("exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE (also: the workloads differ, "
+                    "without --allow-different-workload), 2 bad usage or input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "refused, exit 2, with the list)")
     parser.add_argument("--cand-run", dest="cand_run", type=positive_int, default=None, metavar="N",
                         help="run N of a candidate file holding several runs (default: none, as --base-run)")
+    parser.add_argument("--allow-different-workload", dest="allow_different_workload", action="store_true",
+                        help="compare two runs whose workloads differ (request shape, lengths, shared prefixes, "
+                             "dataset, prompt cache); the differences are printed as a warning (default: off: such "
+                             "runs are not comparable, NOT ENOUGH EVIDENCE, exit 3)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
     parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
     from tui.cli.chainopts import add_verify_key_argument
@@ -88,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
             raise runs_problem(exc) from None
         except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
-    result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos)
+    result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos,
+                     allow_different_workload=bool(getattr(args, "allow_different_workload", False)))
     integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
     if args.out:

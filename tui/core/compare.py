@@ -23,6 +23,7 @@ from typing import Any
 
 import tui.core.defaults as defaults
 import tui.core.stats as stats
+import tui.core.workload as workload
 from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
 from tui.core.outcomes import EXCLUDED, GOOD
@@ -255,9 +256,12 @@ def _mode(header: dict) -> str | None:
 
 
 def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defaults.COMPARE_MARGIN,
-            alpha: float = defaults.ALPHA, slos: Slos | None = None) -> dict:
+            alpha: float = defaults.ALPHA, slos: Slos | None = None, allow_different_workload: bool = False) -> dict:
     """``base`` / ``cand``: {"label", "header", "requests": [RequestRecord], "issues": int}. Returns the
-    comparison as a JSON-able dict with ``verdict`` and ``exit_code``."""
+    comparison as a JSON-able dict with ``verdict`` and ``exit_code``. Two runs whose workloads differ
+    (``tui.core.workload.differences``) are not comparable: every matched level is NOT ENOUGH EVIDENCE with that
+    reason (the figures still shown), unless ``allow_different_workload`` (then compared, the differences a
+    warning)."""
     slo = slo_ttft_ms / 1000.0
     sides = []
     for run in (base, cand):
@@ -306,6 +310,8 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
                         "come from the measurement, not the server")
     if modes_conflict:
         warnings.append(f"load modes differ (base {b['mode']} loop, candidate {c['mode']} loop): levels not matched")
+    wl = workload.compare_block(b["header"], c["header"], allow_different=allow_different_workload)
+    not_comparable = _hold_workload(wl, rows, warnings)
     verdicts = [r["verdict"] for r in rows]
     if any(v == WORSE for v in verdicts):
         overall = WORSE
@@ -330,12 +336,35 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         "unmatched": {"base": unmatched_b, "candidate": unmatched_c},
         "warnings": warnings,
         "verdict": overall,
-        "reason": ("no level is present in both runs" if not rows else
+        "workload": wl,
+        "reason": (not_comparable if not_comparable else "no level is present in both runs" if not rows else
                    f"{verdicts.count(WORSE)} worse, {verdicts.count(NOT_WORSE)} not worse, "
                    f"{verdicts.count(NOT_ENOUGH)} undecided of {len(rows)} matched levels"),
         "synthetic": bool(syn),
         "exit_code": code,
     }
+
+
+def _hold_workload(wl: dict, rows: list[dict], warnings: list[str]) -> str | None:
+    """Different workloads: not comparable (each matched level NOT ENOUGH EVIDENCE, what it would have said kept
+    in ``verdict_if_comparable``), or with ``--allow-different-workload`` a warning. Returns the reason when not
+    comparable."""
+    diff = "; ".join(wl["differences"])
+    if wl["unchecked"] == ["workload"]:
+        warnings.append("the workloads are not checked: a run's header does not state its workload (the request "
+                        "shape, lengths and prompt cache may differ)")
+    elif wl["unchecked"]:
+        warnings.append(f"workload not checked for: {', '.join(wl['unchecked'])} (a run's header does not state it)")
+    if not wl["differences"]:
+        return None
+    if wl["comparable"]:
+        warnings.append(f"the workloads differ (compared anyway: --allow-different-workload): {diff}")
+        return None
+    why = (f"not comparable: the workloads differ ({diff}); --allow-different-workload compares them anyway")
+    for r in rows:
+        r["verdict_if_comparable"] = r["verdict"]
+        r["verdict"], r["reason"] = NOT_ENOUGH, why
+    return why
 
 
 def _pct(v: float | None, digits: int = 1) -> str:
@@ -362,6 +391,7 @@ def to_markdown(cmp: dict) -> str:
              f"- candidate: `{c['file']}` ({c['tool']}{'' if c['time_axis'] else ', no time axis'})",
              f"- good = completed AND {_good_text(cmp)}; margin {100 * cmp['margin']:.1f} points; "
              f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
+             *_workload_markdown(cmp),
              f"- {cmp['reason']}", ""]
     for w in cmp["warnings"]:
         lines.append(f"> WARNING: {w}")
@@ -398,6 +428,13 @@ def to_markdown(cmp: dict) -> str:
     lines.append(f"Exit code {cmp['exit_code']} (0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE or SYNTHETIC input, "
                  "2 bad input)")
     return "\n".join(lines) + "\n"
+
+
+def _workload_markdown(cmp: dict) -> list[str]:
+    wl = cmp.get("workload")
+    if not wl:
+        return []
+    return [f"- base workload: {wl['base']}", f"- candidate workload: {wl['candidate']}"]
 
 
 def _good_text(cmp: dict) -> str:

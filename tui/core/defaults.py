@@ -90,3 +90,8 @@ DATASET_MAX_BAD_SHARE = 0.05
 DATASET_TOKENIZE_ROWS = 2000
 DATASET_TOKENIZE_CONCURRENCY = 8
 DATASET_CHARS_PER_TOKEN = 4.0
+
+# issue 23, REPORTING: the per-turn table of a session workload (`tui.core.turns`): turn indexes from
+# TURN_ROWS_CAP up share one row ("N+"); each row keeps TURN_TTFT_EXACT TTFTs exactly, then a sketch.
+TURN_ROWS_CAP = 32
+TURN_TTFT_EXACT = 20_000

@@ -13,6 +13,13 @@ docs/record-format.md ("Cross-checks").
   ``level``-th request was sent to the last send: ramp-up and drain excluded) within ``INFLIGHT_TOLERANCE`` of the
   concurrency, a slot counting as busy from the request's dispatch (``t_intended``: connection setup included) to its
   end. Otherwise the level is "not reached".
+- **Delivered load in sessions** (``delivered_sessions``, records that carry ``session``): closed loop, the
+  time-averaged number of sessions in flight (a session busy from its first turn's dispatch ``t_intended`` to its
+  last turn's ``t_end``, think time included; ramp-up and drain excluded as above: from the moment the ``level``-th
+  session started to the last session start) within ``INFLIGHT_TOLERANCE`` of the level (concurrent sessions);
+  open loop, the first turns' send rate and dispatch lateness against the rate (sessions/s), by the open-loop rule
+  above. Records without ``session`` keep the request rule. ``SessionSpans`` gathers them (bounded: the first
+  ``EVIDENCE_CAP`` sessions of a level).
 - **Step records against the request records** (``step_count_problem``): a step ``end`` record's request and
   failure counts against the request records of its level and round.
 - **Planned rounds** (``rounds_problem``), **warmup placement** (``warmup_problem``), **records without a step**.
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,8 +44,8 @@ INFLIGHT_TOLERANCE = 0.20
 EVIDENCE_CAP = 50_000
 
 __all__ = [
-    "EVIDENCE_CAP", "INFLIGHT_TOLERANCE", "LATENESS_FLOOR_MS", "RATE_TOLERANCE", "Delivered", "delivered",
-    "level_name", "rate_tolerance", "rounds_problem", "step_count_problem", "warmup_problem",
+    "EVIDENCE_CAP", "INFLIGHT_TOLERANCE", "LATENESS_FLOOR_MS", "RATE_TOLERANCE", "Delivered", "SessionSpans",
+    "delivered", "delivered_sessions", "level_name", "rate_tolerance", "rounds_problem", "step_count_problem", "warmup_problem",
 ]
 
 
@@ -81,30 +89,7 @@ def delivered(level: float | None, mode: str | None, sends: Sequence[float], end
     if level is None or not level > 0 or mode not in ("closed", "open") or n < 2:
         return Delivered(None, "", None)
     if mode == "open":
-        span = max(sends) - min(sends)
-        if span <= 0:
-            return Delivered(None, "", None)
-        achieved = (n - 1) / span
-        tol = rate_tolerance(n, cv2)
-        late = sorted(lateness_s)
-        p50 = _pct(late, 0.50) * 1000.0 if late else 0.0
-        p99 = _pct(late, 0.99) * 1000.0 if late else 0.0
-        gap_ms = 1000.0 / level
-        spread_bound = max(LATENESS_FLOOR_MS, gap_ms)
-        late_bound = max(LATENESS_FLOOR_MS, slo_ms)
-        fig = f"achieved {achieved:.3g} req/s (label {level:g}), dispatch lateness p50 {p50:.1f} ms, p99 {p99:.1f} ms"
-        why = []
-        if abs(achieved / level - 1.0) > tol:
-            why.append(f"the achieved send rate {achieved:.3g} req/s is off the label {level:g} req/s by more than "
-                       f"{tol:.0%}")
-        if p99 > late_bound:
-            why.append(f"dispatch lateness p99 {p99:.0f} ms exceeds {late_bound:g} ms (the SLO)")
-        elif p99 - p50 > spread_bound:
-            why.append(f"dispatch lateness spread p99-p50 {p99 - p50:.0f} ms exceeds {spread_bound:.0f} ms "
-                       "(one mean arrival gap): the client fell behind its schedule")
-        if why:
-            return Delivered(False, fig, "not reached: " + "; ".join(why))
-        return Delivered(True, fig, None)
+        return _open_loop(level, sends, lateness_s, slo_ms, cv2, "req/s", "send rate")
     conc = level
     c = max(1, int(round(conc)))
     # a closed-loop slot is busy from the request's dispatch (t_intended: connection setup is the client's work on
@@ -130,6 +115,116 @@ def delivered(level: float | None, mode: str | None, sends: Sequence[float], end
         mean = total / (b - a)
     fig = f"mean {mean:.2f} requests in flight (concurrency {conc:g})"
     if mean < (1.0 - INFLIGHT_TOLERANCE) * conc:  # more in flight than the label only makes the test harder
+        return Delivered(False, fig, f"not reached: {fig}, more than {INFLIGHT_TOLERANCE:.0%} below it")
+    return Delivered(True, fig, None)
+
+
+def _open_loop(level: float, sends: Sequence[float], lateness_s: Sequence[float], slo_ms: float, cv2: float,
+               unit: str, what: str) -> Delivered:
+    """The open-loop rule: the achieved rate of ``sends`` and their dispatch lateness against the label ``level``
+    (``unit``: "req/s", "sessions/s"; ``what``: "send rate", "session start rate")."""
+    n = len(sends)
+    span = max(sends) - min(sends)
+    if span <= 0:
+        return Delivered(None, "", None)
+    achieved = (n - 1) / span
+    tol = rate_tolerance(n, cv2)
+    late = sorted(lateness_s)
+    p50 = _pct(late, 0.50) * 1000.0 if late else 0.0
+    p99 = _pct(late, 0.99) * 1000.0 if late else 0.0
+    gap_ms = 1000.0 / level
+    spread_bound = max(LATENESS_FLOOR_MS, gap_ms)
+    late_bound = max(LATENESS_FLOOR_MS, slo_ms)
+    fig = f"achieved {achieved:.3g} {unit} (label {level:g}), dispatch lateness p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+    if unit != "req/s":
+        fig += " (first turns)"
+    why = []
+    if abs(achieved / level - 1.0) > tol:
+        why.append(f"the achieved {what} {achieved:.3g} {unit} is off the label {level:g} {unit} by more than "
+                   f"{tol:.0%}")
+    if p99 > late_bound:
+        why.append(f"dispatch lateness p99 {p99:.0f} ms exceeds {late_bound:g} ms (the SLO)")
+    elif p99 - p50 > spread_bound:
+        why.append(f"dispatch lateness spread p99-p50 {p99 - p50:.0f} ms exceeds {spread_bound:.0f} ms "
+                   "(one mean arrival gap): the client fell behind its schedule")
+    if why:
+        return Delivered(False, fig, "not reached: " + "; ".join(why))
+    return Delivered(True, fig, None)
+
+
+class SessionSpans:
+    """What a level's records say about its sessions, for ``delivered_sessions``: per session (the first
+    ``cap``) its start (the earliest dispatch ``t_intended`` of its turns: the first turn's) and its end (the
+    latest ``t_end``); per first turn (``turn`` 1, the first ``cap``) its ``t_sent`` and dispatch lateness.
+    About 100 bytes a session."""
+
+    __slots__ = ("cap", "index", "starts", "ends", "first_sends", "first_late")
+
+    def __init__(self, cap: int = EVIDENCE_CAP) -> None:
+        self.cap = cap
+        self.index: dict[str, int] = {}
+        self.starts = array("d")
+        self.ends = array("d")
+        self.first_sends = array("d")
+        self.first_late = array("d")
+
+    def add(self, session: str, turn: int | None, t_intended: float, t_sent: float, t_end: float) -> None:
+        i = self.index.get(session)
+        if i is None:
+            if len(self.starts) < self.cap:
+                self.index[session] = len(self.starts)
+                self.starts.append(t_intended)
+                self.ends.append(t_end)
+        else:
+            if t_intended < self.starts[i]:
+                self.starts[i] = t_intended
+            if t_end > self.ends[i]:
+                self.ends[i] = t_end
+        if turn == 1 and len(self.first_sends) < self.cap:
+            self.first_sends.append(t_sent)
+            self.first_late.append(t_sent - t_intended)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def delivered_sessions(level: float | None, mode: str | None, spans: SessionSpans, slo_ms: float,
+                       cv2: float = 1.0) -> Delivered:
+    """The delivered-load check of a session workload's level (see the module doc): sessions in flight against
+    the concurrent sessions (closed loop), session starts against the rate (open loop)."""
+    if level is None or not level > 0 or mode not in ("closed", "open"):
+        return Delivered(None, "", None)
+    if mode == "open":
+        if len(spans.first_sends) < 2:
+            return Delivered(None, "", None)
+        return _open_loop(level, spans.first_sends, spans.first_late, slo_ms, cv2, "sessions/s",
+                          "session start rate")
+    n = len(spans)
+    if n < 1:
+        return Delivered(None, "", None)
+    c = max(1, int(round(level)))
+    starts, ends = spans.starts, spans.ends
+    if n < c:
+        span = max(ends) - min(starts)
+        mean = sum(e - s for s, e in zip(starts, ends)) / span if span > 0 else 0.0
+        fig = f"mean {mean:.2f} sessions in flight ({level:g} concurrent sessions; only {n} sessions)"
+        return Delivered(False, fig, f"not reached: only {n} sessions recorded at {level:g} concurrent sessions")
+    a = heapq.nsmallest(c, starts)[-1]  # every loop had started a session once: ramp-up ends
+    b = max(starts)  # the last session start: the drain begins
+    if b - a <= 0:
+        t0, t1 = min(starts), max(ends)
+        total = sum(e - s for s, e in zip(starts, ends))
+        mean = total / (t1 - t0) if t1 > t0 else 0.0
+    else:
+        total = 0.0
+        for s, e in zip(starts, ends):
+            lo = s if s > a else a
+            hi = e if e < b else b
+            if hi > lo:
+                total += hi - lo
+        mean = total / (b - a)
+    fig = f"mean {mean:.2f} sessions in flight ({level:g} concurrent sessions, think time included)"
+    if mean < (1.0 - INFLIGHT_TOLERANCE) * level:
         return Delivered(False, fig, f"not reached: {fig}, more than {INFLIGHT_TOLERANCE:.0%} below it")
     return Delivered(True, fig, None)
 

@@ -26,6 +26,7 @@ import tui.core.evidence as evidence
 import tui.core.provenance as provenance
 import tui.core.slos as slo_defs
 import tui.core.stats as stats
+import tui.core.turns as turns
 from tui.core.budget import BudgetError
 from tui.core.budget.memory import (
     ENGINE_KV_LABEL,
@@ -213,7 +214,7 @@ class _LevelState:
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
-        "tokens",
+        "tokens", "sessions", "turns",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -253,6 +254,10 @@ class _LevelState:
         self.rec_n = self.rec_err = self.rec_incomplete = 0
         self.times = array("d")  # (t_sent, t_end, t_sent - t_intended) per record, interleaved: one extend each
         self.delivered_cache: tuple[int, evidence.Delivered] | None = None
+        # issue 23: session workloads (records that carry ``session`` / ``turn``): the sessions' spans for the
+        # delivered-load rule in sessions, the per-turn table; None while no record of the level carries them
+        self.sessions: evidence.SessionSpans | None = None
+        self.turns: turns.TurnTable | None = None
 
     def percentiles_of(self, name: str, store: stats.QuantileStore) -> tuple[Percentile, ...]:
         """P50/P95/P99 of one bounded store with the n-support rule (exact, or the sketch's past the cap, said),
@@ -468,7 +473,11 @@ class Monitor:
         if c is not None and (c[0] == n or (not self.finished and n - c[0] < max(1, c[0] // 50))):
             return c[1]
         ts = st.times
-        d = evidence.delivered(st.level, self._mode_of(st), ts[0::3], ts[1::3], ts[2::3], self._slo_ms, self._cv2())
+        if st.sessions is not None:  # a session workload: sessions in flight / session starts (issue 23)
+            d = evidence.delivered_sessions(st.level, self._mode_of(st), st.sessions, self._slo_ms, self._cv2())
+        else:
+            d = evidence.delivered(st.level, self._mode_of(st), ts[0::3], ts[1::3], ts[2::3], self._slo_ms,
+                                   self._cv2())
         st.delivered_cache = (n, d)
         return d
 
@@ -732,6 +741,11 @@ class Monitor:
                     self._contradiction(r)
                 if rn <= EVIDENCE_CAP:  # rec_n == len(times) / 3 up to the cap
                     st.times.extend((t_sent, t_end, t_sent - r.t_intended))
+                if r.session is not None:  # a session workload (issue 23): its spans, bounded by EVIDENCE_CAP
+                    sp = st.sessions
+                    if sp is None:
+                        sp = st.sessions = evidence.SessionSpans(EVIDENCE_CAP)
+                    sp.add(r.session, r.turn, r.t_intended, t_sent, t_end)
                 if err == "cancelled":
                     key = (r.level, r.round)
                     if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
@@ -757,6 +771,11 @@ class Monitor:
                 # requests nobody saw miss
                 unjudged = outcome == EXCLUDED
                 n = st.n = st.n + 1
+                if r.turn is not None:  # the per-turn table (issue 23): the same outcome, the same TTFT
+                    tt = st.turns
+                    if tt is None:
+                        tt = st.turns = turns.TurnTable()
+                    tt.add(r.turn, good, None if failed else ttft_ms, r.context_tokens, r.input_tokens)
                 if st.first_t is None or t_sent < st.first_t:
                     st.first_t = t_sent
                 if st.last_t is None or t_end > st.last_t:
@@ -1108,6 +1127,7 @@ class Monitor:
                 problems=tuple(problems),
                 server_histograms=self.step_info.get((st.level, st.round), {}).get("server_histograms"),
                 tokens=st.tokens.summary(),
+                turns=None if st.turns is None else st.turns.rows(),
             ))
         return tuple(rows)
 

@@ -12,6 +12,8 @@ from typing import Any
 import tui.core.provenance as _prov
 import tui.core.server_timing as _server_timing
 import tui.core.token_counts as _token_counts
+import tui.core.turns as _turns
+import tui.core.workload as _workload
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.budgetview import with_server_log as _with_server_log
 from tui.core.exitcodes import ExitCode
@@ -240,6 +242,8 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
     }
     _server_timing.attach(rep, snap.levels)  # issue 21: the server's own brackets beside the client's, per level
     _token_counts.attach(rep, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
+    rep["workload"] = {"text": _workload.describe_header(snap.header)}  # issue 23: what each request looked like
+    _turns.attach(rep, snap.levels)  # issue 23: the per-turn table of a session workload, per level
     rep["memory"] = memory_dict(snap)  # issue 22: GPU (NVML) and the engine's own KV memory beside the KV ceiling
     if budget is not None:
         rep["budget"] = {
@@ -313,6 +317,8 @@ def format_report(rep: dict[str, Any]) -> str:
     tgt = hdr.get("target") if isinstance(hdr.get("target"), dict) else {}  # a record file may get it wrong
     if tgt:
         add(f"target: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
+    if rep.get("workload"):
+        add(f"workload: {rep['workload']['text']}")
     add("")
     b = rep.get("budget")
     bv = rep.get("budget_view") or {}
@@ -411,6 +417,7 @@ def format_report(rep: dict[str, Any]) -> str:
             f"(see the timeline in --json)")
     out.extend(_server_timing.report_lines(rep))  # issue 21: server-side brackets per level, flags
     out.extend(_token_counts.report_lines(rep))  # issue 21: asked vs received tokens, disagreements, per level
+    out.extend(_turns.report_lines(rep))  # issue 23: the judged level per turn index
     if len(rep["levels"]) > 1:
         add("")
         add("  level round      n   good%   P50      P95      P99      req/s  goodput/s verdict")

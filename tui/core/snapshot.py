@@ -194,6 +194,9 @@ class LevelRow:
     #: counted tokens of the level's measured requests: ``tui.core.token_counts.TokenTally.summary()`` (asked vs
     #: received lengths, server vs client disagreements); None: not computed
     tokens: dict | None = None
+    #: issue 23: the per-turn table of a session workload (``tui.core.turns.TurnTable.rows()``); None: no record of
+    #: the level carries ``turn``
+    turns: tuple[dict, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

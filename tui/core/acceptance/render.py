@@ -238,6 +238,9 @@ def md_load(doc: Mapping) -> list[str]:
             "Received: the server's count when it sent usage, else the chunks the client saw. A server count and a "
             f"client count disagree when they are {TOLERANCE_RULE}.")
     for x in doc["load_configuration"]:
+        if x.get("workload"):
+            add("")
+            add(f"Workload of `{x['source']}`: {x['workload']}")
         if x.get("note"):
             add("")
             add(f"Note on `{x['source']}`: {x['note']}")

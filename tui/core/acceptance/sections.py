@@ -17,6 +17,7 @@ from tui.core.compare import LATENCY_KEYS, latency_json
 from tui.core.levels import judge_level, level_key, row_mode
 from tui.core.redact import redact_url
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
+from tui.core.workload import describe_header
 
 # ------------------------------------------------------------------ 1. budget
 
@@ -178,6 +179,7 @@ def load_section(runs: Sequence[RunInput]) -> list[dict]:
             "rounds": ld.get("rounds") if isinstance(ld.get("rounds"), int) else None,
             "seed": ld.get("seed") if isinstance(ld.get("seed"), (int, str)) and not isinstance(ld.get("seed"), bool) else None,
             "note": _str(ld.get("note")),
+            "workload": describe_header(h),  # issue 23: what each request looked like, one line
             **_received(r.received),
         })
     return out

@@ -282,6 +282,26 @@ def _read_token_fields(d: dict, rec: RequestRecord) -> None:
         if type(v) not in _NUM_TYPES or not 0 <= v < _INF:
             _bad_token_ms("itl_p95_ms", v)
         rec.itl_p95_ms = v
+    v = get("session")
+    if v is not None:  # issue 23: session workloads (docs/record-format.md)
+        _read_session_fields(d, rec, v)
+
+
+def _read_session_fields(d: dict, rec: RequestRecord, session: object) -> None:
+    """A session workload's ``session`` (a string), ``turn`` (whole, >= 1) and ``context_tokens`` (whole, >= 0)."""
+    if type(session) is not str or not session:
+        raise RecordError(f"field 'session' must be a non-empty string, got {session!r:.40}")
+    rec.session = session
+    v = d.get("turn")
+    if v is not None:
+        if type(v) is not int or not 1 <= v <= _COUNT_MAX:
+            v = _count(d, "turn")
+            if v is not None and v < 1:
+                raise RecordError("field 'turn' must be >= 1")
+        rec.turn = v
+    v = d.get("context_tokens")
+    if v is not None:
+        rec.context_tokens = v if type(v) is int and 0 <= v <= _COUNT_MAX else _count(d, "context_tokens")
 
 
 _NAN = math.nan

@@ -50,6 +50,10 @@ class RequestRecord:
     itl_p95_ms: float | None = None
     input_tokens_asked: int | None = None  # the prompt length the load generator asked for (input_tokens: the server's)
     output_tokens_asked: int | None = None  # the output length it asked for (max_tokens)
+    # issue 23, session workloads (all optional; absent: not a session workload)
+    session: str | None = None  # "<run id>-s<seq>": the conversation this request is a turn of
+    turn: int | None = None  # its turn, 1-based
+    context_tokens: int | None = None  # tokens of the whole prompt as sent (prefix + history + this user message)
 
     @property
     def ttft_ms(self) -> float | None:

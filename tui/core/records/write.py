@@ -38,7 +38,16 @@ def request_to_dict(r: RequestRecord) -> dict:
         v = getattr(r, key)
         if v is not None:
             d[key] = v
+    if r.session is not None:  # issue 23: a session workload's fields
+        for key in SESSION_FIELDS:
+            v = getattr(r, key)
+            if v is not None:
+                d[key] = v
     return d
+
+
+#: a session workload's optional fields (issue 23), in the order written
+SESSION_FIELDS = ("session", "turn", "context_tokens")
 
 
 #: the optional per-token fields (docs/record-format.md), in the order written
