@@ -81,3 +81,9 @@ TOKEN_EXACT_DISTINCT = 4096
 # draw is rounded and clamped to [LENGTH_CLIP_MIN, LENGTH_CLIP_MAX] unless the form names its own bounds ([LO-HI]).
 LENGTH_CLIP_MIN = 1
 LENGTH_CLIP_MAX = 32768
+
+# issue 23, sessions (`tui.core.thinktime`, `tui.sources.load.workload`): a normal, lognormal or exponential think
+# time is clamped to [0, THINK_CLIP_MAX_S] seconds unless the form names its own bounds; datasets: the largest share
+# of bad rows a --dataset may hold before it is refused (--dataset-max-bad-share).
+THINK_CLIP_MAX_S = 600.0
+DATASET_MAX_BAD_SHARE = 0.05

@@ -34,10 +34,12 @@ import httpx
 
 import tui.sources.openai_http as oh
 from tui import __version__
+from tui.core.lengths import header_block
 from tui.core.monitor import Monitor
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
+from tui.core.thinktime import header_block as think_header_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
@@ -56,6 +58,7 @@ from tui.sources.load.steps import (
     step_start_record,
 )
 from tui.sources.load.wire import WorkerSetup, split_orders
+from tui.sources.load.workload import Workload
 
 Emit = Callable[[dict], Any]
 Progress = Callable[[str], Any]
@@ -108,6 +111,8 @@ class LoadGenerator:
         self.server: dict = {}
         self.server_capacity: dict | None = None  # what the server says it allocated (tui.sources.server_info)
         self.status_line = ""
+        self.dataset: Any = None  # the prepared --dataset (tui.sources.load.dataset.Dataset), read at setup
+        self.workload: Workload | None = self._workload() if _shaped(config) else None
 
     @property
     def in_flight(self) -> int:
@@ -153,12 +158,14 @@ class LoadGenerator:
         c = self.cfg
         self._executor = RequestExecutor(client, self._endpoint, self._query, chat=self._chat, model=self.model,
                                          ignore_eos=c.ignore_eos, read_timeout=c.read_timeout,
-                                         token_offsets=c.token_offsets, scrub=self.scrub, say=self.say)
+                                         token_offsets=c.token_offsets, scrub=self.scrub, say=self.say,
+                                         cache_prompt=c.cache_prompt)
         if self._runner is None:  # one runner for the generator's life: its id sequence never restarts
             self._runner = StepRunner(self._executor, self.clock, self.prompts, self.run_id,
                                       input_tokens=c.input_tokens, output_tokens=c.output_tokens, seed=c.seed,
                                       on_record=self._on_record, max_in_flight=c.max_in_flight,
-                                      input_lengths=c.input_lengths, output_lengths=c.output_lengths)
+                                      input_lengths=c.input_lengths, output_lengths=c.output_lengths,
+                                      workload=self.workload)
         else:
             self._runner.executor = self._executor
 
@@ -190,6 +197,33 @@ class LoadGenerator:
             self.server_capacity = None
         sizes = [self.cfg.input_tokens[1] if self.cfg.input_lengths is None else self.cfg.input_lengths.typical_max()]
         await self.prompts.calibrate(client, self.root, prompt_prefix("00000000-000000"), sizes)
+        if self.cfg.dataset is not None:
+            await self._setup_dataset(client)
+
+    def _workload(self) -> Workload:
+        c = self.cfg
+        return Workload(seed=c.seed, turns=c.turns, think=c.think_time, prefix_tokens=c.shared_prefix_tokens,
+                        prefix_groups=c.prefix_groups, output_given=c.output_lengths is not None)
+
+    async def _setup_dataset(self, client: httpx.AsyncClient) -> None:
+        """--dataset: read and prepare it through the datasets seam (tui.sources.load.dataset); a bad file is bad
+        input (its DatasetError is a ConfigError: one line, exit 2)."""
+        c = self.cfg
+        assert c.dataset is not None
+        import importlib  # the datasets module (tui.sources.load.dataset), imported only when a dataset is given
+
+        ds_mod: Any = importlib.import_module("tui.sources.load.dataset")
+
+        ds = ds_mod.read_dataset(c.dataset, max_bad_share=c.dataset_max_bad_share)
+        ds = await ds_mod.prepare_dataset(ds, client, self.root, tokenize_form=self.prompts.tokenize_form,
+                                          max_context=c.max_context, server=self.server,
+                                          output_tokens_default=c.output_tokens[1], say=self.say)
+        self.dataset = ds
+        if self.workload is None:
+            self.workload = self._workload()
+        self.workload.dataset = ds
+        if self._runner is not None:
+            self._runner.workload = self.workload
 
     def _worker_setups(self, workers: int, anchor: tuple[float, float] | None) -> list[WorkerSetup]:
         c = self.cfg
@@ -199,7 +233,7 @@ class LoadGenerator:
                             headers=dict(self.headers), secrets=list(self._secrets), run_id=self.run_id, seed=c.seed,
                             input_tokens=c.input_tokens, output_tokens=c.output_tokens, max_in_flight=c.max_in_flight,
                             prompts=self.prompts.state(), anchor=anchor, input_lengths=c.input_lengths,
-                            output_lengths=c.output_lengths)
+                            output_lengths=c.output_lengths, workload=self.workload, cache_prompt=c.cache_prompt)
                 for k in range(workers)]
 
     async def _start_workers(self) -> None:
@@ -283,6 +317,7 @@ class LoadGenerator:
                 "connection": "new connection per request",
                 "client_pid": os.getpid(),
                 "workers": self._workers_block(),
+                **self._workload_blocks(),
             },
             environment=self.environment(gpu_env),
             synthetic=False,
@@ -301,6 +336,29 @@ class LoadGenerator:
                                note="arrivals and token lengths replayed from " + c.trace.describe())
             hdr["source"] = c.trace.header_source()
         return hdr
+
+    def _workload_blocks(self) -> dict:
+        """The header's issue-23 keys: ``sessions``, ``shared_prefix``, ``dataset``, ``cache_policy``."""
+        c = self.cfg
+        sessions = None
+        if c.turns is not None:
+            sessions = {"turns": header_block(c.turns),
+                        "think_time": think_header_block(c.think_time) if c.think_time is not None else None,
+                        "history": "each turn sends the whole conversation so far, with the answers the server gave"}
+        prefix = ({"tokens": c.shared_prefix_tokens, "groups": c.prefix_groups}
+                  if c.shared_prefix_tokens is not None else None)
+        dataset = self.dataset.header_block() if self.dataset is not None else None
+        ex = self._executor
+        if ex is not None and "cache_prompt" in ex.dropped:
+            policy: dict = {"cache_prompt": None, "why": "not sent, the server's default (the server rejected it)"}
+        elif c.cache_prompt:
+            what = " and ".join(w for w, on in (("sessions", c.turns is not None),
+                                                ("shared prefixes", c.shared_prefix_tokens is not None)) if on)
+            policy = {"cache_prompt": True, "why": f"{what}: the server may serve a prefix it has seen from its "
+                                                   "cache, which is what this workload measures"}
+        else:
+            policy = {"cache_prompt": False, "why": "plain workload: a prefix cache cannot hide prefill time"}
+        return {"sessions": sessions, "shared_prefix": prefix, "dataset": dataset, "cache_policy": policy}
 
     # -- requests ----------------------------------------------------------
 
@@ -412,6 +470,8 @@ class LoadGenerator:
                                         "trace" if c.trace is not None else c.arrival))
         self.say(label)
         pooled = None
+        if self._runner is not None:
+            self._runner.sessions = None
         try:
             if self.pool is not None:
                 self.pool.last_result = None
@@ -429,6 +489,11 @@ class LoadGenerator:
             end = self._step_end(step)
             if pooled is not None:
                 _pool_fields(end, pooled, step.mode)
+            if c.turns is not None:
+                sess = pooled.sessions if pooled is not None else (
+                    self._runner.sessions.block() if self._runner is not None and self._runner.sessions else None)
+                end["sessions"] = dict(sess) if sess else {"started": 0, "completed": 0, "ended_by_failure": 0,
+                                                           "cut_at_step_end": 0}
             if h0 is not None and hist is not None:
                 sh = hist.combine(h0, h1)
                 if sh is not None:
@@ -580,6 +645,11 @@ class LoadGenerator:
         self.summary.stopped_early = f"{what} degraded (a load worker was lost): run stopped"
         self.say("note: " + self.summary.stopped_early)
         return True
+
+
+def _shaped(c: LoadConfig) -> bool:
+    """A workload shaped beyond lengths and arrivals (sessions, shared prefixes; a dataset joins at setup)."""
+    return c.turns is not None or c.shared_prefix_tokens is not None
 
 
 def _pool_fields(end: dict, pooled: StepResult, mode: str) -> None:
