@@ -54,6 +54,25 @@ def _answer_tokens(req: Any) -> int:
     return int(req.n_content)
 
 
+STOP_POLL_S = 0.25  # a session thinking checks this often whether its step was stopped (decided, cancelled)
+
+
+async def _think(seconds: float, end_at: float | None, stop: Callable[[], bool]) -> bool:
+    """Wait a think time; False when the step ended (or was stopped) first. A session thinking past the step's end
+    thinks until that end (it holds its place in the level) and is then cut."""
+    until = perf_counter() + seconds
+    while True:
+        if stop():
+            return False
+        now = perf_counter()
+        if end_at is not None and now >= end_at:
+            return False
+        if now >= until:
+            return True
+        wake = until if end_at is None else min(until, end_at)
+        await asyncio.sleep(min(STOP_POLL_S, wake - now))
+
+
 async def run_session(r: Any, step: Step, index: int, t_start: float, end_at: float | None,
                       stop: Callable[[], bool], counts: SessionCounts) -> None:
     """Session ``index`` of ``step``: its turns one after another (see the module docstring)."""
@@ -67,14 +86,9 @@ async def run_session(r: Any, step: Step, index: int, t_start: float, end_at: fl
         think = 0.0
         if k > 1:
             think = r.workload.think_at(plan.where, k)
-            if stop() or (end_at is not None and perf_counter() + think >= end_at):
+            if not await _think(think, end_at, stop):
                 counts.cut_at_step_end += 1
                 return
-            if think > 0:
-                await asyncio.sleep(think)
-                if stop() or (end_at is not None and perf_counter() >= end_at):
-                    counts.cut_at_step_end += 1
-                    return
             t_int = perf_counter()
         req, user, n_user = r.new_turn(step, t_int, plan, k, sid, history, history_tokens, think)
         await r.send_one(req)
