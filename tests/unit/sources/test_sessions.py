@@ -339,3 +339,31 @@ def test_bad_workload_configs_are_refused(kw, msg):
 def test_req_of_a_plain_request_has_no_turn():
     r = Req("x", "measure", 1.0, 1, None, 1, 1, "p", 0.0)
     assert r.turn is None and r.answer is None
+
+
+async def test_a_dataset_seam_feeds_the_requests_and_the_header(monkeypatch):
+    import sys
+    import types
+
+    mod = types.ModuleType("tui.sources.load.dataset")
+    seen = {}
+
+    def read_dataset(path, *, max_bad_share):
+        seen["read"] = (path, max_bad_share)
+        return _Dataset()
+
+    async def prepare_dataset(ds, client, root, *, tokenize_form, max_context, server, output_tokens_default, say):
+        seen["prepare"] = (max_context, output_tokens_default)
+        return ds
+
+    mod.read_dataset = read_dataset  # type: ignore[attr-defined]
+    mod.prepare_dataset = prepare_dataset  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tui.sources.load.dataset", mod)
+    srv = Server()
+    recs = await run(srv, dataset="d.jsonl", max_context=99, requests=2)
+    assert seen == {"read": ("d.jsonl", 0.05), "prepare": (99, 4)}
+    assert recs[0]["load"]["dataset"] == {"name": "stand-in"}
+    assert [b["messages"][-1]["content"] for b in srv.bodies] == ["hello one", "only turn"]
+    assert srv.bodies[0]["messages"][0] == {"role": "system", "content": "be brief"}
+    assert [r["dataset_row"] for r in reqs(recs)] == [1, 2]
+    assert [r["output_tokens_asked"] for r in reqs(recs)] == [5, 7]  # the dataset's answer lengths

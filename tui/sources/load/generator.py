@@ -43,7 +43,7 @@ from tui.core.thinktime import header_block as think_header_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
-from tui.sources.load.errors import SetupError
+from tui.sources.load.errors import ConfigError, SetupError
 from tui.sources.load.executor import RequestExecutor
 from tui.sources.load.kinds import Mode, Phase
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
@@ -212,12 +212,17 @@ class LoadGenerator:
         assert c.dataset is not None
         import importlib  # the datasets module (tui.sources.load.dataset), imported only when a dataset is given
 
-        ds_mod: Any = importlib.import_module("tui.sources.load.dataset")
-
-        ds = ds_mod.read_dataset(c.dataset, max_bad_share=c.dataset_max_bad_share)
-        ds = await ds_mod.prepare_dataset(ds, client, self.root, tokenize_form=self.prompts.tokenize_form,
-                                          max_context=c.max_context, server=self.server,
-                                          output_tokens_default=c.output_tokens[1], say=self.say)
+        try:
+            ds_mod: Any = importlib.import_module("tui.sources.load.dataset")
+        except ImportError:
+            raise SetupError("--dataset is not available in this build (no tui.sources.load.dataset)") from None
+        try:
+            ds = ds_mod.read_dataset(c.dataset, max_bad_share=c.dataset_max_bad_share)
+            ds = await ds_mod.prepare_dataset(ds, client, self.root, tokenize_form=self.prompts.tokenize_form,
+                                              max_context=c.max_context, server=self.server,
+                                              output_tokens_default=c.output_tokens[1], say=self.say)
+        except ConfigError as exc:  # a bad dataset file: one line, exit 2 (SetupError is what the CLI turns so)
+            raise SetupError(str(exc)) from None
         self.dataset = ds
         if self.workload is None:
             self.workload = self._workload()
