@@ -73,11 +73,20 @@ async def _think(seconds: float, end_at: float | None, stop: Callable[[], bool])
         await asyncio.sleep(min(STOP_POLL_S, wake - now))
 
 
-async def run_session(r: Any, step: Step, index: int, t_start: float, end_at: float | None,
-                      stop: Callable[[], bool], counts: SessionCounts) -> None:
-    """Session ``index`` of ``step``: its turns one after another (see the module docstring)."""
+def first_turn(r: Any, step: Step, index: int, t_start: float) -> tuple:
+    """(plan, session id, (request, user text, its tokens)) of session ``index``'s first turn."""
     plan = r.session_plan(step, index)
     sid = r.next_session_id()
+    return plan, sid, r.new_turn(step, t_start, plan, 1, sid, [], 0, 0.0)
+
+
+async def run_session(r: Any, step: Step, index: int, t_start: float, end_at: float | None,
+                      stop: Callable[[], bool], counts: SessionCounts, first: tuple | None = None) -> None:
+    """Session ``index`` of ``step``: its turns one after another (see the module docstring). ``first``: its first
+    turn already built (open loop builds it before the wait for its arrival time: at that time only the send)."""
+    if first is None:
+        first = first_turn(r, step, index, t_start)
+    plan, sid, turn1 = first
     counts.started += 1
     history: list[tuple[str, str]] = []
     history_tokens = 0
@@ -90,7 +99,10 @@ async def run_session(r: Any, step: Step, index: int, t_start: float, end_at: fl
                 counts.cut_at_step_end += 1
                 return
             t_int = perf_counter()
-        req, user, n_user = r.new_turn(step, t_int, plan, k, sid, history, history_tokens, think)
+        if k == 1:
+            req, user, n_user = turn1
+        else:
+            req, user, n_user = r.new_turn(step, t_int, plan, k, sid, history, history_tokens, think)
         await r.send_one(req)
         if req.error is not None:
             counts.ended_by_failure += 1
@@ -140,9 +152,9 @@ async def open_sessions(r: Any, step: Step, arrivals: Iterable[PlannedArrival], 
     counts = r.begin_sessions()
     sem = asyncio.Semaphore(r.max_in_flight)
 
-    async def one(i: int, t_int: float) -> None:
+    async def one(i: int, t_int: float, first: tuple) -> None:
         try:
-            await run_session(r, step, i, t_int, end_at, stop, counts)
+            await run_session(r, step, i, t_int, end_at, stop, counts, first)
         finally:
             sem.release()
 
@@ -153,10 +165,11 @@ async def open_sessions(r: Any, step: Step, arrivals: Iterable[PlannedArrival], 
             if stop():
                 break
             t_int = step.t0 + a.offset
+            first = first_turn(r, step, a.seq, t_int)  # built before the wait: at t_int only the send
             delay = t_int - perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
                 if stop():
                     break
             await sem.acquire()
-            tg.create_task(one(a.seq, t_int))
+            tg.create_task(one(a.seq, t_int, first))
