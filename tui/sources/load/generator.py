@@ -34,16 +34,14 @@ import httpx
 
 import tui.sources.openai_http as oh
 from tui import __version__
-from tui.core.lengths import header_block
 from tui.core.monitor import Monitor
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
-from tui.core.thinktime import header_block as think_header_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
-from tui.sources.load.errors import ConfigError, SetupError
+from tui.sources.load.errors import SetupError
 from tui.sources.load.executor import RequestExecutor
 from tui.sources.load.kinds import Mode, Phase
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
@@ -58,7 +56,7 @@ from tui.sources.load.steps import (
     step_start_record,
 )
 from tui.sources.load.wire import WorkerSetup, split_orders
-from tui.sources.load.workload import Workload
+from tui.sources.load.workload import Workload, header_blocks, load_dataset
 
 Emit = Callable[[dict], Any]
 Progress = Callable[[str], Any]
@@ -206,27 +204,14 @@ class LoadGenerator:
                         prefix_groups=c.prefix_groups, output_given=c.output_lengths is not None)
 
     async def _setup_dataset(self, client: httpx.AsyncClient) -> None:
-        """--dataset: read and prepare it through the datasets seam (tui.sources.load.dataset); a bad file is bad
-        input (its DatasetError is a ConfigError: one line, exit 2)."""
         c = self.cfg
         assert c.dataset is not None
-        import importlib  # the datasets module (tui.sources.load.dataset), imported only when a dataset is given
-
-        try:
-            ds_mod: Any = importlib.import_module("tui.sources.load.dataset")
-        except ImportError:
-            raise SetupError("--dataset is not available in this build (no tui.sources.load.dataset)") from None
-        try:
-            ds = ds_mod.read_dataset(c.dataset, max_bad_share=c.dataset_max_bad_share)
-            ds = await ds_mod.prepare_dataset(ds, client, self.root, tokenize_form=self.prompts.tokenize_form,
-                                              max_context=c.max_context, server=self.server,
-                                              output_tokens_default=c.output_tokens[1], say=self.say)
-        except ConfigError as exc:  # a bad dataset file: one line, exit 2 (SetupError is what the CLI turns so)
-            raise SetupError(str(exc)) from None
-        self.dataset = ds
+        self.dataset = await load_dataset(c.dataset, client, self.root, max_bad_share=c.dataset_max_bad_share,
+                                          tokenize_form=self.prompts.tokenize_form, max_context=c.max_context,
+                                          server=self.server, output_tokens_default=c.output_tokens[1], say=self.say)
         if self.workload is None:
             self.workload = self._workload()
-        self.workload.dataset = ds
+        self.workload.dataset = self.dataset
         if self._runner is not None:
             self._runner.workload = self.workload
 
@@ -343,27 +328,10 @@ class LoadGenerator:
         return hdr
 
     def _workload_blocks(self) -> dict:
-        """The header's issue-23 keys: ``sessions``, ``shared_prefix``, ``dataset``, ``cache_policy``."""
         c = self.cfg
-        sessions = None
-        if c.turns is not None:
-            sessions = {"turns": header_block(c.turns),
-                        "think_time": think_header_block(c.think_time) if c.think_time is not None else None,
-                        "history": "each turn sends the whole conversation so far, with the answers the server gave"}
-        prefix = ({"tokens": c.shared_prefix_tokens, "groups": c.prefix_groups}
-                  if c.shared_prefix_tokens is not None else None)
-        dataset = self.dataset.header_block() if self.dataset is not None else None
-        ex = self._executor
-        if ex is not None and "cache_prompt" in ex.dropped:
-            policy: dict = {"cache_prompt": None, "why": "not sent, the server's default (the server rejected it)"}
-        elif c.cache_prompt:
-            what = " and ".join(w for w, on in (("sessions", c.turns is not None),
-                                                ("shared prefixes", c.shared_prefix_tokens is not None)) if on)
-            policy = {"cache_prompt": True, "why": f"{what}: the server may serve a prefix it has seen from its "
-                                                   "cache, which is what this workload measures"}
-        else:
-            policy = {"cache_prompt": False, "why": "plain workload: a prefix cache cannot hide prefill time"}
-        return {"sessions": sessions, "shared_prefix": prefix, "dataset": dataset, "cache_policy": policy}
+        return header_blocks(c.turns, c.think_time, c.shared_prefix_tokens, c.prefix_groups, self.dataset,
+                             cache_prompt=c.cache_prompt,
+                             rejected=self._executor is not None and "cache_prompt" in self._executor.dropped)
 
     # -- requests ----------------------------------------------------------
 

@@ -22,8 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tui.core.lengths import LengthDist, draw_at
+from tui.core.lengths import LengthDist, draw_at, header_block
 from tui.core.thinktime import ThinkDist, draw_think
+from tui.core.thinktime import header_block as think_block
+from tui.sources.load.errors import ConfigError, SetupError
 from tui.sources.load.prompts import PromptBuilder
 
 CHARS_PER_TOKEN = 4.0  # a dataset text without a token count: the prompt builder's estimate
@@ -150,3 +152,43 @@ class Workload:
 def estimate_tokens(text: str) -> int:
     """A text's tokens at ~4 characters per token (a dataset text the server did not count)."""
     return max(1, round(len(text) / CHARS_PER_TOKEN))
+
+
+def header_blocks(turns: LengthDist | None, think: ThinkDist | None, prefix_tokens: int | None, prefix_groups: int,
+                  dataset: Any, *, cache_prompt: bool, rejected: bool = False) -> dict:
+    """The run header's issue-23 keys of ``load``: ``sessions``, ``shared_prefix``, ``dataset``, ``cache_policy``
+    (``rejected``: the server refused the ``cache_prompt`` field, so none is sent)."""
+    sessions = None
+    if turns is not None:
+        sessions = {"turns": header_block(turns), "think_time": think_block(think) if think is not None else None,
+                    "history": "each turn sends the whole conversation so far, with the answers the server gave"}
+    prefix = {"tokens": prefix_tokens, "groups": prefix_groups} if prefix_tokens is not None else None
+    if rejected:
+        policy: dict[str, Any] = {"cache_prompt": None, "why": "not sent, the server's default (the server rejected it)"}
+    elif cache_prompt:
+        what = " and ".join(w for w, on in (("sessions", turns is not None),
+                                            ("shared prefixes", prefix_tokens is not None)) if on)
+        policy = {"cache_prompt": True, "why": f"{what}: the server may serve a prefix it has seen from its cache, "
+                                               "which is what this workload measures"}
+    else:
+        policy = {"cache_prompt": False, "why": "plain workload: a prefix cache cannot hide prefill time"}
+    return {"sessions": sessions, "shared_prefix": prefix,
+            "dataset": dataset.header_block() if dataset is not None else None, "cache_policy": policy}
+
+
+async def load_dataset(path: str, client: Any, root: str, *, max_bad_share: float, tokenize_form: str | None,
+                       max_context: int | None, server: dict, output_tokens_default: int, say: Any) -> Any:
+    """--dataset: read and prepare it through the datasets seam (``tui.sources.load.dataset``, imported only when a
+    dataset is given). A bad file (its DatasetError is a ConfigError) becomes a SetupError: one line, exit 2."""
+    import importlib
+
+    try:
+        mod: Any = importlib.import_module("tui.sources.load.dataset")
+    except ImportError:
+        raise SetupError("--dataset is not available in this build (no tui.sources.load.dataset)") from None
+    try:
+        ds = mod.read_dataset(path, max_bad_share=max_bad_share)
+        return await mod.prepare_dataset(ds, client, root, tokenize_form=tokenize_form, max_context=max_context,
+                                         server=server, output_tokens_default=output_tokens_default, say=say)
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None
