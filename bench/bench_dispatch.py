@@ -18,6 +18,9 @@ runs the same rate and arrival process as a yardstick (its own arrival draws, sa
   meanwhile (before each measurement the script waits up to ``--quiet-wait`` s for the machine to go quiet).
 
 Goal (issue): lateness p99 <= 10 ms, or the step is flagged saturated.
+
+``SW_BENCH_WORKLOAD=sessions`` (issue 23): each arrival starts a 2-turn session (think 0.05 s) whose prompts start with
+one of 4 shared 128-token system prompts, so ``--rates 250`` sends about 500 requests/s.
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ def servewatch_open_child(port: int, rates: list[float], arrival: str, seconds: 
                      arrival=arrival, input_tokens=(128, 128), output_tokens=(out_tokens, out_tokens),
                      requests=None, duration=seconds, metrics=False, gpu=False, record=out, api_key_env=None,
                      warmup=0)
+    if os.environ.get("SW_BENCH_WORKLOAD") == "sessions":  # issue 23: 2-turn sessions, 4 shared 128-token prefixes
+        from tui.core.lengths import parse_lengths
+        from tui.core.thinktime import parse_think_time
+
+        cfg.turns, cfg.think_time = parse_lengths("2"), parse_think_time("0.05")
+        cfg.shared_prefix_tokens, cfg.prefix_groups = 128, 4
     sys.stdout.write(json.dumps(record_servewatch(cfg)) + "\n")
 
 

@@ -156,6 +156,7 @@ def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
     import tui.sources.load.executor as executor
     import tui.sources.load.generator as loadgen
     import tui.sources.load.runner as runner
+    import tui.sources.load.sessions as sessions
     import tui.sources.load.steps as steps
     import tui.sources.metrics as metrics
 
@@ -173,7 +174,7 @@ def patched_for_virtual_time(monkeypatch, server: RecordedServer) -> None:
         time=lambda: EPOCH0 + perf_counter(), thread_time=time.thread_time, process_time=time.process_time,
         perf_counter=perf_counter,
     )
-    for mod in (loadgen, runner, executor, steps):  # every module of the load path that reads the clock
+    for mod in (loadgen, runner, executor, steps, sessions):  # every module of the load path that reads the clock
         monkeypatch.setattr(mod, "perf_counter", perf_counter)
     monkeypatch.setattr(runner, "time", fake_time)
     monkeypatch.setattr(steps, "time", fake_time)

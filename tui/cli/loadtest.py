@@ -42,6 +42,7 @@ from tui.core.exitcodes import ExitCode
 from tui.core.lengths import LengthDist
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
+from tui.core.thinktime import ThinkDist, parse_think_time
 from tui.sources.live import default_record_path
 from tui.sources.load.config import LoadConfig, monitor_config
 from tui.sources.load.errors import ConfigError, SetupError
@@ -122,6 +123,7 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
     g.add_argument("--rounds", type=positive_int, default=defaults.ROUNDS, metavar="N",
                    help=f"repeat the ramp N times (default {defaults.ROUNDS})")
     g.add_argument("--stop-on-fail", action="store_true", help="end the ramp at the first step whose verdict is FAIL")
+    add_workload_arguments(g)
     g.add_argument("--seed", type=int, default=defaults.LOAD_SEED, metavar="N",
                    help=f"seed for lengths and arrivals (default {defaults.LOAD_SEED})")
 
@@ -155,11 +157,79 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
     add_budget_arguments(parser)
 
 
+def think_time_arg(text: str) -> ThinkDist:
+    """``--think-time``: seconds or a distribution (:func:`tui.core.thinktime.parse_think_time`)."""
+    try:
+        return parse_think_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def share_arg(text: str) -> float:
+    """A share from 0 to 1."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
+    if not (math.isfinite(v) and 0 <= v <= 1):
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
+    return v
+
+
+def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
+    """The workload's shape (issue 23): sessions, shared prefixes, a dataset."""
+    g.add_argument("--turns", type=token_lengths, default=None, metavar="N|A-B|DIST",
+                   help="multi-turn sessions: turns per session, drawn per session (the forms of --input-tokens); "
+                        "each turn sends the whole conversation so far with the answers the server gave; the levels "
+                        "then count sessions (closed loop: concurrent sessions; open loop: session starts per "
+                        "second) and --requests counts sessions (default: one request per arrival)")
+    g.add_argument("--think-time", type=think_time_arg, default=None, metavar="SECONDS|DIST",
+                   help="with --turns: seconds between a turn's end and the next turn: S, uniform:A-B, "
+                        "normal:M,SD[LO-HI], lognormal:MEDIAN,SIGMA[LO-HI] or exponential:MEAN (default 0)")
+    g.add_argument("--shared-prefix-tokens", type=positive_int, default=None, metavar="P",
+                   help="every prompt starts with a shared system prompt of P tokens (one of --prefix-groups); "
+                        "requests then send cache_prompt: true (default: none)")
+    g.add_argument("--prefix-groups", type=positive_int, default=None, metavar="G",
+                   help="with --shared-prefix-tokens: G different system prompts, one drawn per session or "
+                        "request (default 1)")
+    g.add_argument("--dataset", default=None, metavar="FILE",
+                   help="prompts from FILE: JSON Lines of prompts or chat messages, or ShareGPT JSON; order seeded "
+                        "by --seed (default: synthetic prompts)")
+    g.add_argument("--max-context", type=positive_int, default=None, metavar="TOKENS",
+                   help="with --dataset: the model's context when the server does not tell it; longer "
+                        "conversations are skipped and counted (default: the server's)")
+    g.add_argument("--dataset-max-bad-share", type=share_arg, default=None, metavar="SHARE",
+                   help="with --dataset: refuse a file with more bad rows than this share "
+                        f"(default {defaults.DATASET_MAX_BAD_SHARE:g})")
+
+
+def workload_from_args(args: argparse.Namespace) -> dict:
+    """The LoadConfig fields of :func:`add_workload_arguments` (ConfigError on a combination that means nothing)."""
+    v = vars(args)
+    if v.get("think_time") is not None and v.get("turns") is None:
+        raise ConfigError("--think-time needs --turns (a think time is the wait between a session's turns)")
+    if v.get("prefix_groups") is not None and v.get("shared_prefix_tokens") is None:
+        raise ConfigError("--prefix-groups needs --shared-prefix-tokens")
+    if v.get("dataset") is None:
+        for flag, attr in (("--max-context", "max_context"), ("--dataset-max-bad-share", "dataset_max_bad_share")):
+            if v.get(attr) is not None:
+                raise ConfigError(f"{flag} needs --dataset FILE")
+    share = v.get("dataset_max_bad_share")
+    return {"turns": v.get("turns"), "think_time": v.get("think_time"),
+            "shared_prefix_tokens": v.get("shared_prefix_tokens"), "prefix_groups": v.get("prefix_groups") or 1,
+            "dataset": v.get("dataset"), "max_context": v.get("max_context"),
+            "dataset_max_bad_share": defaults.DATASET_MAX_BAD_SHARE if share is None else float(share)}
+
+
 # ------------------------------------------------------------------ the settings
 
 
 _TRACE_REFUSES = (("--arrival", "arrival"), ("--burstiness", "burstiness"), ("--input-tokens", "input_tokens"),
-                  ("--output-tokens", "output_tokens"), ("--max-step-seconds", "max_step_seconds"))
+                  ("--output-tokens", "output_tokens"), ("--max-step-seconds", "max_step_seconds"),
+                  # issue 23: a trace replays its own workload (a servewatch record's sessions and prefixes)
+                  ("--turns", "turns"), ("--think-time", "think_time"),
+                  ("--shared-prefix-tokens", "shared_prefix_tokens"), ("--prefix-groups", "prefix_groups"),
+                  ("--dataset", "dataset"))
 
 
 def trace_from_args(args: argparse.Namespace) -> Trace | None:
@@ -169,7 +239,7 @@ def trace_from_args(args: argparse.Namespace) -> Trace | None:
             if value is not None:
                 raise ConfigError(f"{flag} needs --trace FILE")
         return None
-    given = [flag for flag, attr in _TRACE_REFUSES if vars(args)[attr] is not None]
+    given = [flag for flag, attr in _TRACE_REFUSES if vars(args).get(attr) is not None]
     if args.rounds != 1:
         given.append("--rounds")
     if given:
@@ -234,6 +304,7 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         workers=_workers_value(args),
         ray=args.ray,
         trace=trace,
+        **workload_from_args(args),
     )
     cfg.validate()
     return cfg

@@ -95,3 +95,7 @@ DATASET_CHARS_PER_TOKEN = 4.0
 # TURN_ROWS_CAP up share one row ("N+"); each row keeps TURN_TTFT_EXACT TTFTs exactly, then a sketch.
 TURN_ROWS_CAP = 32
 TURN_TTFT_EXACT = 20_000
+
+# issue 23, sessions (`tui.core.thinktime`, `tui.sources.load.workload`): a normal, lognormal or exponential think
+# time is clamped to [0, THINK_CLIP_MAX_S] seconds unless the form names its own bounds.
+THINK_CLIP_MAX_S = 600.0

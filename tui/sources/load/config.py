@@ -20,6 +20,7 @@ from tui.core.lengths import LengthDist
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
 from tui.core.slos import Slos
+from tui.core.thinktime import ThinkDist
 from tui.sources.load.errors import ConfigError
 from tui.sources.load.kinds import APIS, ARRIVALS, MODES, Api, Arrival, Mode
 from tui.sources.load.sizing import MAX_WORKERS, auto_workers
@@ -103,6 +104,17 @@ class LoadConfig:
     # arrivals and lengths replayed from a trace (tui.sources.load.trace.load_trace): one open-loop step at
     # levels == [trace.level], round 1, ending when the trace is exhausted (or --requests/--duration earlier)
     trace: Trace | None = None
+    # issue 23, sessions and shared prefixes (tui.sources.load.workload, tui.sources.load.sessions): turns per session
+    # (None: one request per arrival, as always), the think time between turns (seconds; needs turns), every
+    # prompt's start: one of prefix_groups system prompts of shared_prefix_tokens tokens
+    turns: LengthDist | None = None
+    think_time: ThinkDist | None = None
+    shared_prefix_tokens: int | None = None
+    prefix_groups: int = 1
+    # --dataset FILE (read and prepared at setup by tui.sources.load.dataset), --max-context, --dataset-max-bad-share
+    dataset: str | None = None
+    max_context: int | None = None
+    dataset_max_bad_share: float = defaults.DATASET_MAX_BAD_SHARE
 
     @property
     def min_window_minutes(self) -> float:
@@ -160,8 +172,45 @@ class LoadConfig:
         for k, _v in self.headers:
             if not k or any(c in k for c in " :\r\n\t"):
                 raise ConfigError("--header must look like 'Name: value'")
+        self._validate_workload()
         if self.trace is not None:
             self._validate_trace()
+
+    def _validate_workload(self) -> None:
+        if self.turns is not None and not isinstance(self.turns, LengthDist):
+            raise ConfigError("--turns must be N, A-B or a length distribution")
+        if self.think_time is not None:
+            if not isinstance(self.think_time, ThinkDist):
+                raise ConfigError("--think-time must be SECONDS or a think-time distribution")
+            if self.turns is None:
+                raise ConfigError("--think-time needs --turns (a think time is the wait between a session's turns)")
+        p = self.shared_prefix_tokens
+        if p is not None and not (isinstance(p, int) and not isinstance(p, bool) and p >= 1):
+            raise ConfigError("--shared-prefix-tokens must be a whole number >= 1")
+        g = self.prefix_groups
+        if not (isinstance(g, int) and not isinstance(g, bool) and g >= 1):
+            raise ConfigError("--prefix-groups must be a whole number >= 1")
+        if g != 1 and p is None:
+            raise ConfigError("--prefix-groups needs --shared-prefix-tokens")
+        if self.dataset is not None and not (isinstance(self.dataset, str) and self.dataset.strip()):
+            raise ConfigError("--dataset must name a file")
+        mc = self.max_context
+        if mc is not None and not (isinstance(mc, int) and not isinstance(mc, bool) and mc >= 1):
+            raise ConfigError("--max-context must be a whole number of tokens >= 1")
+        share = self.dataset_max_bad_share
+        if not (isinstance(share, (int, float)) and math.isfinite(share) and 0 <= share <= 1):
+            raise ConfigError("--dataset-max-bad-share must be a share from 0 to 1")
+
+    @property
+    def sessions(self) -> bool:
+        """A session workload (--turns): levels count sessions, not requests."""
+        return self.turns is not None
+
+    @property
+    def cache_prompt(self) -> bool:
+        """What the requests send as ``cache_prompt``: true with shared prefixes or sessions (the server may serve
+        a prefix it saw from its cache: that is what such a workload measures), false otherwise."""
+        return self.turns is not None or self.shared_prefix_tokens is not None
 
     def _validate_trace(self) -> None:
         t = self.trace
@@ -195,6 +244,8 @@ class LoadConfig:
 
     @property
     def level_unit(self) -> str:
+        if self.turns is not None:
+            return "sessions" if self.mode == "closed" else "sessions/s"
         return "concurrency" if self.mode == "closed" else "req/s"
 
 

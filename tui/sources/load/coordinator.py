@@ -166,6 +166,7 @@ class StepResult:
     per_worker_cpu_s: list[float] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # how each lost worker ended
     worker_lost_requests: int = 0
+    sessions: dict | None = None  # session workloads: the workers' sessions blocks summed (started, completed, ...)
 
     @property
     def degraded(self) -> bool:
@@ -303,6 +304,13 @@ class WorkerPool:
                     result.cpu_s += cpu
                     result.thread_cpu_s += float(msg.done.get("thread_cpu_s", 0.0))
                     result.per_worker_cpu_s.append(round(cpu, 4))
+                    ss = msg.done.get("sessions")
+                    if isinstance(ss, dict):
+                        tot = result.sessions if result.sessions is not None else {}
+                        for sk, sv in ss.items():
+                            if isinstance(sv, int):
+                                tot[sk] = tot.get(sk, 0) + sv
+                        result.sessions = tot
                     wall = float(msg.done.get("wall_s", 0.0)) or 1e-9
                     if wall >= 1.0:
                         result.busiest = max(result.busiest, cpu / wall)

@@ -38,10 +38,29 @@ OPTIONAL_FIELDS = ("stream_options", "cache_prompt")  # dropped (and remembered)
 ERROR_BODY_LIMIT = 4096
 
 
+class TurnInfo:
+    """What a request of a shaped workload (issue 23) sends beside its own prompt and adds to its record: the
+    system prompt (a shared prefix, a dataset's system message), the conversation so far (sessions: each earlier
+    user message with the answer the server returned), and the record fields (``session``, ``turn``,
+    ``turns_planned``, ``context_tokens``, ``think_s``, ``prefix_group``, ``dataset_row``). ``keep``: keep the
+    answer text (a session's next turn needs it). A plain request has none (``Req.turn is None``)."""
+
+    __slots__ = ("fields", "history", "keep", "system", "turns_left")
+
+    def __init__(self, system: str | None, history: list[tuple[str, str]] | None, fields: dict[str, Any],
+                 keep: bool = False, turns_left: int = 0) -> None:
+        self.system = system
+        self.history = history
+        self.fields = fields
+        self.keep = keep
+        self.turns_left = turns_left  # turns of its session after this one (dropped when this one fails)
+
+
 class Req:
     """One request's state (times: perf_counter seconds)."""
 
     __slots__ = (
+        "answer",
         "detail",
         "done",
         "error",
@@ -67,6 +86,7 @@ class Req:
         "t_headers",
         "t_intended",
         "t_sent",
+        "turn",
         "usage_server",
         "wrote",
     )
@@ -100,6 +120,8 @@ class Req:
         self.offsets: list[float] | None = None
         self.usage_server = False
         self.fields: dict[str, Any] | None = None  # tui.sources.load.stream.stream_fields of its stream, once read
+        self.turn: TurnInfo | None = None  # a shaped workload's system prompt, history and record fields
+        self.answer: str | None = None  # the answer text, kept when turn.keep
 
 
 _STREAM_TIMES = ("t_first_reasoning", "t_first_answer", "t_last_token")
@@ -154,10 +176,35 @@ def request_record(req: Req, epoch: Callable[[float], float]) -> tuple[dict, flo
                     d[k] = ep(v)
             else:
                 d[k] = v
+    turn = req.turn
+    if turn is not None:
+        d.update(turn.fields)
+        if not complete:
+            d["turns_not_sent"] = turn.turns_left
     if req.offsets is not None and t_first is not None:
         d["token_offsets"] = [round(x - t_first, 6) for x in req.offsets]
     ttft = t_first - req.t_sent if t_first is not None else None
     return d, req.t_sent - req.t_intended, ttft, out_tok or 0
+
+
+def chat_messages(turn: TurnInfo, user: str) -> list[dict[str, str]]:
+    """A turn's chat messages: the system prompt, each earlier user message and the answer the server gave, then
+    this turn's user message."""
+    msgs = [{"role": "system", "content": turn.system}] if turn.system is not None else []
+    for u, a in turn.history or ():
+        msgs.append({"role": "user", "content": u})
+        msgs.append({"role": "assistant", "content": a})
+    msgs.append({"role": "user", "content": user})
+    return msgs
+
+
+def completion_text(turn: TurnInfo, user: str) -> str:
+    """A turn's completions prompt: the same parts as :func:`chat_messages`, joined by blank lines."""
+    parts = [turn.system] if turn.system is not None else []
+    for u, a in turn.history or ():
+        parts += [u, a]
+    parts.append(user)
+    return "\n\n".join(parts)
 
 
 class RequestExecutor:
@@ -165,7 +212,7 @@ class RequestExecutor:
 
     def __init__(self, client: httpx.AsyncClient, endpoint: str, query: str, *, chat: bool, model: str | None,
                  ignore_eos: bool, read_timeout: float, token_offsets: bool, scrub: Scrubber,
-                 say: Callable[[str], Any]) -> None:
+                 say: Callable[[str], Any], cache_prompt: bool = False) -> None:
         self.client = client
         self.endpoint = endpoint
         self.query = query
@@ -176,6 +223,7 @@ class RequestExecutor:
         self.token_offsets = token_offsets
         self.scrub = scrub
         self.say = say
+        self.cache_prompt = cache_prompt  # the value sent (true: shared prefixes or sessions), until rejected
         self.dropped: set[str] = set()  # optional fields the server rejected
         self._url = httpx.URL(endpoint)  # parsed once (httpx re-parses a str URL on every request)
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
@@ -186,7 +234,10 @@ class RequestExecutor:
     def body(self, req: Req) -> bytes:
         """The request body: byte for byte what :meth:`body_reference` gives, from a template of the parts that
         do not change between requests (rebuilt when the model or the dropped fields change)."""
-        key = (self.model, self.chat, self.ignore_eos, "stream_options" in self.dropped, "cache_prompt" in self.dropped)
+        if req.turn is not None:
+            return self.body_reference(req)
+        key = (self.model, self.chat, self.ignore_eos, "stream_options" in self.dropped, "cache_prompt" in self.dropped,
+               self.cache_prompt)
         if key != self._tpl_key:
             self._tpl = self._template()
             self._tpl_key = key
@@ -208,16 +259,22 @@ class RequestExecutor:
         body: dict[str, Any] = {}
         if self.model:
             body["model"] = self.model
-        if self.chat:
-            body["messages"] = [{"role": "user", "content": req.prompt}]
+        turn = req.turn
+        if turn is None:
+            if self.chat:
+                body["messages"] = [{"role": "user", "content": req.prompt}]
+            else:
+                body["prompt"] = req.prompt
+        elif self.chat:
+            body["messages"] = chat_messages(turn, req.prompt)
         else:
-            body["prompt"] = req.prompt
+            body["prompt"] = completion_text(turn, req.prompt)
         body["max_tokens"] = req.out_asked
         body["stream"] = True
         if "stream_options" not in self.dropped:
             body["stream_options"] = {"include_usage": True}
         if "cache_prompt" not in self.dropped:
-            body["cache_prompt"] = False
+            body["cache_prompt"] = self.cache_prompt
         if self.ignore_eos:
             body["ignore_eos"] = True
         return json.dumps(body, separators=(",", ":")).encode()
@@ -313,7 +370,7 @@ class RequestExecutor:
         ctype = resp.headers.get("content-type", "")
         if "json" in ctype and "event-stream" not in ctype:
             return self.fail(req, "malformed_stream", f"server answered {ctype.split(';')[0]}, not an event stream")
-        interp = StreamInterpreter(self.chat)
+        interp = StreamInterpreter(self.chat, keep_text=req.turn is not None and req.turn.keep)
         feed = interp.feed
         offsets: list[float] | None = [] if self.token_offsets else None
         t_first = None
@@ -348,6 +405,8 @@ class RequestExecutor:
             req.usage_server = interp.usage_server
             interp.settle()
             req.fields = stream_fields(interp)
+            if interp.texts is not None:
+                req.answer = interp.text
             if offsets is not None:
                 req.offsets = offsets
             await it.aclose()

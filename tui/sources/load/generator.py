@@ -56,6 +56,7 @@ from tui.sources.load.steps import (
     step_start_record,
 )
 from tui.sources.load.wire import WorkerSetup, split_orders
+from tui.sources.load.workload import Workload, header_blocks, load_dataset
 
 Emit = Callable[[dict], Any]
 Progress = Callable[[str], Any]
@@ -108,6 +109,8 @@ class LoadGenerator:
         self.server: dict = {}
         self.server_capacity: dict | None = None  # what the server says it allocated (tui.sources.server_info)
         self.status_line = ""
+        self.dataset: Any = None  # the prepared --dataset (tui.sources.load.dataset.Dataset), read at setup
+        self.workload: Workload | None = self._workload() if _shaped(config) else None
 
     @property
     def in_flight(self) -> int:
@@ -153,12 +156,14 @@ class LoadGenerator:
         c = self.cfg
         self._executor = RequestExecutor(client, self._endpoint, self._query, chat=self._chat, model=self.model,
                                          ignore_eos=c.ignore_eos, read_timeout=c.read_timeout,
-                                         token_offsets=c.token_offsets, scrub=self.scrub, say=self.say)
+                                         token_offsets=c.token_offsets, scrub=self.scrub, say=self.say,
+                                         cache_prompt=c.cache_prompt)
         if self._runner is None:  # one runner for the generator's life: its id sequence never restarts
             self._runner = StepRunner(self._executor, self.clock, self.prompts, self.run_id,
                                       input_tokens=c.input_tokens, output_tokens=c.output_tokens, seed=c.seed,
                                       on_record=self._on_record, max_in_flight=c.max_in_flight,
-                                      input_lengths=c.input_lengths, output_lengths=c.output_lengths)
+                                      input_lengths=c.input_lengths, output_lengths=c.output_lengths,
+                                      workload=self.workload)
         else:
             self._runner.executor = self._executor
 
@@ -190,6 +195,25 @@ class LoadGenerator:
             self.server_capacity = None
         sizes = [self.cfg.input_tokens[1] if self.cfg.input_lengths is None else self.cfg.input_lengths.typical_max()]
         await self.prompts.calibrate(client, self.root, prompt_prefix("00000000-000000"), sizes)
+        if self.cfg.dataset is not None:
+            await self._setup_dataset(client)
+
+    def _workload(self) -> Workload:
+        c = self.cfg
+        return Workload(seed=c.seed, turns=c.turns, think=c.think_time, prefix_tokens=c.shared_prefix_tokens,
+                        prefix_groups=c.prefix_groups, output_given=c.output_lengths is not None)
+
+    async def _setup_dataset(self, client: httpx.AsyncClient) -> None:
+        c = self.cfg
+        assert c.dataset is not None
+        self.dataset = await load_dataset(c.dataset, client, self.root, max_bad_share=c.dataset_max_bad_share,
+                                          tokenize_form=self.prompts.tokenize_form, max_context=c.max_context,
+                                          server=self.server, output_tokens_default=c.output_tokens[1], say=self.say)
+        if self.workload is None:
+            self.workload = self._workload()
+        self.workload.dataset = self.dataset
+        if self._runner is not None:
+            self._runner.workload = self.workload
 
     def _worker_setups(self, workers: int, anchor: tuple[float, float] | None) -> list[WorkerSetup]:
         c = self.cfg
@@ -199,7 +223,7 @@ class LoadGenerator:
                             headers=dict(self.headers), secrets=list(self._secrets), run_id=self.run_id, seed=c.seed,
                             input_tokens=c.input_tokens, output_tokens=c.output_tokens, max_in_flight=c.max_in_flight,
                             prompts=self.prompts.state(), anchor=anchor, input_lengths=c.input_lengths,
-                            output_lengths=c.output_lengths)
+                            output_lengths=c.output_lengths, workload=self.workload, cache_prompt=c.cache_prompt)
                 for k in range(workers)]
 
     async def _start_workers(self) -> None:
@@ -283,6 +307,7 @@ class LoadGenerator:
                 "connection": "new connection per request",
                 "client_pid": os.getpid(),
                 "workers": self._workers_block(),
+                **self._workload_blocks(),
             },
             environment=self.environment(gpu_env),
             synthetic=False,
@@ -301,6 +326,12 @@ class LoadGenerator:
                                note="arrivals and token lengths replayed from " + c.trace.describe())
             hdr["source"] = c.trace.header_source()
         return hdr
+
+    def _workload_blocks(self) -> dict:
+        c = self.cfg
+        return header_blocks(c.turns, c.think_time, c.shared_prefix_tokens, c.prefix_groups, self.dataset,
+                             cache_prompt=c.cache_prompt,
+                             rejected=self._executor is not None and "cache_prompt" in self._executor.dropped)
 
     # -- requests ----------------------------------------------------------
 
@@ -412,6 +443,8 @@ class LoadGenerator:
                                         "trace" if c.trace is not None else c.arrival))
         self.say(label)
         pooled = None
+        if self._runner is not None:
+            self._runner.sessions = None
         try:
             if self.pool is not None:
                 self.pool.last_result = None
@@ -429,6 +462,11 @@ class LoadGenerator:
             end = self._step_end(step)
             if pooled is not None:
                 _pool_fields(end, pooled, step.mode)
+            if c.turns is not None:
+                sess = pooled.sessions if pooled is not None else (
+                    self._runner.sessions.block() if self._runner is not None and self._runner.sessions else None)
+                end["sessions"] = dict(sess) if sess else {"started": 0, "completed": 0, "ended_by_failure": 0,
+                                                           "cut_at_step_end": 0}
             if h0 is not None and hist is not None:
                 sh = hist.combine(h0, h1)
                 if sh is not None:
@@ -580,6 +618,11 @@ class LoadGenerator:
         self.summary.stopped_early = f"{what} degraded (a load worker was lost): run stopped"
         self.say("note: " + self.summary.stopped_early)
         return True
+
+
+def _shaped(c: LoadConfig) -> bool:
+    """A workload shaped beyond lengths and arrivals (sessions, shared prefixes; a dataset joins at setup)."""
+    return c.turns is not None or c.shared_prefix_tokens is not None
 
 
 def _pool_fields(end: dict, pooled: StepResult, mode: str) -> None:

@@ -26,9 +26,11 @@ from typing import Any
 
 from tui.core.lengths import LengthDist, draw_at, header_block, parse_lengths
 from tui.sources.load.arrivals import PlannedArrival
-from tui.sources.load.executor import Req, RequestExecutor, request_record
+from tui.sources.load.executor import Req, RequestExecutor, TurnInfo, request_record
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
+from tui.sources.load.sessions import SessionCounts, closed_sessions, open_sessions
 from tui.sources.load.steps import Step
+from tui.sources.load.workload import SessionPlan, Workload, where_key
 
 
 def range_lengths(pair: tuple[int, int]) -> LengthDist:
@@ -82,8 +84,12 @@ class StepRunner:
                  input_tokens: tuple[int, int], output_tokens: tuple[int, int], seed: Any,
                  on_record: OnRecord, worker: int = 0, workers: int = 1, max_in_flight: int = 4096,
                  on_start: Callable[[Req], Any] | None = None, input_lengths: LengthDist | None = None,
-                 output_lengths: LengthDist | None = None) -> None:
+                 output_lengths: LengthDist | None = None, workload: Workload | None = None) -> None:
         self.executor = executor
+        # a shaped workload (sessions, shared prefixes, a dataset: tui.sources.load.workload); None: plain requests
+        self.workload = workload
+        self._sess_seq = worker  # session ids: run_id-s(seq+1), steps of `workers`, like request ids
+        self.sessions: SessionCounts | None = None  # the sessions of the last (or running) session step
         self.clock = clock
         self.prompts = prompts
         self.run_id = run_id
@@ -116,15 +122,14 @@ class StepRunner:
         """The next request of ``step``. ``index``: its place in the step's one schedule (an open-loop arrival's
         ``seq``); None in closed loop, where this runner's k-th request of the step is number
         ``worker + k * workers`` (the workers' numbers partition 0, 1, 2, ... as one process's do)."""
+        if self.workload is not None:
+            return self._shaped_req(step, t_intended, n_in, n_out, index)
         self._seq += 1
         rid = f"{self.run_id}-{self._seq:06d}"
         self._seq += self.workers - 1
         if n_in is None or n_out is None:
             if index is None:
-                skey = (step.phase, step.level, step.round)
-                k = self._closed_index.get(skey, 0)
-                self._closed_index[skey] = k + 1
-                index = self.worker + k * self.workers
+                index = self.closed_index(step)
             where = f"{step.phase}:{step.level:g}:{step.round}:{index}"
             if n_in is None:
                 n_in = self._draw(self.input_lengths, "in", where)
@@ -132,6 +137,76 @@ class StepRunner:
                 n_out = self._draw(self.output_lengths, "out", where)
         prompt = self.prompts.build(prompt_prefix(rid), n_in)
         return Req(rid, step.phase, step.level, step.round, step, n_in, n_out, prompt, t_intended)
+
+    def closed_index(self, step: Step) -> int:
+        """Closed loop: the index of this runner's next request (or session) of ``step``: its k-th is number
+        ``worker + k * workers`` (the workers' numbers partition 0, 1, 2, ... as one process's do)."""
+        skey = (step.phase, step.level, step.round)
+        k = self._closed_index.get(skey, 0)
+        self._closed_index[skey] = k + 1
+        return self.worker + k * self.workers
+
+    def _next_id(self) -> str:
+        self._seq += 1
+        rid = f"{self.run_id}-{self._seq:06d}"
+        self._seq += self.workers - 1
+        return rid
+
+    # -- shaped workloads (issue 23) ------------------------------------------
+
+    def session_plan(self, step: Step, index: int) -> SessionPlan:
+        assert self.workload is not None
+        return self.workload.plan(where_key(step.phase, step.level, step.round, index), index, self.prompts)
+
+    def next_session_id(self) -> str:
+        self._sess_seq += 1
+        sid = f"{self.run_id}-s{self._sess_seq:06d}"
+        self._sess_seq += self.workers - 1
+        return sid
+
+    def begin_sessions(self) -> SessionCounts:
+        self.sessions = SessionCounts()
+        return self.sessions
+
+    def new_turn(self, step: Step, t_intended: float, plan: SessionPlan, k: int, session: str | None,
+                 history: list[tuple[str, str]], history_tokens: int, think_s: float,
+                 n_in: int | None = None, n_out: int | None = None) -> tuple[Req, str, int]:
+        """Turn ``k`` of ``plan`` (a session's, or the one request of a single-turn shaped workload): (its request,
+        its user message, that message's tokens)."""
+        wl = self.workload
+        assert wl is not None
+        rid = self._next_id()
+        key = f"{plan.where}:t{k}"
+        ds = wl.dataset_turn(plan, k)
+        if ds is not None:
+            user, n_user, n_ds_out = ds
+            if n_out is None:
+                n_out = n_ds_out if n_ds_out is not None else self._draw(self.output_lengths, "out", key)
+        else:
+            n_user = n_in if n_in is not None else self._draw(self.input_lengths, "in", key)
+            if n_out is None:
+                n_out = self._draw(self.output_lengths, "out", key)
+            user = self.prompts.build(prompt_prefix(rid), n_user)
+        fields = wl.record_fields(plan)
+        if session is not None:
+            fields.update(session=session, turn=k, turns_planned=plan.turns)
+        fields["context_tokens"] = plan.system_tokens + history_tokens + n_user
+        if k > 1:
+            fields["think_s"] = round(think_s, 6)
+        turn = TurnInfo(plan.system, list(history) if history else None, fields, keep=session is not None,
+                        turns_left=plan.turns - k)
+        req = Req(rid, step.phase, step.level, step.round, step, n_user, n_out, user, t_intended)
+        req.turn = turn
+        return req, user, n_user
+
+    def _shaped_req(self, step: Step, t_intended: float, n_in: int | None, n_out: int | None,
+                    index: int | None) -> Req:
+        """A single request of a shaped workload (shared prefixes and/or a dataset, no sessions)."""
+        if index is None:
+            index = self.closed_index(step)
+        plan = self.session_plan(step, index)
+        req, _user, _n = self.new_turn(step, t_intended, plan, 1, None, [], 0, 0.0, n_in, n_out)
+        return req
 
     def _draw(self, d: LengthDist, stream: str, where: str) -> int:
         if d.kind == "fixed" or d.lo == d.hi:
@@ -194,6 +269,8 @@ class StepRunner:
                           stop: Callable[[], bool]) -> None:
         """``concurrency`` loops, each sending its next request when the last one ended, until
         ``n_requests`` were issued (by all loops of this runner), ``duration`` passed or ``stop()``."""
+        if self.workload is not None and self.workload.sessions:
+            return await closed_sessions(self, step, concurrency, n_requests, duration, stop)
         end_at = step.t0 + duration if duration else None
         issued = 0
 
@@ -224,6 +301,8 @@ class StepRunner:
         """Send each planned arrival at ``step.t0 + offset`` (offsets ascending) until the plan
         ends, ``duration`` passed or ``stop()``; at most ``max_in_flight`` open at once (the rest
         wait, and their wait shows as lateness)."""
+        if self.workload is not None and self.workload.sessions:
+            return await open_sessions(self, step, arrivals, duration, stop)
         sem = asyncio.Semaphore(self.max_in_flight)
 
         async def one(req: Req) -> None:

@@ -67,11 +67,12 @@ class StreamInterpreter:
     """One stream's state. ``feed(bytes, t) -> tokens in this read``; ``end(t)``; ``outcome()``."""
 
     __slots__ = ("chat", "done", "eof", "error", "finish", "gaps", "in_tok", "out_tok", "parser", "reason_tok",
-                 "reasoning", "t_first", "t_first_answer", "t_first_reasoning", "t_last", "tail", "tail_t",
+                 "reasoning", "t_first", "t_first_answer", "texts", "t_first_reasoning", "t_last", "tail", "tail_t",
                  "tail_owner", "think", "tokens", "undecided", "usage_server", "zero_gaps")
 
-    def __init__(self, chat: bool = True) -> None:
+    def __init__(self, chat: bool = True, keep_text: bool = False) -> None:
         self.chat = chat
+        self.texts: list[str] | None = [] if keep_text else None  # keep_text: the content pieces, in order (sessions)
         self.parser = SSEParser()
         self.tokens = 0  # token events (chunks) so far
         self.reasoning = 0  # of which reasoning chunks (no answer text)
@@ -94,6 +95,11 @@ class StreamInterpreter:
         self.tail_t = 0.0  # when the chunk holding the tail's first character arrived
         self.tail_owner = 0  # what the rest of the chunk holding the tail's first character was (kind bits)
         self.undecided = 0  # later chunks whose only text is the tail (outside a block: answer or tag, not known yet)
+
+    @property
+    def text(self) -> str | None:
+        """The answer text as the server sent it (content, or completions text; None unless ``keep_text``)."""
+        return None if self.texts is None else "".join(self.texts)
 
     @property
     def stopped(self) -> bool:
@@ -204,6 +210,7 @@ class StreamInterpreter:
         loads = json.loads
         chat = self.chat
         finish = self.finish
+        texts = self.texts
         try:
             for ev in events:
                 data = ev.data
@@ -242,6 +249,8 @@ class StreamInterpreter:
                         rtext = None
                     if text or rtext:
                         n += 1
+                        if texts is not None and type(text) is str:
+                            texts.append(text)
                         if not text:
                             kind = REASONING
                         elif type(text) is str and (self.tail or "<" in text):

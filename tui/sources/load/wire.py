@@ -57,6 +57,8 @@ class WorkerSetup:
     anchor: tuple[float, float] | None  # the coordinator's clock anchor (same machine) or None (own clock)
     input_lengths: LengthDist | None = None  # the distributions (tui.core.lengths); None: the pairs above
     output_lengths: LengthDist | None = None
+    workload: Any = None  # tui.sources.load.workload.Workload of a shaped workload (sessions, prefixes, a dataset)
+    cache_prompt: bool = False  # what the requests send as cache_prompt (LoadConfig.cache_prompt)
 
 
 @dataclass

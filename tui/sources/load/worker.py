@@ -66,12 +66,13 @@ class WorkerEngine:
         scrub = Scrubber(s.secrets)
         ex = RequestExecutor(self._client, s.endpoint, s.query, chat=s.chat, model=s.model, ignore_eos=s.ignore_eos,
                              read_timeout=s.read_timeout, token_offsets=s.token_offsets, scrub=scrub,
-                             say=lambda _line: None)
+                             say=lambda _line: None, cache_prompt=s.cache_prompt)
         self.runner = StepRunner(ex, Clock(s.anchor), PromptBuilder.from_state(s.prompts), s.run_id,
                                  input_tokens=s.input_tokens, output_tokens=s.output_tokens, seed=s.seed,
                                  on_record=self._on_record, worker=s.worker, workers=s.workers,
                                  max_in_flight=s.max_in_flight, on_start=self._on_start,
-                                 input_lengths=s.input_lengths, output_lengths=s.output_lengths)
+                                 input_lengths=s.input_lengths, output_lengths=s.output_lengths,
+                                 workload=s.workload)
         return {"worker": s.worker, "pid": os.getpid(), "host": platform.node(),
                 "clock": "coordinator's anchor" if s.anchor is not None else "own anchor",
                 "epoch0": self.runner.clock.epoch0}
@@ -108,6 +109,7 @@ class WorkerEngine:
         step.t0 = r.clock.perf(order.t0_epoch)
         cpu0, tcpu0, wall0 = time.process_time(), time.thread_time(), perf_counter()
         sent0 = r.sent_total
+        r.sessions = None
         flusher = asyncio.create_task(self._flusher())
         try:
             if order.mode == "closed":
@@ -127,6 +129,8 @@ class WorkerEngine:
                 await flusher
             done = {"cpu_s": time.process_time() - cpu0, "thread_cpu_s": time.thread_time() - tcpu0,
                     "wall_s": max(perf_counter() - max(wall0, step.t0), 1e-9), "sent": r.sent_total - sent0}
+            if r.sessions is not None:
+                done["sessions"] = r.sessions.block()
             await self.out(self._batch(done))
 
     def _stopped(self) -> bool:

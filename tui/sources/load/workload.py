@@ -1,0 +1,194 @@
+"""What each session and each turn of a shaped workload asks (issue 23): turns, think times, prefix groups, dataset
+conversations, and the text of the shared system prompts.
+
+A :class:`Workload` is plain, picklable data (it travels to worker processes and Ray actors inside
+``WorkerSetup``). Every draw is a function of (seed, the step, the session's or request's index in the step) alone,
+never of which process runs it: a split over workers asks exactly what one process asks. The keys:
+
+- a request or session of a step is ``where = "<phase>:<level>:<round>:<index>"`` (the key the length draws use);
+- its turn ``k`` draws its lengths at ``where + ":t<k>"`` (turn 1 of a session too), its think time at the same key;
+- turns per session at ``"turns:" + where``, the prefix group at ``"prefix:" + where``;
+- a dataset conversation is ``Dataset.at(seed, index)`` (the index within the step).
+
+The dataset itself (``tui.sources.load.dataset``, the datasets seam) is seen here only through
+:class:`DatasetLike`: ``at(seed, n)`` gives a conversation with ``row``, ``system`` and ``turns`` (each with
+``user``, ``user_tokens``, ``answer_tokens``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tui.core.lengths import LengthDist, draw_at, header_block
+from tui.core.thinktime import ThinkDist, draw_think
+from tui.core.thinktime import header_block as think_block
+from tui.sources.load.errors import ConfigError, SetupError
+from tui.sources.load.prompts import PromptBuilder
+
+CHARS_PER_TOKEN = 4.0  # a dataset text without a token count: the prompt builder's estimate
+
+
+class TurnLike(Protocol):
+    user: str
+    user_tokens: int | None
+    answer_tokens: int | None
+
+
+class ConversationLike(Protocol):
+    row: int
+    system: str | None
+    turns: Sequence[Any]  # TurnLike
+
+
+class DatasetLike(Protocol):
+    def at(self, seed: Any, n: int) -> Any: ...  # a ConversationLike
+    def header_block(self) -> dict: ...
+    def __len__(self) -> int: ...
+
+
+def where_key(phase: str, level: float, rnd: int, index: int) -> str:
+    """The key of one request or session of a step (the length draws' key)."""
+    return f"{phase}:{level:g}:{rnd}:{index}"
+
+
+def _pick(seed: Any, key: str, n: int) -> int:
+    """A whole number in [0, n) from (seed, key) alone."""
+    h = hashlib.blake2b(f"{seed}|{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") % n
+
+
+@dataclass
+class SessionPlan:
+    """One session (or one single request of a shaped workload): what it will ask."""
+
+    index: int
+    where: str
+    turns: int  # planned turns (1: a single request)
+    group: int | None  # the shared prefix group
+    system: str | None  # its system prompt text (the shared prefix and/or the dataset's system message)
+    system_tokens: int  # that text's tokens (asked, or estimated for a dataset's text)
+    conversation: Any = None  # the dataset conversation (ConversationLike) or None
+
+
+@dataclass
+class Workload:
+    """The shape of a workload beyond lengths and arrivals (see the module docstring)."""
+
+    seed: Any
+    turns: LengthDist | None = None
+    think: ThinkDist | None = None
+    prefix_tokens: int | None = None
+    prefix_groups: int = 1
+    dataset: Any = None  # DatasetLike
+    output_given: bool = False  # --output-tokens was given: it wins over a dataset's answer lengths
+    _prefix_text: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def sessions(self) -> bool:
+        return self.turns is not None
+
+    def system_prompt(self, group: int, prompts: PromptBuilder) -> str:
+        """Group ``group``'s shared system prompt, ``prefix_tokens`` long (built once per group): every group's text
+        differs from its first words, so two groups share no prefix and one group's requests share all of it."""
+        text = self._prefix_text.get(group)
+        if text is None:
+            assert self.prefix_tokens is not None
+            text = prompts.build(f"[system prompt {group}] You are assistant {group}. Context words: ",
+                                 self.prefix_tokens)
+            self._prefix_text[group] = text
+        return text
+
+    def plan(self, where: str, index: int, prompts: PromptBuilder) -> SessionPlan:
+        """Session (or request) ``index`` of a step: its turns, prefix group, system prompt and conversation."""
+        conv = self.dataset.at(self.seed, index) if self.dataset is not None else None
+        if self.turns is None:
+            turns = 1
+        else:
+            turns = draw_at(self.turns, self.seed, "turns:" + where)
+            if conv is not None:
+                turns = min(turns, len(conv.turns))
+        group = None
+        system: str | None = None
+        sys_tokens = 0
+        if self.prefix_tokens is not None:
+            group = _pick(self.seed, "prefix:" + where, self.prefix_groups) if self.prefix_groups > 1 else 0
+            system = self.system_prompt(group, prompts)
+            sys_tokens = self.prefix_tokens
+        if conv is not None and conv.system:
+            system = conv.system if system is None else system + "\n\n" + conv.system
+            sys_tokens += estimate_tokens(conv.system)
+        return SessionPlan(index, where, turns, group, system, sys_tokens, conv)
+
+    def think_at(self, where: str, turn: int) -> float:
+        """The think time before turn ``turn`` (>= 2) of the session at ``where``."""
+        if self.think is None:
+            return 0.0
+        return draw_think(self.think, self.seed, f"{where}:t{turn}")
+
+    def dataset_turn(self, plan: SessionPlan, turn: int) -> tuple[str, int, int | None] | None:
+        """A dataset conversation's turn ``turn`` (1-based): (user text, its tokens, the answer's tokens unless
+        --output-tokens was given); None without a dataset."""
+        conv = plan.conversation
+        if conv is None:
+            return None
+        t = conv.turns[turn - 1]
+        n_in = t.user_tokens if t.user_tokens is not None else estimate_tokens(t.user)
+        n_out = None if self.output_given else t.answer_tokens
+        return t.user, max(1, int(n_in)), n_out
+
+    def record_fields(self, plan: SessionPlan) -> dict[str, Any]:
+        """The record fields every request of ``plan`` carries whatever its turn."""
+        d: dict[str, Any] = {}
+        if plan.group is not None:
+            d["prefix_group"] = plan.group
+        if plan.conversation is not None:
+            d["dataset_row"] = plan.conversation.row
+        return d
+
+
+def estimate_tokens(text: str) -> int:
+    """A text's tokens at ~4 characters per token (a dataset text the server did not count)."""
+    return max(1, round(len(text) / CHARS_PER_TOKEN))
+
+
+def header_blocks(turns: LengthDist | None, think: ThinkDist | None, prefix_tokens: int | None, prefix_groups: int,
+                  dataset: Any, *, cache_prompt: bool, rejected: bool = False) -> dict:
+    """The run header's issue-23 keys of ``load``: ``sessions``, ``shared_prefix``, ``dataset``, ``cache_policy``
+    (``rejected``: the server refused the ``cache_prompt`` field, so none is sent)."""
+    sessions = None
+    if turns is not None:
+        sessions = {"turns": header_block(turns), "think_time": think_block(think) if think is not None else None,
+                    "history": "each turn sends the whole conversation so far, with the answers the server gave"}
+    prefix = {"tokens": prefix_tokens, "groups": prefix_groups} if prefix_tokens is not None else None
+    if rejected:
+        policy: dict[str, Any] = {"cache_prompt": None, "why": "not sent, the server's default (the server rejected it)"}
+    elif cache_prompt:
+        what = " and ".join(w for w, on in (("sessions", turns is not None),
+                                            ("shared prefixes", prefix_tokens is not None)) if on)
+        policy = {"cache_prompt": True, "why": f"{what}: the server may serve a prefix it has seen from its cache, "
+                                               "which is what this workload measures"}
+    else:
+        policy = {"cache_prompt": False, "why": "plain workload: a prefix cache cannot hide prefill time"}
+    return {"sessions": sessions, "shared_prefix": prefix,
+            "dataset": dataset.header_block() if dataset is not None else None, "cache_policy": policy}
+
+
+async def load_dataset(path: str, client: Any, root: str, *, max_bad_share: float, tokenize_form: str | None,
+                       max_context: int | None, server: dict, output_tokens_default: int, say: Any) -> Any:
+    """--dataset: read and prepare it through the datasets seam (``tui.sources.load.dataset``, imported only when a
+    dataset is given). A bad file (its DatasetError is a ConfigError) becomes a SetupError: one line, exit 2."""
+    import importlib
+
+    try:
+        mod: Any = importlib.import_module("tui.sources.load.dataset")
+    except ImportError:
+        raise SetupError("--dataset is not available in this build (no tui.sources.load.dataset)") from None
+    try:
+        ds = mod.read_dataset(path, max_bad_share=max_bad_share)
+        return await mod.prepare_dataset(ds, client, root, tokenize_form=tokenize_form, max_context=max_context,
+                                         server=server, output_tokens_default=output_tokens_default, say=say)
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None
