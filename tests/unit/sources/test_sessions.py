@@ -342,23 +342,21 @@ def test_req_of_a_plain_request_has_no_turn():
 
 
 async def test_a_dataset_seam_feeds_the_requests_and_the_header(monkeypatch):
-    import sys
-    import types
+    import tui.sources.load.dataset as dataset_mod
 
-    mod = types.ModuleType("tui.sources.load.dataset")
     seen = {}
 
     def read_dataset(path, *, max_bad_share):
         seen["read"] = (path, max_bad_share)
         return _Dataset()
 
-    async def prepare_dataset(ds, client, root, *, tokenize_form, max_context, server, output_tokens_default, say):
+    async def prepare_dataset(ds, client, root, *, tokenize_form, max_context, server, output_tokens_default,
+                              output_tokens_given, say):
         seen["prepare"] = (max_context, output_tokens_default)
         return ds
 
-    mod.read_dataset = read_dataset  # type: ignore[attr-defined]
-    mod.prepare_dataset = prepare_dataset  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tui.sources.load.dataset", mod)
+    monkeypatch.setattr(dataset_mod, "read_dataset", read_dataset)
+    monkeypatch.setattr(dataset_mod, "prepare_dataset", prepare_dataset)
     srv = Server()
     recs = await run(srv, dataset="d.jsonl", max_context=99, requests=2)
     assert seen == {"read": ("d.jsonl", 0.05), "prepare": (99, 4)}

@@ -45,7 +45,7 @@ from tui.core.datasets import (
     JsonListError,
     JsonListItems,
 )
-from tui.sources.load.errors import ConfigError
+from tui.sources.load.errors import ConfigError, SetupError
 from tui.sources.load.prompts import TOKENIZE_FORMS, PromptBuilder
 
 __all__ = ["EXAMPLES", "EXAMPLE_DIR", "Conversation", "Dataset", "DatasetError", "DatasetTurn", "example_path",
@@ -365,3 +365,17 @@ async def prepare_dataset(ds: Dataset, client: httpx.AsyncClient, root: str, *, 
         f"; tokens: {label}; context: {ctx if ctx is not None else 'unknown'}"
         + (f" ({source})" if source else ""))
     return result
+
+
+async def load_dataset(path: str, client: httpx.AsyncClient, root: str, *, max_bad_share: float,
+                       tokenize_form: str | None, max_context: int | None, server: dict, output_tokens_default: int,
+                       output_tokens_given: bool, say: Callable[[str], None]) -> Dataset:
+    """--dataset at the load generator's setup: :func:`read_dataset`, then :func:`prepare_dataset`. A file that is
+    not usable (a :class:`DatasetError`) becomes a SetupError: one line, exit 2."""
+    try:
+        ds = read_dataset(path, max_bad_share=max_bad_share)
+        return await prepare_dataset(ds, client, root, tokenize_form=tokenize_form, max_context=max_context,
+                                     server=server, output_tokens_default=output_tokens_default,
+                                     output_tokens_given=output_tokens_given, say=say)
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None

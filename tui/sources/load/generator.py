@@ -56,7 +56,7 @@ from tui.sources.load.steps import (
     step_start_record,
 )
 from tui.sources.load.wire import WorkerSetup, split_orders
-from tui.sources.load.workload import Workload, header_blocks, load_dataset
+from tui.sources.load.workload import Workload, header_blocks
 
 Emit = Callable[[dict], Any]
 Progress = Callable[[str], Any]
@@ -206,9 +206,13 @@ class LoadGenerator:
     async def _setup_dataset(self, client: httpx.AsyncClient) -> None:
         c = self.cfg
         assert c.dataset is not None
+        from tui.sources.load.dataset import load_dataset
+
+        out = c.output_tokens[1] if c.output_lengths is None else c.output_lengths.typical_max()
         self.dataset = await load_dataset(c.dataset, client, self.root, max_bad_share=c.dataset_max_bad_share,
                                           tokenize_form=self.prompts.tokenize_form, max_context=c.max_context,
-                                          server=self.server, output_tokens_default=c.output_tokens[1], say=self.say)
+                                          server=self.server, output_tokens_default=out,
+                                          output_tokens_given=c.output_lengths is not None, say=self.say)
         if self.workload is None:
             self.workload = self._workload()
         self.workload.dataset = self.dataset

@@ -25,7 +25,6 @@ from typing import Any, Protocol
 from tui.core.lengths import LengthDist, draw_at, header_block
 from tui.core.thinktime import ThinkDist, draw_think
 from tui.core.thinktime import header_block as think_block
-from tui.sources.load.errors import ConfigError, SetupError
 from tui.sources.load.prompts import PromptBuilder
 
 CHARS_PER_TOKEN = 4.0  # a dataset text without a token count: the prompt builder's estimate
@@ -175,20 +174,3 @@ def header_blocks(turns: LengthDist | None, think: ThinkDist | None, prefix_toke
     return {"sessions": sessions, "shared_prefix": prefix,
             "dataset": dataset.header_block() if dataset is not None else None, "cache_policy": policy}
 
-
-async def load_dataset(path: str, client: Any, root: str, *, max_bad_share: float, tokenize_form: str | None,
-                       max_context: int | None, server: dict, output_tokens_default: int, say: Any) -> Any:
-    """--dataset: read and prepare it through the datasets seam (``tui.sources.load.dataset``, imported only when a
-    dataset is given). A bad file (its DatasetError is a ConfigError) becomes a SetupError: one line, exit 2."""
-    import importlib
-
-    try:
-        mod: Any = importlib.import_module("tui.sources.load.dataset")
-    except ImportError:
-        raise SetupError("--dataset is not available in this build (no tui.sources.load.dataset)") from None
-    try:
-        ds = mod.read_dataset(path, max_bad_share=max_bad_share)
-        return await mod.prepare_dataset(ds, client, root, tokenize_form=tokenize_form, max_context=max_context,
-                                         server=server, output_tokens_default=output_tokens_default, say=say)
-    except ConfigError as exc:
-        raise SetupError(str(exc)) from None
