@@ -13,8 +13,8 @@ Two server models:
 - "recorded" replays at concurrency c what the real server did at the highest recorded level <= c: the gate breaks
   at 4. The closed-loop commands must end with a verdict (exit 0 or 1, never 3).
 
-A `--trace FILE` given relative is read from the repository root (the bundled synthetic excerpts in
-sample_logs/traces/).
+A `--trace FILE` or `--dataset FILE` given relative is read from the repository root (the bundled synthetic excerpts in
+sample_logs/traces/, the example datasets in tui/data/datasets/).
 
 `sample_logs/README.md` is not scanned: its command is how the bundled recording was made (150-s steps, on purpose
 too short to decide), a fact about that file, not an example to copy.
@@ -70,7 +70,8 @@ def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tup
     from tui.cli.report import analyse_file, monitor_config_from_args
 
     argv = shlex.split(cmd)[1:]
-    argv = [str(ROOT / a) if prev == "--trace" else a for prev, a in zip(["", *argv], argv)]  # a bundled trace
+    argv = [str(ROOT / a) if prev in ("--trace", "--dataset") else a  # a bundled trace or dataset
+            for prev, a in zip(["", *argv], argv)]
     for flag in ("--workers", "--ray"):  # worker processes cannot reach the in-memory recorded server: the
         if flag in argv:                  # same load in this process (tests/unit/sources/test_workers.py covers the split)
             k = argv.index(flag)
