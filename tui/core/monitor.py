@@ -754,7 +754,9 @@ class Monitor:
                     self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
                 # counted tokens: one tuple and one dict update (TokenTally.pending, tallied when read)
                 tk = st.tokens.pending
-                tkey = (r.input_tokens_asked, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked,
+                # a session's turn asked its whole prompt (context_tokens), not only its user message
+                asked_in = r.input_tokens_asked if r.session is None or r.context_tokens is None else r.context_tokens
+                tkey = (asked_in, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked,
                        r.usage_output_tokens, r.output_chunks, r.output_tokens)  # token_counts.record_key
                 c = tk.get(tkey)
                 if c is None:

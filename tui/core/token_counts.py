@@ -3,7 +3,8 @@
 ``TokenTally`` takes request records one at a time (the caller chooses which: e.g. the measured ones of one level)
 and keeps, in bounded memory, four length distributions and the disagreements between counts:
 
-- **input asked**: ``input_tokens_asked`` (the load generator writes it; absent: unknown, never guessed);
+- **input asked**: ``input_tokens_asked`` (the load generator writes it; absent: unknown, never guessed); a turn of
+  a session (a record with ``session``) asked its whole prompt, ``context_tokens`` (prefix + history + message);
 - **input received**: ``usage_input_tokens``, the server's ``usage.prompt_tokens``, else ``input_tokens`` (in the
   load generator's records that is the same server count: ``input_tokens`` is never read as "asked");
 - **output asked**: ``output_tokens_asked`` when the record carries it (absent: unknown, never guessed);
@@ -130,9 +131,15 @@ def _get(r: RequestRecord | Mapping[str, Any], name: str) -> int | None:
     return int(v)
 
 
+def _get_session(r: Any) -> bool:
+    v = r.get("session") if isinstance(r, Mapping) else getattr(r, "session", None)
+    return isinstance(v, str) and bool(v)
+
+
 def record_key(r: RequestRecord) -> tuple:
     """A parsed record's seven count fields, in ``TokenTally.add_counts``'s order (the key of ``pending``)."""
-    return (r.input_tokens_asked, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked, r.usage_output_tokens,
+    asked_in = r.input_tokens_asked if r.session is None or r.context_tokens is None else r.context_tokens
+    return (asked_in, r.usage_input_tokens, r.input_tokens, r.output_tokens_asked, r.usage_output_tokens,
             r.output_chunks, r.output_tokens)
 
 
@@ -170,7 +177,9 @@ class TokenTally:
             if len(p) > self.cap:
                 self.flush()
             return
-        self.add_counts(_get(r, "input_tokens_asked"), _get(r, "usage_input_tokens"), _get(r, "input_tokens"),
+        ctx = _get(r, "context_tokens") if _get_session(r) else None  # a session turn asked its whole prompt
+        self.add_counts(_get(r, "input_tokens_asked") if ctx is None else ctx, _get(r, "usage_input_tokens"),
+                        _get(r, "input_tokens"),
                         _get(r, "output_tokens_asked"), _get(r, "usage_output_tokens"), _get(r, "output_chunks"),
                         _get(r, "output_tokens"))
 

@@ -75,6 +75,29 @@ def test_a_parsed_record_and_its_dict_tally_the_same():
     assert s["disagree"]["output"] == 1 and s["disagree"]["input"] == 1
 
 
+def test_a_session_turn_asked_its_whole_prompt_context_tokens_not_its_user_message():
+    from tui.core.monitor import Monitor
+    from tui.core.records import parse_object
+    d = {"type": "request", "id": "a", "t_sent": 1.7e9, "t_end": 1.7e9 + 1, "complete": True,
+         "t_first_token": 1.7e9 + 0.1, "input_tokens": 352, "usage_input_tokens": 352, "output_tokens": 16,
+         "input_tokens_asked": 42, "output_tokens_asked": 16, "session": "r-s000001", "turn": 2,
+         "context_tokens": 340, "phase": "measure", "level": 2.0, "round": 1}
+    a, b = TokenTally(), TokenTally()
+    a.add(parse_object(d))
+    b.add(d)
+    for t in (a, b):
+        assert t.summary()["input"]["asked"]["p50"] == 340  # prefix + history + message, not the 42 of the message
+    plain = dict(d)
+    del plain["session"], plain["turn"], plain["context_tokens"]
+    c = TokenTally()
+    c.add(parse_object(plain))
+    assert c.summary()["input"]["asked"]["p50"] == 42
+    mon = Monitor()
+    mon.add(parse_object(d))
+    st = mon.levels[(2.0, 1)]
+    assert st.tokens.summary()["input"]["asked"]["p50"] == 340  # the Monitor's hot path reads the same field
+
+
 def test_record_objects_work_and_missing_fields_are_read_as_absent():
     r = RequestRecord(id="a", t_sent=1.0, t_end=2.0, complete=True, t_intended=1.0, input_tokens=64, output_tokens=32)
     t = TokenTally()
