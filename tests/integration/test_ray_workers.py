@@ -242,3 +242,31 @@ async def test_small_ramp_through_ray_against_llama_server(ray_head, llama_serve
         assert w["same_machine"] is True and w["clock"] == "coordinator's anchor"
         assert isinstance(w["clock_offset_ms"], float) and w["clock_offset_pm_ms"] >= 0
     json.dumps(block)  # the header block is plain JSON
+
+
+@pytest.mark.ray
+async def test_sessions_on_ray_actors_stay_on_one_actor_and_ask_what_one_process_asks(ray_head):
+    """Issue 23: a session runs on the actor it started on (its requests' ids all carry that actor's stripe of the
+    sequence), and the per-session draws (turns, prefix group, lengths) are those of one process."""
+    from tests.unit.sources.test_sessions_workers import cfg as session_cfg
+    from tests.unit.sources.test_sessions_workers import sessions_of
+
+    with FaultServer() as fs:
+        url = fs.url("ok", tokens=2)
+        runs = {}
+        for how, kw in (("in-process", {}), ("--ray", {"workers": 2, "ray": ray_head})):
+            out: list[dict] = []
+            await run_load(session_cfg(url, **kw), out.append)
+            reqs = requests_of(out)
+            assert len({r["id"] for r in reqs}) == len(reqs), how
+            end = ends_of(out)[0]
+            assert end["sessions"]["started"] == 6 and end["sessions"]["completed"] == 6, (how, end)
+            if how == "--ray":
+                stripes: dict[str, set[int]] = {}
+                for r in reqs:
+                    seq = int(r["id"].rsplit("-", 1)[1])
+                    stripes.setdefault(r["session"], set()).add((seq - 1) % 2)
+                assert all(len(s) == 1 for s in stripes.values()), stripes  # one actor per session
+                assert {next(iter(s)) for s in stripes.values()} == {0, 1}  # both actors ran sessions
+            runs[how] = sessions_of(out)
+        assert runs["--ray"] == runs["in-process"]
