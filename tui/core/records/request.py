@@ -50,6 +50,10 @@ class RequestRecord:
     itl_p95_ms: float | None = None
     input_tokens_asked: int | None = None  # the prompt length the load generator asked for (input_tokens: the server's)
     output_tokens_asked: int | None = None  # the output length it asked for (max_tokens)
+    # issue 23: prompt tokens the server says it served from its prefix cache (None: it did not say), and where
+    # the figure came from ("usage.prompt_tokens_details" or "llama.cpp timings.cache_n"; tui.core.prefix_cache)
+    cached_tokens: int | None = None
+    cached_tokens_source: str | None = None
 
     @property
     def ttft_ms(self) -> float | None:
