@@ -180,6 +180,25 @@ async def test_gpu_and_queue_panes_show_telemetry_when_present(tmp_path):
         assert "waiting" in queue and "3" in queue and "42%" in queue and "in-flight" in queue
 
 
+async def test_queue_pane_shows_the_prefix_cache_line_the_monitor_computed(tmp_path):
+    """Issue 23: records saying cached tokens give the queue pane a prefix-cache line (the Monitor's text); records
+    that say nothing give none (the report says "unknown")."""
+    lines = [dumps(run_header(synthetic=True, started_at=0.0))]
+    lines += [req_line(i, float(i + 1), input_tokens=200, cached_tokens=150 if i else 0,
+                       cached_tokens_source="llama.cpp timings.cache_n") for i in range(4)]
+    p = tmp_path / "cache.jsonl"
+    p.write_text("".join(lines))
+    app, src, sink = make_app(p, max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        queue = app.query_one("#queue-text").visual.plain
+        assert "prefix cache 56% of prompt tokens (4/4 req said)" in queue, queue  # 450 of 800
+    app, src, sink = make_app(write_run(tmp_path / "plain.jsonl", [1.0, 2.0]), max_speed=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, app, src, sink)
+        assert "prefix cache" not in app.query_one("#queue-text").visual.plain
+
+
 async def test_updates_only_when_the_snapshot_changes(seed_path):
     app, src, sink = make_app(seed_path, max_speed=True)
     async with app.run_test(size=SIZE) as pilot:

@@ -58,6 +58,7 @@ class EngineState:
         self.lock = threading.Lock()
         self.fail: int | None = None
         self.drop_ttft = False
+        self.prefix_cache: list[float] | None = None  # [queries, hits] (vLLM's prefix-cache counters) when exported
         self.restart()
 
     def restart(self) -> None:
@@ -73,6 +74,8 @@ class EngineState:
             self.running = 0
             self.kv = 0.1
             self.extra = {k: ({b: 0 for b in BOUNDS}, [0, 0.0]) for k in ("e2e", "itl", "tpot")}
+            if self.prefix_cache is not None:
+                self.prefix_cache = [0.0, 0.0]
 
     def _obs(self, hist: dict, value: float, n: int) -> int:
         for b in BOUNDS:
@@ -153,6 +156,10 @@ class EngineState:
                 if n["kv"]:
                     lines.append(f"# TYPE {n['kv']} gauge")
                     lines.append(f'{n["kv"]}{{{lab}}} {self.kv}')
+                if self.engine == "vllm" and self.prefix_cache is not None:
+                    for fam, v in (("queries", self.prefix_cache[0]), ("hits", self.prefix_cache[1])):
+                        lines.append(f"# TYPE vllm:prefix_cache_{fam} counter")
+                        lines.append(f"vllm:prefix_cache_{fam}_total{{{lab}}} {v}")
                 if self.engine in ("vllm", "trtllm"):
                     name = "vllm:request_success" if self.engine == "vllm" else "trtllm_request_success"
                     lines.append(f"# TYPE {name} counter")

@@ -22,6 +22,7 @@ from statistics import NormalDist
 from typing import Any
 
 import tui.core.defaults as defaults
+import tui.core.prefix_cache as prefix_cache
 import tui.core.stats as stats
 import tui.core.workload as workload
 from tui.core.exitcodes import synthetic_exit
@@ -301,6 +302,9 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
                                         (cand.get("unreadable") or {}).get(match, 0), margin, alpha)
         rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j,
                      "latency": latency_change(sb["latency"], sc["latency"])})
+        pcb, pcc = (base.get("prefix_cache") or {}).get(lb), (cand.get("prefix_cache") or {}).get(match)
+        if pcb is not None or pcc is not None:  # issue 23: the prefix cache side by side (descriptive)
+            rows[-1]["prefix_cache"] = prefix_cache.compare_block(pcb, pcc)
     warnings = []
     tb, tc = tool_of(b["header"]), tool_of(c["header"])
     db, dc = ttft_definition(b["header"]), ttft_definition(c["header"])
@@ -420,6 +424,7 @@ def to_markdown(cmp: dict) -> str:
                 lines.append(f"  - {name}: {s['excluded_cancelled_open']} cancelled while still open, not judged")
         lines.append("")
     lines += _latency_markdown(cmp["levels"])
+    lines += prefix_cache.compare_markdown(cmp["levels"])  # issue 23
     um = cmp["unmatched"]
     if um["base"] or um["candidate"]:
         fmt = lambda xs: ", ".join("-" if x is None else f"{x:g}" for x in xs) or "none"  # noqa: E731

@@ -46,6 +46,11 @@ from tui.core.budgetview import (
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.levels import row_mode
 from tui.core.outcomes import EXCLUDED, FAILED, SLOW
+from tui.core.prefix_cache import PrefixTally
+from tui.core.prefix_cache import by_level as prefix_cache_by_level
+from tui.core.prefix_cache import is_known as prefix_cache_known
+from tui.core.prefix_cache import level_summary as prefix_cache_summary
+from tui.core.prefix_cache import short_text as prefix_cache_short
 from tui.core.records.model import BudgetRecord, GpuSample, HostSample, QueueSample, Record, RunHeader, StepRecord
 from tui.core.records.request import RequestRecord, contradiction
 from tui.core.records.schema import LineIssue
@@ -214,7 +219,7 @@ class _LevelState:
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
-        "tokens", "sessions", "turns",
+        "tokens", "sessions", "turns", "pcache",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -236,6 +241,7 @@ class _LevelState:
         self.unjudged = 0  # completed, nothing missed, an SLO in force not judgeable: unknown (judged as good for FAIL)
         self.lat_cache: dict[str, tuple[int, tuple[Percentile, ...]]] = {}
         self.tokens = TokenTally()  # counted tokens: asked vs received, server vs client (tui.core.token_counts)
+        self.pcache = PrefixTally()  # the server's prefix-cache counts per request (tui.core.prefix_cache)
         # the TTFT NOT judged (any token when the answer's is judged, and the reverse), kept from the level's first
         # record with reasoning on (``_add_other_ttft``); None while no record of the level reasoned
         self.ttft_other: stats.QuantileStore | None = None
@@ -765,6 +771,11 @@ class Monitor:
                         st.tokens.flush()
                 else:
                     tk[tkey] = c + 1
+                pc = st.pcache  # the server's prefix-cache count (issue 23): a count, and the rest when it said
+                if r.cached_tokens is None:
+                    pc.n += 1
+                else:
+                    pc.add_record(r)
                 good = outcome == "good"
                 failed = outcome == "failed"
                 # nothing missed, but an SLO in force could not be judged (the record lacks what it needs): unknown.
@@ -1130,8 +1141,26 @@ class Monitor:
                 server_histograms=self.step_info.get((st.level, st.round), {}).get("server_histograms"),
                 tokens=st.tokens.summary(),
                 turns=None if st.turns is None else st.turns.rows(),
+                prefix_cache=prefix_cache_summary(
+                    st.pcache, (self.step_info.get((st.level, st.round), {}).get("prefix_cache"),)),
             ))
         return tuple(rows)
+
+    @staticmethod
+    def _prefix_cache_text(st: Any, levels: Sequence[LevelRow]) -> str | None:
+        """The console's prefix-cache line for the current level, None when nothing is known there."""
+        if st is None:
+            return None
+        for row in levels:
+            if row.level == st.level and row.round == st.round and row.prefix_cache:
+                return prefix_cache_short(row.prefix_cache) if prefix_cache_known(row.prefix_cache) else None
+        return None
+
+    def prefix_cache_by_level(self) -> dict:
+        """``{level: tui.core.prefix_cache.level_summary}`` with the rounds of a level merged (compare's view)."""
+        tallies = {k: st.pcache for k, st in self.levels.items() if st.n}
+        steps = {k: info.get("prefix_cache") for k, info in self.step_info.items()}
+        return prefix_cache_by_level(tallies, steps)
 
     def tokens_summary(self) -> dict | None:
         """Counted tokens over every measured level (``TokenTally.summary()`` of the levels' tallies merged); None
@@ -1260,6 +1289,7 @@ class Monitor:
             slo_ttft_ms=self.cfg.slo_ttft_ms,
             slos=self.cfg.slos,
             tokens=self.tokens_summary(),
+            prefix_cache_text=self._prefix_cache_text(st, levels),
             queue=self._queue_state(),
             gpu=self._gpu_state(),
             errors_by_class=dict(self.errors_by_class),

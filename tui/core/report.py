@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import tui.core.prefix_cache as _prefix_cache
 import tui.core.provenance as _prov
 import tui.core.server_timing as _server_timing
 import tui.core.token_counts as _token_counts
@@ -244,6 +245,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
     _token_counts.attach(rep, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
     rep["workload"] = {"text": _workload.describe_header(snap.header)}  # issue 23: what each request looked like
     _turns.attach(rep, snap.levels)  # issue 23: the per-turn table of a session workload, per level
+    _prefix_cache.attach(rep, snap.levels)  # issue 23: the server's prefix-cache use per level
     rep["memory"] = memory_dict(snap)  # issue 22: GPU (NVML) and the engine's own KV memory beside the KV ceiling
     if budget is not None:
         rep["budget"] = {
@@ -454,6 +456,7 @@ def format_report(rep: dict[str, Any]) -> str:
             add(f"    {e}")
     for n in rep["notes"]:
         add(f"  note: {n}")
+    out.extend(_prefix_cache.report_lines(rep))  # issue 23: per level and round, or "unknown"
     add("")
     add(f"Quality: {rep['quality']}")
     add("")

@@ -197,6 +197,9 @@ class LevelRow:
     #: issue 23: the per-turn table of a session workload (``tui.core.turns.TurnTable.rows()``); None: no record of
     #: the level carries ``turn``
     turns: tuple[dict, ...] | None = None
+    #: the server's prefix-cache use at this level (issue 23): ``tui.core.prefix_cache.level_summary``; None: not
+    #: computed
+    prefix_cache: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +254,9 @@ class Snapshot:
     slos: Slos = field(default_factory=Slos)
     #: counted tokens over every measured level (``TokenTally.summary()``); None: none measured / not computed
     tokens: dict | None = None
+    #: the console's prefix-cache line for the current level (``tui.core.prefix_cache.short_text``); None: nothing
+    #: known there (no request said cached tokens, no step counters), the line is not shown
+    prefix_cache_text: str | None = None
 
     @property
     def cancelled_note(self) -> str | None:

@@ -49,8 +49,9 @@ def not_records_problem(mon: Monitor) -> str | None:
 
 
 def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None) -> dict:
-    """{"label", "header", "requests", "issues", "problems"} of a run (``problems``: per level, the evidence
-    problems that forbid judging it: the file held against itself); raises NoRequests, and what
+    """{"label", "header", "requests", "issues", "problems", "unreadable", "prefix_cache"} of a run (``problems``:
+    per level, the evidence problems that forbid judging it: the file held against itself; ``prefix_cache``: per
+    level, ``tui.core.prefix_cache.level_summary``); raises NoRequests, and what
     ``EvidenceRun.blocks`` raises."""
     header: dict = {}
     reqs: list = []
@@ -82,4 +83,5 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None) 
         if key is not None and key[0] in unreadable:
             unreadable[key[0]] += k
     return {"label": run.path, "header": header, "requests": reqs, "issues": issues, "problems": problems,
-            "unreadable": {lv: k for lv, k in unreadable.items() if k}}
+            "unreadable": {lv: k for lv, k in unreadable.items() if k},
+            "prefix_cache": mon.prefix_cache_by_level()}  # issue 23: per level, rounds merged

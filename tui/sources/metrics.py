@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import tui.core.prefix_cache as prefix_cache
 from tui.core.redact import redact_url
 
 __all__ = [
@@ -580,7 +581,8 @@ def _one_histogram(samples: list[tuple[str, dict, float]], base: str, model_labe
 
 
 def parse_histograms(text: str, model: str | None = None) -> dict | None:
-    """``{"engine", "hists": {"ttft"|"itl"|"e2e"|"queue": {...}}, "problems": [...]}`` from exposition text, or
+    """``{"engine", "hists": {"ttft"|"itl"|"e2e"|"queue": {...}}, "problems": [...]}`` (and ``prefix_cache``:
+    ``tui.core.prefix_cache.counters``, when the page has them) from exposition text, or
     None when no known engine wrote it. A histogram the engine does not export is left out; one it should
     export and the page lacks is a problem, said."""
     from tui.core.engines import ENGINES as WATCHED
@@ -607,7 +609,11 @@ def parse_histograms(text: str, model: str | None = None) -> dict | None:
             why_first = why_first or why
         else:
             problems.append(why_first or f"{names[0]}: series missing")
-    return {"engine": engine, "hists": hists, "problems": problems}
+    out: dict[str, Any] = {"engine": engine, "hists": hists, "problems": problems}
+    pc = prefix_cache.counters(samples, model)  # issue 23: vLLM's prefix-cache counters, same scrape
+    if pc is not None:
+        out["prefix_cache"] = pc
+    return out
 
 
 class StepHistograms:
@@ -673,3 +679,13 @@ class StepHistograms:
             problems.extend(p for p in snap.get("problems") or () if p not in problems)
         out["problems"] = problems
         return out
+
+    @staticmethod
+    def prefix_cache(start: dict | None, end: dict | None) -> dict | None:
+        """The step end record's ``prefix_cache`` (``tui.core.prefix_cache.step_block``) from two snapshots; None
+        when neither carried the counters."""
+        if not any(snap and "prefix_cache" in snap for snap in (start, end)):
+            return None
+        pick = [None if snap is None else {"problem": snap["problem"]} if "problem" in snap
+                else snap.get("prefix_cache") for snap in (start, end)]
+        return prefix_cache.step_block(pick[0], pick[1])

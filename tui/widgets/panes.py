@@ -371,6 +371,9 @@ class QueuePane(PaneMixin, Vertical):
                     f"KV cache {fmt.pct(q.kv_cache_usage, 0):>6} "
                     + sev("█" * filled, s) + "[$sw-na]" + "░" * empty + "[/]"
                 )
+        pc = getattr(snap, "prefix_cache_text", None)  # issue 23: computed by the Monitor, shown when known
+        if pc:
+            lines.append(f"prefix cache [$sw-na]{esc(pc)}[/]")
         if q.client_in_flight is None:
             lines.append("client in-flight " + na())
         else:

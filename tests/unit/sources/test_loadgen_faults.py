@@ -23,10 +23,12 @@ REQUEST_KEYS = {
     "type", "id", "t_intended", "t_sent", "t_first_token", "t_end", "input_tokens", "output_tokens",
     "finish_reason", "http_status", "complete", "error", "error_detail", "phase", "level", "round",
     "input_tokens_asked", "output_tokens_asked",
+    "cached_tokens",  # issue 23: always written (null: the server did not say)
 }
 STREAM_KEYS = {  # issue 21: what the stream showed (tui.sources.load.stream.stream_fields)
     "t_first_answer", "t_first_reasoning", "t_last_token", "output_chunks", "reasoning_chunks",
     "usage_output_tokens", "usage_input_tokens", "usage_reasoning_tokens", "itl_max_ms", "itl_p50_ms", "itl_p95_ms",
+    "cached_tokens_source",  # issue 23: with cached_tokens when the server said
 }
 OPTIONAL_KEYS = {"t_headers", "retried", "usage", "token_offsets"} | STREAM_KEYS
 

@@ -282,6 +282,14 @@ def _read_token_fields(d: dict, rec: RequestRecord) -> None:
         if type(v) not in _NUM_TYPES or not 0 <= v < _INF:
             _bad_token_ms("itl_p95_ms", v)
         rec.itl_p95_ms = v
+    v = get("cached_tokens")  # issue 23: the server's prefix-cache count (null: it did not say)
+    if v is not None:
+        rec.cached_tokens = v if type(v) is int and 0 <= v <= _COUNT_MAX else _count(d, "cached_tokens")
+        v = get("cached_tokens_source")
+        if v is not None:
+            if type(v) is not str or len(v) > 80:
+                raise RecordError(f"field 'cached_tokens_source' must be a short string, got {v!r:.40}")
+            rec.cached_tokens_source = v
     v = get("session")
     if v is not None:  # issue 23: session workloads (docs/record-format.md)
         _read_session_fields(d, rec, v)

@@ -54,6 +54,10 @@ class RequestRecord:
     session: str | None = None  # "<run id>-s<seq>": the conversation this request is a turn of
     turn: int | None = None  # its turn, 1-based
     context_tokens: int | None = None  # tokens of the whole prompt as sent (prefix + history + this user message)
+    # issue 23: prompt tokens the server says it served from its prefix cache (None: it did not say), and where
+    # the figure came from ("usage.prompt_tokens_details" or "llama.cpp timings.cache_n"; tui.core.prefix_cache)
+    cached_tokens: int | None = None
+    cached_tokens_source: str | None = None
 
     @property
     def ttft_ms(self) -> float | None:

@@ -161,6 +161,7 @@ def request_record(req: Req, epoch: Callable[[float], float]) -> tuple[dict, flo
         "round": req.round,
         "input_tokens_asked": req.in_asked,
         "output_tokens_asked": req.out_asked,
+        "cached_tokens": None,  # the server's prefix-cache count (stream_fields replaces it when the server said)
     }
     if req.t_headers is not None and req.t_sent <= req.t_headers <= t_end:
         d["t_headers"] = ep(req.t_headers)  # response headers received (queueing shows here, not as TTFT)

@@ -475,6 +475,9 @@ class LoadGenerator:
                 sh = hist.combine(h0, h1)
                 if sh is not None:
                     end["server_histograms"] = sh
+                pc = hist.prefix_cache(h0, h1)  # issue 23: vLLM's prefix-cache counters' deltas, same scrapes
+                if pc is not None:
+                    end["prefix_cache"] = pc
             if phase == "measure":
                 self.emit(end)
                 self.summary.steps.append(end)

@@ -22,6 +22,12 @@ What counts (``tui.sources.sse.SSEParser`` does the framing):
   look ahead);
 - ``usage`` (``prompt_tokens``, ``completion_tokens``, ``completion_tokens_details.reasoning_tokens``) is
   taken from whichever chunk carries it (the last one wins);
+- *cached prompt tokens* (what the server says it served from its prefix cache): llama.cpp's ``timings.cache_n``
+  (llama-server puts a ``timings`` object in its usage chunk, or in the finish chunk when no usage is asked for), else
+  ``usage.prompt_tokens_details.cached_tokens`` (OpenAI; vLLM with ``--enable-prompt-tokens-details``; SGLang;
+  llama-server sends it too, the same figure). Read only from a chunk carrying ``usage`` or a ``finish_reason``
+  (once per stream, never per token); the last chunk saying wins; a value that is not a whole number >= 0, or a
+  field of the wrong type, says nothing (never an error);
 - the last non-empty ``finish_reason`` wins;
 - ``data: [DONE]`` ends the stream (events after it are ignored);
 - an error object (``{"error": ...}``) or an ``event: error`` ends it as ``stream_error``; a data
@@ -51,6 +57,37 @@ def _int_or_none(v: Any) -> int | None:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
+#: ``cached_tokens_source`` values (docs/record-format.md)
+CACHED_USAGE = "usage.prompt_tokens_details"
+CACHED_LLAMA = "llama.cpp timings.cache_n"
+
+
+def _count_or_none(v: Any) -> int | None:
+    """A whole number >= 0 (an int, or a float with no fraction), else None: never raises."""
+    t = type(v)
+    if t is int:
+        return v if v >= 0 else None
+    if t is float and math.isfinite(v) and v >= 0 and v == int(v):
+        return int(v)
+    return None
+
+
+def cached_from(obj: dict, usage: Any) -> tuple[int, str] | None:
+    """(cached prompt tokens, source) that one chunk states, or None (see the module docstring). Never raises."""
+    tm = obj.get("timings")
+    if type(tm) is dict:
+        n = _count_or_none(tm.get("cache_n"))
+        if n is not None:
+            return n, CACHED_LLAMA
+    if type(usage) is dict:
+        det = usage.get("prompt_tokens_details")
+        if type(det) is dict:
+            n = _count_or_none(det.get("cached_tokens"))
+            if n is not None:
+                return n, CACHED_USAGE
+    return None
+
+
 _OPEN, _CLOSE = "<think>", "</think>"
 ANSWER, REASONING, UNDECIDED = 1, 2, 4  # what one chunk's text was (bits)
 
@@ -66,8 +103,9 @@ def _partial(s: str, tag: str, start: int) -> int:
 class StreamInterpreter:
     """One stream's state. ``feed(bytes, t) -> tokens in this read``; ``end(t)``; ``outcome()``."""
 
-    __slots__ = ("chat", "done", "eof", "error", "finish", "gaps", "in_tok", "out_tok", "parser", "reason_tok",
-                 "reasoning", "t_first", "t_first_answer", "texts", "t_first_reasoning", "t_last", "tail", "tail_t",
+    __slots__ = ("cached", "chat", "done", "eof", "error", "finish", "gaps", "in_tok", "out_tok", "parser",
+                 "reason_tok", "reasoning", "t_first", "t_first_answer", "texts", "t_first_reasoning", "t_last", "tail",
+                 "tail_t",
                  "tail_owner", "think", "tokens", "undecided", "usage_server", "zero_gaps")
 
     def __init__(self, chat: bool = True, keep_text: bool = False) -> None:
@@ -84,6 +122,7 @@ class StreamInterpreter:
         self.out_tok: int | None = None  # usage.completion_tokens
         self.reason_tok: int | None = None  # usage.completion_tokens_details.reasoning_tokens
         self.usage_server = False  # the server sent a usage object
+        self.cached: tuple[int, str] | None = None  # (cached prompt tokens, source) when the server said
         self.t_first: float | None = None  # the read that completed the first token event (any kind)
         self.t_last: float | None = None  # ... the last one
         self.t_first_answer: float | None = None
@@ -271,6 +310,8 @@ class StreamInterpreter:
                     fr = c0.get("finish_reason")
                     if fr:
                         finish = fr
+                        if "timings" in obj:  # llama-server without a usage chunk: its timings ride here
+                            self.cached = cached_from(obj, None) or self.cached
                 usage = obj.get("usage")
                 if usage:
                     self.in_tok = _int_or_none(usage.get("prompt_tokens"))
@@ -278,6 +319,7 @@ class StreamInterpreter:
                     det = usage.get("completion_tokens_details")
                     self.reason_tok = _int_or_none(det.get("reasoning_tokens")) if isinstance(det, dict) else None
                     self.usage_server = True
+                    self.cached = cached_from(obj, usage) or self.cached
         finally:
             if n:
                 last = self.t_last
@@ -314,7 +356,8 @@ def stream_fields(it: StreamInterpreter) -> dict[str, Any]:
     value is known): ``t_first_reasoning``, ``t_first_answer`` (only when reasoning was seen: without reasoning the
     first answer token is ``t_first_token``), ``t_last_token``, ``output_chunks``, ``reasoning_chunks``,
     ``usage_output_tokens`` / ``usage_input_tokens`` / ``usage_reasoning_tokens`` (the server's usage, when
-    sent), ``itl_max_ms`` / ``itl_p50_ms`` / ``itl_p95_ms`` (with 2 tokens or more). Call after
+    sent), ``cached_tokens`` / ``cached_tokens_source`` (prompt tokens the server says it served from its prefix
+    cache, when it said), ``itl_max_ms`` / ``itl_p50_ms`` / ``itl_p95_ms`` (with 2 tokens or more). Call after
     :meth:`StreamInterpreter.settle`."""
     d: dict[str, Any] = {"output_chunks": it.tokens, "reasoning_chunks": it.reasoning}
     if it.t_first_reasoning is not None:
@@ -330,6 +373,8 @@ def stream_fields(it: StreamInterpreter) -> dict[str, Any]:
             d["usage_input_tokens"] = it.in_tok
         if it.reason_tok is not None:
             d["usage_reasoning_tokens"] = it.reason_tok
+    if it.cached is not None:
+        d["cached_tokens"], d["cached_tokens_source"] = it.cached
     g = it.gaps_ms()
     if g is not None:
         d["itl_max_ms"], d["itl_p50_ms"], d["itl_p95_ms"] = g
