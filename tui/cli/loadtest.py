@@ -178,19 +178,19 @@ def share_arg(text: str) -> float:
 
 def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
     """The workload's shape (issue 23): sessions, shared prefixes, a dataset."""
-    g.add_argument("--turns", type=token_lengths, default=None, metavar="N|A-B|DIST",
+    g.add_argument("--turns", type=token_lengths, default=None, metavar="DIST",
                    help="multi-turn sessions: turns per session, drawn per session (the forms of --input-tokens); "
                         "each turn sends the whole conversation so far with the answers the server gave; the levels "
                         "then count sessions (closed loop: concurrent sessions; open loop: session starts per "
                         "second) and --requests counts sessions (default: one request per arrival)")
-    g.add_argument("--think-time", type=think_time_arg, default=None, metavar="SECONDS|DIST",
-                   help="with --turns: seconds between a turn's end and the next turn: S, uniform:A-B, "
+    g.add_argument("--think-time", type=think_time_arg, default=None, metavar="DIST",
+                   help="with --turns: seconds between a turn's end and the next turn: SECONDS, uniform:A-B, "
                         "normal:M,SD[LO-HI], lognormal:MEDIAN,SIGMA[LO-HI] or exponential:MEAN (default 0)")
-    g.add_argument("--shared-prefix-tokens", type=positive_int, default=None, metavar="P",
-                   help="every prompt starts with a shared system prompt of P tokens (one of --prefix-groups); "
+    g.add_argument("--shared-prefix-tokens", type=positive_int, default=None, metavar="TOKENS",
+                   help="every prompt starts with a shared system prompt of TOKENS tokens (one of --prefix-groups); "
                         "requests then send cache_prompt: true (default: none)")
-    g.add_argument("--prefix-groups", type=positive_int, default=None, metavar="G",
-                   help="with --shared-prefix-tokens: G different system prompts, one drawn per session or "
+    g.add_argument("--prefix-groups", type=positive_int, default=None, metavar="N",
+                   help="with --shared-prefix-tokens: N different system prompts, one drawn per session or "
                         "request (default 1)")
     g.add_argument("--dataset", default=None, metavar="FILE",
                    help="prompts from FILE: JSON Lines of prompts or chat messages, or ShareGPT JSON; order seeded "
@@ -198,7 +198,7 @@ def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--max-context", type=positive_int, default=None, metavar="TOKENS",
                    help="with --dataset: the model's context when the server does not tell it; longer "
                         "conversations are skipped and counted (default: the server's)")
-    g.add_argument("--dataset-max-bad-share", type=share_arg, default=None, metavar="SHARE",
+    g.add_argument("--dataset-max-bad-share", type=share_arg, default=None, metavar="FRACTION",
                    help="with --dataset: refuse a file with more bad rows than this share "
                         f"(default {defaults.DATASET_MAX_BAD_SHARE:g})")
 
