@@ -15,7 +15,9 @@ file name:
   a guess). Every measured step and round of the run is taken, in ``t_intended`` order, as one arrival
   process, the pauses between steps included: the replay re-issues the whole measured load of that run.
   Warmup requests (closed loop) are not replayed (counted in a note). Requests are written as they end,
-  so their arrivals are always sorted here; that is not reported as a problem.
+  so their arrivals are always sorted here; that is not reported as a problem. A recording of a shaped
+  workload (sessions, shared prefixes, a dataset: issue 23) also gives :attr:`Trace.replay`, what each
+  arrival replays (:mod:`tui.sources.load.trace_sessions`); its arrivals are then the session starts.
 - **Azure LLM inference trace** (CSV, header ``TIMESTAMP,ContextTokens,GeneratedTokens``): ``TIMESTAMP`` is
   a date and time such as ``2023-11-16 18:15:46.6805900`` (any number of fractional digits; ``T`` between
   date and time and a final ``Z`` accepted; no other time zone), the lengths are ``ContextTokens`` and

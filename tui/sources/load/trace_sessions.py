@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -229,12 +228,12 @@ class Collector:
                               "dataset (load.dataset sha256): the user texts cannot be regenerated")
         out = ReplayWorkload((), sessions_mode, sessions_block, sp, ds)
         items: list[tuple[float, int, ReplayItem]] = []
-        by_session: dict[str, list[tuple[int, int]]] = {}  # session -> [(pos, order)]
+        by_session: dict[str, list[int]] = {}  # session -> the positions of its records
         cut = 0
         for pos in range(len(t)):
             info = self.infos.get(pos)
             if info is not None and info.session is not None:
-                by_session.setdefault(info.session, []).append((pos, pos))
+                by_session.setdefault(info.session, []).append(pos)
                 continue
             if sessions_mode:
                 self._anomaly(out, info.lineno if info else None, "a request of a session recording without a "
@@ -245,7 +244,7 @@ class Collector:
         for sid, members in by_session.items():
             item, was_cut = self._session(out, sid, members, t, ins, outs)
             cut += was_cut
-            items.append((item.start, members[0][0], item))
+            items.append((item.start, members[0], item))
         items.sort(key=lambda x: (x[0], x[1]))
         out.items = tuple(x[2] for x in items)
         if cut:
@@ -259,9 +258,9 @@ class Collector:
         first_out = array("i", (it.turns[0].output_tokens for it in out.items))
         return out, starts, first_in, first_out
 
-    def _session(self, out: ReplayWorkload, sid: str, members: list[tuple[int, int]], t: array, ins: array,
+    def _session(self, out: ReplayWorkload, sid: str, members: list[int], t: array, ins: array,
                  outs: array) -> tuple[ReplayItem, bool]:
-        infos = sorted(((self.infos[p], p) for p, _ in members), key=lambda x: (x[0].turn, x[0].lineno))
+        infos = sorted(((self.infos[p], p) for p in members), key=lambda x: (x[0].turn, x[0].lineno))
         kept: list[tuple[_Info, int]] = []
         seen: set[int] = set()
         ended = False
@@ -311,7 +310,3 @@ def window_replay(replay: ReplayWorkload, lo: int, hi: int, base: float, speed: 
                   for it in replay.items[lo:hi])
     return replace(replay, items=items, anomalies=list(replay.anomalies), notes=list(replay.notes))
 
-
-def dataset_name(replay: ReplayWorkload) -> str:
-    """The recorded dataset's file name (for a refusal's line)."""
-    return os.path.basename(str((replay.dataset or {}).get("name") or "the recorded dataset"))
