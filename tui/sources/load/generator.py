@@ -199,25 +199,22 @@ class LoadGenerator:
             await self._setup_dataset(client)
 
     def _workload(self) -> Workload:
-        c, rp = self.cfg, self.cfg.replay  # a trace replay: the recorded sessions, prefixes and dataset rows
-        if rp is not None:
-            return Workload(seed=c.seed, prefix_tokens=rp.prefix_tokens, prefix_groups=rp.prefix_groups, replay=rp)
+        c = self.cfg
+        if c.replay is not None:  # a trace replay: the recorded sessions, prefixes and dataset rows
+            return Workload.replaying(c.seed, c.replay)
         return Workload(seed=c.seed, turns=c.turns, think=c.think_time, prefix_tokens=c.shared_prefix_tokens,
                         prefix_groups=c.prefix_groups, output_given=c.output_lengths is not None)
 
     async def _setup_dataset(self, client: httpx.AsyncClient) -> None:
         c = self.cfg
         assert c.dataset is not None
-        from tui.sources.load.dataset import load_dataset, read_dataset
+        from tui.sources.load.dataset import load_dataset
 
         out = c.output_tokens[1] if c.output_lengths is None else c.output_lengths.typical_max()
-        if c.replay is not None:  # a trace replay: the recorded rows at the recorded lengths (read, not re-counted)
-            self.dataset = c.replay.use_dataset(read_dataset, c.dataset, c.dataset_max_bad_share)
-        else:
-            self.dataset = await load_dataset(c.dataset, client, self.root, max_bad_share=c.dataset_max_bad_share,
-                                              tokenize_form=self.prompts.tokenize_form, max_context=c.max_context,
-                                              server=self.server, output_tokens_default=out,
-                                              output_tokens_given=c.output_lengths is not None, say=self.say)
+        self.dataset = await load_dataset(c.dataset, client, self.root, max_bad_share=c.dataset_max_bad_share,
+                                          tokenize_form=self.prompts.tokenize_form, max_context=c.max_context,
+                                          server=self.server, output_tokens_default=out, say=self.say,
+                                          output_tokens_given=c.output_lengths is not None, replay=c.replay)
         if self.workload is None:
             self.workload = self._workload()
         self.workload.dataset = self.dataset

@@ -91,6 +91,11 @@ class Workload:
     replay: Any = None  # a trace replay's recorded workload (tui.sources.load.trace_sessions.ReplayWorkload)
     _prefix_text: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
+    @classmethod
+    def replaying(cls, seed: Any, replay: Any) -> Workload:
+        """A trace replay's workload: the recorded sessions, prefixes and dataset rows (nothing drawn)."""
+        return cls(seed=seed, prefix_tokens=replay.prefix_tokens, prefix_groups=replay.prefix_groups, replay=replay)
+
     @property
     def sessions(self) -> bool:
         return self.turns is not None or (self.replay is not None and self.replay.sessions_mode)
