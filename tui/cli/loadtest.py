@@ -228,8 +228,7 @@ _TRACE_REFUSES = (("--arrival", "arrival"), ("--burstiness", "burstiness"), ("--
                   ("--output-tokens", "output_tokens"), ("--max-step-seconds", "max_step_seconds"),
                   # issue 23: a trace replays its own workload (a servewatch record's sessions and prefixes)
                   ("--turns", "turns"), ("--think-time", "think_time"),
-                  ("--shared-prefix-tokens", "shared_prefix_tokens"), ("--prefix-groups", "prefix_groups"),
-                  ("--dataset", "dataset"))
+                  ("--shared-prefix-tokens", "shared_prefix_tokens"), ("--prefix-groups", "prefix_groups"))
 
 
 def trace_from_args(args: argparse.Namespace) -> Trace | None:
@@ -243,9 +242,15 @@ def trace_from_args(args: argparse.Namespace) -> Trace | None:
     if args.rounds != 1:
         given.append("--rounds")
     if given:
-        raise ConfigError(f"--trace replays the trace's arrivals and lengths once, to its end (--duration or "
-                          f"--requests cut it short): {', '.join(given)} cannot be given with it")
-    return load_trace(args.trace, speed=args.trace_speed or 1.0, window=args.trace_window)
+        raise ConfigError(f"--trace replays the trace's arrivals and lengths (a recording's sessions and prefixes too) "
+                          f"once, to its end (--duration or --requests cut it short): {', '.join(given)} cannot be "
+                          "given with it")
+    trace = load_trace(args.trace, speed=args.trace_speed or 1.0, window=args.trace_window)
+    rp = trace.replay
+    if rp is not None and rp.dataset is not None and vars(args).get("dataset") is not None:
+        # --dataset of a replay: the file the recording used (its SHA-256), checked before any request
+        rp.check_dataset_file(args.dataset, trace.source["file"])
+    return trace
 
 
 def config_from_args(args: argparse.Namespace) -> LoadConfig:
@@ -411,6 +416,8 @@ def trace_lines(cfg: LoadConfig) -> list[str]:
     more = t.source["skipped"] - len(t.problems)
     if more > 0:
         out.append(f"trace: ... and {more:,} more bad rows (the first {MAX_LISTED} are listed)")
+    if t.replay is not None:
+        out += [f"trace: session anomaly {p}" for p in t.replay.anomalies]
     return out
 
 

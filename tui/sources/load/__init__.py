@@ -4,6 +4,8 @@ by module path, never through this ``__init__``; the import-linter ``layers`` co
 - :mod:`~tui.sources.load.errors`, :mod:`~tui.sources.load.kinds`: the errors (``ConfigError``, ``SetupError``)
   and the vocabularies (mode, arrival process, API, phase);
 - :mod:`~tui.sources.load.sizing`: ``--workers auto`` and the open-file limit;
+- :mod:`~tui.sources.load.trace_sessions`: what a servewatch recording replays beyond arrivals (sessions, turns,
+  prefix groups, dataset rows);
 - :mod:`~tui.sources.load.stream`: the stream interpreter, bytes in, token events out (pure);
 - :mod:`~tui.sources.load.trace`: traces to replay (Azure, BurstGPT, Mooncake, servewatch records);
 - :mod:`~tui.sources.load.prompts`: prompts of a requested length, sized through ``/tokenize``;

@@ -25,6 +25,7 @@ from tui.sources.load.errors import ConfigError
 from tui.sources.load.kinds import APIS, ARRIVALS, MODES, Api, Arrival, Mode
 from tui.sources.load.sizing import MAX_WORKERS, auto_workers
 from tui.sources.load.trace import Trace
+from tui.sources.load.trace_sessions import ReplayWorkload
 
 
 def resolve_workers(config: LoadConfig) -> int:
@@ -202,15 +203,23 @@ class LoadConfig:
             raise ConfigError("--dataset-max-bad-share must be a share from 0 to 1")
 
     @property
+    def replay(self) -> ReplayWorkload | None:
+        """A trace replay's recorded workload (sessions, prefixes, dataset rows of a servewatch recording)."""
+        return self.trace.replay if self.trace is not None else None
+
+    @property
     def sessions(self) -> bool:
-        """A session workload (--turns): levels count sessions, not requests."""
-        return self.turns is not None
+        """A session workload (--turns, or a replayed session recording): levels count sessions, not requests."""
+        rp = self.replay
+        return self.turns is not None or (rp is not None and rp.sessions_mode)
 
     @property
     def cache_prompt(self) -> bool:
         """What the requests send as ``cache_prompt``: true with shared prefixes or sessions (the server may serve
         a prefix it saw from its cache: that is what such a workload measures), false otherwise."""
-        return self.turns is not None or self.shared_prefix_tokens is not None
+        rp = self.replay
+        return (self.sessions or self.shared_prefix_tokens is not None
+                or (rp is not None and rp.prefix_tokens is not None))
 
     def _validate_trace(self) -> None:
         t = self.trace
@@ -224,6 +233,18 @@ class LoadConfig:
             raise ConfigError(f"with a trace the one level is its mean rate, {t.level:g} req/s")
         if len(t) < 2:
             raise ConfigError("a trace needs at least two arrivals")
+        given = [f for f, v in (("--turns", self.turns), ("--think-time", self.think_time),
+                                ("--shared-prefix-tokens", self.shared_prefix_tokens)) if v is not None]
+        if given or self.prefix_groups != 1:
+            raise ConfigError(f"--trace replays the recording's own workload: {', '.join(given or ['--prefix-groups'])} "
+                              "cannot be given with it")
+        ds = t.replay.dataset if t.replay is not None else None
+        if ds is not None and self.dataset is None:
+            raise ConfigError(f"trace {t.source['file']} was recorded with the dataset {ds.get('name')} (sha256 "
+                              f"{ds.get('sha256')}): give that file with --dataset FILE to replay it")
+        if ds is None and self.dataset is not None:
+            raise ConfigError(f"--dataset with --trace: the recording {t.source['file']} used no dataset (its texts are "
+                              "regenerated at the recorded lengths)")
 
     @property
     def step_requests(self) -> int | None:
@@ -244,7 +265,7 @@ class LoadConfig:
 
     @property
     def level_unit(self) -> str:
-        if self.turns is not None:
+        if self.sessions:
             return "sessions" if self.mode == "closed" else "sessions/s"
         return "concurrency" if self.mode == "closed" else "req/s"
 

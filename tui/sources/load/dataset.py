@@ -369,9 +369,13 @@ async def prepare_dataset(ds: Dataset, client: httpx.AsyncClient, root: str, *, 
 
 async def load_dataset(path: str, client: httpx.AsyncClient, root: str, *, max_bad_share: float,
                        tokenize_form: str | None, max_context: int | None, server: dict, output_tokens_default: int,
-                       output_tokens_given: bool, say: Callable[[str], None]) -> Dataset:
+                       output_tokens_given: bool, say: Callable[[str], None], replay: Any = None) -> Dataset:
     """--dataset at the load generator's setup: :func:`read_dataset`, then :func:`prepare_dataset`. A file that is
-    not usable (a :class:`DatasetError`) becomes a SetupError: one line, exit 2."""
+    not usable (a :class:`DatasetError`) becomes a SetupError: one line, exit 2. ``replay``: a trace replay's
+    recorded workload (``tui.sources.load.trace_sessions.ReplayWorkload``): the file is read and checked against the
+    recording (its SHA-256, the recorded rows), not counted again (the recorded lengths asked are replayed)."""
+    if replay is not None:
+        return replay.use_dataset(read_dataset, path, max_bad_share)
     try:
         ds = read_dataset(path, max_bad_share=max_bad_share)
         return await prepare_dataset(ds, client, root, tokenize_form=tokenize_form, max_context=max_context,

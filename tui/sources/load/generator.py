@@ -200,6 +200,8 @@ class LoadGenerator:
 
     def _workload(self) -> Workload:
         c = self.cfg
+        if c.replay is not None:  # a trace replay: the recorded sessions, prefixes and dataset rows
+            return Workload.replaying(c.seed, c.replay)
         return Workload(seed=c.seed, turns=c.turns, think=c.think_time, prefix_tokens=c.shared_prefix_tokens,
                         prefix_groups=c.prefix_groups, output_given=c.output_lengths is not None)
 
@@ -211,8 +213,8 @@ class LoadGenerator:
         out = c.output_tokens[1] if c.output_lengths is None else c.output_lengths.typical_max()
         self.dataset = await load_dataset(c.dataset, client, self.root, max_bad_share=c.dataset_max_bad_share,
                                           tokenize_form=self.prompts.tokenize_form, max_context=c.max_context,
-                                          server=self.server, output_tokens_default=out,
-                                          output_tokens_given=c.output_lengths is not None, say=self.say)
+                                          server=self.server, output_tokens_default=out, say=self.say,
+                                          output_tokens_given=c.output_lengths is not None, replay=c.replay)
         if self.workload is None:
             self.workload = self._workload()
         self.workload.dataset = self.dataset
@@ -334,7 +336,7 @@ class LoadGenerator:
     def _workload_blocks(self) -> dict:
         c = self.cfg
         return header_blocks(c.turns, c.think_time, c.shared_prefix_tokens, c.prefix_groups, self.dataset,
-                             cache_prompt=c.cache_prompt,
+                             cache_prompt=c.cache_prompt, replay=c.replay,
                              rejected=self._executor is not None and "cache_prompt" in self._executor.dropped)
 
     # -- requests ----------------------------------------------------------
@@ -466,7 +468,7 @@ class LoadGenerator:
             end = self._step_end(step)
             if pooled is not None:
                 _pool_fields(end, pooled, step.mode)
-            if c.turns is not None:
+            if c.sessions:
                 sess = pooled.sessions if pooled is not None else (
                     self._runner.sessions.block() if self._runner is not None and self._runner.sessions else None)
                 end["sessions"] = dict(sess) if sess else {"started": 0, "completed": 0, "ended_by_failure": 0,
@@ -629,7 +631,7 @@ class LoadGenerator:
 
 def _shaped(c: LoadConfig) -> bool:
     """A workload shaped beyond lengths and arrivals (sessions, shared prefixes; a dataset joins at setup)."""
-    return c.turns is not None or c.shared_prefix_tokens is not None
+    return c.turns is not None or c.shared_prefix_tokens is not None or c.replay is not None
 
 
 def _pool_fields(end: dict, pooled: StepResult, mode: str) -> None:

@@ -177,6 +177,9 @@ class StepRunner:
         assert wl is not None
         rid = self._next_id()
         key = f"{plan.where}:t{k}"
+        recorded = wl.replay_lengths(plan, k)  # a trace replay: the recorded turn's lengths asked
+        if recorded is not None:
+            n_in, n_out = recorded
         ds = wl.dataset_turn(plan, k)
         if ds is not None:
             user, n_user, n_ds_out = ds

@@ -94,7 +94,7 @@ async def run_session(r: Any, step: Step, index: int, t_start: float, end_at: fl
     for k in range(1, plan.turns + 1):
         think = 0.0
         if k > 1:
-            think = r.workload.think_at(plan.where, k)
+            think = r.workload.think_for(plan, k)
             if not await _think(think, end_at, stop):
                 counts.cut_at_step_end += 1
                 return

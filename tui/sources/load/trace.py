@@ -15,7 +15,9 @@ file name:
   a guess). Every measured step and round of the run is taken, in ``t_intended`` order, as one arrival
   process, the pauses between steps included: the replay re-issues the whole measured load of that run.
   Warmup requests (closed loop) are not replayed (counted in a note). Requests are written as they end,
-  so their arrivals are always sorted here; that is not reported as a problem.
+  so their arrivals are always sorted here; that is not reported as a problem. A recording of a shaped
+  workload (sessions, shared prefixes, a dataset: issue 23) also gives :attr:`Trace.replay`, what each
+  arrival replays (:mod:`tui.sources.load.trace_sessions`); its arrivals are then the session starts.
 - **Azure LLM inference trace** (CSV, header ``TIMESTAMP,ContextTokens,GeneratedTokens``): ``TIMESTAMP`` is
   a date and time such as ``2023-11-16 18:15:46.6805900`` (any number of fractional digits; ``T`` between
   date and time and a final ``Z`` accepted; no other time zone), the lengths are ``ContextTokens`` and
@@ -62,6 +64,7 @@ from datetime import date
 from typing import Any, BinaryIO
 
 from tui.sources.load.errors import ConfigError
+from tui.sources.load.trace_sessions import Collector, ReplayWorkload, window_replay
 
 FORMATS = ("servewatch", "azure", "burstgpt", "mooncake")
 FORMAT_NAMES = {
@@ -97,6 +100,9 @@ class Trace:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     path: str = ""  # as given (the problems name it); the header names the file only
+    # a servewatch recording of a shaped workload (sessions, shared prefixes, a dataset): what each arrival (a
+    # session start, or a request) replays (tui.sources.load.trace_sessions); None: lengths only
+    replay: ReplayWorkload | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -118,26 +124,41 @@ class Trace:
 
     @property
     def input_range(self) -> tuple[int, int]:
+        if self.replay is not None:
+            return self.replay.length_range("input_tokens")
         return min(self.input_tokens), max(self.input_tokens)
 
     @property
     def output_range(self) -> tuple[int, int]:
+        if self.replay is not None:
+            return self.replay.length_range("output_tokens")
         return min(self.output_tokens), max(self.output_tokens)
 
     def describe(self) -> str:
         """One line: what is replayed, from what."""
         s = self.source
         win = f", window {window_text(*s['window'])}" if s.get("window") else ""
-        return (f"trace {s['file']} ({s['format']}, sha256 {s['sha256'][:12]}): {len(self):,} arrivals over "
-                f"{self.span_s:.1f} s (speed {s['speed']:g}{win}), mean {self.mean_rate:.3f} req/s; "
+        rp = self.replay
+        what, unit = f"{len(self):,} arrivals", "req/s"
+        if rp is not None:
+            what = rp.describe() + " starting"
+            unit = "sessions/s" if rp.sessions_mode else unit
+        return (f"trace {s['file']} ({s['format']}, sha256 {s['sha256'][:12]}): {what} over "
+                f"{self.span_s:.1f} s (speed {s['speed']:g}{win}), mean {self.mean_rate:.3f} {unit}; "
                 f"{s['rows']:,} rows read, {s['skipped']:,} bad")
 
     def header_block(self) -> dict:
         """The run header's ``load.trace`` object."""
         given, name = self.path + ":", self.source["file"] + ":"
         problems = [name + p[len(given):] if self.path and p.startswith(given) else p for p in self.problems]
-        return {**self.source, "arrivals": len(self), "span_s": round(self.span_s, 6),
-                "mean_rate": round(self.mean_rate, 6), "problems": problems, "notes": list(self.notes)}
+        block = {**self.source, "arrivals": len(self), "span_s": round(self.span_s, 6),
+                 "mean_rate": round(self.mean_rate, 6), "problems": problems, "notes": list(self.notes)}
+        if self.replay is not None:
+            rb = self.replay.header_block()
+            rb["anomaly_list"] = [name + p[len(given):] if self.path and p.startswith(given) else p
+                                  for p in rb["anomaly_list"]]
+            block["replay"] = rb
+        return block
 
     def header_source(self) -> dict:
         """The run header's ``source`` block: kind ``trace``, the trace file's name, SHA-256 and format."""
@@ -386,7 +407,8 @@ def _mooncake(rows: _Rows, lines: Iterable[tuple[int, str]]) -> None:
 class _Recording:
     """What a servewatch record file says about itself beyond its arrivals."""
 
-    def __init__(self) -> None:
+    def __init__(self, shown: str = "") -> None:
+        self.coll = Collector(shown)  # the shaped-workload fields (sessions, prefixes, dataset rows)
         self.headers = 0
         self.warmup = 0
         self.synthetic = False
@@ -425,6 +447,7 @@ def _servewatch(rows: _Rows, lines: Iterable[tuple[int, str]], rec: _Recording) 
                 raise ConfigError(f"trace {shown}: its run header does not say it was an open-loop run "
                                   f"(load.mode {mode!r:.20}): no arrival process to replay")
             rec.synthetic = bool(d.get("synthetic"))
+            rec.coll.header(load)
             continue
         if d.get("type") != "request":
             continue
@@ -435,11 +458,13 @@ def _servewatch(rows: _Rows, lines: Iterable[tuple[int, str]], rec: _Recording) 
             t = _seconds(d.get("t_intended"), "t_intended")
             n_in = _length(d.get("input_tokens_asked", d.get("input_tokens")), "input_tokens_asked")
             n_out = _length(d.get("output_tokens_asked", d.get("output_tokens")), "output_tokens_asked")
+            info = rec.coll.parse(lineno, d)
         except ValueError as exc:
             rows.bad_row(lineno, str(exc))
             continue
         rec.levels.add((d.get("level"), d.get("round")))
         rows.add(t, n_in, n_out)
+        rec.coll.keep(len(rows.t) - 1, info)
     if rec.headers == 0:
         raise ConfigError(f"trace {shown} has no run header: cannot tell whether it was an open-loop run "
                           "(only open-loop recordings have an arrival process to replay)")
@@ -540,7 +565,7 @@ def load_trace(path: str, *, speed: float = 1.0, window: tuple[float, float | No
             raise ConfigError(f"trace {shown} is empty: no arrivals to replay")
         fmt, header = _detect(shown, first[1])
         rows = _Rows(shown, fmt)
-        rec = _Recording()
+        rec = _Recording(shown)
         if fmt in ("azure", "burstgpt"):
             assert header is not None
             _csv(rows, text, header, first[0], fmt)
@@ -564,7 +589,11 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
                           f"for a {FORMAT_NAMES[fmt]}")
     t, ins, outs = rows.t, rows.i, rows.o
     notes = []
-    if rows.out_of_order:
+    replay = None
+    if fmt == "servewatch" and rec.coll.active:  # sessions (their starts are the arrivals), prefixes, dataset rows
+        replay, t, ins, outs = rec.coll.build(t, ins, outs)
+        n = len(t)
+    elif rows.out_of_order:
         order = sorted(range(n), key=t.__getitem__)
         t = array("d", (t[k] for k in order))
         ins = array("i", (ins[k] for k in order))
@@ -585,6 +614,8 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
         notes.append(f"window {wtext} of the trace: {hi - lo:,} of {n:,} arrivals kept")
     base = t[lo]
     offsets = array("d", ((x - base) / speed for x in t[lo:hi]))
+    if replay is not None:
+        replay = window_replay(replay, lo, hi, base, speed)
     kept = hi - lo
     if kept < 2 or offsets[-1] <= 0:
         raise ConfigError(f"trace {shown}: {kept:,} arrival(s) kept{' by the window' if window else ''}, all at one "
@@ -599,6 +630,8 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
         notes.append(f"{len(rec.levels)} recorded steps (level, round) replayed in order as one arrival process")
     if rec.synthetic:
         notes.append("the recording is marked synthetic: its arrivals are not a real workload's")
+    if replay is not None:
+        notes.extend(replay.notes)
     source: dict[str, Any] = {
         "kind": "trace", "format": fmt, "file": os.path.basename(shown), "sha256": sha,
         "rows": rows.rows, "kept": kept, "skipped": rows.bad, "clamped": rows.clamped,
@@ -607,4 +640,6 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
     }
     if comment:
         source["comment"] = comment
-    return Trace(offsets, ins[lo:hi], outs[lo:hi], source, list(rows.problems), notes, shown)
+    if replay is not None:
+        source["anomalies"] = replay.anomaly_count
+    return Trace(offsets, ins[lo:hi], outs[lo:hi], source, list(rows.problems), notes, shown, replay)

@@ -10,6 +10,10 @@ never of which process runs it: a split over workers asks exactly what one proce
 - turns per session at ``"turns:" + where``, the prefix group at ``"prefix:" + where``;
 - a dataset conversation is ``Dataset.at(seed, index)`` (the index within the step).
 
+A trace replay (``Workload.replay``, :class:`tui.sources.load.trace_sessions.ReplayWorkload`) draws nothing: the
+index (the arrival's, i.e. the session start's, in the trace) selects the recorded session, whose turns, lengths,
+think times, prefix group and dataset row are the recording's.
+
 The dataset itself (``tui.sources.load.dataset``, the datasets seam) is seen here only through
 :class:`DatasetLike`: ``at(seed, n)`` gives a conversation with ``row``, ``system`` and ``turns`` (each with
 ``user``, ``user_tokens``, ``answer_tokens``).
@@ -70,6 +74,7 @@ class SessionPlan:
     system: str | None  # its system prompt text (the shared prefix and/or the dataset's system message)
     system_tokens: int  # that text's tokens (asked, or estimated for a dataset's text)
     conversation: Any = None  # the dataset conversation (ConversationLike) or None
+    replay: Any = None  # a trace replay: the recorded session (tui.sources.load.trace_sessions.ReplayItem)
 
 
 @dataclass
@@ -83,11 +88,17 @@ class Workload:
     prefix_groups: int = 1
     dataset: Any = None  # DatasetLike
     output_given: bool = False  # --output-tokens was given: it wins over a dataset's answer lengths
+    replay: Any = None  # a trace replay's recorded workload (tui.sources.load.trace_sessions.ReplayWorkload)
     _prefix_text: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def replaying(cls, seed: Any, replay: Any) -> Workload:
+        """A trace replay's workload: the recorded sessions, prefixes and dataset rows (nothing drawn)."""
+        return cls(seed=seed, prefix_tokens=replay.prefix_tokens, prefix_groups=replay.prefix_groups, replay=replay)
 
     @property
     def sessions(self) -> bool:
-        return self.turns is not None
+        return self.turns is not None or (self.replay is not None and self.replay.sessions_mode)
 
     def system_prompt(self, group: int, prompts: PromptBuilder) -> str:
         """Group ``group``'s shared system prompt, ``prefix_tokens`` long (built once per group): every group's text
@@ -102,6 +113,8 @@ class Workload:
 
     def plan(self, where: str, index: int, prompts: PromptBuilder) -> SessionPlan:
         """Session (or request) ``index`` of a step: its turns, prefix group, system prompt and conversation."""
+        if self.replay is not None:
+            return self._replayed(where, index, prompts)
         conv = self.dataset.at(self.seed, index) if self.dataset is not None else None
         if self.turns is None:
             turns = 1
@@ -121,6 +134,33 @@ class Workload:
             sys_tokens += estimate_tokens(conv.system)
         return SessionPlan(index, where, turns, group, system, sys_tokens, conv)
 
+    def _replayed(self, where: str, index: int, prompts: PromptBuilder) -> SessionPlan:
+        """A trace replay's session ``index``: the recorded one."""
+        item = self.replay.items[index]
+        group = item.prefix_group if self.prefix_tokens is not None else None
+        system = self.system_prompt(group, prompts) if group is not None else None
+        sys_tokens = (self.prefix_tokens or 0) if group is not None else 0
+        conv = None
+        if item.dataset_row is not None and self.dataset is not None:
+            conv = self.dataset.by_row(item.dataset_row)
+            if conv is not None and conv.system:
+                system = conv.system if system is None else system + "\n\n" + conv.system
+                sys_tokens += estimate_tokens(conv.system)
+        return SessionPlan(index, where, len(item.turns), group, system, sys_tokens, conv, replay=item)
+
+    def think_for(self, plan: SessionPlan, turn: int) -> float:
+        """The think time before turn ``turn`` (>= 2) of ``plan``: the recorded one in a replay, else drawn."""
+        if plan.replay is not None:
+            return float(plan.replay.turns[turn - 1].think_s)
+        return self.think_at(plan.where, turn)
+
+    def replay_lengths(self, plan: SessionPlan, turn: int) -> tuple[int, int] | None:
+        """A replayed turn's recorded lengths asked (input, output); None outside a replay."""
+        if plan.replay is None:
+            return None
+        t = plan.replay.turns[turn - 1]
+        return int(t.input_tokens), int(t.output_tokens)
+
     def think_at(self, where: str, turn: int) -> float:
         """The think time before turn ``turn`` (>= 2) of the session at ``where``."""
         if self.think is None:
@@ -133,6 +173,9 @@ class Workload:
         conv = plan.conversation
         if conv is None:
             return None
+        if plan.replay is not None:  # the recorded turn of the row, at the recorded lengths
+            rt = plan.replay.turns[turn - 1]
+            return conv.turns[rt.turn - 1].user, int(rt.input_tokens), int(rt.output_tokens)
         t = conv.turns[turn - 1]
         n_in = t.user_tokens if t.user_tokens is not None else estimate_tokens(t.user)
         n_out = None if self.output_given else t.answer_tokens
@@ -154,18 +197,27 @@ def estimate_tokens(text: str) -> int:
 
 
 def header_blocks(turns: LengthDist | None, think: ThinkDist | None, prefix_tokens: int | None, prefix_groups: int,
-                  dataset: Any, *, cache_prompt: bool, rejected: bool = False) -> dict:
+                  dataset: Any, *, cache_prompt: bool, rejected: bool = False, replay: Any = None) -> dict:
     """The run header's issue-23 keys of ``load``: ``sessions``, ``shared_prefix``, ``dataset``, ``cache_policy``
-    (``rejected``: the server refused the ``cache_prompt`` field, so none is sent)."""
+    (``rejected``: the server refused the ``cache_prompt`` field, so none is sent). ``replay``: a trace replay's
+    recorded workload (``ReplayWorkload``), whose recorded ``sessions`` and ``shared_prefix`` blocks are stated."""
     sessions = None
-    if turns is not None:
+    if replay is not None:
+        sessions = dict(replay.sessions_block) if replay.sessions_block else None
+        if sessions is None and replay.sessions_mode:
+            sessions = {"turns": None, "think_time": None}
+        if sessions is not None:
+            sessions["history"] = "each turn sends the whole conversation so far, with the answers the server gave"
+            sessions["replayed"] = "the recorded turns of each session, at their lengths and think times"
+        prefix_tokens, prefix_groups = replay.prefix_tokens, replay.prefix_groups
+    elif turns is not None:
         sessions = {"turns": header_block(turns), "think_time": think_block(think) if think is not None else None,
                     "history": "each turn sends the whole conversation so far, with the answers the server gave"}
     prefix = {"tokens": prefix_tokens, "groups": prefix_groups} if prefix_tokens is not None else None
     if rejected:
         policy: dict[str, Any] = {"cache_prompt": None, "why": "not sent, the server's default (the server rejected it)"}
     elif cache_prompt:
-        what = " and ".join(w for w, on in (("sessions", turns is not None),
+        what = " and ".join(w for w, on in (("sessions", sessions is not None),
                                             ("shared prefixes", prefix_tokens is not None)) if on)
         policy = {"cache_prompt": True, "why": f"{what}: the server may serve a prefix it has seen from its cache, "
                                                "which is what this workload measures"}
