@@ -155,7 +155,10 @@ def parts(load: Mapping[str, Any] | None, *, header: Mapping[str, Any] | None = 
         out.append(("trace", None, None))
     ds = _map(load.get("dataset"))
     if ds is not None:
-        extra = ", the example servewatch ships" if ds.get("example") is True else ""
+        extra = ", SYNTHETIC: the example servewatch ships" if ds.get("example") is True else ""
+        counts = ds.get("token_counts")
+        if isinstance(counts, str) and counts.startswith("estimate"):
+            extra += ", token counts estimated"  # no /tokenize: the lengths and the context skip are estimates
         fmt = f"{ds['format']}, " if isinstance(ds.get("format"), str) else ""
         out.append(("dataset", f"dataset {ds.get('name') or 'unnamed'} ({fmt}sha256 {_short_sha(ds.get('sha256'))}"
                                f"{extra})", (ds.get("sha256") or UNKNOWN, ds.get("format"))))

@@ -52,7 +52,7 @@ def test_one_shared_prefix_is_singular():
 
 def test_dataset_with_short_sha_and_example_label():
     line = describe(plain(dataset=DATASET))
-    assert ("dataset example-chat.jsonl (jsonl-messages, sha256 1a2b3c4d, the example servewatch ships); "
+    assert ("dataset example-chat.jsonl (jsonl-messages, sha256 1a2b3c4d, SYNTHETIC: the example servewatch ships); "
             "input the dataset's prompts; output the dataset's answer lengths") in line
     own = describe(plain(dataset={**DATASET, "example": False, "output_tokens": "--output-tokens"}))
     assert "the example" not in own and "output 64" in own
@@ -106,9 +106,9 @@ def test_differences_in_words():
 def test_differences_see_what_the_line_shortens():
     a = plain(dataset=DATASET)
     b = plain(dataset={**DATASET, "sha256": "1a2b3c4d" + "f" * 56})  # same name and short sha, other bytes
-    assert differences(a, b) == ["dataset: dataset example-chat.jsonl (jsonl-messages, sha256 1a2b3c4d, the example "
-                                 "servewatch ships) vs dataset example-chat.jsonl (jsonl-messages, sha256 1a2b3c4d, "
-                                 "the example servewatch ships)"]
+    assert differences(a, b) == ["dataset: dataset example-chat.jsonl (jsonl-messages, sha256 1a2b3c4d, SYNTHETIC: "
+                                 "the example servewatch ships) vs dataset example-chat.jsonl (jsonl-messages, "
+                                 "sha256 1a2b3c4d, SYNTHETIC: the example servewatch ships)"]
     # the A-B form and uniform:A-B are one distribution
     assert differences(plain(input_tokens=lengths("100-200")), plain(input_tokens=lengths("uniform:100-200"))) == []
 
@@ -142,3 +142,9 @@ def test_turn_table_pools_the_last_row_and_follows_the_outcome():
     assert rows[1]["mean_input_tokens"] is None
     assert (rows[2]["n"], rows[2]["good"]) == (3, 2) and rows[2]["mean_context_tokens"] == (30 + 40 + 90) / 3
     assert rows[2]["ttft_ms"]["supported_p95"] is False  # 3 values support no P95
+
+
+def test_a_dataset_counted_by_estimate_says_so_in_the_line():
+    line = describe(plain(dataset={**DATASET, "example": False, "token_counts": "estimate (~4 chars/token)"}))
+    assert "token counts estimated" in line and "SYNTHETIC" not in line
+    assert "token counts estimated" not in describe(plain(dataset=DATASET))
