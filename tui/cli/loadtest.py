@@ -485,7 +485,7 @@ def record_run(cfg: LoadConfig) -> int | None:
         rec = Recorder(cfg.record, ids_unique=True, sign_key=key)  # the generator's ids are unique by construction
     except OSError as exc:
         raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
-    unit = "concurrency" if cfg.mode == "closed" else "req/s"
+    unit = cfg.level_unit  # concurrency, req/s; sessions, sessions/s (issue 23)
     say(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
            f"{step_plan(cfg)}")
     for line in trace_lines(cfg):

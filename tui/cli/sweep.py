@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_or_usage(args)
     cfg.until_decided = True  # --requests / --duration, when given, only bound a step further
     cfg.stop_on_fail = not args.continue_after_fail
-    unit = "concurrency" if cfg.mode == "closed" else "req/s"
+    unit = cfg.level_unit  # concurrency, req/s; sessions, sessions/s (issue 23)
     if isinstance(given, MemoryMissing):
         about = (f"budget: {given.inputs.model or 'the model'}: memory input missing (read from the run header when "
                  f"the server states its KV space, or give {MEMORY_FLAGS}); no candidate for the ladder")
