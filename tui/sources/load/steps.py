@@ -272,3 +272,36 @@ def describe_step(end: dict) -> str:
     if end.get("saturated"):
         line += "  [CLIENT SATURATED: results not valid]"
     return line
+
+
+def pool_fields(end: dict, pooled: Any, mode: str) -> None:
+    """Add what the worker processes measured (``pooled``: the coordinator's ``StepResult`` of the step) to a step
+    end record: their CPU, and whether one was saturated or lost (a degraded step cannot PASS: the core monitor
+    reads ``degraded``)."""
+    end["coordinator_cpu_s"] = end["process_cpu_s"]
+    end["client_cpu_s"] = round(end["client_cpu_s"] + pooled.thread_cpu_s, 4)
+    end["process_cpu_s"] = round(end["process_cpu_s"] + pooled.cpu_s, 4)
+    end["worker_cpu_s"] = pooled.per_worker_cpu_s
+    secs = max(float(end.get("duration_s") or 0.0), 1e-9)
+    coord_busy = end["coordinator_cpu_s"] / secs if secs >= 1.0 else 0.0
+    busy = max(pooled.busiest, coord_busy)
+    if mode == "closed":
+        if busy >= CLIENT_BUSY_LIMIT:
+            end["saturated"] = True
+            end["note"] = (f"client saturated, results not valid: a load process used {busy:.2f} CPU-seconds per "
+                           f"second (>= {CLIENT_BUSY_LIMIT:g}); its own delays are inside the measured TTFT")
+        else:
+            end.pop("saturated", None)
+            end.pop("note", None)
+    if pooled.degraded:
+        end["degraded"] = True
+        end["worker_lost"] = pooled.worker_lost_requests
+        end["lost_workers"] = list(pooled.lost)
+        end["note"] = ((end.get("note", "") + "; ") if end.get("note") else "") + (
+            "degraded: a load worker was lost during this step, the level was not held and cannot PASS")
+        if end.get("verdict") in ("PASS", "UNDECIDED"):  # a FAIL stands; a PASS (or one already blocked) cannot
+            prev = end.get("verdict_reason") if end.get("verdict") == "UNDECIDED" else None
+            end["verdict"] = "UNDECIDED"
+            end["verdict_reason"] = (f"degraded: a load worker was lost during this step ({pooled.worker_lost_requests} "
+                                     "requests in flight recorded as worker_lost); the level was not held, so it "
+                                     "cannot PASS" + (f"; {prev}" if prev and prev.startswith("cannot PASS") else ""))
