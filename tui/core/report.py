@@ -244,6 +244,9 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
     _server_timing.attach(rep, snap.levels)  # issue 21: the server's own brackets beside the client's, per level
     _token_counts.attach(rep, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
     rep["workload"] = {"text": _workload.describe_header(snap.header)}  # issue 23: what each request looked like
+    ds_line = _workload.dataset_line(snap.header)
+    if ds_line is not None:
+        rep["workload"]["dataset"] = ds_line
     _turns.attach(rep, snap.levels)  # issue 23: the per-turn table of a session workload, per level
     _prefix_cache.attach(rep, snap.levels)  # issue 23: the server's prefix-cache use per level
     rep["memory"] = memory_dict(snap)  # issue 22: GPU (NVML) and the engine's own KV memory beside the KV ceiling
@@ -321,6 +324,8 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"target: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
     if rep.get("workload"):
         add(f"workload: {rep['workload']['text']}")
+        if rep["workload"].get("dataset"):
+            add(rep["workload"]["dataset"])
     add("")
     b = rep.get("budget")
     bv = rep.get("budget_view") or {}

@@ -226,6 +226,30 @@ def describe_header(header: Mapping[str, Any] | None) -> str:
     return describe(_map(h.get("load")) or {}, header=h)
 
 
+def dataset_line(header: Mapping[str, Any] | None) -> str | None:
+    """The report's line on a run's ``--dataset`` (its ``load.dataset`` block): rows used, bad and skipped, the
+    context they were held against (or that it was unknown, so nothing was skipped), how tokens were counted; None
+    without a dataset."""
+    load = _map((header or {}).get("load")) or {}
+    ds = _map(load.get("dataset"))
+    if ds is None:
+        return None
+
+    def n(key: str) -> str:
+        v = ds.get(key)
+        return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else "?"
+
+    ctx = ds.get("context_tokens")
+    if isinstance(ctx, int) and not isinstance(ctx, bool):
+        where = f"the {ctx:,}-token context ({ds.get('context_source') or 'source not stated'})"
+        skipped = f"{n('skipped_too_long')} skipped as too long for {where}"
+    else:
+        skipped = "context UNKNOWN: nothing skipped, a prompt too long fails at the server"
+    counts = ds.get("token_counts") or "token counts not stated"
+    return (f"dataset: {n('usable')} usable of {n('rows')} rows ({n('bad_rows')} bad; {skipped}); token counts: "
+            f"{counts}; output lengths: {ds.get('output_tokens') or 'not stated'}")
+
+
 def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[str]:
     """The parts two workloads both state and that differ, in words ("input: 256 vs lognormal:400,0.6"; "prompt
     cache: off vs on"); [] when they agree on every part both state. ``a``/``b``: load blocks or run headers."""

@@ -148,3 +148,14 @@ def test_a_dataset_counted_by_estimate_says_so_in_the_line():
     line = describe(plain(dataset={**DATASET, "example": False, "token_counts": "estimate (~4 chars/token)"}))
     assert "token counts estimated" in line and "SYNTHETIC" not in line
     assert "token counts estimated" not in describe(plain(dataset=DATASET))
+
+
+def test_the_report_line_of_a_dataset_says_what_was_skipped_and_an_unknown_context():
+    from tui.core.workload import dataset_line
+
+    known = dataset_line({"load": plain(dataset={**DATASET, "skipped_too_long": 3})})
+    assert known == ("dataset: 40 usable of 40 rows (0 bad; 3 skipped as too long for the 4,096-token context "
+                     "(server /props)); token counts: server /tokenize; output lengths: dataset answers")
+    unknown = dataset_line({"load": plain(dataset={**DATASET, "context_tokens": None, "context_source": None})})
+    assert unknown is not None and "context UNKNOWN: nothing skipped" in unknown
+    assert dataset_line({"load": plain()}) is None
