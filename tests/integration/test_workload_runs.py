@@ -56,8 +56,10 @@ async def test_shared_prefix_run_records_llama_cache_n_of_the_prefix(llama_serve
     text = Workload(seed=3, prefix_tokens=192, prefix_groups=1).system_prompt(0, pb)
     prefix = await _prefix_tokens(llama_server.base_url, text)  # about 192 (the builder's calibration)
     assert 150 <= prefix <= 240, prefix
+    # the first request may find part of the prefix already cached (the session's server served other tests): it
+    # is only asked to say; every later one finds the whole prefix the first left
     first, *later = sorted(reqs, key=lambda r: r["t_sent"])
-    assert first["cached_tokens"] == 0 and first["cached_tokens_source"] == "llama.cpp timings.cache_n", first
+    assert first["cached_tokens_source"] == "llama.cpp timings.cache_n", first
     for r in later:
         assert r["cached_tokens_source"] == "llama.cpp timings.cache_n", r
         # the whole shared prefix (the template's few tokens before it too), never more than the prompt

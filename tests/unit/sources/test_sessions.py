@@ -266,6 +266,22 @@ def test_dataset_turns_ask_their_text_lengths_and_answer_lengths():
     assert req2.turn.fields["context_tokens"] == 2 + 7 + 2  # system (estimated) + history + this message
 
 
+def test_a_counted_system_message_counts_in_the_context_as_the_server_counted_it():
+    from tui.core.datasets import Conversation, DatasetTurn
+
+    class _Counted(_Dataset):
+        def __init__(self) -> None:
+            self.convs = [Conversation(row=1, system="be brief please", turns=(DatasetTurn("hi", 1, 4),),
+                                       system_tokens=37)]
+
+    r = _runner(Workload(seed=1, turns=parse_lengths("1"), dataset=_Counted()))
+    step = Step(1.0, 1, "measure", "closed")
+    plan = r.session_plan(step, 0)
+    assert plan.system_tokens == 37  # the server's count, not the ~4 chars/token estimate (4)
+    req, _user, _n = r.new_turn(step, 0.0, plan, 1, "s", [], 0, 0.0)
+    assert req.turn.fields["context_tokens"] == 37 + 1  # system as counted + the message
+
+
 # ------------------------------------------------------------------ split over workers
 
 

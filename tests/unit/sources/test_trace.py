@@ -143,6 +143,8 @@ def test_bundled_synthetic_excerpts_load_and_say_so():
     assert "synthetic" in readme and "not excerpts of the real traces" in readme
     formats = {}
     for f in sorted(TRACES.iterdir()):
+        if f.name == REAL_RECORDING:
+            continue  # the one real recording (below)
         if f.suffix in (".csv", ".jsonl"):
             assert "synthetic" in f.name
             t = load_trace(str(f))
@@ -151,6 +153,20 @@ def test_bundled_synthetic_excerpts_load_and_say_so():
             if f.suffix == ".csv":  # the CSVs also say so in their leading comment line
                 assert "synthetic" in t.source["comment"]
     assert set(formats) == {"azure", "burstgpt", "mooncake"}
+
+
+REAL_RECORDING = "sessions-llama.jsonl"
+
+
+def test_the_bundled_session_recording_is_real_said_so_and_replays_its_sessions():
+    readme = (TRACES / "README.md").read_text()
+    assert f"`{REAL_RECORDING}` | a servewatch record file: a REAL recording (not synthetic)" in readme
+    t = load_trace(str(TRACES / REAL_RECORDING))
+    assert t.source["format"] == "servewatch" and t.source["skipped"] == 0 and not t.problems
+    rp = t.replay
+    assert rp is not None and rp.sessions_mode and len(rp.items) == len(t) == 56  # 56 session starts, 102 turns
+    assert sum(len(item.turns) for item in rp.items) == 102
+    assert rp.prefix_tokens == 64 and rp.dataset is not None and rp.dataset["example"] is True
 
 
 # ---------------------------------------------------------------- servewatch records

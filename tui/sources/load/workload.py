@@ -131,7 +131,7 @@ class Workload:
             sys_tokens = self.prefix_tokens
         if conv is not None and conv.system:
             system = conv.system if system is None else system + "\n\n" + conv.system
-            sys_tokens += estimate_tokens(conv.system)
+            sys_tokens += _system_tokens(conv)
         return SessionPlan(index, where, turns, group, system, sys_tokens, conv)
 
     def _replayed(self, where: str, index: int, prompts: PromptBuilder) -> SessionPlan:
@@ -145,7 +145,7 @@ class Workload:
             conv = self.dataset.by_row(item.dataset_row)
             if conv is not None and conv.system:
                 system = conv.system if system is None else system + "\n\n" + conv.system
-                sys_tokens += estimate_tokens(conv.system)
+                sys_tokens += _system_tokens(conv)
         return SessionPlan(index, where, len(item.turns), group, system, sys_tokens, conv, replay=item)
 
     def think_for(self, plan: SessionPlan, turn: int) -> float:
@@ -189,6 +189,12 @@ class Workload:
         if plan.conversation is not None:
             d["dataset_row"] = plan.conversation.row
         return d
+
+
+def _system_tokens(conv: Any) -> int:
+    """A dataset conversation's system message in tokens: the server's count when it was counted, else estimated."""
+    n = getattr(conv, "system_tokens", None)
+    return int(n) if isinstance(n, int) and n >= 0 else estimate_tokens(conv.system)
 
 
 def estimate_tokens(text: str) -> int:
