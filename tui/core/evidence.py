@@ -99,20 +99,7 @@ def delivered(level: float | None, mode: str | None, sends: Sequence[float], end
         mean = sum(e - s for s, e in zip(sends, ends)) / max(1e-9, max(ends) - min(sends))
         fig = f"mean {mean:.2f} in flight (concurrency {conc:g}; only {n} requests)"
         return Delivered(False, fig, f"not reached: only {n} requests recorded at concurrency {conc:g}")
-    a = heapq.nsmallest(c, sends)[-1]  # the moment every slot had been filled once: ramp-up ends
-    b = max(sends)  # the last send: the drain begins
-    if b - a <= 0:
-        t0, t1 = min(sends), max(ends)
-        total = sum(e - s for s, e in zip(sends, ends))
-        mean = total / (t1 - t0) if t1 > t0 else 0.0
-    else:
-        total = 0.0
-        for s, e in zip(sends, ends):
-            lo = s if s > a else a
-            hi = e if e < b else b
-            if hi > lo:
-                total += hi - lo
-        mean = total / (b - a)
+    mean = _mean_in_flight(sends, ends, c)  # ramp-up (until every slot was filled once) and drain excluded
     fig = f"mean {mean:.2f} requests in flight (concurrency {conc:g})"
     if mean < (1.0 - INFLIGHT_TOLERANCE) * conc:  # more in flight than the label only makes the test harder
         return Delivered(False, fig, f"not reached: {fig}, more than {INFLIGHT_TOLERANCE:.0%} below it")
@@ -209,24 +196,29 @@ def delivered_sessions(level: float | None, mode: str | None, spans: SessionSpan
         mean = sum(e - s for s, e in zip(starts, ends)) / span if span > 0 else 0.0
         fig = f"mean {mean:.2f} sessions in flight ({level:g} concurrent sessions; only {n} sessions)"
         return Delivered(False, fig, f"not reached: only {n} sessions recorded at {level:g} concurrent sessions")
-    a = heapq.nsmallest(c, starts)[-1]  # every loop had started a session once: ramp-up ends
-    b = max(starts)  # the last session start: the drain begins
-    if b - a <= 0:
-        t0, t1 = min(starts), max(ends)
-        total = sum(e - s for s, e in zip(starts, ends))
-        mean = total / (t1 - t0) if t1 > t0 else 0.0
-    else:
-        total = 0.0
-        for s, e in zip(starts, ends):
-            lo = s if s > a else a
-            hi = e if e < b else b
-            if hi > lo:
-                total += hi - lo
-        mean = total / (b - a)
+    mean = _mean_in_flight(starts, ends, c)  # ramp-up (until every loop had started a session once) and drain excluded
     fig = f"mean {mean:.2f} sessions in flight ({level:g} concurrent sessions, think time included)"
     if mean < (1.0 - INFLIGHT_TOLERANCE) * level:
         return Delivered(False, fig, f"not reached: {fig}, more than {INFLIGHT_TOLERANCE:.0%} below it")
     return Delivered(True, fig, None)
+
+
+def _mean_in_flight(starts: Sequence[float], ends: Sequence[float], c: int) -> float:
+    """The time-averaged number of spans (requests, or sessions) open between the moment the ``c``-th started (every
+    slot filled once: ramp-up ends) and the last start (the drain begins); over the whole when those coincide."""
+    a = heapq.nsmallest(c, starts)[-1]
+    b = max(starts)
+    if b - a <= 0:
+        t0, t1 = min(starts), max(ends)
+        total = sum(e - s for s, e in zip(starts, ends))
+        return total / (t1 - t0) if t1 > t0 else 0.0
+    total = 0.0
+    for s, e in zip(starts, ends):
+        lo = s if s > a else a
+        hi = e if e < b else b
+        if hi > lo:
+            total += hi - lo
+    return total / (b - a)
 
 
 def step_count_problem(name: str, end: Mapping, n: int, err: int, bad: int) -> str | None:

@@ -29,7 +29,7 @@ from tui.sources.load.arrivals import PlannedArrival
 from tui.sources.load.executor import Req, RequestExecutor, TurnInfo, request_record
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.sessions import SessionCounts, closed_sessions, open_sessions
-from tui.sources.load.steps import Step
+from tui.sources.load.steps import Step, closed_loops
 from tui.sources.load.workload import SessionPlan, Workload, where_key
 
 
@@ -274,30 +274,11 @@ class StepRunner:
         ``n_requests`` were issued (by all loops of this runner), ``duration`` passed or ``stop()``."""
         if self.workload is not None and self.workload.sessions:
             return await closed_sessions(self, step, concurrency, n_requests, duration, stop)
-        end_at = step.t0 + duration if duration else None
-        issued = 0
 
-        async def loop() -> None:
-            nonlocal issued
-            while True:
-                if n_requests is not None and issued >= n_requests:
-                    return
-                now = perf_counter()
-                if end_at is not None and now >= end_at:
-                    return
-                if stop():
-                    return
-                issued += 1
-                await self.send_one(self.new_req(step, now))
+        async def request(now: float) -> None:
+            await self.send_one(self.new_req(step, now))
 
-        if concurrency <= 0:
-            return
-        delay = step.t0 - perf_counter()
-        if delay > 0:  # a common start time for every worker
-            await asyncio.sleep(delay)
-        async with asyncio.TaskGroup() as tg:
-            for _ in range(concurrency):
-                tg.create_task(loop())
+        await closed_loops(step, concurrency, n_requests, duration, stop, request)
 
     async def open_step(self, step: Step, arrivals: Iterable[PlannedArrival], duration: float | None,
                         stop: Callable[[], bool]) -> None:

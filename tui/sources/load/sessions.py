@@ -25,7 +25,7 @@ from time import perf_counter
 from typing import Any
 
 from tui.sources.load.arrivals import PlannedArrival
-from tui.sources.load.steps import Step
+from tui.sources.load.steps import Step, closed_loops
 
 
 @dataclass
@@ -118,29 +118,11 @@ async def closed_sessions(r: Any, step: Step, concurrency: int, n_sessions: int 
     started (by all loops of this runner), ``duration`` passed or ``stop()``."""
     end_at = step.t0 + duration if duration else None
     counts = r.begin_sessions()
-    started = 0
 
-    async def loop() -> None:
-        nonlocal started
-        while True:
-            if n_sessions is not None and started >= n_sessions:
-                return
-            now = perf_counter()
-            if end_at is not None and now >= end_at:
-                return
-            if stop():
-                return
-            started += 1
-            await run_session(r, step, r.closed_index(step), now, end_at, stop, counts)
+    async def session(now: float) -> None:
+        await run_session(r, step, r.closed_index(step), now, end_at, stop, counts)
 
-    if concurrency <= 0:
-        return
-    delay = step.t0 - perf_counter()
-    if delay > 0:  # a common start time for every worker
-        await asyncio.sleep(delay)
-    async with asyncio.TaskGroup() as tg:
-        for _ in range(concurrency):
-            tg.create_task(loop())
+    await closed_loops(step, concurrency, n_sessions, duration, stop, session)
 
 
 async def open_sessions(r: Any, step: Step, arrivals: Iterable[PlannedArrival], duration: float | None,

@@ -15,11 +15,12 @@ its end record says so (``percentiles_rel_error``).
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter
 from typing import Any
 
@@ -305,3 +306,34 @@ def pool_fields(end: dict, pooled: Any, mode: str) -> None:
             end["verdict_reason"] = (f"degraded: a load worker was lost during this step ({pooled.worker_lost_requests} "
                                      "requests in flight recorded as worker_lost); the level was not held, so it "
                                      "cannot PASS" + (f"; {prev}" if prev and prev.startswith("cannot PASS") else ""))
+
+
+async def closed_loops(step: Step, concurrency: int, n_units: int | None, duration: float | None,
+                       stop: Callable[[], bool], unit: Callable[[float], Awaitable[None]]) -> None:
+    """A closed-loop step: ``concurrency`` loops from the common start ``step.t0``, each starting its next unit
+    (``unit(now)``: a request, or a session) when its last one ended, until ``n_units`` were started by all the loops,
+    ``duration`` passed or ``stop()``."""
+    end_at = step.t0 + duration if duration else None
+    started = 0
+
+    async def loop() -> None:
+        nonlocal started
+        while True:
+            if n_units is not None and started >= n_units:
+                return
+            now = perf_counter()
+            if end_at is not None and now >= end_at:
+                return
+            if stop():
+                return
+            started += 1
+            await unit(now)
+
+    if concurrency <= 0:
+        return
+    delay = step.t0 - perf_counter()
+    if delay > 0:  # a common start time for every worker
+        await asyncio.sleep(delay)
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(concurrency):
+            tg.create_task(loop())
