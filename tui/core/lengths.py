@@ -167,14 +167,19 @@ def draw_from(d: LengthDist, u1: float, u2: float) -> int:
 _SCALE = 1.0 / (1 << 53)
 
 
+def uniforms(seed: Any, key: str) -> tuple[float, float]:
+    """Two independent uniforms, in (0, 1] and [0, 1), from BLAKE2b of ``seed|key`` alone (53 bits each)."""
+    h = hashlib.blake2b(f"{seed}|{key}".encode(), digest_size=16).digest()
+    n1 = int.from_bytes(h[:8], "big") >> 11
+    n2 = int.from_bytes(h[8:], "big") >> 11
+    return (n1 + 1) * _SCALE, n2 * _SCALE
+
+
 def draw_at(d: LengthDist, seed: Any, key: str) -> int:
     """The length of the request ``key`` names under ``seed``: a function of (seed, key) alone."""
     if d.kind == "fixed" or d.lo == d.hi:
         return d.lo
-    h = hashlib.blake2b(f"{seed}|{key}".encode(), digest_size=16).digest()
-    n1 = int.from_bytes(h[:8], "big") >> 11
-    n2 = int.from_bytes(h[8:], "big") >> 11
-    return draw_from(d, (n1 + 1) * _SCALE, n2 * _SCALE)
+    return draw_from(d, *uniforms(seed, key))
 
 
 def header_block(d: LengthDist) -> dict:

@@ -15,13 +15,13 @@ only.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import tui.core.defaults as defaults
+from tui.core.lengths import uniforms
 
 ThinkKind = Literal["fixed", "uniform", "normal", "lognormal", "exponential"]
 
@@ -95,7 +95,6 @@ def parse_think_time(text: str) -> ThinkDist:
     return ThinkDist(kind, a, b, lo, hi, given=given)  # type: ignore[arg-type]
 
 
-_SCALE = 1.0 / (1 << 53)
 
 
 def draw_from(d: ThinkDist, u1: float, u2: float) -> float:
@@ -113,13 +112,11 @@ def draw_from(d: ThinkDist, u1: float, u2: float) -> float:
 
 
 def draw_think(d: ThinkDist, seed: Any, key: str) -> float:
-    """The think time of the turn ``key`` names under ``seed``: a function of (seed, key) alone."""
+    """The think time of the turn ``key`` names under ``seed``: a function of (seed, key) alone (its own stream:
+    ``think|key``, apart from the length draws at the same key)."""
     if d.kind == "fixed" or d.lo == d.hi:
         return d.lo
-    h = hashlib.blake2b(f"{seed}|think|{key}".encode(), digest_size=16).digest()
-    n1 = int.from_bytes(h[:8], "big") >> 11
-    n2 = int.from_bytes(h[8:], "big") >> 11
-    return draw_from(d, (n1 + 1) * _SCALE, n2 * _SCALE)
+    return draw_from(d, *uniforms(seed, "think|" + key))
 
 
 def header_block(d: ThinkDist) -> dict:
