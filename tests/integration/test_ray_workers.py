@@ -251,12 +251,15 @@ async def test_sessions_on_ray_actors_stay_on_one_actor_and_ask_what_one_process
     from tests.unit.sources.test_sessions_workers import cfg as session_cfg
     from tests.unit.sources.test_sessions_workers import sessions_of
 
+    from tui.sources.load.dataset import example_path
+
     with FaultServer() as fs:
         url = fs.url("ok", tokens=2)
         runs = {}
+        # the shipped example dataset travels to the actors inside the workload (pickled), its rows in the seeded order
         for how, kw in (("in-process", {}), ("--ray", {"workers": 2, "ray": ray_head})):
             out: list[dict] = []
-            await run_load(session_cfg(url, **kw), out.append)
+            await run_load(session_cfg(url, dataset=str(example_path("example-chat.jsonl")), **kw), out.append)
             reqs = requests_of(out)
             assert len({r["id"] for r in reqs}) == len(reqs), how
             end = ends_of(out)[0]
@@ -268,5 +271,7 @@ async def test_sessions_on_ray_actors_stay_on_one_actor_and_ask_what_one_process
                     stripes.setdefault(r["session"], set()).add((seq - 1) % 2)
                 assert all(len(s) == 1 for s in stripes.values()), stripes  # one actor per session
                 assert {next(iter(s)) for s in stripes.values()} == {0, 1}  # both actors ran sessions
-            runs[how] = sessions_of(out)
+            rows = sorted({(r["session"], r["dataset_row"]) for r in reqs})
+            assert len(rows) == 6  # one dataset row per session
+            runs[how] = (sessions_of(out), sorted(row for _s, row in rows))
         assert runs["--ray"] == runs["in-process"]
