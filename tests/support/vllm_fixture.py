@@ -151,9 +151,17 @@ def vllm_server_factory(vllm_peer: PeerPaths, tmp_path_factory: pytest.TempPathF
 _WANT_GEMMA: list[bool] = [False]
 
 
+_VLLM_NAMES = frozenset({"vllm_peer", "vllm_server", "vllm_server_factory", "vllm_gemma_server"})
+
+
 @pytest.hookimpl(trylast=True)  # after -m / -k deselection: only the tests that will run
 def pytest_collection_modifyitems(session, config, items) -> None:  # noqa: ARG001
     _WANT_GEMMA[0] = any("vllm_gemma_server" in getattr(item, "fixturenames", ()) for item in items)
+    # the vLLM tests last (stable order otherwise): on a fresh machine the peer builds in the background (.ci/run,
+    # ~3-5 min) while every other test runs, instead of the suite waiting on the build's lock at the first of them
+    uses = [bool(_VLLM_NAMES & set(getattr(item, "fixturenames", ()))) for item in items]
+    if any(uses):
+        items[:] = [i for i, u in zip(items, uses) if not u] + [i for i, u in zip(items, uses) if u]
 
 
 @pytest.fixture(scope="session")
