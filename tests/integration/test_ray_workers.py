@@ -250,7 +250,6 @@ async def test_sessions_on_ray_actors_stay_on_one_actor_and_ask_what_one_process
     sequence), and the per-session draws (turns, prefix group, lengths) are those of one process."""
     from tests.unit.sources.test_sessions_workers import cfg as session_cfg
     from tests.unit.sources.test_sessions_workers import sessions_of
-
     from tui.sources.load.dataset import example_path
 
     with FaultServer() as fs:
