@@ -92,4 +92,4 @@ async def test_later_turns_carry_the_answers_the_server_gave(llama_server, tmp_p
             assert r["context_tokens"] > prev["context_tokens"]
     assert [r["turn"] for r in reqs] == [1, 2, 3, 1, 2, 3]
     end = [d for d in recs if d.get("type") == "step" and d.get("event") == "end"][0]
-    assert end["sessions"] == {"started": 2, "completed": 2, "ended_by_failure": 0, "cut_at_step_end": 0}
+    assert end["sessions"] == {"started": 2, "completed": 2, "ended_by_failure": 0, "cut_at_step_end": 0, "cancelled": 0}

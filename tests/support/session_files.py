@@ -60,7 +60,7 @@ def closed_sessions(level: int, *, loops: int | None = None, seconds: float = 66
             sessions += 1
             t = t_last + gap
     start, end = ef.step_records(reqs, level, "closed")
-    end["sessions"] = {"started": sessions, "completed": sessions, "ended_by_failure": 0, "cut_at_step_end": 0}
+    end["sessions"] = {"started": sessions, "completed": sessions, "ended_by_failure": 0, "cut_at_step_end": 0, "cancelled": 0}
     hdr = ef.header("closed", (level,), level_unit="sessions",
                     sessions={"turns": {"min": turns[0], "max": turns[1]}, "think_time": None,
                               "history": "each turn sends the whole conversation so far, with the answers the "

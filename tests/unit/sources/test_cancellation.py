@@ -198,3 +198,32 @@ async def test_a_cancelled_request_record_carries_the_cancel_time_and_what_the_r
         # the record alone decides: open while the SLO had not passed, failed once it had
         assert outcome_rule(waited_ms + 1.0)(r)[0] == EXCLUDED
         assert outcome_rule(waited_ms - 0.002)(r)[0] == FAILED
+
+
+async def test_ctrl_c_in_a_session_run_records_every_request_once_and_counts_the_sessions_stopped(fs):
+    """Issue 23: sessions stopped mid-way (a turn in flight, or thinking) lose nothing: every request sent appears
+    exactly once (the ones in flight as cancelled), and the step's sessions block counts them as cancelled."""
+    from tui.core.lengths import parse_lengths
+    from tui.core.thinktime import parse_think_time
+
+    out: list[dict] = []
+    cfg = _cfg(fs.url("stall"))
+    cfg.turns, cfg.think_time, cfg.requests = parse_lengths("3"), parse_think_time("0"), 4
+    gen = LoadGenerator(cfg, out.append)
+    task = asyncio.create_task(gen.run())
+    for _ in range(3000):  # bounded: both sessions' first turns in flight (the server stalls them)
+        if gen._step is not None and gen._step.phase == "measure" and gen.in_flight == 2:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        task.cancel()
+        raise AssertionError("sessions never got in flight")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    reqs = [d for d in out if d["type"] == "request" and d["phase"] == "measure"]
+    assert len(reqs) == len({d["id"] for d in reqs}) == 2 == gen.sent_total  # every request sent, exactly once
+    assert all(d["error"] == "cancelled" and d["turn"] == 1 for d in reqs)
+    end = [d for d in out if d["type"] == "step" and d["event"] == "end"][-1]
+    assert end["requests"] == 2 and end["sessions"] == {"started": 2, "completed": 0, "ended_by_failure": 0,
+                                                         "cut_at_step_end": 0, "cancelled": 2}

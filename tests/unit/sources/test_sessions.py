@@ -118,7 +118,7 @@ async def test_each_turn_carries_the_earlier_user_messages_and_the_exact_answers
     h = recs[0]["load"]
     assert h["level_unit"] == "sessions" and h["sessions"]["turns"]["given"] == "3"
     assert h["cache_policy"]["cache_prompt"] is True and h["shared_prefix"] is None
-    assert step_end(recs)["sessions"] == {"started": 2, "completed": 2, "ended_by_failure": 0, "cut_at_step_end": 0}
+    assert step_end(recs)["sessions"] == {"started": 2, "completed": 2, "ended_by_failure": 0, "cut_at_step_end": 0, "cancelled": 0}
 
 
 async def test_completions_join_the_history_as_text():
@@ -136,7 +136,7 @@ async def test_a_failed_turn_ends_its_session_and_the_next_starts():
     assert [(r["turn"], r["complete"]) for r in rs] == [(1, True), (2, False), (1, True), (2, True), (3, True)]
     assert rs[1]["turns_not_sent"] == 1 and all("turns_not_sent" not in r for r in rs if r["complete"])
     assert rs[2]["session"] != rs[1]["session"]
-    assert step_end(recs)["sessions"] == {"started": 2, "completed": 1, "ended_by_failure": 1, "cut_at_step_end": 0}
+    assert step_end(recs)["sessions"] == {"started": 2, "completed": 1, "ended_by_failure": 1, "cut_at_step_end": 0, "cancelled": 0}
 
 
 async def test_closed_loop_holds_n_sessions_in_flight():
@@ -173,7 +173,7 @@ async def test_a_step_ended_by_duration_cuts_the_sessions_in_their_think_time():
     recs = await run(srv, turns=parse_lengths("3"), think_time=parse_think_time("30"), requests=None, duration=0.5)
     rs = reqs(recs)
     assert [r["turn"] for r in rs] == [1]  # its next turn would come after the step's end
-    assert step_end(recs)["sessions"] == {"started": 1, "completed": 0, "ended_by_failure": 0, "cut_at_step_end": 1}
+    assert step_end(recs)["sessions"] == {"started": 1, "completed": 0, "ended_by_failure": 0, "cut_at_step_end": 1, "cancelled": 0}
 
 
 # ------------------------------------------------------------------ shared prefixes and the cache policy

@@ -104,7 +104,7 @@ async def test_a_session_recording_replays_its_sessions_turns_prefixes_and_think
     assert (rb["sessions"], rb["turns"], rb["anomalies"]) == (6, sum(len(s["turns"]) for s in a), 0)
     assert rb["prefix_groups"] == sorted({s["group"][0] for s in a})
     end = [d for d in out if d["type"] == "step" and d["event"] == "end"][0]
-    assert end["sessions"] == {"started": 6, "completed": 6, "ended_by_failure": 0, "cut_at_step_end": 0}
+    assert end["sessions"] == {"started": 6, "completed": 6, "ended_by_failure": 0, "cut_at_step_end": 0, "cancelled": 0}
     # histories: turn k carries the earlier user messages and exactly the answers the replay's server gave
     bodies = bodies_by_id(srv)
     systems: dict[int, set[str]] = {}

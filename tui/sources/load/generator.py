@@ -47,6 +47,7 @@ from tui.sources.load.kinds import Mode, Phase
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.ray_workers import ray_links
 from tui.sources.load.runner import Clock, StepRunner, lengths_block
+from tui.sources.load.sessions import SessionCounts
 from tui.sources.load.sizing import raise_fd_limit
 from tui.sources.load.steps import (
     Step,
@@ -471,8 +472,7 @@ class LoadGenerator:
             if c.sessions:
                 sess = pooled.sessions if pooled is not None else (
                     self._runner.sessions.block() if self._runner is not None and self._runner.sessions else None)
-                end["sessions"] = dict(sess) if sess else {"started": 0, "completed": 0, "ended_by_failure": 0,
-                                                           "cut_at_step_end": 0}
+                end["sessions"] = dict(sess) if sess else SessionCounts().block()
             if h0 is not None and hist is not None:
                 sh = hist.combine(h0, h1)
                 if sh is not None:

@@ -36,12 +36,13 @@ class SessionCounts:
     completed: int = 0
     ended_by_failure: int = 0
     cut_at_step_end: int = 0
+    cancelled: int = 0  # stopped by the user (Ctrl-C, SIGTERM) mid-session: its request in flight recorded cancelled
 
     def block(self) -> dict[str, int]:
         return asdict(self)
 
     def add(self, other: dict) -> None:
-        for k in ("started", "completed", "ended_by_failure", "cut_at_step_end"):
+        for k in ("started", "completed", "ended_by_failure", "cut_at_step_end", "cancelled"):
             v = other.get(k)
             if isinstance(v, int):
                 setattr(self, k, getattr(self, k) + v)
@@ -86,8 +87,18 @@ async def run_session(r: Any, step: Step, index: int, t_start: float, end_at: fl
     turn already built (open loop builds it before the wait for its arrival time: at that time only the send)."""
     if first is None:
         first = first_turn(r, step, index, t_start)
-    plan, sid, turn1 = first
     counts.started += 1
+    try:
+        await _turns(r, step, first, t_start, end_at, stop, counts)
+    except asyncio.CancelledError:
+        counts.cancelled += 1  # every session started ends in exactly one of the counts
+        raise
+
+
+async def _turns(r: Any, step: Step, first: tuple, t_start: float, end_at: float | None, stop: Callable[[], bool],
+                 counts: SessionCounts) -> None:
+    """The turns of one session, counting how it ended (completed, failed, cut at the step's end)."""
+    plan, sid, turn1 = first
     history: list[tuple[str, str]] = []
     history_tokens = 0
     t_int = t_start
