@@ -122,3 +122,18 @@ def test_report_without_turns_has_no_table(tmp_path, capsys):
     main(["report", run_file(tmp_path, "a.jsonl", PLAIN), "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rep["measured"]["turns"] is None and all(lv["turns"] is None for lv in rep["levels"])
+
+
+def test_report_of_the_bundled_real_session_recording_says_what_its_workload_was(capsys):
+    from tests.support.paths import REPO
+
+    rc = main(["report", str(REPO / "sample_logs" / "traces" / "sessions-llama.jsonl")])
+    out = capsys.readouterr().out
+    assert rc == 3  # 90 s of a 10-min window: not enough to judge
+    assert ("workload: chat sessions, 2-3 turns, think uniform:1-3 s; dataset example-chat.jsonl (jsonl-messages, "
+            "sha256 10f4da57, SYNTHETIC: the example servewatch ships)") in out
+    assert "dataset: 60 usable of 60 rows (0 bad; 0 skipped as too long for the 2,048-token context" in out
+    assert "  dataset note: servewatch's example dataset (SYNTHETIC" in out
+    assert "load delivered: achieved 0.635 sessions/s (label 0.6)" in out  # measured in sessions, not requests
+    assert "per turn (session workload" in out
+    assert "Prefix cache" in out and "llama.cpp timings.cache_n" in out  # what the server said it served

@@ -247,6 +247,9 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
     ds_line = _workload.dataset_line(snap.header)
     if ds_line is not None:
         rep["workload"]["dataset"] = ds_line
+        note = ((snap.header or {}).get("load") or {}).get("dataset", {}).get("note")
+        if isinstance(note, str) and note:
+            rep["workload"]["dataset_note"] = note  # what the dataset's preparation said (estimates, defaults)
     _turns.attach(rep, snap.levels)  # issue 23: the per-turn table of a session workload, per level
     _prefix_cache.attach(rep, snap.levels)  # issue 23: the server's prefix-cache use per level
     rep["memory"] = memory_dict(snap)  # issue 22: GPU (NVML) and the engine's own KV memory beside the KV ceiling
@@ -326,6 +329,8 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"workload: {rep['workload']['text']}")
         if rep["workload"].get("dataset"):
             add(rep["workload"]["dataset"])
+            if rep["workload"].get("dataset_note"):
+                add(f"  dataset note: {rep['workload']['dataset_note']}")
     add("")
     b = rep.get("budget")
     bv = rep.get("budget_view") or {}
