@@ -124,13 +124,11 @@ class StepRunner:
         ``worker + k * workers`` (the workers' numbers partition 0, 1, 2, ... as one process's do)."""
         if self.workload is not None:
             return self._shaped_req(step, t_intended, n_in, n_out, index)
-        self._seq += 1
-        rid = f"{self.run_id}-{self._seq:06d}"
-        self._seq += self.workers - 1
+        rid = self._next_id()
         if n_in is None or n_out is None:
             if index is None:
                 index = self.closed_index(step)
-            where = f"{step.phase}:{step.level:g}:{step.round}:{index}"
+            where = where_key(step.phase, step.level, step.round, index)
             if n_in is None:
                 n_in = self._draw(self.input_lengths, "in", where)
             if n_out is None:
@@ -147,6 +145,7 @@ class StepRunner:
         return self.worker + k * self.workers
 
     def _next_id(self) -> str:
+        """The next request id, ``run_id-(seq+1)``: this runner's stripe of the sequence (steps of ``workers``)."""
         self._seq += 1
         rid = f"{self.run_id}-{self._seq:06d}"
         self._seq += self.workers - 1
