@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -434,10 +433,6 @@ class Dataset:
         if index is None:
             index = self._rows = {c.row: c for c in self.conversations}
         return index.get(row)
-
-    def iter_order(self, seed: object, count: int) -> Iterator[Conversation]:
-        for n in range(count):
-            yield self.at(seed, n)
 
     def header_block(self) -> dict[str, Any]:
         """The run header's ``load.dataset`` block."""

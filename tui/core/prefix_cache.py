@@ -82,13 +82,6 @@ class PrefixTally:
             self.sources[k] = self.sources.get(k, 0) + v
 
 
-def tally_of(records: Iterable[Any]) -> PrefixTally:
-    t = PrefixTally()
-    for r in records:
-        t.add_record(r)
-    return t
-
-
 # ------------------------------------------------------------------ per step: the server's counters
 
 
