@@ -35,14 +35,15 @@ from tui.cli.options import (
     non_negative_int,
     positive_float,
     positive_int,
+    share,
     slos_from_args,
+    think_time,
     token_lengths,
 )
 from tui.core.exitcodes import ExitCode
 from tui.core.lengths import LengthDist
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
-from tui.core.thinktime import ThinkDist, parse_think_time
 from tui.sources.live import default_record_path
 from tui.sources.load.config import LoadConfig, monitor_config
 from tui.sources.load.errors import ConfigError, SetupError
@@ -157,25 +158,6 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
     add_budget_arguments(parser)
 
 
-def think_time_arg(text: str) -> ThinkDist:
-    """``--think-time``: seconds or a distribution (:func:`tui.core.thinktime.parse_think_time`)."""
-    try:
-        return parse_think_time(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def share_arg(text: str) -> float:
-    """A share from 0 to 1."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
-    if not (math.isfinite(v) and 0 <= v <= 1):
-        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
-    return v
-
-
 def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
     """The workload's shape (issue 23): sessions, shared prefixes, a dataset."""
     g.add_argument("--turns", type=token_lengths, default=None, metavar="DIST",
@@ -183,7 +165,7 @@ def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
                         "each turn sends the whole conversation so far with the answers the server gave; the levels "
                         "then count sessions (closed loop: concurrent sessions; open loop: session starts per "
                         "second) and --requests counts sessions (default: one request per arrival)")
-    g.add_argument("--think-time", type=think_time_arg, default=None, metavar="DIST",
+    g.add_argument("--think-time", type=think_time, default=None, metavar="DIST",
                    help="with --turns: seconds between a turn's end and the next turn: SECONDS, uniform:A-B, "
                         "normal:M,SD[LO-HI], lognormal:MEDIAN,SIGMA[LO-HI] or exponential:MEAN (default 0)")
     g.add_argument("--shared-prefix-tokens", type=positive_int, default=None, metavar="TOKENS",
@@ -198,7 +180,7 @@ def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--max-context", type=positive_int, default=None, metavar="TOKENS",
                    help="with --dataset: the model's context when the server does not tell it; longer "
                         "conversations are skipped and counted (default: the server's)")
-    g.add_argument("--dataset-max-bad-share", type=share_arg, default=None, metavar="FRACTION",
+    g.add_argument("--dataset-max-bad-share", type=share, default=None, metavar="FRACTION",
                    help="with --dataset: refuse a file with more bad rows than this share "
                         f"(default {defaults.DATASET_MAX_BAD_SHARE:g})")
 
@@ -206,8 +188,7 @@ def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
 def workload_from_args(args: argparse.Namespace) -> dict:
     """The LoadConfig fields of :func:`add_workload_arguments` (ConfigError on a combination that means nothing)."""
     v = vars(args)
-    if v.get("think_time") is not None and v.get("turns") is None:
-        raise ConfigError("--think-time needs --turns (a think time is the wait between a session's turns)")
+    # (--think-time without --turns: LoadConfig.validate says so; --prefix-groups needs its None-ness, seen only here)
     if v.get("prefix_groups") is not None and v.get("shared_prefix_tokens") is None:
         raise ConfigError("--prefix-groups needs --shared-prefix-tokens")
     if v.get("dataset") is None:

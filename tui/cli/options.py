@@ -22,6 +22,7 @@ from tui.core.budget.vocab import GIB
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
 from tui.core.lengths import LengthDist, parse_lengths
 from tui.core.slos import TTFT_OF, Slos
+from tui.core.thinktime import ThinkDist, parse_think_time
 
 # ------------------------------------------------------------------ help
 
@@ -96,6 +97,14 @@ def margin_fraction(text: str) -> float:
     return v
 
 
+def share(text: str) -> float:
+    """From 0 to 1, both included (a share of rows that may be bad)."""
+    v = _number(text)
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
+    return v
+
+
 def positive_int(text: str) -> int:
     v = _whole(text)
     if v <= 0:
@@ -137,6 +146,14 @@ def token_lengths(text: str) -> LengthDist:
     """--input-tokens / --output-tokens: ``N``, ``A-B`` or a named distribution (:func:`tui.core.lengths.parse_lengths`)."""
     try:
         return parse_lengths(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def think_time(text: str) -> ThinkDist:
+    """``--think-time``: seconds or a distribution (:func:`tui.core.thinktime.parse_think_time`)."""
+    try:
+        return parse_think_time(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
