@@ -243,15 +243,24 @@ def _combine(state: str, reason: str, per_cat: Mapping[str, Mapping], required: 
     req_open = [c for c in required if per_cat[c]["state"] not in (PASS, FAIL)]
     other_fail = [c for c, d in per_cat.items() if d["state"] == FAIL and c not in required]
 
+    def short(c: str) -> str:
+        d = per_cat[c]
+        if not d["n"]:
+            return "no usable paired case"
+        return (f"candidate {d['candidate_pass_rate']:.0%} vs baseline {d['baseline_pass_rate']:.0%} on {d['n']} "
+                f"usable pairs, {d['regressed']} regressed, exact McNemar p={d['mcnemar_p_worse']:.3g}")
+
     def why_open(c: str) -> str:
         d = per_cat[c]
         if d["n"] == 0:
             return f"required category {c} was not measured (no usable paired case; a PASS needs {d['pairs_needed']})"
-        return f"required category {c} is {d['state']} ({d['reason']})"
+        need = (f"more than {d['pairs_needed']} usable pairs" if d["regressed"] else
+                f"at least {d['pairs_needed']} usable pairs")
+        return f"required category {c} is {d['state']} ({short(c)}; a PASS needs {need})"
 
     if req_fail:
-        head = "; ".join(f"required category {c} is worse than the baseline by more than the margin "
-                         f"({per_cat[c]['reason']})" for c in req_fail)
+        head = "; ".join(f"required category {c} is worse than the baseline by more than the margin ({short(c)})"
+                         for c in req_fail)
         reason = f"{head}; overall: {reason}" if state != FAIL else f"{reason}; and {head}"
         state = FAIL
     if req_open:
