@@ -381,3 +381,12 @@ def test_a_true_drop_of_30_points_in_one_category_of_80_pairs_fails():
         _, v = Q.compare(c + keep_c, b + keep_b)
         fails += v["categories"]["lost"] == Q.FAIL
     assert fails / reps >= 0.95
+
+
+def test_several_failing_categories_are_named_in_order():
+    base = _rows([1] * 60, "zeta", "z") + _rows([1] * 60, "alpha", "a") + _rows([1] * 300, "mid", "m")
+    cand = _rows([0] * 30 + [1] * 30, "zeta", "z") + _rows([0] * 30 + [1] * 30, "alpha", "a") + \
+        _rows([1] * 300, "mid", "m")
+    _, v = Q.compare(cand, base)
+    assert "but categories alpha, zeta are worse by more than the margin" in v["reason"]
+    assert v["failed_categories"] == ["alpha", "zeta"]

@@ -17,8 +17,8 @@ from tui.core.redact import redact_url
 QUALITY_PHRASES = {
     Q.FAIL: ("FAIL: the candidate answers worse than the baseline by more than the margin; "
              "the quality section names the next configuration to try"),
-    Q.NO_EVIDENCE: ("NO_EVIDENCE: too few usable paired cases, a side with no successful case, or too little "
-                    "evidence to show the drop is below the margin"),
+    Q.NO_EVIDENCE: ("NO_EVIDENCE: too few usable paired cases, a side with no successful case, too little "
+                    "evidence to show the drop is below the margin, or a required category without a PASS"),
     Q.NO_BASELINE: "no baseline: absolute pass rates only, so a regression cannot be ruled out",
 }
 

@@ -271,8 +271,8 @@ def _combine(state: str, reason: str, per_cat: Mapping[str, Mapping], required: 
         else:
             reason = f"{reason}; and {opened}"
     if other_fail:
-        reason += "; but " + ", ".join(f"category {c}" for c in other_fail) + (
-            " is" if len(other_fail) == 1 else " are") + " worse by more than the margin"
+        reason += (f"; but category {other_fail[0]} is" if len(other_fail) == 1 else
+                   f"; but categories {', '.join(other_fail)} are") + " worse by more than the margin"
     return state, reason
 
 
@@ -372,8 +372,8 @@ def compare(
         notes.append(low)
         if state == PASS:
             reason += f"; but {low}"
-    state, reason = _combine(state, reason, per_cat, req)
     per_cat = dict(sorted(per_cat.items()))
+    state, reason = _combine(state, reason, per_cat, req)
     comparison: dict[str, Any] = {
         "paired": n,
         "dropped": dropped,
