@@ -188,8 +188,10 @@ def test_exit_1_when_something_failed(tmp_path):
     qf = write_quality(tmp_path / "qf.json", [True] * 3 + [False] * 22, base=[True] * 25)
     rc, doc, md, _ = accept(tmp_path, "--records", str(rec), "--quality", str(qf), "--min-window-minutes", "0")
     assert rc == 1 and doc["quality"]["state"] == "FAIL"
-    assert "larger model or a different quantization" in doc["quality"]["fallback"]
-    assert "Fallback: fall back to a larger model" in md
+    # the advice follows from what was compared: the baseline served another model (issue 24)
+    assert "the baseline's model big or a model larger than test-model" in doc["quality"]["fallback"]
+    assert doc["quality"]["advice"][0]["category"] == "key"
+    assert "Next configuration to try (from what was compared):" in md and "- key: try the baseline's model big" in md
     # budget that does not fit, with missing quality: failed wins over missing
     rc, doc, _, _ = accept(tmp_path, "--records", str(rec), "--min-window-minutes", "0", "--gpu-gib", "8")
     assert rc == 1 and doc["conclusion"]["budget"] == "does not fit"
@@ -461,3 +463,40 @@ def test_accept_shows_the_quality_state_as_it_is_never_a_stale_pass(tmp_path, ca
         assert doc["conclusion"]["ready_for_traffic"] is False and "quality: NO_EVIDENCE" in out
         assert "Verdict: **NO_EVIDENCE**" in md and "the file says PASS" in " ".join(doc["quality"]["notes"])
         assert ("Dropped pairs" in md) == (name == "dead")
+
+
+def test_quality_section_shows_category_states_suite_and_long_context_reached(tmp_path):
+    """Issue 24: a required category without a PASS keeps quality from counting, each category's own state and the
+    suite and long-context lengths the file recorded are shown."""
+    rec = write_records(tmp_path / "r.jsonl", PASSING_1MIN)
+    q = write_quality(tmp_path / "q.json", True, n=80)
+    doc_q = json.loads(q.read_text())
+    for r in doc_q["candidate"]["cases"][:3]:
+        r["prompt_tokens"] = 3100
+        r["generated"] = {"kind": "long_context", "target_tokens": 3000, "depth": 0.5, "needles": 1}
+    doc_q["candidate"]["long_context_reached"] = {}  # an older file: accept reads the rows
+    doc_q["set"]["required"] = ["long_context"]
+    doc_q["set"]["suite"] = {"name": "standard", "version": 1, "seed": 5, "cases": 80, "level": "default",
+                             "context_tokens": 4096}
+    q.write_text(json.dumps(doc_q))
+    rc, doc, md, _ = accept(tmp_path, "--records", str(rec), "--quality", str(q), *BUDGET)
+    qs = doc["quality"]
+    # the overall alone would PASS (80 concordant pairs); the required long_context category has 3 pairs
+    assert qs["state"] == "NO_EVIDENCE" and "required category long_context is NO_EVIDENCE" in qs["reason"]
+    assert qs["category_states"]["long_context"]["state"] == "NO_EVIDENCE"
+    assert qs["category_states"]["long_context"]["required"] is True
+    assert qs["category_states"]["key"]["state"] == "PASS" and qs["required"] == ["long_context"]
+    assert qs["suite"]["seed"] == 5 and qs["long_context_reached"]["max_prompt_tokens"] == 3100
+    assert rc == 3 and not doc["conclusion"]["ready_for_traffic"]
+    assert "NO_EVIDENCE (required): 3 usable pairs, a PASS needs at least 59" in md
+    assert "- Suite: standard version 1, seed 5, 80 cases, level default, context 4096 tokens" in md
+    assert "- Long context reached: 3 cases, longest prompt served 3100 tokens" in md
+    assert "- Required categories (each must PASS on its own): long_context" in md
+    # the same file with a failing category: a problem accept names
+    doc_q["set"]["required"] = []
+    for r in doc_q["candidate"]["cases"][3:33]:
+        r["passed"] = False
+    q.write_text(json.dumps(doc_q))
+    _, doc, _, _ = accept(tmp_path, "--records", str(rec), "--quality", str(q), *BUDGET)
+    assert doc["quality"]["state"] == "FAIL"
+    assert any("category key FAILs" in p for p in doc["quality"]["not_acceptance_grade"])

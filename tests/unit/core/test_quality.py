@@ -260,7 +260,10 @@ def test_perfect_baseline_vs_poor_candidate_fails_and_names_the_fallback():
     comp, v = Q.compare(cand, base)
     assert v["state"] == Q.FAIL and v["exit_code"] == 1
     assert comp["mcnemar_p_worse"] == pytest.approx(0.5**21)
-    assert "larger model" in v["fallback"] and "quantization" in v["fallback"]
+    # the rows alone state no configuration: the advice says exactly that, never a generic fallback (issue 24)
+    assert v["advice"] == [{"category": "cat", "try": "stating what differs between the two configurations",
+                            "because": Q.NOTHING_KNOWN}]
+    assert "--setting KEY=VALUE" in v["fallback"] and "larger model" not in v["fallback"]
 
 
 def test_unclear_drop_is_no_evidence_not_fail():

@@ -10,14 +10,15 @@ import tui.core.quality.vocab as Q
 from tui.core.acceptance.inputs import RunInput, _map, _str
 from tui.core.quality.policy import QualityPolicy, file_settings_note, policy_problems
 from tui.core.quality.policy import recompute as recompute_quality
+from tui.core.quality.results import long_context_reached
 from tui.core.quality.scoring import summarize
 from tui.core.redact import redact_url
 
 QUALITY_PHRASES = {
     Q.FAIL: ("FAIL: the candidate answers worse than the baseline by more than the margin; "
-             "fall back to a larger model or a different quantization"),
-    Q.NO_EVIDENCE: ("NO_EVIDENCE: too few usable paired cases, a side with no successful case, or too little "
-                    "evidence to show the drop is below the margin"),
+             "the quality section names the next configuration to try"),
+    Q.NO_EVIDENCE: ("NO_EVIDENCE: too few usable paired cases, a side with no successful case, too little "
+                    "evidence to show the drop is below the margin, or a required category without a PASS"),
     Q.NO_BASELINE: "no baseline: absolute pass rates only, so a regression cannot be ruled out",
 }
 
@@ -55,6 +56,13 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         "state": verdict["state"],
         "reason": verdict["reason"],
         "fallback": verdict.get("fallback"),
+        "advice": list(verdict.get("advice") or []),
+        "category_states": {c: {k: _map(d).get(k) for k in ("state", "reason", "required", "n", "pairs_needed")}
+                            for c, d in _map(_map(comparison).get("per_category")).items()},
+        "required": list(_map(comparison).get("required") or []),
+        "suite": _suite(st.get("suite")),
+        "decoding": dict(_map(doc.get("decoding"))) or None,
+        "long_context_reached": _reached(cand),
         "target": {"url": redact_url(tgt.get("url")), "model": qmodel},
         "baseline": None if base is None else {
             "source": _str(base.get("source")),
@@ -77,6 +85,22 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         "not_acceptance_grade": not_grade,
         "notes": notes + [n for n in (comparison or {}).get("notes", []) if isinstance(n, str)],
     }
+
+
+def _suite(v: object) -> dict | None:
+    """The suite a file names (name, version, seed, cases, level, targeted context), None for a file set."""
+    m = _map(v)
+    if not m:
+        return None
+    return {k: m.get(k) for k in ("name", "version", "seed", "cases", "level", "context_tokens")}
+
+
+def _reached(side: Mapping) -> dict:
+    """The long-context lengths the candidate reached: the file's own count when it has one, else from its rows."""
+    saved = _map(side.get("long_context_reached"))
+    if saved:
+        return dict(saved)
+    return long_context_reached([r for r in (side.get("cases") or []) if isinstance(r, Mapping)])
 
 
 def tied_text(runs: Sequence[RunInput], qsec: Mapping) -> str:

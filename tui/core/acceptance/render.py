@@ -369,12 +369,19 @@ def md_quality(doc: Mapping) -> list[str]:
             "`--quality FILE`.")
     else:
         add(f"Verdict: **{q['state']}**: {q['reason']}.")
-        if q.get("fallback"):
+        if q.get("advice"):
+            add("")
+            add("Next configuration to try (from what was compared):")
+            add("")
+            for a in q["advice"]:
+                add(f"- {a.get('category')}: try {a.get('try')} (because {a.get('because')})")
+        elif q.get("fallback"):
             add("")
             add(f"Fallback: {q['fallback']}.")
         add("")
         st = q["set"]
         add(f"- Set: {st['source'] or 'N/A'} ({st['cases']} cases{', STARTER set' if st['starter'] else ''})")
+        L += _quality_facts(q)
         add(f"- Candidate: {q['target']['url'] or 'N/A'}, model {q['target']['model'] or 'N/A'}: {_rate(q['candidate_overall'])}")
         if q["baseline"]:
             bl = q["baseline"]
@@ -394,10 +401,12 @@ def md_quality(doc: Mapping) -> list[str]:
                 add("- Dropped pairs (no answer to compare, not scored): "
                     + ", ".join(f"{k} {v}" for k, v in dropped.items()))
         add("")
-        cats = sorted(set(q["categories"]) | set(q.get("baseline_categories") or {}))
-        L += _table(("category", "candidate pass rate [Wilson 95%]", "baseline pass rate"), (
+        states = q.get("category_states") or {}
+        cats = sorted(set(q["categories"]) | set(q.get("baseline_categories") or {}) | set(states))
+        L += _table(("category", "candidate pass rate [Wilson 95%]", "baseline pass rate", "category verdict"), (
             (cat, _rate(q["categories"].get(cat)),
-             _rate((q.get("baseline_categories") or {}).get(cat)) if q.get("baseline_categories") else "no baseline")
+             _rate((q.get("baseline_categories") or {}).get(cat)) if q.get("baseline_categories") else "no baseline",
+             _cat_state(states.get(cat)))
             for cat in cats))
         if q["notes"] or q.get("not_acceptance_grade") or q.get("tied"):
             add("")
@@ -413,6 +422,41 @@ def md_quality(doc: Mapping) -> list[str]:
             add(f"- Note: {n}")
     add("")
     return L
+
+
+def _quality_facts(q: Mapping) -> list[str]:
+    """The suite, the required categories, the decoding and the long-context lengths reached (quality section)."""
+    out: list[str] = []
+    su = q.get("suite")
+    if su:
+        out.append(f"- Suite: {su.get('name')} version {su.get('version')}, seed {su.get('seed')}, {su.get('cases')} "
+                   f"cases, level {su.get('level')}, context {su.get('context_tokens')} tokens")
+    if q.get("required"):
+        out.append(f"- Required categories (each must PASS on its own): {', '.join(q['required'])}")
+    dec = q.get("decoding")
+    if dec:
+        seed = f", seed {dec.get('seed')}" if dec.get("seed_sent") else ", no seed sent"
+        rep = dec.get("repeat") or 1
+        out.append(f"- Decoding: {'deterministic' if dec.get('deterministic') else 'not deterministic'} "
+                   f"(temperature {dec.get('temperature')}{seed})"
+                   + (f", each case sent {rep} times and the majority scored" if rep > 1 else ""))
+    lc = q.get("long_context_reached") or {}
+    if lc.get("cases"):
+        mp = lc.get("max_prompt_tokens")
+        out.append(f"- Long context reached: {lc['cases']} cases, longest prompt served "
+                   f"{mp if mp is not None else 'unknown'} tokens (intended up to "
+                   f"{lc.get('max_target_tokens') or 'unknown'}), {lc.get('rejected_too_long') or 0} rejected as "
+                   "too long (HTTP 4xx)")
+    return out
+
+
+def _cat_state(d: Mapping | None) -> str:
+    if not d or not d.get("state"):
+        return "N/A"
+    req = " (required)" if d.get("required") else ""
+    if d["state"] == "NO_EVIDENCE":
+        return f"NO_EVIDENCE{req}: {d.get('n') or 0} usable pairs, a PASS needs at least {d.get('pairs_needed')}"
+    return f"{d['state']}{req}"
 
 
 def md_cost(doc: Mapping) -> list[str]:

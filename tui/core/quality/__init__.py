@@ -50,9 +50,12 @@ The package, along those seams (each module imports the ones above it by module 
 - ``cases``: :class:`Case`, :class:`QualitySet`, check and field validation, :func:`parse_case`;
 - ``long_context``: filler prose, the fact placed at a depth, :func:`expand_long_context`;
 - ``sets``: :func:`parse_set` (the JSON Lines set file);
-- ``checks``: the checks on one answer, :func:`evaluate`, :func:`case_result`;
+- ``checks``: the checks on one answer, :func:`evaluate`, :func:`case_result`, :func:`majority_row` (K attempts);
+- ``lctable``: long-context recall by prompt length and needle depth (:func:`long_context_table`);
+- ``advice``: the next configuration to try, from what was compared (:func:`fallback_advice`);
 - ``scoring``: pass rates with Wilson intervals (:func:`summarize`);
-- ``regression``: the paired tests and the regression verdict (:func:`compare`);
+- ``regression``: the paired tests and the regression verdict (:func:`compare`), overall and per category, with
+  the required categories;
 - ``results``: the result document, baselines read back, :func:`recheck`, :func:`format_result_text`;
 - ``policy``: ``accept``'s own quality policy (recomputed with accept's settings; acceptance-grade or not).
 
@@ -63,6 +66,12 @@ for callers outside it (``import tui.core.quality as Q``).
 
 from __future__ import annotations
 
+from tui.core.quality.advice import (
+    NOTHING_KNOWN,
+    advice_text,
+    fallback_advice,
+    with_advice,
+)
 from tui.core.quality.cases import (
     Case,
     QualitySet,
@@ -73,8 +82,13 @@ from tui.core.quality.checks import (
     clean_answer,
     evaluate,
     excerpt,
+    majority_row,
     numbers_in,
     run_check,
+)
+from tui.core.quality.lctable import (
+    is_long_context,
+    long_context_table,
 )
 from tui.core.quality.long_context import (
     expand_long_context,
@@ -83,6 +97,7 @@ from tui.core.quality.long_context import (
 )
 from tui.core.quality.regression import (
     binom_cdf,
+    category_pairs_needed,
     compare,
     mcnemar_one_sided,
     pairs_needed,
@@ -93,8 +108,11 @@ from tui.core.quality.regression import (
 from tui.core.quality.results import (
     baseline_from_result,
     build_result,
+    decoding_of,
     format_result_text,
+    long_context_reached,
     recheck,
+    required_of,
     run_section,
 )
 from tui.core.quality.scoring import (
@@ -118,7 +136,6 @@ from tui.core.quality.vocab import (
     EXCERPT_CHARS,
     EXIT_CODES,
     FAIL,
-    FALLBACK,
     LOW_PASS_RATE,
     MAX_TOKENS_LIMIT,
     NO_BASELINE,
@@ -146,9 +163,9 @@ __all__ = [
     "EXCERPT_CHARS",
     "EXIT_CODES",
     "FAIL",
-    "FALLBACK",
     "LOW_PASS_RATE",
     "MAX_TOKENS_LIMIT",
+    "NOTHING_KNOWN",
     "NO_BASELINE",
     "NO_EVIDENCE",
     "PASS",
@@ -158,17 +175,25 @@ __all__ = [
     "SAMPLING",
     "SetError",
     "TRANSPORT_ERRORS",
+    "advice_text",
     "baseline_from_result",
     "binom_cdf",
     "build_result",
     "case_result",
+    "category_pairs_needed",
     "clean_answer",
     "compare",
+    "decoding_of",
     "evaluate",
     "excerpt",
     "expand_long_context",
+    "fallback_advice",
     "filler_text",
     "format_result_text",
+    "is_long_context",
+    "long_context_reached",
+    "long_context_table",
+    "majority_row",
     "mcnemar_one_sided",
     "numbers_in",
     "pairs_needed",
@@ -177,10 +202,12 @@ __all__ = [
     "place_fact",
     "rate",
     "recheck",
+    "required_of",
     "restricted_p01",
     "run_check",
     "run_section",
     "score_z",
     "summarize",
     "usable_pairs",
+    "with_advice",
 ]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from statistics import median
 from typing import Any
 
 from tui.core.quality.cases import Case, _regex_flags
@@ -189,3 +190,41 @@ def case_result(
     if case.generated:
         row["generated"] = dict(case.generated)
     return row
+
+
+def majority_row(case: Case, rows: Sequence[dict]) -> dict:
+    """One row for K attempts of one case (``rows``: their :func:`case_result` rows, in the order sent).
+
+    ``passed`` is a strict majority of passing attempts (an errored attempt counts as not passed); ``error`` is the
+    most common error class only when more than half the attempts errored (else None); the answer excerpt, failed
+    check and token counts come from the first attempt with the majority outcome; ``latency_s`` is the median.
+    ``repeats`` = ``{"k", "passed", "errors": {class: n}, "distinct_answers"}``. One attempt: the row unchanged.
+    """
+    if not rows:
+        raise ValueError(f"case {case.id}: no attempt to score")
+    if len(rows) == 1:
+        return dict(rows[0])
+    k = len(rows)
+    passes = sum(1 for r in rows if r.get("passed") and not r.get("error"))
+    passed = passes * 2 > k
+    errors: dict[str, int] = {}
+    for r in rows:
+        if r.get("error"):
+            errors[str(r["error"])] = errors.get(str(r["error"]), 0) + 1
+    n_err = sum(errors.values())
+    # most common class; ties broken by the first attempt that had it (deterministic)
+    order = [str(r["error"]) for r in rows if r.get("error")]
+    error = max(errors, key=lambda c: (errors[c], -order.index(c))) if n_err * 2 > k else None
+    if error is not None:
+        pick = next(r for r in rows if r.get("error") == error)
+    else:
+        same = [r for r in rows if bool(r.get("passed")) == passed]
+        pick = next((r for r in same if not r.get("error")), same[0] if same else rows[0])
+    out = dict(pick)
+    out["passed"] = passed
+    out["error"] = error
+    lat = [float(r["latency_s"]) for r in rows if isinstance(r.get("latency_s"), (int, float))]
+    out["latency_s"] = median(lat) if lat else None
+    answers = {r.get("answer_excerpt") for r in rows if not r.get("error")}
+    out["repeats"] = {"k": k, "passed": passes, "errors": dict(sorted(errors.items())), "distinct_answers": len(answers)}
+    return out

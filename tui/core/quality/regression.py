@@ -6,10 +6,11 @@ test, the paired score test (Tango / Nam) with its exact guard, and :func:`compa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
+from tui.core.quality.advice import with_advice
 from tui.core.quality.scoring import summarize
 from tui.core.quality.vocab import (
     CANDIDATE_FAILURES,
@@ -18,7 +19,6 @@ from tui.core.quality.vocab import (
     DEFAULT_MIN_CASES,
     EXIT_CODES,
     FAIL,
-    FALLBACK,
     LOW_PASS_RATE,
     NO_BASELINE,
     NO_EVIDENCE,
@@ -140,6 +140,142 @@ def _case_map(rows: Iterable[Mapping]) -> dict[str, Mapping]:
     return out
 
 
+def _judge(paired: list[tuple[Mapping, Mapping]], *, margin: float, alpha: float, min_cases: int,
+           dropped: Mapping | None = None) -> dict:
+    """The decision on a list of usable pairs, shared by the overall verdict and each category's: the counts, the
+    tests and ``state`` / ``reason``. ``dropped`` (the overall's dropped pairs) only changes the wording."""
+    n_dropped = sum(dropped["pairs"].values()) if dropped else 0
+    n = len(paired)
+    n11 = sum(1 for c, b in paired if c.get("passed") and b.get("passed"))
+    n10 = sum(1 for c, b in paired if b.get("passed") and not c.get("passed"))
+    n01 = sum(1 for c, b in paired if c.get("passed") and not b.get("passed"))
+    n00 = n - n11 - n10 - n01
+    z_crit = NormalDist().inv_cdf(1 - alpha)
+    p_mc = mcnemar_one_sided(n10, n01)
+    z = score_z(n10, n01, n, margin) if n else 0.0
+    p_worse_by_margin = 1 - NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z > 0 else 1.0)
+    p_noninferior = NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z < 0 else 1.0)
+    p_guard = binom_cdf(n10 - n01, n, margin) if n and margin > 0 else 1.0
+    delta = (n10 - n01) / n if n else None
+    cp = (n11 + n01) / n if n else None
+    bp = (n11 + n10) / n if n else None
+    dpct = "N/A" if delta is None else f"{100 * delta:+.1f} points"
+    rates = ("" if not n else f"candidate {cp:.0%} vs baseline {bp:.0%} on {n} usable paired cases "
+             f"({n10} regressed, {n01} improved; drop {dpct})")
+    drop_txt = f"; {n_dropped} pair(s) dropped for errors, not scored" if n_dropped else ""
+    answered = sum(1 for c, _b in paired if not c.get("error"))
+    if n == 0:
+        state = NO_EVIDENCE
+        reason = ("no usable paired cases" + (f" ({n_dropped} dropped: {_dropped_text(dropped)})"
+                                              if dropped and n_dropped else "") + ": nothing was compared")
+    elif answered == 0:
+        errs = _count(c.get("error") for c, _b in paired)
+        state = NO_EVIDENCE
+        reason = (f"the candidate answered none of the {n} usable cases (request errors: "
+                  f"{', '.join(f'{k}={v}' for k, v in errs.items())}): its quality was not measured{drop_txt}")
+    elif n11 + n10 == 0:
+        state = NO_EVIDENCE
+        reason = (f"{rates}: the baseline passed none of the usable cases, so the candidate had nothing to lose and "
+                  f"no regression could show{drop_txt}; use a set the baseline can pass")
+    elif p_mc < alpha and z > z_crit:
+        state = FAIL
+        reason = (f"{rates}: the candidate is worse than the baseline by more than the {margin:.0%} margin, with "
+                  f"evidence (exact McNemar p={p_mc:.3g}, margin score test p={p_worse_by_margin:.3g}, "
+                  f"alpha {alpha:g}){drop_txt}")
+    elif n < min_cases:
+        state = NO_EVIDENCE
+        reason = (f"{rates}: {n} usable paired case(s) are too few to judge (need at least {min_cases})"
+                  f"{drop_txt}")
+    elif z < -z_crit and p_guard < alpha:
+        state = PASS
+        reason = (f"{rates}: the drop is below the {margin:.0%} margin, with evidence (non-inferiority score "
+                  f"test p={p_noninferior:.3g}, exact guard p={p_guard:.3g}, alpha {alpha:g}){drop_txt}")
+    else:
+        need = pairs_needed(margin, alpha)
+        more = (f"; with no regressions at all, about {need} usable pairs are needed to show a drop below "
+                f"{margin:.0%}" if n10 == 0 and n < need else "")
+        state = NO_EVIDENCE
+        reason = (f"{rates}: not enough evidence either way (non-inferiority score test p={p_noninferior:.3g}, "
+                  f"exact guard p={p_guard:.3g}, exact McNemar p={p_mc:.3g} for worse, alpha {alpha:g}){more}; "
+                  f"add cases{drop_txt}")
+    return {"n": n, "both_pass": n11, "regressed": n10, "improved": n01, "both_fail": n00,
+            "candidate_pass_rate": cp, "baseline_pass_rate": bp, "delta": delta, "mcnemar_p_worse": p_mc,
+            "score_z": z, "p_worse_by_more_than_margin": p_worse_by_margin, "p_noninferior": p_noninferior,
+            "p_noninferior_exact_guard": p_guard, "state": state, "reason": reason}
+
+
+def category_pairs_needed(margin: float, alpha: float, min_cases: int) -> int:
+    """Usable pairs a category's PASS needs when every pair is concordant (the tests' count, at least min_cases)."""
+    return max(pairs_needed(margin, alpha), min_cases)
+
+
+def _needed_text(j: Mapping, need: int) -> str:
+    """What a category's NO_EVIDENCE would need: the usable pairs for a PASS."""
+    n, lost = j["n"], j["regressed"]
+    if lost:
+        return (f"it has {n} usable pair(s) with {lost} regressed: a PASS needs more than {need} usable pairs "
+                f"({need} would do only with every pair concordant)")
+    if n < need:
+        return f"it has {n} usable pair(s): a PASS needs at least {need} with every pair concordant"
+    return f"it has {n} usable pair(s) (a PASS needs at least {need} with every pair concordant)"
+
+
+def _category_states(per_cat: dict[str, dict], by_cat: Mapping[str, list[tuple[Mapping, Mapping]]],
+                     required: Sequence[str], *, margin: float, alpha: float, min_cases: int) -> None:
+    need = category_pairs_needed(margin, alpha, min_cases)
+    for cat in set(per_cat) | set(required):
+        j = _judge(by_cat.get(cat, []), margin=margin, alpha=alpha, min_cases=min_cases)
+        d = per_cat.setdefault(cat, {"n": 0, "both_pass": 0, "regressed": 0, "improved": 0, "both_fail": 0})
+        reason = j["reason"]
+        if j["n"] == 0:
+            reason = "not measured: no usable paired case in this category"
+        if j["state"] == NO_EVIDENCE and "usable pairs are needed" not in reason:
+            reason += f"; {_needed_text(j, need)}"
+        d.update({"candidate_pass_rate": j["candidate_pass_rate"], "baseline_pass_rate": j["baseline_pass_rate"],
+                  "mcnemar_p_worse": j["mcnemar_p_worse"], "state": j["state"], "reason": reason,
+                  "required": cat in required, "pairs_needed": need})
+
+
+def _combine(state: str, reason: str, per_cat: Mapping[str, Mapping], required: Sequence[str]) -> tuple[str, str]:
+    """The overall (state, reason) once the categories are judged: a required category that FAILs makes the overall
+    FAIL; a PASS with a required category not PASS becomes NO_EVIDENCE; another category's FAIL is said."""
+    req_fail = [c for c in required if per_cat[c]["state"] == FAIL]
+    req_open = [c for c in required if per_cat[c]["state"] not in (PASS, FAIL)]
+    other_fail = [c for c, d in per_cat.items() if d["state"] == FAIL and c not in required]
+
+    def short(c: str) -> str:
+        d = per_cat[c]
+        if not d["n"]:
+            return "no usable paired case"
+        return (f"candidate {d['candidate_pass_rate']:.0%} vs baseline {d['baseline_pass_rate']:.0%} on {d['n']} "
+                f"usable pairs, {d['regressed']} regressed, exact McNemar p={d['mcnemar_p_worse']:.3g}")
+
+    def why_open(c: str) -> str:
+        d = per_cat[c]
+        if d["n"] == 0:
+            return f"required category {c} was not measured (no usable paired case; a PASS needs {d['pairs_needed']})"
+        need = (f"more than {d['pairs_needed']} usable pairs" if d["regressed"] else
+                f"at least {d['pairs_needed']} usable pairs")
+        return f"required category {c} is {d['state']} ({short(c)}; a PASS needs {need})"
+
+    if req_fail:
+        head = "; ".join(f"required category {c} is worse than the baseline by more than the margin ({short(c)})"
+                         for c in req_fail)
+        reason = f"{head}; overall: {reason}" if state != FAIL else f"{reason}; and {head}"
+        state = FAIL
+    if req_open:
+        opened = "; ".join(why_open(c) for c in req_open)
+        if state == PASS:
+            state = NO_EVIDENCE
+            reason = f"{opened}, so the overall cannot PASS; overall: {reason}"
+        else:
+            reason = f"{reason}; and {opened}"
+    if other_fail:
+        reason += (f"; but category {other_fail[0]} is" if len(other_fail) == 1 else
+                   f"; but categories {', '.join(other_fail)} are") + " worse by more than the margin"
+    return state, reason
+
+
 def compare(
     candidate: Iterable[Mapping],
     baseline: Iterable[Mapping] | None,
@@ -147,21 +283,30 @@ def compare(
     margin: float = DEFAULT_MARGIN,
     alpha: float = DEFAULT_ALPHA,
     min_cases: int = DEFAULT_MIN_CASES,
+    required: Sequence[str] = (),
 ) -> tuple[dict | None, dict]:
-    """(comparison, verdict) from per-case rows of both sides (``baseline`` None: no baseline)."""
+    """(comparison, verdict) from per-case rows of both sides (``baseline`` None: no baseline).
+
+    Each category is judged by the same tests as the overall (its own usable pairs); ``required`` names the
+    categories that must themselves PASS for the overall to PASS. The verdict's ``advice`` / ``fallback`` come
+    from the rows only here (:func:`tui.core.quality.advice.with_advice` redoes them with each side's config)."""
     if not 0 <= margin < 1:
         raise ValueError("margin must be >= 0 and < 1")
     if not 0 < alpha < 1:
         raise ValueError("alpha must be between 0 and 1")
+    req = [str(c) for c in dict.fromkeys(required)]
     cand = _case_map(candidate)
     if baseline is None:
         s = summarize(cand.values())["overall"]
         pr = "N/A" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
-        verdict = {
+        verdict: dict[str, Any] = {
             "state": NO_BASELINE,
             "reason": (f"no baseline: the candidate passed {s['passed']}/{s['n']} cases ({pr}); absolute pass rates "
                        "alone cannot show that quality did not regress, so the quality verdict cannot be PASS"),
             "fallback": None,
+            "advice": [],
+            "categories": {},
+            "failed_categories": [],
             "exit_code": EXIT_CODES[NO_BASELINE],
         }
         return None, verdict
@@ -194,108 +339,72 @@ def compare(
                      + (" ..." if len(only_base) > 10 else ""))
     if no_fp:
         notes.append("some cases carry no fingerprint: they were paired by id only")
+    seen_cats = {str(r.get("category", "general")) for r in list(cand.values()) + list(base.values())}
     paired, dropped = usable_pairs(paired)
     n_dropped = sum(dropped["pairs"].values())
     if n_dropped:
         notes.append(f"{n_dropped} pair(s) dropped, not scored: {_dropped_text(dropped)}")
-    n = len(paired)
-    n11 = sum(1 for c, b in paired if c.get("passed") and b.get("passed"))
-    n10 = sum(1 for c, b in paired if b.get("passed") and not c.get("passed"))
-    n01 = sum(1 for c, b in paired if c.get("passed") and not b.get("passed"))
-    n00 = n - n11 - n10 - n01
-    z_crit = NormalDist().inv_cdf(1 - alpha)
-    p_mc = mcnemar_one_sided(n10, n01)
-    z = score_z(n10, n01, n, margin) if n else 0.0
-    p_worse_by_margin = 1 - NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z > 0 else 1.0)
-    p_noninferior = NormalDist().cdf(z) if math.isfinite(z) else (0.0 if z < 0 else 1.0)
-    p_guard = binom_cdf(n10 - n01, n, margin) if n and margin > 0 else 1.0
-    delta = (n10 - n01) / n if n else None
+    j = _judge(paired, margin=margin, alpha=alpha, min_cases=min_cases, dropped=dropped)
+    n, cp, bp = j["n"], j["candidate_pass_rate"], j["baseline_pass_rate"]
     per_cat: dict[str, dict] = {}
+    by_cat: dict[str, list[tuple[Mapping, Mapping]]] = {}
     for c, b in paired:
-        d = per_cat.setdefault(str(c.get("category", "general")), {"n": 0, "both_pass": 0, "regressed": 0,
-                                                                   "improved": 0, "both_fail": 0})
+        cat = str(c.get("category", "general"))
+        by_cat.setdefault(cat, []).append((c, b))
+        d = per_cat.setdefault(cat, {"n": 0, "both_pass": 0, "regressed": 0, "improved": 0, "both_fail": 0})
         d["n"] += 1
         key = ("both_pass" if b.get("passed") else "improved") if c.get("passed") else \
             ("regressed" if b.get("passed") else "both_fail")
         d[key] += 1
-    for cat, d in per_cat.items():
-        d["candidate_pass_rate"] = (d["both_pass"] + d["improved"]) / d["n"]
-        d["baseline_pass_rate"] = (d["both_pass"] + d["regressed"]) / d["n"]
-        d["mcnemar_p_worse"] = mcnemar_one_sided(d["regressed"], d["improved"])
-        if len(per_cat) > 1 and d["regressed"] > d["improved"] and d["mcnemar_p_worse"] < alpha:
+    measured = len(per_cat)
+    for cat in seen_cats:
+        per_cat.setdefault(cat, {"n": 0, "both_pass": 0, "regressed": 0, "improved": 0, "both_fail": 0})
+    _category_states(per_cat, by_cat, req, margin=margin, alpha=alpha, min_cases=min_cases)
+    for cat, d in sorted(per_cat.items()):
+        if measured > 1 and d["regressed"] > d["improved"] and d["mcnemar_p_worse"] < alpha:
             notes.append(f"category {cat}: the candidate lost {d['regressed']} of {d['n']} cases "
                          f"(exact McNemar p={d['mcnemar_p_worse']:.3g}); check it even if the overall verdict passes")
-    comparison: dict[str, Any] = {
-        "paired": n,
-        "dropped": dropped,
-        "both_pass": n11,
-        "regressed": n10,
-        "improved": n01,
-        "both_fail": n00,
-        "candidate_pass_rate": (n11 + n01) / n if n else None,
-        "baseline_pass_rate": (n11 + n10) / n if n else None,
-        "delta": delta,
-        "margin": margin,
-        "alpha": alpha,
-        "min_cases": min_cases,
-        "mcnemar_p_worse": p_mc,
-        "score_z": z if math.isfinite(z) else (1e308 if z > 0 else -1e308),
-        "p_worse_by_more_than_margin": p_worse_by_margin,
-        "p_noninferior": p_noninferior,
-        "p_noninferior_exact_guard": p_guard,
-        "per_category": dict(sorted(per_cat.items())),
-        "notes": notes,
-    }
-    dpct = "N/A" if delta is None else f"{100 * delta:+.1f} points"
-    cp = comparison["candidate_pass_rate"]
-    bp = comparison["baseline_pass_rate"]
-    rates = ("" if not n else f"candidate {cp:.0%} vs baseline {bp:.0%} on {n} usable paired cases "
-             f"({n10} regressed, {n01} improved; drop {dpct})")
-    drop_txt = f"; {n_dropped} pair(s) dropped for errors, not scored" if n_dropped else ""
-    answered = sum(1 for c, _b in paired if not c.get("error"))
-    if n == 0:
-        state = NO_EVIDENCE
-        reason = ("no usable paired cases" + (f" ({n_dropped} dropped: {_dropped_text(dropped)})" if n_dropped else "")
-                  + ": nothing was compared")
-    elif answered == 0:
-        errs = _count(c.get("error") for c, _b in paired)
-        state = NO_EVIDENCE
-        reason = (f"the candidate answered none of the {n} usable cases (request errors: "
-                  f"{', '.join(f'{k}={v}' for k, v in errs.items())}): its quality was not measured{drop_txt}")
-    elif n11 + n10 == 0:
-        state = NO_EVIDENCE
-        reason = (f"{rates}: the baseline passed none of the usable cases, so the candidate had nothing to lose and "
-                  f"no regression could show{drop_txt}; use a set the baseline can pass")
-    elif p_mc < alpha and z > z_crit:
-        state = FAIL
-        reason = (f"{rates}: the candidate is worse than the baseline by more than the {margin:.0%} margin, with "
-                  f"evidence (exact McNemar p={p_mc:.3g}, margin score test p={p_worse_by_margin:.3g}, "
-                  f"alpha {alpha:g}){drop_txt}")
-    elif n < min_cases:
-        state = NO_EVIDENCE
-        reason = (f"{rates}: {n} usable paired case(s) are too few to judge (need at least {min_cases})"
-                  f"{drop_txt}")
-    elif z < -z_crit and p_guard < alpha:
-        state = PASS
-        reason = (f"{rates}: the drop is below the {margin:.0%} margin, with evidence (non-inferiority score "
-                  f"test p={p_noninferior:.3g}, exact guard p={p_guard:.3g}, alpha {alpha:g}){drop_txt}")
-    else:
-        need = pairs_needed(margin, alpha)
-        more = (f"; with no regressions at all, about {need} usable pairs are needed to show a drop below "
-                f"{margin:.0%}" if n10 == 0 and n < need else "")
-        state = NO_EVIDENCE
-        reason = (f"{rates}: not enough evidence either way (non-inferiority score test p={p_noninferior:.3g}, "
-                  f"exact guard p={p_guard:.3g}, exact McNemar p={p_mc:.3g} for worse, alpha {alpha:g}){more}; add cases{drop_txt}")
+    z = j["score_z"]
+    state, reason = j["state"], j["reason"]
     if n and cp is not None and bp is not None and max(cp, bp) < LOW_PASS_RATE:
         low = (f"both sides pass few cases (candidate {cp:.0%}, baseline {bp:.0%}): the regression verdict says "
                "nothing about absolute quality")
         notes.append(low)
         if state == PASS:
             reason += f"; but {low}"
+    per_cat = dict(sorted(per_cat.items()))
+    state, reason = _combine(state, reason, per_cat, req)
+    comparison: dict[str, Any] = {
+        "paired": n,
+        "dropped": dropped,
+        "both_pass": j["both_pass"],
+        "regressed": j["regressed"],
+        "improved": j["improved"],
+        "both_fail": j["both_fail"],
+        "candidate_pass_rate": cp,
+        "baseline_pass_rate": bp,
+        "delta": j["delta"],
+        "margin": margin,
+        "alpha": alpha,
+        "min_cases": min_cases,
+        "mcnemar_p_worse": j["mcnemar_p_worse"],
+        "score_z": z if math.isfinite(z) else (1e308 if z > 0 else -1e308),
+        "p_worse_by_more_than_margin": j["p_worse_by_more_than_margin"],
+        "p_noninferior": j["p_noninferior"],
+        "p_noninferior_exact_guard": j["p_noninferior_exact_guard"],
+        "per_category": per_cat,
+        "required": req,
+        "state": state,
+        "notes": notes,
+    }
     verdict = {
         "state": state,
         "reason": reason,
-        "fallback": FALLBACK if state == FAIL else None,
+        "fallback": None,
+        "advice": [],
+        "categories": {c: d["state"] for c, d in per_cat.items()},
+        "failed_categories": [c for c, d in per_cat.items() if d["state"] == FAIL],
         "exit_code": EXIT_CODES[state],
     }
+    with_advice(verdict, comparison, {"cases": list(cand.values())}, {"cases": list(base.values())})
     return comparison, verdict

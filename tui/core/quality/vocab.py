@@ -34,11 +34,6 @@ LOW_PASS_RATE = 0.5  # below this on both sides, a PASS carries a warning about 
 #: Deterministic sampling sent with every request (non-streaming).
 SAMPLING = {"temperature": 0.0, "top_p": 1.0, "seed": DEFAULT_SEED, "cache_prompt": False}
 
-FALLBACK = (
-    "fall back to a larger model or a different quantization (for example 8-bit or bf16 instead of "
-    "4-bit weights), then re-run this quality set and the load test on that configuration"
-)
-
 #: Error classes of a failed quality request.
 ERROR_CLASSES = (
     "connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "http_4xx", "http_429", "http_5xx",
