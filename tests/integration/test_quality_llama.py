@@ -24,7 +24,7 @@ def test_real_server_candidate_equals_baseline_is_not_fail(llama_server, tmp_pat
     hdr = "x-hdr-secret-987654321"
     monkeypatch.setenv("SW_TEST_KEY", key)
     out = tmp_path / "same.json"
-    rc = main(["quality", "--url", llama_server.openai_url, "--baseline-url", llama_server.base_url,
+    rc = main(["quality", "--set", str(STARTER), "--url", llama_server.openai_url, "--baseline-url", llama_server.base_url,
                "--long-context-tokens", "1500", "--timeout", "60",
                "--api-key-env", "SW_TEST_KEY", "--header", f"X-Team-Token: {hdr}", "--out", str(out)])
     text = out.read_text()
@@ -59,7 +59,7 @@ def test_real_server_against_a_perfect_saved_baseline_fails_with_the_fallback(ll
     base = tmp_path / "perfect.json"
     _perfect_baseline(base, 1500, short_set)
     out = tmp_path / "r.json"
-    rc = main(["quality", "--url", llama_server.base_url, "--baseline", str(base), "--set", str(short_set),
+    rc = main(["quality", "--set", str(STARTER), "--url", llama_server.base_url, "--baseline", str(base), "--set", str(short_set),
                "--timeout", "60", "--out", str(out)])
     doc = json.loads(out.read_text())
     assert doc["candidate"]["overall"]["pass_rate"] <= 0.5  # a 270M model with a ChatML template: real, and poor

@@ -27,7 +27,9 @@ from tui.cli.options import (
     positive_float,
     positive_int,
 )
+from tui.cli.quality_setup import SETTING_KEYS, baseline_spec, build_plan, config_of, server_context, setting
 from tui.core import quality as Q
+from tui.core.defaults import QUALITY_REPEAT
 
 QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop is below the margin), 1 FAIL "
                     "(candidate worse than the baseline by more than the margin), 3 NO_EVIDENCE or no baseline, "
@@ -35,6 +37,7 @@ QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop
 
 
 def default_set_path() -> str | None:
+    """The bundled STARTER set (``--set`` it explicitly; the default is the generated standard suite)."""
     from tui.resources import bundled_file
 
     p = bundled_file("quality", "starter.jsonl")
@@ -77,13 +80,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
     parser.add_argument("--baseline-model", default=None, metavar="NAME",
                         help="model name on the baseline endpoint (default: the first of its /v1/models)")
+    parser.add_argument("--suite", choices=("standard", "none"), default=None,
+                        help="the generated regression suite (default: standard when no --set is given): standard (with --set "
+                             "the team's cases are added to it), none (only --set)")
+    parser.add_argument("--cases", type=positive_int, default=None, metavar="N",
+                        help=f"cases of the standard suite, at least 10 (default {Q.SuiteSpec().cases}: 40%% of them "
+                             "long-context)")
+    parser.add_argument("--level", choices=Q.LEVELS, default=None,
+                        help="difficulty of the standard suite: default (sized for small models; the default) or hard")
+    parser.add_argument("--suite-seed", type=int, default=None, metavar="N",
+                        help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the result)")
     parser.add_argument("--set", dest="set_path", default=None, metavar="FILE",
-                        help="regression set (JSON Lines; default: the bundled STARTER set quality/starter.jsonl)")
+                        help="the team's regression set (JSON Lines, quality/README.md; default: none): replaces the "
+                             "suite, or adds to it with --suite standard")
+    parser.add_argument("--max-context", "--long-context-tokens", dest="max_context", type=positive_int, default=None,
+                        metavar="TOKENS",
+                        help="the context the long-context cases target: prompts at 25, 50 and 90%% of it (default: "
+                             "the candidate server's, from /props or /v1/models; --long-context-tokens is the old name)")
+    parser.add_argument("--required", action="append", default=None, metavar="NAME",
+                        help="a category that must itself be non-inferior for an overall PASS (repeatable; the set's "
+                             "required_categories line adds to them; default: none)")
+    parser.add_argument("--repeat", type=positive_int, default=QUALITY_REPEAT, metavar="N",
+                        help="attempts per case, 1 to 25; the majority is scored (default 1: decoding is deterministic)")
+    parser.add_argument("--setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
+                        help="a fact about the candidate's configuration, for the advice (repeatable; keys: "
+                             + ", ".join(SETTING_KEYS) + "; default: none, the server's own facts only)")
+    parser.add_argument("--baseline-setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
+                        help="the same for the baseline (default: none; a saved baseline keeps the settings it was run with)")
     parser.add_argument("--out", default="quality-result.json", metavar="FILE",
                         help="write the result JSON here (default quality-result.json)")
     parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
-    parser.add_argument("--long-context-tokens", type=positive_int, default=None, metavar="TOKENS",
-                        help="filler length of the generated long-context cases, at least 16 (default: the set's value)")
     parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
                         help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
     parser.add_argument("--alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
@@ -149,31 +175,38 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(exc) from None
     if args.concurrency > 64:
         raise UsageError("--concurrency must be from 1 to 64")
-    if args.long_context_tokens is not None and args.long_context_tokens < 16:
-        raise UsageError("--long-context-tokens must be >= 16")
+    if args.repeat > 25:
+        raise UsageError("--repeat must be from 1 to 25")
     extra = dict(args.headers)
-    set_path = args.set_path or default_set_path()
-    if set_path is None:
-        raise UsageError("no regression set: pass --set FILE (the bundled starter set was not found)")
-    try:
-        raw = Path(set_path).read_bytes()
-        set_text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the set {set_path}: {getattr(exc, 'strerror', None) or exc}") from None
-    set_sha = hashlib.sha256(raw).hexdigest()
-    probe = Q.parse_set(set_text, set_path, long_context_tokens=args.long_context_tokens)
-    if probe.problems:
-        for p in probe.problems[:20]:
-            _err(p)
-        raise UsageError(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
+    team_text: str | None = None
+    set_sha: str | None = None
+    if args.set_path:
+        try:
+            raw = Path(args.set_path).read_bytes()
+            team_text = raw.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the set {args.set_path}: {getattr(exc, 'strerror', None) or exc}") from None
+        set_sha = hashlib.sha256(raw).hexdigest()
+        probe = Q.parse_set(team_text, args.set_path, context_tokens=args.max_context or 4096)
+        if probe.problems:
+            for p in probe.problems[:20]:
+                _err(p)
+            raise UsageError(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
+    elif args.suite == "none":
+        raise UsageError("--suite none needs --set FILE (nothing to run)")
     baseline_doc = None
+    base_spec = None
     if args.baseline:
         try:
-            baseline_doc = Q.baseline_from_result(_read_json(args.baseline, "baseline file"))
+            raw_doc = _read_json(args.baseline, "baseline file")
+            baseline_doc = Q.baseline_from_result(raw_doc)
         except Q.SetError as exc:
             raise UsageError(f"{args.baseline}: {exc}") from None
         except ValueError as exc:
             raise UsageError(exc) from None
+        base_spec = baseline_spec(raw_doc)
+        if base_spec is not None and args.suite == "none":
+            raise UsageError("the baseline ran the standard suite: drop --suite none (the candidate runs its cases)")
 
     cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
     base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
@@ -203,46 +236,51 @@ def run(args: argparse.Namespace) -> int:
     except ProbeError as exc:
         raise UsageError(f"quality: {exc}") from None
 
-    async def go() -> tuple[Q.QualitySet, dict, list[dict], list[dict] | None, list[str]]:
-        notes: list[str] = []
-        lc_given = (baseline_doc or {}).get("long_context") or {}
-        cpt_saved = lc_given.get("chars_per_token")
-        if isinstance(cpt_saved, (int, float)) and not isinstance(cpt_saved, bool):
-            cpt, how = float(cpt_saved), "taken from the baseline file (identical long-context prompts)"
-        elif cand.chars_per_token:
-            cpt, how = cand.chars_per_token, "measured with the candidate server's /tokenize"
-        else:
-            cpt, how = Q.DEFAULT_CHARS_PER_TOKEN, "estimate of 4 characters per token (no /tokenize)"
-        qset = Q.parse_set(set_text, set_path, long_context_tokens=args.long_context_tokens, chars_per_token=cpt)
-        if qset.long_context:
-            qset.long_context["estimate"] = how
-            n_ctx = cand.server.get("n_ctx_per_slot") or cand.server.get("max_model_len")
-            if isinstance(n_ctx, int):
-                worst = max(qset.long_context["target_tokens"])
-                if worst + 64 > n_ctx:
-                    notes.append(f"long-context cases of ~{worst} tokens exceed the candidate's {n_ctx}-token context: "
-                                 "they will fail (pass --long-context-tokens to size them to your deployment)")
-        print(f"servewatch quality: {len(qset.cases)} cases against {cand.label}"
-              + (f" and baseline {base.label}" if base else ""), file=sys.stderr)
-        cand_rows = await cand.run(qset.cases, progress=_progress("candidate"))
+    lc_given = (baseline_doc or {}).get("long_context") or {}
+    cpt_saved = lc_given.get("chars_per_token")
+    if isinstance(cpt_saved, (int, float)) and not isinstance(cpt_saved, bool):
+        cpt, how = float(cpt_saved), "taken from the baseline file (identical long-context prompts)"
+    elif cand.chars_per_token:
+        cpt, how = cand.chars_per_token, "measured with the candidate server's /tokenize"
+    else:
+        cpt, how = Q.DEFAULT_CHARS_PER_TOKEN, "estimate of 4 characters per token (the server has no /tokenize)"
+    plan = build_plan(args, team_text=team_text, team_source=args.set_path, baseline=base_spec, server=cand.server,
+                      chars_per_token=cpt, cpt_how=how)
+    qset, notes = plan.qset, list(plan.notes)
+    for runner in (cand, base):
+        if runner is not None:
+            n, src = server_context(runner.server)
+            if n is not None:
+                runner.server["context_tokens"], runner.server["context_source"] = n, src
+    if plan.context_tokens is not None:
+        qset.long_context["context_source"] = plan.context_source
+
+    async def go() -> tuple[list[dict], list[dict] | None]:
+        print(f"servewatch quality: {len(qset.cases)} cases ({plan.set_source}) against {cand.label}"
+              + (f" and baseline {base.label}" if base else "")
+              + (f", {args.repeat} attempts each" if args.repeat > 1 else ""), file=sys.stderr)
+        cand_rows = await cand.run(qset.cases, progress=_progress("candidate"), repeat=args.repeat)
         base_rows = None
         if base is not None:
-            base_rows = await base.run(qset.cases, progress=_progress("baseline"))
-        return qset, {"chars_per_token": cpt}, cand_rows, base_rows, notes
+            base_rows = await base.run(qset.cases, progress=_progress("baseline"), repeat=args.repeat)
+        return cand_rows, base_rows
 
-    qset, _lc, cand_rows, base_rows, notes = asyncio.run(go())  # Ctrl-C: 130 from main()
+    cand_rows, base_rows = asyncio.run(go())  # Ctrl-C: 130 from main()
 
-    def side(runner, rows) -> dict:
+    def side(runner, rows, config) -> dict:
         return Q.run_section(rows, target=runner.target, server=runner.server, headers=runner.headers,
-                             started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes)
+                             started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes, config=config)
 
-    candidate = side(cand, cand_rows)
+    candidate = side(cand, cand_rows, config_of(args.setting, "--setting"))
     baseline = None
     if base is not None and base_rows is not None:
-        baseline = side(base, base_rows)
+        baseline = side(base, base_rows, config_of(args.baseline_setting, "--baseline-setting"))
     elif baseline_doc is not None:
         baseline = dict(baseline_doc)
         baseline["source"] = f"file: {args.baseline}"
+        if args.baseline_setting:
+            baseline["config"] = {**(baseline.get("config") or {}), **config_of(args.baseline_setting,
+                                                                              "--baseline-setting")}
     if candidate["failed_requests"] == len(cand_rows):
         notes.append("every candidate request failed: check --url, the model name and credentials")
     if baseline is not None and base is not None and baseline["failed_requests"] == len(base_rows or []):
@@ -251,9 +289,10 @@ def run(args: argparse.Namespace) -> int:
     for k in cand._dropped:
         sampling.pop(k, None)
     doc = Q.build_result(
-        qset=qset, set_source=set_path, set_sha256=set_sha, candidate=candidate, baseline=baseline,
+        qset=qset, set_source=plan.set_source, set_sha256=set_sha, candidate=candidate, baseline=baseline,
         margin=args.margin, alpha=args.alpha, min_cases=args.min_cases, sampling=sampling,
-        generated_at=_now_iso(), tool_version=__version__, notes=notes,
+        generated_at=_now_iso(), tool_version=__version__, notes=notes, required=args.required or (),
+        decoding=Q.decoding_of(sampling, args.repeat),
     )
     doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
     doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header

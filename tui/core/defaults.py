@@ -69,6 +69,10 @@ QUALITY_MARGIN = 0.05
 QUALITY_ALPHA = ALPHA
 QUALITY_MIN_CASES = 20
 QUALITY_SEED = 1234
+QUALITY_SUITE_CASES = 200  # the standard suite's default size (80 of them long-context)
+QUALITY_SUITE_SEED = 2024  # the standard suite's generator seed (recorded in the result)
+QUALITY_CONTEXT_FRACTIONS = (0.25, 0.5, 0.9)  # long-context prompt lengths, as fractions of the model's context
+QUALITY_REPEAT = 1  # attempts per case (--repeat K scores the majority)
 
 # imports (issue 21): counted tokens (`tui.core.token_counts`). A server count and a client count of one request
 # disagree when they differ by more than max(TOKEN_TOLERANCE_TOKENS, floor(TOKEN_TOLERANCE_FRACTION x the server's

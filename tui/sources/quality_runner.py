@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 import tui.sources.openai_http as oh
-from tui.core.quality import DEFAULT_SEED, SAMPLING, Case, case_result, filler_text
+from tui.core.quality import DEFAULT_SEED, SAMPLING, Case, case_result, filler_text, majority_row
 from tui.core.redact import Scrubber, redact_url, url_secrets
 from tui.sources.openai_http import ProbeError, split_url  # noqa: F401  (re-exported for callers)
 
@@ -94,17 +94,24 @@ class QualityRunner:
                 self.chars_per_token = await self._calibrate(client)
 
     async def _calibrate(self, client: httpx.AsyncClient) -> float | None:
-        """Characters per token of the filler text, from the server's /tokenize (llama.cpp), else None."""
+        """Characters per token of the filler text, from the server's /tokenize (llama.cpp ``{"content"}``, vLLM
+        ``{"model", "prompt"}``), else None."""
         sample = filler_text(CALIBRATION_CHARS, 0)
-        try:
-            r = await client.post(_with_path(self.root, "/tokenize"), json={"content": sample}, timeout=10.0)
-            if r.status_code != 200:
-                return None
-            toks = r.json().get("tokens")
-            if isinstance(toks, list) and len(toks) >= 10:
-                return len(sample) / len(toks)
-        except Exception:
-            return None
+        bodies: list[dict[str, Any]] = [{"content": sample}]
+        if self.model:
+            bodies.append({"model": self.model, "prompt": sample, "add_special_tokens": False})
+        for body in bodies:
+            try:
+                r = await client.post(_with_path(self.root, "/tokenize"), json=body, timeout=10.0)
+                if r.status_code != 200:
+                    continue
+                data = r.json()
+                toks = data.get("tokens")
+                n = len(toks) if isinstance(toks, list) else data.get("count")
+                if isinstance(n, int) and not isinstance(n, bool) and n >= 10:
+                    return len(sample) / n
+            except Exception:
+                continue
         return None
 
     # -- requests ------------------------------------------------------------
@@ -174,8 +181,10 @@ class QualityRunner:
         )
 
     async def run(self, cases: Sequence[Case],
-                  progress: Callable[[int, int, dict], Any] | None = None) -> list[dict]:
-        """Per-case result rows, in set order."""
+                  progress: Callable[[int, int, dict], Any] | None = None, repeat: int = 1) -> list[dict]:
+        """Per-case result rows, in set order. ``repeat`` > 1: each case is sent that many times (one after the
+        other) and its row is the majority (:func:`tui.core.quality.majority_row`), with every attempt counted."""
+        repeat = max(1, int(repeat))
         self.started_at = time.time()
         t0 = time.perf_counter()
         sem = asyncio.Semaphore(self.concurrency)
@@ -185,7 +194,8 @@ class QualityRunner:
             async def go(case: Case) -> dict:
                 nonlocal done
                 async with sem:
-                    row = await self._one(client, case)
+                    attempts = [await self._one(client, case) for _ in range(repeat)]
+                row = majority_row(case, attempts)
                 done += 1
                 if progress is not None:
                     try:

@@ -218,7 +218,11 @@ def _quality(tmp_path, *argv) -> tuple[int, Path]:
     out = tmp_path / "q.json"
     if out.exists():
         out.unlink()
-    return main(["quality", *argv, "--out", str(out), "--long-context-tokens", "200"]), out
+    from tui.cli.quality import default_set_path
+
+    # the small bundled starter set (the HTTP behaviour is under test, not the suite)
+    return main(["quality", *argv, "--set", str(default_set_path()), "--out", str(out),
+                 "--long-context-tokens", "200"]), out
 
 
 def test_quality_refuses_endpoints_it_cannot_use(tmp_path, capsys):

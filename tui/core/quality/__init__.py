@@ -49,7 +49,8 @@ The package, along those seams (each module imports the ones above it by module 
   :class:`SetError`;
 - ``cases``: :class:`Case`, :class:`QualitySet`, check and field validation, :func:`parse_case`;
 - ``long_context``: filler prose, the fact placed at a depth, :func:`expand_long_context`;
-- ``sets``: :func:`parse_set` (the JSON Lines set file);
+- ``sets``: :func:`parse_set` (the JSON Lines set file), :func:`merge_sets` (the suite plus the team's set);
+- ``suite``: the generated standard suite (:class:`SuiteSpec`, :func:`build_suite`, :func:`category_counts`);
 - ``checks``: the checks on one answer, :func:`evaluate`, :func:`case_result`, :func:`majority_row` (K attempts);
 - ``lctable``: long-context recall by prompt length and needle depth (:func:`long_context_table`);
 - ``advice``: the next configuration to try, from what was compared (:func:`fallback_advice`);
@@ -120,7 +121,19 @@ from tui.core.quality.scoring import (
     summarize,
 )
 from tui.core.quality.sets import (
+    merge_sets,
     parse_set,
+)
+from tui.core.quality.suite import (
+    CATEGORIES,
+    LEVELS,
+    SUITE_NAME,
+    SUITE_VERSION,
+    SuiteSpec,
+    build_suite,
+    category_counts,
+    default_spec,
+    reference_answers,
 )
 from tui.core.quality.vocab import (
     CANDIDATE_FAILURES,
@@ -149,6 +162,16 @@ from tui.core.quality.vocab import (
 )
 
 __all__ = [
+    "CATEGORIES",
+    "LEVELS",
+    "SUITE_NAME",
+    "SUITE_VERSION",
+    "SuiteSpec",
+    "build_suite",
+    "category_counts",
+    "default_spec",
+    "merge_sets",
+    "reference_answers",
     "CANDIDATE_FAILURES",
     "CHECK_TYPES",
     "Case",

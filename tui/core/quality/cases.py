@@ -38,6 +38,8 @@ class QualitySet:
     label: str = ""  # first comment line / "starter" marker
     starter: bool = False
     long_context: dict = field(default_factory=dict)
+    suite: dict | None = None  # the generated suite's spec (tui.core.quality.suite.SuiteSpec.to_dict) and counts
+    required: tuple[str, ...] = ()  # categories that must themselves be non-inferior for an overall PASS
 
     @property
     def fingerprint(self) -> str:

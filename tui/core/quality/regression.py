@@ -141,9 +141,12 @@ def _case_map(rows: Iterable[Mapping]) -> dict[str, Mapping]:
 
 
 def _judge(paired: list[tuple[Mapping, Mapping]], *, margin: float, alpha: float, min_cases: int,
-           dropped: Mapping | None = None) -> dict:
+           dropped: Mapping | None = None, answered_elsewhere: bool = False) -> dict:
     """The decision on a list of usable pairs, shared by the overall verdict and each category's: the counts, the
-    tests and ``state`` / ``reason``. ``dropped`` (the overall's dropped pairs) only changes the wording."""
+    tests and ``state`` / ``reason``. ``dropped`` (the overall's dropped pairs) only changes the wording.
+    ``answered_elsewhere`` (a category's decision): the candidate answered cases of other categories, so the server
+    works and every failed request here is a failed case (a prompt too long for its context), not an unmeasured
+    endpoint."""
     n_dropped = sum(dropped["pairs"].values()) if dropped else 0
     n = len(paired)
     n11 = sum(1 for c, b in paired if c.get("passed") and b.get("passed"))
@@ -168,7 +171,7 @@ def _judge(paired: list[tuple[Mapping, Mapping]], *, margin: float, alpha: float
         state = NO_EVIDENCE
         reason = ("no usable paired cases" + (f" ({n_dropped} dropped: {_dropped_text(dropped)})"
                                               if dropped and n_dropped else "") + ": nothing was compared")
-    elif answered == 0:
+    elif answered == 0 and not answered_elsewhere:
         errs = _count(c.get("error") for c, _b in paired)
         state = NO_EVIDENCE
         reason = (f"the candidate answered none of the {n} usable cases (request errors: "
@@ -223,8 +226,9 @@ def _needed_text(j: Mapping, need: int) -> str:
 def _category_states(per_cat: dict[str, dict], by_cat: Mapping[str, list[tuple[Mapping, Mapping]]],
                      required: Sequence[str], *, margin: float, alpha: float, min_cases: int) -> None:
     need = category_pairs_needed(margin, alpha, min_cases)
+    answered = any(not c.get("error") for pairs in by_cat.values() for c, _b in pairs)
     for cat in set(per_cat) | set(required):
-        j = _judge(by_cat.get(cat, []), margin=margin, alpha=alpha, min_cases=min_cases)
+        j = _judge(by_cat.get(cat, []), margin=margin, alpha=alpha, min_cases=min_cases, answered_elsewhere=answered)
         d = per_cat.setdefault(cat, {"n": 0, "both_pass": 0, "regressed": 0, "improved": 0, "both_fail": 0})
         reason = j["reason"]
         if j["n"] == 0:

@@ -83,7 +83,7 @@ def build_result(
 ) -> dict:
     """The whole result JSON of one ``servewatch quality`` run. The required categories are the set's
     (``qset.required``) and ``required``; ``decoding`` is stated as given (else read from the sampling)."""
-    req = list(dict.fromkeys([*getattr(qset, "required", ()), *required]))
+    req = list(dict.fromkeys([*qset.required, *required]))
     comparison, verdict = compare(candidate["cases"], None if baseline is None else baseline["cases"],
                                   margin=margin, alpha=alpha, min_cases=min_cases, required=req)
     with_advice(verdict, comparison, candidate, baseline)
@@ -106,7 +106,7 @@ def build_result(
             "cases": len(qset.cases),
             "fingerprint": qset.fingerprint,
             "long_context": dict(qset.long_context),
-            "suite": dict(getattr(qset, "suite", None) or {}) or None,
+            "suite": dict(qset.suite) if qset.suite else None,
             "required": req,
         },
         "sampling": sampling,

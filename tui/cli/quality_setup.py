@@ -1,0 +1,150 @@
+"""`servewatch quality`: what is run, decided before any case is sent.
+
+The cases (the standard suite, the team's ``--set``, or both), the context the long-context cases target (``--max-
+context``, else a saved baseline's, else the candidate server's own), the suite spec a saved baseline recorded (its
+cases at its lengths), the configuration facts of each side (``--setting KEY=VALUE``) and the required categories.
+Bad usage raises :class:`tui.cli.options.UsageError` (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.cli.options import UsageError
+from tui.core import quality as Q
+
+#: configuration facts a side may state (the advice reads them): free text values
+SETTING_KEYS = ("weights", "kv_cache", "engine", "model", "context_tokens", "quantization", "gpu", "notes")
+
+
+def setting(text: str) -> tuple[str, str]:
+    """argparse type of ``--setting KEY=VALUE``."""
+    key, sep, value = str(text).partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key or not value:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (for example kv_cache=q8_0), got {text!r}")
+    if key not in SETTING_KEYS:
+        raise argparse.ArgumentTypeError(f"unknown setting {key!r}; use one of {', '.join(SETTING_KEYS)}")
+    return key, value
+
+
+def config_of(pairs: list[tuple[str, str]] | None, flag: str) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for key, value in pairs or []:
+        v: Any = int(value) if key == "context_tokens" and value.isdigit() else value
+        out[key] = {"value": v, "source": flag}
+    return out
+
+
+def server_context(server: Mapping) -> tuple[int | None, str]:
+    """The context one sequence may use, as the server states it (llama.cpp /props n_ctx per slot, vLLM /v1/models
+    max_model_len), with where it came from."""
+    n = server.get("n_ctx_per_slot")
+    if isinstance(n, int) and n > 0:
+        return n, "server /props default_generation_settings.n_ctx"
+    n = server.get("max_model_len")
+    if isinstance(n, int) and n > 0:
+        return n, "server /v1/models max_model_len"
+    return None, ""
+
+
+@dataclass
+class Plan:
+    """What one run sends."""
+
+    qset: Q.QualitySet
+    set_source: str
+    set_text: str | None
+    spec: Q.SuiteSpec | None
+    context_tokens: int | None
+    context_source: str
+    notes: list[str] = field(default_factory=list)
+
+
+def baseline_spec(baseline_doc: Any) -> Q.SuiteSpec | None:
+    """The suite a saved baseline result file (the whole document) ran (None when it ran no suite). UsageError when this servewatch cannot rebuild it."""
+    if not isinstance(baseline_doc, Mapping) or not isinstance(baseline_doc.get("set"), Mapping):
+        return None
+    rec = baseline_doc["set"].get("suite")
+    if not rec:
+        return None
+    try:
+        return Q.SuiteSpec.from_dict(rec)
+    except Q.SetError as exc:
+        raise UsageError(f"the baseline's suite cannot be rebuilt: {exc}") from None
+
+
+def wants_suite(args: argparse.Namespace, baseline: Q.SuiteSpec | None) -> bool:
+    if args.suite == "none":
+        return False
+    return args.suite == "standard" or not args.set_path or baseline is not None
+
+
+def resolve_context(args: argparse.Namespace, baseline: Q.SuiteSpec | None, server: Mapping) -> tuple[int | None, str]:
+    if args.max_context is not None:
+        return int(args.max_context), "--max-context"
+    if baseline is not None and baseline.context_tokens:
+        return baseline.context_tokens, "the baseline file's suite (its lengths)"
+    return server_context(server)
+
+
+def build_plan(args: argparse.Namespace, *, team_text: str | None, team_source: str | None,
+               baseline: Q.SuiteSpec | None, server: Mapping, chars_per_token: float, cpt_how: str) -> Plan:
+    """The cases to run. UsageError on anything that would make the run mean something other than asked."""
+    ctx, ctx_source = resolve_context(args, baseline, server)
+    notes: list[str] = []
+    qset: Q.QualitySet | None = None
+    spec: Q.SuiteSpec | None = None
+    if wants_suite(args, baseline):
+        if baseline is not None:
+            for flag, mine, theirs in (("--cases", args.cases, baseline.cases), ("--level", args.level, baseline.level),
+                                       ("--suite-seed", args.suite_seed, baseline.seed)):
+                if mine is not None and mine != theirs:
+                    raise UsageError(f"{flag} {mine} differs from the baseline's suite ({theirs}): the candidate "
+                                     "runs the baseline's cases; drop the flag")
+            if args.max_context is not None and args.max_context != baseline.context_tokens:
+                raise UsageError(f"--max-context {args.max_context} differs from the baseline's "
+                                 f"{baseline.context_tokens}: the candidate runs the baseline's cases at its lengths")
+            spec = baseline
+        else:
+            if ctx is None and Q.category_counts(args.cases or Q.SuiteSpec().cases)["long_context"]:
+                raise UsageError("the candidate server does not state its context length: pass --max-context TOKENS")
+            try:
+                spec = Q.SuiteSpec(seed=args.suite_seed if args.suite_seed is not None else Q.SuiteSpec().seed,
+                                   cases=args.cases if args.cases is not None else Q.SuiteSpec().cases,
+                                   level=args.level or "default", context_tokens=ctx,
+                                   chars_per_token=round(float(chars_per_token), 4), context_source=ctx_source)
+            except Q.SetError as exc:
+                raise UsageError(str(exc)) from None
+        try:
+            qset = Q.build_suite(spec)
+        except Q.SetError as exc:
+            raise UsageError(str(exc)) from None
+        qset.long_context["estimate"] = cpt_how if baseline is None else "taken from the baseline file's suite"
+    elif args.cases is not None or args.level is not None or args.suite_seed is not None:
+        raise UsageError("--cases, --level and --suite-seed size the standard suite: add --suite standard")
+    source = "suite:standard" if spec is not None else ""
+    if team_text is not None and team_source is not None:
+        team = Q.parse_set(team_text, team_source, context_tokens=ctx, chars_per_token=chars_per_token)
+        if team.problems:
+            raise UsageError(f"the set has {len(team.problems)} problem(s): {team.problems[0]}")
+        qset = team if qset is None else Q.merge_sets(qset, team)
+        source = team_source if not source else f"{source} + {team_source}"
+        if qset.problems:
+            raise UsageError(qset.problems[0])
+    assert qset is not None
+    cats = {c.category for c in qset.cases}
+    unknown = [c for c in (args.required or []) if c not in cats]
+    if unknown:
+        raise UsageError(f"--required {unknown[0]}: no case of that category (categories: {', '.join(sorted(cats))})")
+    cand_ctx, _ = server_context(server)
+    if cand_ctx is not None:
+        long = [c for c in qset.cases if c.generated and isinstance(c.generated.get("target_tokens"), int)
+                and c.generated["target_tokens"] + c.max_tokens > cand_ctx]
+        if long:
+            notes.append(f"{len(long)} long-context case(s) exceed the candidate's {cand_ctx}-token context: they are "
+                         "sent and count as failed cases (never skipped)")
+    return Plan(qset, source, team_text, spec, ctx, ctx_source, notes)
