@@ -21,7 +21,8 @@ from tui.cli import main
 from tui.core import quality as Q
 from tui.core.quality.lctable import table_lines
 
-CASES = 80  # >= 59 usable concordant pairs (the PASS floor at a 5-point margin), 32 of them long-context
+CASES = 70  # >= 59 usable concordant pairs (the PASS floor at a 5-point margin), 28 of them long-context
+ENGINE_CASES = 40  # the engine change is reported, not decided: vLLM on the CPU slows llama-server beside it
 CTX = 1024  # prompts of 256, 512 and 921 tokens: long enough to show where recall breaks, cheap enough for CI
 SHORT_CTX = 320  # only the 25% prompts fit
 
@@ -66,14 +67,14 @@ def _tables(label: str, doc: dict, capsys) -> None:
         print("  advice:", doc["verdict"].get("advice"))
 
 
-def _check_shape(doc: dict) -> None:
+def _check_shape(doc: dict, cases: int = CASES) -> None:
     assert doc["set"]["suite"]["name"] == "standard" and doc["set"]["suite"]["seed"] is not None
     assert doc["decoding"]["deterministic"] is True
     per = doc["comparison"]["per_category"]
     assert set(per) == set(Q.CATEGORIES)
     lengths = {r["target_tokens"] for r in doc["long_context"]["by_length"]}
     assert len(lengths) == 3  # 25, 50 and 90 % of the context
-    assert doc["candidate"]["long_context_reached"]["cases"] == Q.category_counts(CASES)["long_context"]
+    assert doc["candidate"]["long_context_reached"]["cases"] == Q.category_counts(cases)["long_context"]
 
 
 def test_same_configuration_passes(smol_f16, smol_baseline, tmp_path, capsys):
@@ -96,10 +97,11 @@ def test_short_context_candidate_fails_on_long_context(vllm_peer, smol_baseline,
     finally:
         srv.stop()
     doc = json.loads(out.read_text())
-    _tables("context 512 vs 2048", doc, capsys)
+    _tables(f"context {SHORT_CTX} vs {CTX}", doc, capsys)
     assert rc == 1 and doc["verdict"]["state"] == Q.FAIL
     assert "long_context" in doc["verdict"]["failed_categories"]
-    assert len([r for r in doc["candidate"]["cases"] if r["category"] == "long_context"]) == 32  # all sent
+    lc = Q.category_counts(CASES)["long_context"]
+    assert len([r for r in doc["candidate"]["cases"] if r["category"] == "long_context"]) == lc  # all sent
     assert doc["candidate"]["long_context_reached"]["rejected_too_long"] > 0  # sent and refused: failed, not skipped
     assert any("context" in (a.get("text") or json.dumps(a)) for a in doc["verdict"]["advice"])
 
@@ -124,10 +126,10 @@ def test_kv_cache_q4_0_against_f16(vllm_peer, smol_baseline, tmp_path_factory, t
 def test_engine_change_vllm_baseline_llama_candidate(vllm_server, smol_f16, tmp_path, capsys):
     out = tmp_path / "engine.json"
     rc = main(["quality", "--url", smol_f16.openai_url, "--baseline-url", vllm_server.base_url,
-               "--cases", str(CASES), "--setting", "engine=llama.cpp", "--setting", "weights=Q4_1",
+               "--cases", str(ENGINE_CASES), "--setting", "engine=llama.cpp", "--setting", "weights=Q4_1",
                "--baseline-setting", "engine=vllm", "--baseline-setting", "weights=bf16", "--out", str(out)])
     doc = json.loads(out.read_text())
     _tables("engine change: vLLM bf16 (baseline) vs llama-server Q4_1 (candidate)", doc, capsys)
     assert rc == Q.EXIT_CODES[doc["verdict"]["state"]]
-    _check_shape(doc)
+    _check_shape(doc, ENGINE_CASES)
     assert doc["baseline"]["server"]["engine"] == "vllm" and doc["candidate"]["server"]["engine"] == "llamacpp"

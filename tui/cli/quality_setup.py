@@ -128,9 +128,12 @@ def build_plan(args: argparse.Namespace, *, team_text: str | None, team_source: 
         raise UsageError("--cases, --level and --suite-seed size the standard suite: add --suite standard")
     source = "suite:standard" if spec is not None else ""
     if team_text is not None and team_source is not None:
-        team = Q.parse_set(team_text, team_source, context_tokens=ctx, chars_per_token=chars_per_token)
+        # a team generator line keeps its own "tokens" unless --max-context (the old --long-context-tokens) is given
+        team = Q.parse_set(team_text, team_source, context_tokens=args.max_context, chars_per_token=chars_per_token)
         if team.problems:
             raise UsageError(f"the set has {len(team.problems)} problem(s): {team.problems[0]}")
+        if team.long_context:
+            team.long_context["estimate"] = cpt_how
         qset = team if qset is None else Q.merge_sets(qset, team)
         source = team_source if not source else f"{source} + {team_source}"
         if qset.problems:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import tui.core.importers as I
-from tui.core.records import LineIssue, parse_object, read_file
+from tui.core.records import LineIssue, RecordError, parse_object, read_file
 
 HEAD_BYTES = 65536
 MAX_DOCUMENT_BYTES = 512 << 20
@@ -215,10 +215,15 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
 
 def records_of(result: I.ImportResult) -> Iterator:
     """The parsed records of an ImportResult (header first), then its issues: like ``read_file``."""
-    for d in result.all_records():
+    source = str(((result.header or {}).get("source") or {}).get("file") or "<import>")
+    for i, d in enumerate(result.all_records()):
         if not d:
             continue
-        yield parse_object(d)
+        try:
+            yield parse_object(d)
+        except RecordError as exc:  # the source's values converted to a record the schema refuses (0 as a time...)
+            yield LineIssue(source, i, f"converted record {i} refused: {exc}", "malformed",
+                            request=d.get("type") == "request")
     yield from result.issues
 
 

@@ -51,8 +51,14 @@ def numbers_in(text: str) -> list[float]:
     return out
 
 
-def _json_value(answer: str, strict: bool) -> Any:
+def _json_value(answer: str, strict: bool, prefix: bool = False) -> Any:
+    """The answer's JSON value. ``prefix``: the answer must START with the value (after whitespace or a code
+    fence's opening line); what follows it is ignored (the suite's extraction cases: as its other checks read the
+    answer's start)."""
     s = answer.strip()
+    if prefix:
+        s = re.sub(r"^```[A-Za-z0-9_-]*\s*\n?", "", s)
+        return json.JSONDecoder().raw_decode(s)[0]
     if not strict:
         m = _FENCE.match(s)
         if m:
@@ -102,7 +108,7 @@ def run_check(chk: Mapping, answer: str) -> tuple[bool, str]:
         return False, f"no match for /{chk['pattern']}/"
     if typ == "json":
         try:
-            value = _json_value(answer, bool(chk.get("strict", False)))
+            value = _json_value(answer, bool(chk.get("strict", False)), bool(chk.get("prefix", False)))
         except (ValueError, RecursionError):
             return False, "answer is not valid JSON"
         keys = chk.get("required_keys") or []

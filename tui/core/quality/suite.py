@@ -190,7 +190,7 @@ def gen_extraction(rng: random.Random, hard: bool) -> Gen:
     system = (f"Extract the {', '.join(keys)} from the text as one JSON object with exactly those keys. "
               "Answer with the JSON only.")
     prompt = _shots([(_sentence(p), js(p)) for p in people[:2]], _sentence(task_p), system)
-    return prompt, [{"type": "json", "equals": {k: task_p[k] for k in keys}}], js(task_p), 64
+    return prompt, [{"type": "json", "prefix": True, "equals": {k: task_p[k] for k in keys}}], js(task_p), 64
 
 
 def gen_format(rng: random.Random, hard: bool) -> Gen:
