@@ -105,3 +105,13 @@ def test_server_without_context_needs_max_context(tmp_path, capsys):
         rc, doc = _run(tmp_path, "given", "--url", srv.url, "--cases", str(N), "--long-context-tokens", "2048")
     assert doc["set"]["suite"]["context_tokens"] == 2048 and doc["set"]["suite"]["context_source"] == "--max-context"
     assert rc == 3
+
+
+def test_a_baseline_that_ran_a_team_set_needs_that_set(tmp_path, capsys):
+    base = tmp_path / "team-base.json"
+    base.write_text(json.dumps({"schema": "servewatch.quality/1", "set": {"suite": None},
+                                "candidate": {"cases": [{"id": "a", "passed": True, "category": "x"}]}}))
+    with FakeOpenAI(_qset()) as srv:
+        rc = _rc(["quality", "--url", srv.url, "--baseline", str(base), "--out", str(tmp_path / "x.json")])
+        assert srv.requests == 0
+    assert rc == 2 and "ran no standard suite" in capsys.readouterr().err

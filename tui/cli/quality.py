@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the set {args.set_path}: {getattr(exc, 'strerror', None) or exc}") from None
         set_sha = hashlib.sha256(raw).hexdigest()
-        probe = Q.parse_set(team_text, args.set_path, context_tokens=args.max_context or 4096)
+        probe = Q.parse_set(team_text, args.set_path, context_tokens=args.max_context)
         if probe.problems:
             for p in probe.problems[:20]:
                 _err(p)
@@ -205,6 +205,8 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(exc) from None
         base_spec = baseline_spec(raw_doc)
+        if base_spec is None and not args.set_path:
+            raise UsageError(f"the baseline {args.baseline} ran no standard suite: pass the set it ran (--set FILE)")
         if base_spec is not None and args.suite == "none":
             raise UsageError("the baseline ran the standard suite: drop --suite none (the candidate runs its cases)")
 

@@ -434,7 +434,7 @@ def test_unreachable_endpoints_are_refused_before_any_case_never_pass(tmp_path, 
     # a reachable candidate does not hide an unreachable baseline (both are probed first)
     base = tmp_path / "perfect.json"
     _perfect_baseline(base, 200)
-    rc = main(["quality", "--url", url, "--baseline", str(base), "--out", str(out), "--long-context-tokens", "200"])
+    rc = main(["quality", "--set", str(STARTER), "--url", url, "--baseline", str(base), "--out", str(out), "--long-context-tokens", "200"])
     assert rc == 2 and not out.exists() and "cannot reach" in capsys.readouterr().err
 
 
