@@ -145,7 +145,7 @@ def test_accept_uses_the_same_budget_rules(tmp_path, capsys):
     rc, doc, md, _, _ = accept_in(tmp_path, "--records", DEFAULT)
     out = capsys.readouterr().out
     assert doc["budget"]["given"] is False and doc["conclusion"]["budget"] == "unknown"
-    assert "Budget unknown: no budget was given for this run." in md and "--config" in md
+    assert "Budget unknown: no budget was given for this run;" in md and "--config" in md
     assert "the server (llamacpp) allocated room for 4 sequences of 2048 tokens" in md
     assert "budget: unknown" in out and "allocated room for 4 sequences" in out
     p = with_budget_record(tmp_path, budget_to_dict(OWN_BUDGET))
