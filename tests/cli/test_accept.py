@@ -317,7 +317,7 @@ def test_cost_arithmetic_at_the_measured_capacity(tmp_path):
     assert f"${c['usd_per_1m_output_tokens']:.4f} per 1M output tokens" in md
     # one GPU assumed when --gpus is not given
     rc, doc, md, _ = accept(tmp_path, "--records", str(rec), "--min-window-minutes", "0", "--gpu-hour-usd", "2.5")
-    assert doc["cost"]["usd_per_hour"] == 2.5 and doc["cost"]["gpus_assumed"] is True and "assumed: 1 GPU" in md
+    assert doc["cost"]["usd_per_hour"] == 2.5 and doc["cost"]["gpus_assumed"] is True and "1 GPU assumed" in md
 
 
 def test_cost_is_na_without_price_or_capacity(tmp_path):

@@ -82,4 +82,10 @@ def test_accept_on_the_bundled_run_measures_memory_and_queueing(tmp_path, capsys
     assert mq[min(mq)]["peak_waiting"] == 0 and max(x["peak_waiting"] or 0 for x in mq.values()) > 0
     cost = doc["cost"]
     assert cost["basis_level"] == doc["measured"]["measured_capacity"] and cost["usd_per_1m_output_tokens"] > 0
-    assert "assumed: 1 GPU" in md
+    assert "1 GPU assumed" in md
+
+
+def test_accept_cost_counts_the_gpus_of_tp(tmp_path, capsys):
+    main(["accept", "--records", str(BUNDLED), "--out", str(tmp_path), "--gpu-hour-usd", "2", "--tp", "4", "--no-html"])
+    cost = json.loads((tmp_path / "acceptance.json").read_text())["cost"]
+    assert cost["gpus"] == 4 and cost["usd_per_hour"] == 8.0 and not cost["gpus_assumed"]

@@ -46,12 +46,13 @@ def _window_problems(rows: Sequence[Mapping]) -> list[str]:
 
 def cost_section(cost: CostInputs, measured: Mapping, tp: int | None = None) -> dict:
     price = cost.gpu_hour_usd
+    tp = cost.tp if cost.tp is not None else tp
     if cost.gpus is not None:
         gpus, gpus_from = cost.gpus, "--gpus"
     elif tp is not None and tp > 1:
         gpus, gpus_from = tp, f"--tp {tp} (one replica of {tp} GPUs; pass --gpus if it differs)"
     else:
-        gpus, gpus_from = 1, "assumed: 1 GPU (pass --gpus)"
+        gpus, gpus_from = 1, "1 GPU assumed: pass --gpus"
     out: dict[str, Any] = {
         "gpu_hour_usd": price,
         "gpus": gpus,
@@ -77,7 +78,7 @@ def cost_section(cost: CostInputs, measured: Mapping, tp: int | None = None) -> 
     if judged.get("state") == PASS:
         level, why = judged.get("level"), "the judged level"
     elif measured.get("has_measured_capacity"):
-        level, why = measured.get("measured_capacity"), "the measured capacity (the judged level does not PASS)"
+        level, why = measured.get("measured_capacity"), "the measured capacity, as the judged level does not PASS"
     else:
         out["status"] = "N/A: no level PASSes, so no load is known to be served within the SLO"
         return out

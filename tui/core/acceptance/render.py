@@ -499,14 +499,14 @@ def md_cost(doc: Mapping) -> list[str]:
     if cs["gpu_hour_usd"] is None:
         add(f"{cs['status']}.")
     else:
-        gpus_from = cs.get("gpus_from") or ("assumed: 1 GPU (pass --gpus)" if cs["gpus_assumed"] else "--gpus")
+        gpus_from = cs.get("gpus_from") or ("1 GPU assumed: pass --gpus" if cs["gpus_assumed"] else "--gpus")
         add(f"- Price: ${cs['gpu_hour_usd']:g} per GPU-hour x {cs['gpus']} GPU(s) ({gpus_from}) = "
             f"**${cs['usd_per_hour']:g} per hour**")
         if cs["usd_per_1m_output_tokens"] is None and cs["usd_per_1000_good_requests"] is None:
             add(f"- {cs['status']}")
         else:
             level = cs.get("basis_level", cs.get("capacity_level"))
-            add(f"- At {cs.get('basis_state') or 'the measured capacity'} ({m['unit']} {_fmt_level(level)}): "
+            add(f"- At {m['unit']} {_fmt_level(level)}, {cs.get('basis_state') or 'the measured capacity'}: "
                 f"{_f(cs['output_tok_per_s'], 1)} output tok/s, {_f(cs['goodput_per_s'])} good requests/s")
             add(f"- **${_f(cs['usd_per_1m_output_tokens'], 4)} per 1M output tokens**, "
                 f"**${_f(cs['usd_per_1000_good_requests'], 4)} per 1,000 good requests**")
