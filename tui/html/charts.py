@@ -44,6 +44,10 @@ def _title(text: str, sub: str = "") -> dict[str, Any]:
 
 
 def _base(title: str, sub: str, x_axis: dict, y_axis: Any, series: list, legend: bool = True) -> dict[str, Any]:
+    for se in series:  # a horizontal line's label sits inside the plot, above the line's end (never clipped)
+        for m in (se.get("markLine") or {}).get("data", ()):
+            if "yAxis" in m:
+                m.setdefault("label", {}).setdefault("position", "insideEndTop")
     return {"animation": False, "title": _title(title, sub), "tooltip": {"trigger": "item"},
             "legend": {"bottom": 0, "type": "scroll"} if legend else {"show": False},
             "grid": {"left": 70, "right": 70, "top": 40 + 15 * (1 + sub.count("\n")) + 25, "bottom": 70}, "xAxis": x_axis, "yAxis": y_axis,

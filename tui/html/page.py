@@ -19,6 +19,7 @@ from tui.html.charts import Chart, Missing
 
 VENDOR = Path(__file__).resolve().parent / "vendor"
 ECHARTS_VERSION = "6.1.0"
+WIDE_COLUMNS = 9  # a list of records with more fields than this is shown one row per field
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:72em;margin:1.5em auto;padding:0 1em;
@@ -134,6 +135,12 @@ def render_value(v: Any, depth: int = 0) -> str:
             keys: list[str] = []
             for x in v:
                 keys += [k for k in x if k not in keys]
+            if len(keys) > WIDE_COLUMNS:  # many fields, few items (a run's load configuration): one row per field
+                head = [""] + [str(x.get("source") or x.get("name") or i + 1) for i, x in enumerate(v)]
+                body = "".join(f"<tr><th>{esc(human(k))}</th>" + "".join(cell(x.get(k)) for x in v) + "</tr>"
+                               for k in keys)
+                return ("<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
+                        + body + "</tbody></table>")
             return table([human(k) for k in keys], [[x.get(k) for k in keys] for x in v])
         return '<ul class="plain">' + "".join(f"<li>{render_value(x, depth + 1)}</li>" for x in v) + "</ul>"
     if v is None:
