@@ -48,6 +48,11 @@ class Thinned:
         self.seen = s + 1
         if s % self.stride:
             return
+        self.keep(item)
+
+    def keep(self, item: Any) -> None:
+        """Hold ``item`` (the caller counted it in ``seen`` and found it on the stride: ``RunSampler``'s hot
+        loop does that inline)."""
         items = self.items
         items.append(item)
         if len(items) >= self.cap:
@@ -77,27 +82,33 @@ class RunSampler:
         self.t0: float | None = None
 
     def add_many(self, items: Iterable) -> None:
+        """The hot path (every record of a 1M-request report passes here once): per request a type check, the
+        level's box (the last one reused while the level stays the same) and the stride test inline."""
         reqs = self.requests
         fails = self.failures
         cap = self.requests_cap
         t0 = self.t0
+        level: Any = object()
+        rnd = -1
+        ok_box = bad_box = None
         for r in items:
             tp = type(r)
             if tp is RequestRecord:
                 if r.phase != "measure":
                     continue
-                if t0 is None or r.t_sent < t0:
-                    t0 = r.t_sent
-                key = (r.level, r.round)
-                if r.error is not None or not r.complete:
-                    box = fails.get(key)
-                    if box is None:
-                        box = fails[key] = Thinned(cap)
-                else:
-                    box = reqs.get(key)
-                    if box is None:
-                        box = reqs[key] = Thinned(cap)
-                box.add(r)
+                ts = r.t_sent
+                if t0 is None or ts < t0:
+                    t0 = ts
+                if r.level != level or r.round != rnd or ok_box is None or bad_box is None:
+                    level, rnd = r.level, r.round
+                    key = (level, rnd)
+                    ok_box = reqs.get(key) or reqs.setdefault(key, Thinned(cap))
+                    bad_box = fails.get(key) or fails.setdefault(key, Thinned(cap))
+                box = bad_box if r.error is not None or not r.complete else ok_box
+                n = box.seen
+                box.seen = n + 1
+                if not n % box.stride:
+                    box.keep(r)
             elif tp is QueueSample:
                 self.queue.add((r.t, r.waiting, r.running, r.kv_cache_usage, r.client_in_flight))
             elif tp is GpuSample:

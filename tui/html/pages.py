@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tui.html import charts as C
+import tui.html.charts as C
 from tui.html.page import banners, chart_block, esc, page, render_value, table, verdict_boxes
 
 
