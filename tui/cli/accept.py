@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_html:
             from tui.core.chartdata import RunSampler
 
-            sampler = RunSampler()
+            sampler = RunSampler(cfg.slos)
         try:
             with open_evidence(path, settings) as ev:
                 mon = monitor_of(ev, cfg, budget, budget_origin, tap=None if sampler is None else sampler.add_many)

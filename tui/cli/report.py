@@ -136,7 +136,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
     html_out = getattr(args, "html", None)
-    sampler = html_sampler(html_out)  # --html FILE: its folder checked before the file is read
+    sampler = html_sampler(html_out, cfg)  # --html FILE: its folder checked before the file is read
     settings = ReadSettings(pick_run=getattr(args, "run", None), verify_key=key, key_name=key_name)
     try:
         with open_evidence(path, settings) as ev:
@@ -201,7 +201,7 @@ def add_html_argument(parser: argparse.ArgumentParser, what: str) -> None:
                              "file://, fetches nothing; default: none)")
 
 
-def html_sampler(path: str | None):
+def html_sampler(path: str | None, cfg: MonitorConfig | None = None):
     """None without --html; else the charts' bounded sampler (``tui.core.chartdata.RunSampler``), once the path
     is known to be writable (UsageError: one line, exit 2, before the input is read)."""
     if not path:
@@ -213,7 +213,7 @@ def html_sampler(path: str | None):
         raise UsageError(f"--html {path}: {problem}")
     from tui.core.chartdata import RunSampler
 
-    return RunSampler()
+    return RunSampler(None if cfg is None else cfg.slos)
 
 
 def write_html(path: str, text: str) -> None:

@@ -67,10 +67,13 @@ class Thinned:
 class RunSampler:
     """What the charts need from the records themselves, bounded: per (level, round) the measured requests (an
     evenly spaced sample, failures sampled apart so none is lost to thinning below the cap), the queue samples, the
-    GPU samples per device and the level steps. Feed it the blocks the Monitor gets (``add_many``)."""
+    GPU samples per device and the level steps. Feed it the blocks the Monitor gets (``add_many``). A request kept
+    is held as ``(t_sent, t_end, ttft_ms, outcome, error)``, classified by the SLOs given (the Monitor's own), so no
+    record outlives its block."""
 
-    def __init__(self, requests_cap: int = defaults.CHART_SAMPLE_REQUESTS,
+    def __init__(self, slos: Slos | None = None, requests_cap: int = defaults.CHART_SAMPLE_REQUESTS,
                  points_cap: int = defaults.CHART_SAMPLE_POINTS) -> None:
+        self.classify = slo_rule(slos or Slos())  # the one rule, applied to the requests kept only
         self.requests_cap = requests_cap
         self.points_cap = points_cap
         self.requests: dict[tuple, Thinned] = {}
@@ -88,9 +91,10 @@ class RunSampler:
         fails = self.failures
         cap = self.requests_cap
         t0 = self.t0
-        level: Any = object()
+        level: Any = object()  # no record's level: the first request looks its boxes up
         rnd = -1
-        ok_box = bad_box = None
+        ok_box = bad_box = Thinned(2)
+        classify = self.classify
         for r in items:
             tp = type(r)
             if tp is RequestRecord:
@@ -99,7 +103,7 @@ class RunSampler:
                 ts = r.t_sent
                 if t0 is None or ts < t0:
                     t0 = ts
-                if r.level != level or r.round != rnd or ok_box is None or bad_box is None:
+                if r.level != level or r.round != rnd:
                     level, rnd = r.level, r.round
                     key = (level, rnd)
                     ok_box = reqs.get(key) or reqs.setdefault(key, Thinned(cap))
@@ -108,15 +112,16 @@ class RunSampler:
                 n = box.seen
                 box.seen = n + 1
                 if not n % box.stride:
-                    box.keep(r)
+                    outcome, ttft_ms, _m = classify(r)
+                    box.keep((ts, r.t_end, ttft_ms, str(outcome), r.error))
             elif tp is QueueSample:
                 self.queue.add((r.t, r.waiting, r.running, r.kv_cache_usage, r.client_in_flight))
             elif tp is GpuSample:
-                box = self.gpu.get(r.device)
-                if box is None:
-                    box = self.gpu[r.device] = Thinned(self.points_cap)
+                gbox = self.gpu.get(r.device)
+                if gbox is None:
+                    gbox = self.gpu[r.device] = Thinned(self.points_cap)
                     self.gpu_names[r.device] = r.name
-                box.add((r.t, r.memory_used, r.memory_total))
+                gbox.add((r.t, r.memory_used, r.memory_total))
             elif tp is StepRecord and len(self.steps) < self.points_cap:
                 self.steps.append((r.t, r.event, r.level, r.round))
         self.t0 = t0
@@ -248,12 +253,11 @@ def _same_level(a: Any, b: Any) -> bool:
 
 
 def judged_series(sampler: RunSampler, timeline: Sequence[Mapping], level: Any, rnd: int = 1,
-                  slos: Slos | None = None, timeline_omitted: int = 0) -> dict[str, Any]:
+                  timeline_omitted: int = 0) -> dict[str, Any]:
     """TTFT of the judged level's requests over time, and the verdict's state band.
 
     ``{"points": [[s, ttft_ms, outcome]], "failures": [[s, ttft_ms|None, error]], "bands": [...], "seen",
     "shown", "sampled", "origin", "timeline_omitted"}`` (seconds from ``sampler.origin()``)."""
-    classify = slo_rule(slos or Slos())
     origin = sampler.origin() or 0.0
     key = next((k for k in sampler.requests.keys() | sampler.failures.keys()
                 if _same_level(k[0], level) and k[1] == rnd), (level, rnd))
@@ -261,17 +265,15 @@ def judged_series(sampler: RunSampler, timeline: Sequence[Mapping], level: Any, 
     bad = sampler.failures.get(key) or Thinned(2)
     points, failures = [], []
     end = None
-    for r in ok.items:
-        outcome, ttft_ms, _m = classify(r)
-        end = r.t_end if end is None or r.t_end > end else end
-        points.append([round(r.t_sent - origin, 3), None if ttft_ms is None else round(ttft_ms, 2), str(outcome)])
-    for r in bad.items:
-        outcome, ttft_ms, _m = classify(r)
-        end = r.t_end if end is None or r.t_end > end else end
+    for t_sent, t_end, ttft_ms, outcome, _err in ok.items:
+        end = t_end if end is None or t_end > end else end
+        points.append([round(t_sent - origin, 3), None if ttft_ms is None else round(ttft_ms, 2), outcome])
+    for t_sent, t_end, ttft_ms, outcome, err in bad.items:
+        end = t_end if end is None or t_end > end else end
         if outcome != FAILED:  # cancelled while open: counted, not judged, not drawn as a failure
             continue
-        failures.append([round(r.t_sent - origin, 3), None if ttft_ms is None else round(ttft_ms, 2),
-                         r.error or "incomplete"])
+        failures.append([round(t_sent - origin, 3), None if ttft_ms is None else round(ttft_ms, 2),
+                         err or "incomplete"])
     points.sort()
     failures.sort(key=lambda p: p[0])
     return {"level": _num(level), "round": rnd, "label": level_label(level, rnd), "points": points,
@@ -415,7 +417,7 @@ def report_bundle(rows: Sequence[Mapping], *, judged: Mapping | None, candidate:
     if sampler is not None:
         if judged.get("level") is not None:
             out["judged"] = judged_series(sampler, timeline, judged.get("level"), int(judged.get("round", 1) or 1),
-                                          slos, timeline_omitted)
+                                          timeline_omitted)
         out["queue"] = queue_series(sampler)
         out["memory"] = memory_series(sampler, gpu_ceiling_gib, kv_allocated_gib, kv_ceiling_gib)
     return out

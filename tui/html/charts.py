@@ -298,21 +298,18 @@ def compare_good(cid: str, cl: Mapping) -> Chart | Missing:
     if not cl["labels"]:
         return Missing(cid, title, "no level matched between the two runs")
     series: list[dict] = []
-    for side, name, colour, off in (("base", "base", BASE, -0.12), ("cand", "candidate", CAND, 0.12)):
+    for side, name, colour, off in (("base", "base", BASE, -9), ("cand", "candidate", CAND, 9)):
         g = cl[side]["good"]
         series.append({"type": "scatter", "name": name, "itemStyle": {"color": colour}, "symbolSize": 10,
-                       "data": [[i + off, round(x["fraction"], 5)] for i, x in enumerate(g) if x["fraction"] is not None]})
+                       "symbolOffset": [off, 0], "z": 3,
+                       "data": [[i, round(x["fraction"], 5)] for i, x in enumerate(g) if x["fraction"] is not None]})
         series.append({"type": "custom", "name": f"{name} 95% interval", "itemStyle": {"color": colour},
                        "encode": {"x": 0, "y": [1, 2]},
-                       "data": [[i + off, round(x["lo"], 5), round(x["hi"], 5)] for i, x in enumerate(g)
+                       "data": [[i, round(x["lo"], 5), round(x["hi"], 5), off] for i, x in enumerate(g)
                                 if x["lo"] is not None and x["hi"] is not None]})
-    axis = {"type": "value", "name": "load level", "nameLocation": "middle", "nameGap": 28, "min": -0.5,
-            "max": len(cl["labels"]) - 0.5, "interval": 1,
-            "axisLabel": {"formatter": "{value}"}}
-    sub = "levels (left to right): " + ", ".join(f"{lab}: {v}" for lab, v in zip(cl["labels"], cl["verdicts"]))
-    opt = _base(title, sub, axis, {"type": "value", "name": "good fraction", "min": 0, "max": 1}, series)
-    opt["xAxis"]["axisLabel"] = {"show": False}
-    return Chart(cid, title, opt)
+    sub = "per level: " + ", ".join(f"{lab}: {v}" for lab, v in zip(cl["labels"], cl["verdicts"]))
+    return Chart(cid, title, _base(title, sub, _pair_axis(cl), {"type": "value", "name": "good fraction", "min": 0,
+                                                                 "max": 1}, series))
 
 
 def compare_ttft(cid: str, cl: Mapping, slo: float | None) -> Chart | Missing:

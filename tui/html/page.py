@@ -50,11 +50,13 @@ a{color:inherit;text-decoration:none}}
 """
 
 # The page's one piece of drawing code: ECharts' custom series hands each [x, lo, hi] to this renderItem, which
-# returns three line elements (the whisker and its caps) for ECharts to draw.
+# returns three line elements (the whisker and its caps) for ECharts to draw; an optional 4th value shifts it by that
+# many pixels (base and candidate side by side at one level).
 INIT_JS = """
 (function(){
 function errorBars(params, api){
-  var x=api.value(0), a=api.coord([x, api.value(1)]), b=api.coord([x, api.value(2)]), w=5;
+  var x=api.value(0), a=api.coord([x, api.value(1)]), b=api.coord([x, api.value(2)]), w=5, dx=api.value(3)||0;
+  a[0]+=dx; b[0]+=dx;
   var st={stroke: api.visual('color'), lineWidth: 1.5};
   return {type:'group', children:[
     {type:'line', shape:{x1:a[0], y1:a[1], x2:b[0], y2:b[1]}, style:st},

@@ -65,13 +65,13 @@ def test_judged_series_band_follows_the_verdict_timeline_to_pass():
     request is drawn (below the cap), with none marked failed."""
     cfg = MonitorConfig()
     mon = Monitor(cfg)
-    s = CD.RunSampler()
+    s = CD.RunSampler(cfg.slos)
     items = [StepRecord(t=0.0, event="start", level=2, mode="closed")]
     items += [_req(i, i * 0.35, 0.3, level=2) for i in range(2000)]
     mon.add_many(items)
     s.add_many(items)
     snap = mon.snapshot()
-    js = CD.judged_series(s, CD.timeline_rows(snap.timeline), 2, 1, cfg.slos)
+    js = CD.judged_series(s, CD.timeline_rows(snap.timeline), 2, 1)
     states = [b["state"] for b in js["bands"]]
     assert states[0] == "INSUFFICIENT_WINDOW" and states[-1] == "PASS", states
     for a, b in zip(js["bands"], js["bands"][1:]):
@@ -81,9 +81,9 @@ def test_judged_series_band_follows_the_verdict_timeline_to_pass():
 
 
 def test_judged_series_marks_failures_and_says_when_it_is_a_sample():
-    s = CD.RunSampler(requests_cap=100)
+    s = CD.RunSampler(Slos(ttft_ms=1000), requests_cap=100)
     s.add_many([_req(i, i * 0.1, 1.5 if i % 2 else 0.2, ok=(i % 50 != 0)) for i in range(3000)])
-    js = CD.judged_series(s, [], 1, 1, Slos(ttft_ms=1000))
+    js = CD.judged_series(s, [], 1, 1)
     assert js["sampled"] and js["seen"] == 3000 and js["shown"] < 200
     assert {p[2] for p in js["points"]} == {"good", "slow"}
     assert js["failures"] and all(f[2] == "http_error" for f in js["failures"])
