@@ -8,6 +8,7 @@
     tests/docs                            every documented command and sample reaches what the docs say
     tests/packaging                       the wheel in a fresh virtual environment             -> ``packaging``
     tests/architecture                    layers, import cycles, module sizes
+    tests/browser                         the HTML reports in headless Chromium, network blocked -> ``browser``
 
 ``pytest -m "not peer"`` is the fast suite: it needs no llama-server build, no Prometheus and no Ray (a test
 anywhere that asks for the ``llama_server`` fixture is a peer test too). ``slow`` marks the tests that take more
@@ -32,6 +33,7 @@ _BY_FOLDER: dict[str, tuple[str, ...]] = {
     "docs": ("docs",),
     "packaging": ("packaging", "slow"),
     "architecture": ("architecture",),
+    "browser": ("browser",),
 }
 _PEER_FIXTURES = frozenset({"llama_server", "llama_server_factory", "llama_model", "ray_head", "prometheus_server",
                             "vllm_peer", "vllm_server", "vllm_server_factory", "vllm_gemma_server"})

@@ -156,3 +156,23 @@ def test_wheel_ships_the_example_datasets(wheel_venv):
     for name, (path, block) in json.loads(r.stdout).items():
         assert path.startswith(venv_root) and path.endswith(name), path
         assert block["example"] is True and block["bad_rows"] == 0 and block["usable"] >= 20, block
+
+
+def test_installed_report_writes_html_with_the_vendored_chart_library(wheel_venv):
+    """issue 25: the chart library (ECharts) and its licence travel in the wheel; `report --html` from the installed
+    copy inlines it (the page fetches nothing)."""
+    py, outside = wheel_venv
+    code = ("import json, tui.html.page as p; print(json.dumps({'vendor': sorted(x.name for x in p.VENDOR.iterdir()),"
+            "'dir': str(p.VENDOR)}))")
+    r = _run([str(py), "-c", code], cwd=outside, env=_clean_env())
+    assert r.returncode == 0, r.stderr[-2000:]
+    info = json.loads(r.stdout)
+    assert info["dir"].startswith(str(py.parent.parent)), info
+    assert {"echarts.min.js", "LICENSE", "NOTICE"} <= set(info["vendor"]), info
+    sample = ROOT / "sample_logs" / "default.jsonl"
+    out = outside / "report.html"
+    r = _run([str(py), "-m", "tui", "report", str(sample), "--html", str(out)], cwd=outside, env=_clean_env())
+    assert r.returncode in (0, 1, 3), r.stderr[-2000:]
+    text = out.read_text(encoding="utf-8")
+    assert "echarts" in text and 'id="chart-data"' in text
+    assert "<script src=" not in text

@@ -211,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
     key, key_name = verify_key(args)  # a missing key variable: bad usage
     from tui.sources.importing import ImportProblem
 
+    samplers: dict[str, object] = {}  # per record file, the HTML charts' bounded sample (tui.core.chartdata)
     for path in args.records:
         problem = input_problem(path)
         if problem:
@@ -220,9 +221,14 @@ def run(args: argparse.Namespace) -> int:
             input_notes.append(f"{path} given twice ({same}), counted once")
             continue
         settings = ReadSettings(pick_run=args.run, verify_key=key, key_name=key_name, watch=False)
+        sampler = None
+        if not args.no_html:
+            from tui.core.chartdata import RunSampler
+
+            sampler = RunSampler(cfg.slos)
         try:
             with open_evidence(path, settings) as ev:
-                mon = monitor_of(ev, cfg, budget, budget_origin)
+                mon = monitor_of(ev, cfg, budget, budget_origin, tap=None if sampler is None else sampler.add_many)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:
@@ -247,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
             # a budget given without its memory: the first file's header completed it (NVML, the engine's KV space)
             record_budget = (snap.budget, mon.budget_origin if pending else f"budget record in {mon.source}")
         runs.append(A.RunInput(source=mon.source, snapshot=snap, received=snap.tokens))  # counted tokens, run-wide
+        samplers[mon.source] = sampler
     runs = one_target(runs, args.model, input_notes)
     if pending:
         budget, budget_origin = record_budget if record_budget is not None else (None, None)
@@ -296,7 +303,9 @@ def run(args: argparse.Namespace) -> int:
             write_text_atomic(out_dir / name, content)
             written.append(str(out_dir / name))
         if not args.no_html:
-            write_text_atomic(out_dir / "acceptance.html", A.render_html(doc, md))
+            from tui.html import accept_html
+
+            write_text_atomic(out_dir / "acceptance.html", accept_html(doc, accept_chart_data(doc, runs, samplers, cfg)))
             written.append(str(out_dir / "acceptance.html"))
     except OSError as exc:
         raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None
@@ -323,3 +332,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {src}: {ri.summary}")
     print("wrote " + ", ".join(written))
     return int(doc["exit_code"])
+
+
+def accept_chart_data(doc: dict, runs: list, samplers: dict, cfg) -> dict:
+    """The acceptance page's chart data (``tui.core.chartdata.report_bundle``): the level rows of the document,
+    and the judged level's requests, queue and memory from the record file that holds the judged level."""
+    from tui.core.chartdata import report_bundle, timeline_rows
+
+    m = doc.get("measured") or {}
+    rows = m.get("levels") or []
+    judged = dict(m.get("judged") or {})
+    level = judged.get("level")
+    at = [r for r in rows if r.get("level") == level]
+    chosen = next((r for r in at if r.get("verdict") == judged.get("state")), at[-1] if at else None)
+    judged["round"] = 1 if chosen is None else chosen.get("round", 1)
+    source = None if chosen is None else chosen.get("source")
+    run = next((r for r in runs if r.source == source), runs[0] if runs else None)
+    snap = None if run is None else run.snapshot
+    return report_bundle(rows, judged=judged, candidate=m.get("memory_only_candidate"), slos=cfg.slos,
+                         target=cfg.target, timeline=[] if snap is None else timeline_rows(snap.timeline),
+                         timeline_omitted=0 if snap is None else snap.timeline_omitted,
+                         sampler=None if run is None else samplers.get(run.source),
+                         gpu_ceiling_gib=None if snap is None else snap.gpu.ceiling_gib,
+                         kv_allocated_gib=None if snap is None else snap.gpu.engine_kv_allocated_gib,
+                         kv_ceiling_gib=None if snap is None else snap.gpu.kv_ceiling_gib,
+                         several_sources=len({r.get("source") for r in rows}) > 1)
+

@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "runs are not comparable, NOT ENOUGH EVIDENCE, exit 3)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
     parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
+    from tui.cli.report import add_html_argument
+
+    add_html_argument(parser, "the comparison")
     from tui.cli.chainopts import add_verify_key_argument
 
     add_verify_key_argument(parser)
@@ -75,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     from tui.sources.importing import ImportProblem
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
+    if getattr(args, "html", None):
+        from tui.cli.report import html_sampler
+
+        html_sampler(args.html)  # the folder checked before the files are read
     slos = slos_from_args(args)
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     runs = []
@@ -104,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
             write_text_atomic(args.out, text + "\n")
         except OSError as exc:
             raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    if getattr(args, "html", None):
+        write_compare_html(args.html, result, runs, slos, slo_ttft_ms)
     sys.stdout.write(text + "\n" if args.json else to_markdown(result) + integrity)
     if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
         from tui.core.exitcodes import SYNTHETIC_NEVER_0
@@ -132,3 +141,15 @@ def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
         result["reason"] = f"cannot say NOT WORSE: records integrity: {problems[0]}"
         lines.append(f"  => {result['reason']} (exit {EXIT[NOT_ENOUGH]})")
     return "\n".join(lines) + "\n"
+
+
+def write_compare_html(path: str, result: dict, runs: list, slos: Slos, slo_ttft_ms: float) -> None:
+    """The comparison's HTML page (``tui.html.compare_html``): the result and, for the TTFT distribution at the
+    judged level, both runs' requests (``tui.core.chartdata.compare_cdf``)."""
+    from tui.cli.report import write_html
+    from tui.core.chartdata import compare_cdf, compare_levels
+    from tui.html import compare_html
+
+    doc = json.loads(json.dumps(result, default=str))
+    cd = compare_cdf(doc, runs[0]["requests"], runs[1]["requests"], slos)
+    write_html(path, compare_html(doc, compare_levels(doc), cd, slos.ttft_ms))

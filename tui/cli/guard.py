@@ -4,7 +4,7 @@ path or inode is ``tui.sources.outfiles.own_input_problem``).
 
 Outputs: ``--out`` (import: its default ``FILE.servewatch.jsonl`` too; accept: the report files inside the
 ``--out`` folder), ``--record`` (run, live, sweep, watch: appended to, so reading it as the trace would read its
-own output), ``--sweep-json``.  Inputs: the record/run files, ``--quality``, ``--rollback``, ``--config``,
+own output), ``--sweep-json``, ``--html`` (report, compare).  Inputs: the record/run files, ``--quality``, ``--rollback``, ``--config``,
 ``--budget``, ``--trace``, ``--baseline``, ``--set``.
 """
 
@@ -41,7 +41,7 @@ def outputs_of(args: argparse.Namespace) -> list[tuple[str, str]]:
             outs.append(("--out", target))
     elif isinstance(out, str):
         outs.append(("--out", out))
-    for attr, flag in (("record", "--record"), ("sweep_json", "--sweep-json")):
+    for attr, flag in (("record", "--record"), ("sweep_json", "--sweep-json"), ("html", "--html")):
         outs += [(flag, p) for p in _paths(getattr(args, attr, None))]
     return outs
 

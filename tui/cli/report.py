@@ -59,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "servewatch report - --json < run.jsonl")
     parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, record format v1); - reads standard input")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_html_argument(parser, "the report")
     add_required_level_argument(parser)
     add_run_argument(parser)
     add_acceptance_arguments(parser)
@@ -134,12 +135,17 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     from tui.sources.importing import ImportProblem
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
+    html_out = getattr(args, "html", None)
+    sampler = html_sampler(html_out, cfg)  # --html FILE: its folder checked before the file is read
     settings = ReadSettings(pick_run=getattr(args, "run", None), verify_key=key, key_name=key_name)
     try:
         with open_evidence(path, settings) as ev:
             if ev.kind == WATCH:  # a `servewatch watch --record` file: judged like the watch itself
+                if html_out:
+                    raise UsageError(f"--html: {path} is a watch recording; its report has no HTML form (a record "
+                                     "file's has)")
                 return _report_watch(ev, args, out)
-            mon = monitor_of(ev, cfg, budget, origin)
+            mon = monitor_of(ev, cfg, budget, origin, tap=None if sampler is None else sampler.add_many)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
@@ -182,9 +188,57 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
             text = _with_integrity(text, snap.records_integrity)
         out.write(text)
+    if html_out:
+        write_report_html(html_out, rep, snap, sampler, cfg)
     if synthetic_why:
         print(f"servewatch: {synthetic_why}", file=sys.stderr)
     return code
+
+
+def add_html_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--html", metavar="FILE", default=None,
+                        help=f"also write {what} as one self-contained HTML page with charts to FILE (opens from "
+                             "file://, fetches nothing; default: none)")
+
+
+def html_sampler(path: str | None, cfg: MonitorConfig | None = None):
+    """None without --html; else the charts' bounded sampler (``tui.core.chartdata.RunSampler``), once the path
+    is known to be writable (UsageError: one line, exit 2, before the input is read)."""
+    if not path:
+        return None
+    from tui.sources.outfiles import output_file_problem
+
+    problem = output_file_problem(path)
+    if problem:
+        raise UsageError(f"--html {path}: {problem}")
+    from tui.core.chartdata import RunSampler
+
+    return RunSampler(None if cfg is None else cfg.slos)
+
+
+def write_html(path: str, text: str) -> None:
+    from tui.sources.outfiles import write_text_atomic
+
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_report_html(path: str, rep: dict, snap, sampler, cfg: MonitorConfig) -> None:
+    """The report's HTML page (``tui.html.report_html``) from its JSON document and the chart data."""
+    from tui.core.chartdata import report_bundle
+    from tui.html import report_html
+
+    judged = dict(rep.get("judged") or {})
+    judged["round"] = (rep.get("measured") or {}).get("round", 1)
+    data = report_bundle(rep.get("levels") or [], judged=judged,
+                         candidate=(rep.get("budget_view") or {}).get("memory_only_candidate"), slos=cfg.slos,
+                         target=cfg.target, timeline=rep.get("timeline") or [],
+                         timeline_omitted=rep.get("timeline_omitted") or 0, sampler=sampler,
+                         gpu_ceiling_gib=snap.gpu.ceiling_gib, kv_allocated_gib=snap.gpu.engine_kv_allocated_gib,
+                         kv_ceiling_gib=snap.gpu.kv_ceiling_gib)
+    write_html(path, report_html(json.loads(json.dumps(rep, default=str)), data))
 
 
 def settings_dict(cfg: MonitorConfig) -> dict:

@@ -103,3 +103,11 @@ TURN_TTFT_EXACT = 20_000
 # issue 23, sessions (`tui.core.thinktime`, `tui.sources.load.workload`): a normal, lognormal or exponential think
 # time is clamped to [0, THINK_CLIP_MAX_S] seconds unless the form names its own bounds.
 THINK_CLIP_MAX_S = 600.0
+
+# issue 25, the HTML report's charts (`tui.core.chartdata`): per level at most CHART_SAMPLE_REQUESTS requests are
+# drawn one by one (an evenly spaced sample above that, said on the chart; failures kept apart, as many again); a
+# time series (queue, GPU memory) keeps at most CHART_SAMPLE_POINTS samples the same way; a TTFT distribution (CDF)
+# is drawn through CHART_CDF_POINTS quantiles.
+CHART_SAMPLE_REQUESTS = 4000
+CHART_SAMPLE_POINTS = 2000
+CHART_CDF_POINTS = 200

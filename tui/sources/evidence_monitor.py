@@ -5,6 +5,7 @@ report and accept judge (``monitor_of``), the requests that compare and the repl
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tui.core.monitor import Monitor, MonitorConfig
@@ -20,10 +21,11 @@ class NoRequests(ValueError):
 
 
 def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
-               budget_origin: str | None = None) -> Monitor:
+               budget_origin: str | None = None, tap: Callable[[Sequence], None] | None = None) -> Monitor:
     """Read the whole run into a Monitor, each chunk's records as one batch (memory bounded); then the Monitor
     gets the digest chain's result (``Monitor.set_records_integrity``) and holds the file against itself
-    (``Monitor.finish``, tui.core.evidence). Raises what ``EvidenceRun.blocks`` raises."""
+    (``Monitor.finish``, tui.core.evidence). ``tap``: also given each block (the HTML charts' bounded sampler,
+    ``tui.core.chartdata.RunSampler.add_many``). Raises what ``EvidenceRun.blocks`` raises."""
     mon = Monitor(config, budget=budget, source=run.name, budget_origin=budget_origin)
     add_many = mon.add_many
     # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
@@ -34,6 +36,8 @@ def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
     try:
         for items in run.blocks():
             add_many(items)
+            if tap is not None:
+                tap(items)
     finally:
         if collecting:
             gc.enable()

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from typing import IO
 
-__all__ = ["atomic_text", "own_input_problem", "same_file", "write_text_atomic"]
+__all__ = ["atomic_text", "output_file_problem", "own_input_problem", "same_file", "write_text_atomic"]
 
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
@@ -50,6 +50,20 @@ def own_input_problem(outputs: Iterable[tuple[str, str | os.PathLike | None]],
         for ow2, op2 in outs[i + 1:]:
             if same_file(op, op2):
                 return f"{ow} {op} and {ow2} {op2} are one file: give each output its own file"
+    return None
+
+
+def output_file_problem(path: str | os.PathLike) -> str | None:
+    """Why an output file cannot be written there (a folder; its folder missing, not a folder or not writable),
+    else None: checked before a long read, so the command fails at once (exit 2) instead of at the end."""
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
+        return "is a folder: give a file name"
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is not writable"
     return None
 
 

@@ -14,7 +14,8 @@ The package, one module per seam (each imports the ones it needs by module path,
 - ``quality_section``: 5. quality, recomputed with accept's own policy (``tui.core.quality.policy``);
 - ``cost``: 6. cost; ``rollback``: 7. the burn-rate rollback rules and the user's own;
 - ``document``: :func:`build_acceptance`, the whole document with 8. the conclusion;
-- ``render``: the markdown (one function per section) and the HTML page, from the document alone.
+- ``render``: the markdown (one function per section), from the document alone (the HTML page is
+  ``tui.html.accept_html``, outside the core).
 
 This ``__init__`` re-exports the public names for callers outside the package. See ``docs/acceptance.md``.
 """
@@ -42,7 +43,6 @@ from tui.core.acceptance.quality_section import (
     tied_text,
 )
 from tui.core.acceptance.render import (
-    render_html,
     render_markdown,
 )
 from tui.core.acceptance.rollback import (
@@ -91,7 +91,6 @@ __all__ = [
     "parse_rollback_rules",
     "provenance",
     "quality_section",
-    "render_html",
     "render_markdown",
     "row_mode",
     "tied_text",

@@ -1,4 +1,4 @@
-"""The acceptance report's rendering: markdown (one function per section) and a plain escaped HTML page.
+"""The acceptance report's markdown rendering (one function per section; the HTML page is ``tui.html``).
 
 Reads only the JSON-ready document that ``tui.core.acceptance.build_acceptance`` builds; computes no
 statistic and decides nothing. Pure, standard library only.
@@ -6,8 +6,6 @@ statistic and decides nothing. Pure, standard library only.
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -585,37 +583,3 @@ def render_markdown(doc: Mapping) -> str:
         L += section(doc)
     return "\n".join(L).rstrip("\n") + "\n"
 
-
-def render_html(doc: Mapping, md: str | None = None) -> str:
-    """A plain, escaped HTML rendering of the markdown (headings as headings, everything else preformatted)."""
-    md = md if md is not None else render_markdown(doc)
-    title = "Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else "")
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             f"<title>{html.escape(title)}</title>",
-             ("<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}pre{white-space:pre-wrap}"
-             ".banner{background:#fee;border:2px solid #c00;padding:.5em;font-weight:bold}</style>"),
-             "</head><body>"]
-    if doc.get("banner"):
-        parts.append(f"<p class=\"banner\">{html.escape(doc['banner'])}</p>")
-    block: list[str] = []
-
-    def flush() -> None:
-        if block:
-            text = "\n".join(block).strip("\n")
-            if text:
-                parts.append(f"<pre>{html.escape(text)}</pre>")
-            block.clear()
-
-    for line in md.splitlines():
-        m = re.match(r"^(#{1,3}) (.*)$", line)
-        if m:
-            flush()
-            lvl = len(m.group(1))
-            parts.append(f"<h{lvl}>{html.escape(m.group(2))}</h{lvl}>")
-        elif line.startswith("> **") and doc.get("banner"):
-            continue  # the banner is shown above
-        else:
-            block.append(line)
-    flush()
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"

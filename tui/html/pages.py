@@ -1,0 +1,216 @@
+"""The three pages: `report --html`, `accept` (acceptance.html) and `compare --html`, each from the JSON document
+its command already built (``build_report``, ``build_acceptance``, ``tui.core.compare.compare``) and the chart data
+``tui.core.chartdata`` computed. Tables are the documents' own data, not their markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tui.html.charts as C
+from tui.html.page import banners, chart_block, esc, page, render_value, table, verdict_boxes
+
+
+def _pct(v: Any) -> str:
+    return "N/A" if not isinstance(v, (int, float)) or isinstance(v, bool) else f"{v:.1%}"
+
+
+def _ms(p: Any) -> str:
+    if not isinstance(p, Mapping):
+        return "N/A"
+    v = p.get("value", p.get("value_ms"))
+    if not isinstance(v, (int, float)):
+        return "N/A"
+    return f"{v:.0f}" + ("" if p.get("supported") else " (n too small)")
+
+
+def _interval(row: Mapping) -> str:
+    iv = row.get("wilson_95", row.get("wilson_95_descriptive"))
+    if not iv or iv[0] is None:
+        return "N/A"
+    return f"{iv[0]:.1%} to {iv[1]:.1%}"
+
+
+def _rate(v: Any) -> str:
+    return "N/A" if not isinstance(v, (int, float)) or isinstance(v, bool) else f"{v:.3g}"
+
+
+def levels_table(rows: Sequence[Mapping], with_source: bool = False) -> str:
+    header = (["source"] if with_source else []) + [
+        "level", "round", "mode", "verdict", "requests", "good", "good fraction", "95% interval", "TTFT P50 ms",
+        "TTFT P95 ms", "TTFT P99 ms", "goodput req/s", "throughput req/s", "failed", "slow", "peak waiting",
+        "delivered"]
+    out = []
+    for r in rows:
+        tt = r.get("ttft_ms")
+        tt = tt if isinstance(tt, Mapping) else {}
+        out.append(([r.get("source")] if with_source else []) + [
+            r.get("level"), r.get("round"), r.get("mode"), r.get("verdict"), r.get("n"), r.get("good"),
+            _pct(r.get("good_fraction")), _interval(r), _ms(tt.get("P50")), _ms(tt.get("P95")), _ms(tt.get("P99")),
+            _rate(r.get("goodput_rps", r.get("goodput_per_s"))), _rate(r.get("throughput_rps", r.get("req_per_s"))),
+            r.get("failed"), r.get("slow"), r.get("max_waiting"), r.get("delivered")])
+    return table(header, out)
+
+
+def _charts_html(charts: Sequence[C.Chart | C.Missing]) -> str:
+    return "".join(chart_block(c) for c in charts)
+
+
+def _list(items: Sequence[Any]) -> str:
+    items = [x for x in items or () if x]
+    return "" if not items else '<ul class="plain">' + "".join(f"<li>{esc(x)}</li>" for x in items) + "</ul>"
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+def report_html(rep: Mapping, data: Mapping) -> str:
+    """`servewatch report FILE --html OUT`: ``rep`` is the report's JSON document (``--json``), ``data`` the
+    ``tui.core.chartdata.report_bundle``."""
+    conc = rep.get("conclusion") or {}
+    judged = rep.get("judged") or {}
+    settings = rep.get("settings") or {}
+    ex = rep.get("exit") or {}
+    prov = (rep.get("provenance") or {}).get("text")
+    synthetic = (prov or "input labelled synthetic") if rep.get("synthetic") else None
+    state = (rep.get("measured") or {}).get("verdict", {}).get("state") if isinstance(
+        (rep.get("measured") or {}).get("verdict"), Mapping) else judged.get("state")
+    weak = settings.get("not_acceptance_grade") or []
+    budget = conc.get("budget") or (rep.get("budget_view") or {}).get("state")
+    charts = C.report_charts(data)
+    body = [f"<h1>servewatch report: {esc(rep.get('source'))}</h1>",
+            f'<p class="note">data from: {esc(prov)}</p>',
+            banners(synthetic, weak, [str(ex["synthetic"])] if ex.get("synthetic") else []),
+            verdict_boxes([("budget: does it fit?", budget), ("load: does it finish in time?", state),
+                           ("quality: are answers usable?", conc.get("quality"))]),
+            f'<p class="overall">{esc(judged.get("text"))}</p>',
+            f'<p>SLO: {esc((rep.get("slo") or {}).get("text"))}; target {_pct((rep.get("slo") or {}).get("target"))} '
+            f'good; exit code {esc(ex.get("code", rep.get("exit_code")))}</p>',
+            _list(conc.get("missing_or_failed") or []),
+            "<h2>Measured, per level</h2>", levels_table(rep.get("levels") or []),
+            "<h2>Charts</h2>", _charts_html(charts)]
+    mem = rep.get("memory")
+    if mem:
+        body += ["<h2>Memory</h2>", render_value(mem)]
+    bv = rep.get("budget")
+    if bv:
+        body += ["<h2>Budget (memory only: a number to load-test, not a limit)</h2>", render_value(bv)]
+    if rep.get("notes"):
+        body += ["<h2>Notes</h2>", _list(rep["notes"])]
+    if rep.get("input_problems"):
+        body += ["<h2>Input problems</h2>", render_value(rep["input_problems"])]
+    title = "servewatch report" + (" (SYNTHETIC)" if synthetic else "")
+    return page(title, "\n".join(body), charts)
+
+
+# ------------------------------------------------------------------------------------------------ accept
+
+#: acceptance sections in reading order: key -> heading (a key the page does not know is rendered generically
+#: after these, under its own name)
+ACCEPT_SECTIONS = (("budget", "1. Budget"), ("environment", "2. Environment"),
+                   ("load_configuration", "3. Load configuration"), ("measured", "4. Measured results"),
+                   ("records_integrity", "Records integrity"), ("quality", "5. Quality"), ("cost", "6. Cost"),
+                   ("rollback", "7. Rollback conditions"), ("conclusion", "8. Conclusion"))
+NOT_SECTIONS = frozenset({"schema", "generated_at", "generator", "synthetic", "banner", "exit_code", "slo",
+                          "provenance", "inputs"})
+
+
+def _measured_html(m: Mapping, charts: Sequence[C.Chart | C.Missing]) -> str:
+    rows = m.get("levels") or []
+    several = len({r.get("source") for r in rows}) > 1
+    out = [f'<p class="overall">{esc((m.get("judged") or {}).get("text") or m.get("reason"))}</p>',
+           _list(m.get("capacity_vs_memory") or []), levels_table(rows, several), _charts_html(charts)]
+    rest = {k: v for k, v in m.items() if k not in ("levels", "judged", "capacity_vs_memory", "by_mode")}
+    out += ["<h3>Details</h3>", render_value(rest)]
+    return "".join(out)
+
+
+def _budget_html(b: Mapping) -> str:
+    out = [f'<p class="overall">{esc(b.get("verdict"))}</p>']
+    if b.get("table"):
+        out.append(table(["item", "value", "unit", "basis"],
+                         [[r.get("item"), r.get("value"), r.get("unit"), r.get("basis")] for r in b["table"]]))
+    rest = {k: v for k, v in b.items() if k not in ("table", "verdict")}
+    out.append(render_value(rest))
+    return "".join(out)
+
+
+def accept_html(doc: Mapping, data: Mapping) -> str:
+    """acceptance.html from the acceptance document (the same dict as acceptance.json) and the chart data."""
+    c = doc.get("conclusion") or {}
+    slo = doc.get("slo") or {}
+    weak = c.get("not_acceptance_grade") or []
+    if isinstance(weak, str):
+        weak = [weak]
+    synthetic = doc.get("banner") if doc.get("synthetic") else None
+    if synthetic and str(synthetic).upper().startswith("SYNTHETIC:"):
+        synthetic = str(synthetic)[len("SYNTHETIC:"):].strip()
+    extra = [] if doc.get("synthetic") or not doc.get("banner") else [doc["banner"]]
+    charts = C.report_charts(data, "a")
+    body = [f"<h1>Acceptance report{' (SYNTHETIC)' if synthetic else ''}</h1>",
+            banners(synthetic, [str(w) for w in weak], extra),
+            f'<p class="overall">{esc(c.get("verdict"))}'
+            + (f" at {esc(c.get('at_load'))}" if c.get("at_load") else "") + "</p>",
+            verdict_boxes([("budget: does it fit?", c.get("budget")), ("load: does it finish in time?", c.get("measured")),
+                           ("quality: are answers usable?", c.get("quality"))]),
+            _list(c.get("missing_or_failed") or []),
+            f'<p>SLO: {esc(slo.get("text"))}; target {_pct(slo.get("target"))} good; good = {esc(slo.get("good"))}; '
+            f'exit code {esc(doc.get("exit_code"))}</p>',
+            "<h2>Inputs</h2>", render_value(doc.get("inputs") or {}), render_value(doc.get("provenance") or [])]
+    known = {k for k, _h in ACCEPT_SECTIONS}
+    sections = list(ACCEPT_SECTIONS) + [(k, k.replace("_", " ").capitalize()) for k in doc
+                                         if k not in known and k not in NOT_SECTIONS]
+    # the lead's "what was measured" section (doc["measured"] may grow keys): rendered generically inside 4.
+    for key, heading in sections:
+        v = doc.get(key)
+        if v is None or v == {} or v == []:
+            continue
+        body.append(f'<h2 id="sec-{esc(key)}">{esc(heading)}</h2>')
+        if key == "measured" and isinstance(v, Mapping):
+            body.append(_measured_html(v, charts))
+        elif key == "budget" and isinstance(v, Mapping):
+            body.append(_budget_html(v))
+        else:
+            body.append(render_value(v))
+    if not isinstance(doc.get("measured"), Mapping):
+        body += ["<h2>Charts</h2>", _charts_html(charts)]
+    title = "Acceptance report" + (" (SYNTHETIC)" if synthetic else "")
+    return page(title, "\n".join(body), charts)
+
+
+# ------------------------------------------------------------------------------------------------ compare
+
+def compare_html(result: Mapping, levels: Mapping, cdf: Mapping | None, slo_ttft_ms: float | None) -> str:
+    """`servewatch compare BASE CAND --html OUT` from the comparison (``--json``) and its chart data."""
+    b, k = result.get("base") or {}, result.get("candidate") or {}
+    charts = C.compare_charts(levels, cdf, slo_ttft_ms)
+    rows = []
+    for p in result.get("levels") or []:
+        pb, pc = p.get("base") or {}, p.get("cand") or {}
+        iv = p.get("interval") or (None, None)
+        rows.append([p.get("level_base"), p.get("level_cand"), pb.get("n"), _pct(pb.get("good_fraction")),
+                     pc.get("n"), _pct(pc.get("good_fraction")),
+                     None if p.get("difference") is None else f"{p['difference'] * 100:+.1f} points",
+                     "N/A" if iv[0] is None or iv[1] is None else f"{iv[0] * 100:+.1f} to {iv[1] * 100:+.1f}",
+                     _ms((pb.get("ttft_ms") or {}).get("P95")), _ms((pc.get("ttft_ms") or {}).get("P95")),
+                     _rate(pb.get("goodput_per_s")), _rate(pc.get("goodput_per_s")), p.get("verdict"), p.get("reason")])
+    synthetic = "one of the runs is labelled synthetic" if result.get("synthetic") else None
+    same = b.get("file") is not None and b.get("file") == k.get("file")
+    body = [f"<h1>servewatch compare{' (SYNTHETIC)' if synthetic else ''}</h1>",
+            f"<p>base: {esc(b.get('file'))}<br>candidate: {esc(k.get('file'))}</p>",
+            banners(synthetic, (), ["base and candidate are the same file: the comparison can only show no "
+                                    "difference"] if same else []),
+            verdict_boxes([("candidate vs base (good fraction)", result.get("verdict"))]),
+            f'<p class="overall">{esc(result.get("reason"))}</p>',
+            f'<p>SLOs: {esc(result.get("slos"))}; margin {_pct(result.get("margin"))}; one-sided error level '
+            f'{esc(result.get("alpha"))}; exit code {esc(result.get("exit_code"))}</p>',
+            _list(result.get("warnings") or []),
+            "<h2>Per matched level</h2>",
+            table(["base level", "candidate level", "base n", "base good", "cand n", "cand good", "difference",
+                   "interval (points)", "base TTFT P95 ms", "cand TTFT P95 ms", "base goodput/s", "cand goodput/s",
+                   "verdict", "reason"], rows),
+            "<h2>Charts</h2>", _charts_html(charts),
+            "<h2>Workload</h2>", render_value(result.get("workload") or {}),
+            "<h2>Unmatched levels</h2>", render_value(result.get("unmatched") or {})]
+    if result.get("records_integrity"):
+        body += ["<h2>Records integrity</h2>", render_value(result["records_integrity"])]
+    return page("servewatch compare" + (" (SYNTHETIC)" if synthetic else ""), "\n".join(body), charts)
