@@ -57,9 +57,9 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     out = {"report-sample": tmp / "report-sample.html", "report-seed": tmp / "report-seed.html",
            "report-memory": tmp / "report-memory.html", "compare-same-file": tmp / "compare-same-file.html",
            "compare-seed-vs-sample": tmp / "compare-seed-vs-sample.html"}
-    assert main(["report", str(DEFAULT), "--html", str(out["report-sample"])]) == 3
+    assert main(["report", str(DEFAULT), "--html", str(out["report-sample"])]) == 1  # the bundled run FAILs at 32
     assert main(["report", str(SEED), "--html", str(out["report-seed"])]) == 3
-    assert main(["report", str(mem), "--params", "7B", "--gpu-gib", "24", "--html", str(out["report-memory"])]) == 3
+    assert main(["report", str(mem), "--params", "7B", "--gpu-gib", "24", "--html", str(out["report-memory"])]) == 1
     assert main(["compare", str(DEFAULT), str(DEFAULT), "--html", str(out["compare-same-file"])]) == 3
     main(["compare", str(SEED), str(DEFAULT), "--html", str(out["compare-seed-vs-sample"])])
     assert main(["accept", "--records", str(gen), "--out", str(tmp / "acc")]) == 3
