@@ -103,3 +103,9 @@ TURN_TTFT_EXACT = 20_000
 # issue 23, sessions (`tui.core.thinktime`, `tui.sources.load.workload`): a normal, lognormal or exponential think
 # time is clamped to [0, THINK_CLIP_MAX_S] seconds unless the form names its own bounds.
 THINK_CLIP_MAX_S = 600.0
+
+# issue 26, the capacity search (`servewatch sweep --search`, `tui.core.search`): bisect between the ladder's last
+# PASS and first FAIL until the bracket is within SEARCH_PRECISION of its lower end ((high - low) / low) or the
+# probes have used SEARCH_BUDGET_MINUTES (no probe is started that could run past it: a probe's cap is the step cap).
+SEARCH_PRECISION = 0.10
+SEARCH_BUDGET_MINUTES = 30.0
