@@ -97,6 +97,12 @@ def run(args: argparse.Namespace) -> int:
     mon = analyse_file(cfg.record, monitor_config_from_args(args), given, pick_run=LAST_RUN)  # this run only
     summary = sweep_summary(mon.snapshot(), mon.budget if isinstance(given, MemoryMissing) else budget, cfg.record)
     summary["record"] = cfg.record
+    if summary.get("capacity_bracket") is not None:
+        from tui.core.grade import acceptance_grade
+
+        weak = acceptance_grade(cfg.monitor)
+        if weak:  # short windows (quick checks) say so beside the bracket
+            summary["capacity_bracket"]["not_acceptance_grade"] = weak
     _print("")
     sys.stdout.write(format_sweep(summary))
     if args.sweep_json:

@@ -295,8 +295,11 @@ def format_bracket(b: Mapping) -> list[str]:
            f"(width {fmt_pct(width, 1)} of the lower end; {took}; stopped: {b.get('stopped_by')}: {b.get('why')})",
            f"  low  {unit} {fmt_level(b['low'])} (highest PASS): {_ev_text(lo_e)}",
            f"  high {unit} {fmt_level(b['high'])} ({upper}): {_ev_text(hi_e)}"]
+    if b.get("not_acceptance_grade"):
+        out.append(f"  (not acceptance-grade: {', '.join(b['not_acceptance_grade'])}: a quick check, not evidence "
+                   "to size a deployment on)")
     if probes:
-        out.append("  probes: " + ", ".join(f"{fmt_level(p['level'])} {p['verdict']}"
+        out.append("  probes (by level): " + ", ".join(f"{fmt_level(p['level'])} {p['verdict']}"
                                             + ("" if p.get("delivered", True) else " (not delivered)") for p in probes))
     out += [f"  - {n}" for n in b.get("notes") or []]
     return out

@@ -50,8 +50,11 @@ async def run_search(settings: SearchSettings, mode: str, rounds: int, unit: str
         level = plan.level
         out.probed.append(level)
         k = len(out.probed)
+        lo, hi = plan.bracket.low, plan.bracket.high
+        assert lo is not None and hi is not None
         for rnd in range(1, rounds + 1):
-            label = f"search probe {k}: {unit} {fmt_level(level)}, round {rnd} ({plan.why}; until PASS or FAIL)"
+            label = (f"search probe {k}: {unit} {fmt_level(level)}, round {rnd} (bracket {fmt_level(lo.level)} to "
+                     f"{fmt_level(hi.level)}; until PASS or FAIL)")
             end = await run_probe(level, rnd, label)
             if end.get("verdict") == FAIL:
                 break

@@ -629,7 +629,8 @@ class LoadGenerator:
                     self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
                              f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
                 if c.stop_on_fail and end.get("verdict") == "FAIL":
-                    self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
+                    self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: " + (
+                        "the ladder stopped there, the search follows" if c.search else "run stopped (--stop-on-fail)")
                     self.say("note: " + self.summary.stopped_early)
                     return True
                 if self._stop_degraded(end, f"{unit} {lvl:g} round {rnd}"):
