@@ -53,6 +53,22 @@ def test_open_loop_search_brackets_the_known_capacity(monkeypatch, tmp_path, cap
     assert "capacity bracket: req/s" in out and "search probe 1" in out
     # the probe levels are levels of the file for every reader
     assert {lv for lv in probes} <= {r["level"] for r in s["levels"]}
+    assert {r["level"] for r in s["levels"] if r.get("search_probe")} == set(probes)
+    # `report` and `accept` read the same file back: the same bracket, the probes as levels
+    from tui.cli import main
+
+    assert main(["report", "rec.jsonl", "--json", "--min-window-minutes", "2"]) == 1  # judged: the top level, 16
+    rep = json.loads(capsys.readouterr().out)
+    assert (rep["capacity_bracket"]["low"], rep["capacity_bracket"]["high"]) == (b["low"], b["high"])
+    assert set(probes) <= {r["level"] for r in rep["levels"]}
+    main(["report", "rec.jsonl", "--min-window-minutes", "2"])
+    assert f"capacity bracket: req/s {b['low']:g} to {b['high']:g}" in capsys.readouterr().out
+    main(["accept", "--records", "rec.jsonl", "--min-window-minutes", "2", "--out", "acc", "--no-html"])
+    capsys.readouterr()
+    doc = json.loads((tmp_path / "acc" / "acceptance.json").read_text())
+    [ab] = doc["measured"]["capacity_brackets"]
+    assert (ab["low"], ab["high"]) == (b["low"], b["high"])
+    assert f"capacity bracket: req/s {b['low']:g} to {b['high']:g}" in (tmp_path / "acc" / "acceptance.md").read_text()
 
 
 def test_closed_loop_search_brackets_the_known_concurrency(monkeypatch, tmp_path, capsys):
