@@ -114,3 +114,10 @@ def test_a_bad_precision_is_a_usage_error(bad, capsys):
     assert main(["sweep", "--url", "http://127.0.0.1:9", "--search", "--precision", bad]) == 2
     err = capsys.readouterr().err
     assert "--precision" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_search_bounds_without_search_are_a_usage_error(capsys):
+    from tui.cli import main
+
+    assert main(["sweep", "--url", "http://127.0.0.1:9", "--precision", "5%"]) == 2
+    assert "give --search" in capsys.readouterr().err

@@ -56,6 +56,9 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 512
     allow_reuse_address = True
 
+    def handle_error(self, request, client_address) -> None:  # a client that went away: not the server's error
+        pass
+
 
 class SlotServer:
     def __init__(self, slots: int, service_s: float, tokens: int = 4) -> None:

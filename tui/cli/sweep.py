@@ -36,10 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                   "FAIL; each probe a full step judged by the same verdict)")
     q.add_argument("--search", action="store_true",
                    help="bisect the capacity bracket after the ladder (default: off, the ladder only)")
-    q.add_argument("--precision", type=_precision, default=SEARCH_PRECISION, metavar="FRACTION",
+    q.add_argument("--precision", type=_precision, default=None, metavar="FRACTION",
                    help=f"stop when (high - low) / low is within this, 10%% or 0.1 (default: "
                         f"{SEARCH_PRECISION * 100:g}%%; concurrency also stops at adjacent integers)")
-    q.add_argument("--search-budget-minutes", type=positive_float, default=SEARCH_BUDGET_MINUTES, metavar="MINUTES",
+    q.add_argument("--search-budget-minutes", type=positive_float, default=None, metavar="MINUTES",
                    help=f"no probe is started that could run past this much probing, a probe's cap being "
                         f"--max-step-seconds (default: {SEARCH_BUDGET_MINUTES:g})")
 
@@ -73,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_or_usage(args)
     cfg.until_decided = True  # --requests / --duration, when given, only bound a step further
     cfg.stop_on_fail = not args.continue_after_fail
+    if not args.search and (args.precision is not None or args.search_budget_minutes is not None):
+        raise UsageError("--precision and --search-budget-minutes bound the capacity search: give --search too")
+    if args.precision is None:
+        args.precision = SEARCH_PRECISION
+    if args.search_budget_minutes is None:
+        args.search_budget_minutes = SEARCH_BUDGET_MINUTES
     if args.search:
         if cfg.trace is not None:
             raise UsageError("--search bisects the ladder's levels: not with --trace (one level, the trace's rate)")

@@ -353,9 +353,8 @@ def measured_section(
         br = capacity_bracket(r.snapshot.levels, r.snapshot.header, unit, cap.mode)
         if br is not None:
             brackets.append({"source": r.source, **br})
-    return {
+    out: dict[str, Any] = {
         "levels": rows,
-        "capacity_brackets": brackets,
         "summary": summary,
         "by_mode": by_mode,
         "primary_mode": cap.mode if cap.tables else None,
@@ -375,6 +374,9 @@ def measured_section(
         "notes": notes,
         "input_problems": problems,
     }
+    if brackets:
+        out["capacity_brackets"] = brackets
+    return out
 
 
 
