@@ -292,7 +292,11 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
         "saturated": row.saturated,
         "lateness_p99_ms": row.lateness_p99_ms,
         "max_waiting": row.max_waiting,
+        "mean_waiting": row.mean_waiting,
+        "queue_samples": row.queue_samples,
+        "peak_kv_usage": row.peak_kv_usage,
         "peak_gpu_gib": row.peak_gpu_gib,
+        "output_tokens_received_max": ((row.tokens or {}).get("output") or {}).get("received", {}).get("max"),
         **({"cancelled_open": row.cancelled_open} if row.cancelled_open else {}),
         # the file held against itself (tui.core.evidence): what forbids PASS at this level, the load delivered
         "evidence_problems": list(row.problems) + ([row.not_reached] if row.not_reached and
