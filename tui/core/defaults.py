@@ -111,3 +111,9 @@ THINK_CLIP_MAX_S = 600.0
 CHART_SAMPLE_REQUESTS = 4000
 CHART_SAMPLE_POINTS = 2000
 CHART_CDF_POINTS = 200
+
+# issue 26, the capacity search (`servewatch sweep --search`, `tui.core.search`): bisect between the ladder's last
+# PASS and first FAIL until the bracket is within SEARCH_PRECISION of its lower end ((high - low) / low) or the
+# probes have used SEARCH_BUDGET_MINUTES (no probe is started that could run past it: a probe's cap is the step cap).
+SEARCH_PRECISION = 0.10
+SEARCH_BUDGET_MINUTES = 30.0

@@ -1170,6 +1170,8 @@ class Monitor:
                 turns=None if st.turns is None else st.turns.rows(),
                 prefix_cache=prefix_cache_summary(
                     st.pcache, (self.step_info.get((st.level, st.round), {}).get("prefix_cache"),)),
+                search_probe=bool(self.step_info.get((st.level, st.round), {}).get("search_probe")),
+                step_s=_step_seconds(self.step_info.get((st.level, st.round), {})),
             ))
         return tuple(rows)
 
@@ -1341,3 +1343,9 @@ class Monitor:
             evidence_problems=self.evidence_problems(),
             records_integrity=self.records_integrity,
         )
+
+
+def _step_seconds(info: dict) -> float | None:
+    """A step end record's ``duration_s`` (None: not a number)."""
+    v = info.get("duration_s")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None

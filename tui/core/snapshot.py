@@ -205,6 +205,10 @@ class LevelRow:
     #: the server's prefix-cache use at this level (issue 23): ``tui.core.prefix_cache.level_summary``; None: not
     #: computed
     prefix_cache: dict | None = None
+    #: issue 26: the level's step records say ``search_probe`` (a probe of `sweep --search`, not a ladder level)
+    search_probe: bool = False
+    #: the step's recorded duration (its end record's ``duration_s``); None: no step end record
+    step_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

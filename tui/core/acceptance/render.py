@@ -13,6 +13,7 @@ from tui.core.chain import md_records_integrity  # the digest chain's section (i
 from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES, latency_cell
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
+from tui.core.search import format_bracket
 from tui.core.token_counts import TOLERANCE_RULE
 
 _MISSING = "not recorded"
@@ -342,6 +343,10 @@ def md_measured(doc: Mapping) -> list[str]:
     add("")
     for s in m["capacity_vs_memory"]:
         add(f"- {s}")
+    for b in m.get("capacity_brackets") or []:  # issue 26: `sweep --search`
+        lines = format_bracket(b)
+        add(f"- `{b['source']}`: {lines[0]}")
+        L.extend(f"  {ln.strip()}" if ln.strip().startswith("-") else f"  - {ln.strip()}" for ln in lines[1:])
     for s in m["notes"]:
         add(f"- Note: {s}")
     for p in m.get("input_problems") or []:

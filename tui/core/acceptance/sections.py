@@ -16,6 +16,7 @@ from tui.core.capacity import CapRow, cap_rows, measure_capacity
 from tui.core.compare import LATENCY_KEYS, latency_json
 from tui.core.levels import judge_level, level_key, row_mode
 from tui.core.redact import redact_url
+from tui.core.search import capacity_bracket
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
 from tui.core.workload import describe_header
 
@@ -301,6 +302,7 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
         "evidence_problems": list(row.problems) + ([row.not_reached] if row.not_reached and
                                                     row.not_reached not in " ".join(row.problems) else []),
         "delivered": row.delivered or None,
+        **({"search_probe": True} if row.search_probe else {}),  # issue 26: a probe of `sweep --search`
     }
 
 
@@ -350,7 +352,12 @@ def measured_section(
             problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
                              "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
                              "notes": [_str(n) for n in sn.notes]})
-    return {
+    brackets = []  # issue 26: each `sweep --search` file's capacity bracket
+    for r in runs:
+        br = capacity_bracket(r.snapshot.levels, r.snapshot.header, unit, cap.mode)
+        if br is not None:
+            brackets.append({"source": r.source, **br})
+    out: dict[str, Any] = {
         "levels": rows,
         "summary": summary,
         "by_mode": by_mode,
@@ -371,6 +378,9 @@ def measured_section(
         "notes": notes,
         "input_problems": problems,
     }
+    if brackets:
+        out["capacity_brackets"] = brackets
+    return out
 
 
 
