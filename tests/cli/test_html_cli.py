@@ -20,7 +20,7 @@ from tui.cli import main
 from tui.samples import sample_path
 
 SEED = sample_path("seed.jsonl")
-DEFAULT = sample_path("default.jsonl")
+DEFAULT = REPO / "tests" / "fixtures" / "gemma_sweep_short.jsonl"  # a short real run (the first bundled sample)
 MAX_BYTES = 3 * 1024 * 1024
 
 
