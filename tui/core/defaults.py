@@ -103,3 +103,8 @@ TURN_TTFT_EXACT = 20_000
 # issue 23, sessions (`tui.core.thinktime`, `tui.sources.load.workload`): a normal, lognormal or exponential think
 # time is clamped to [0, THINK_CLIP_MAX_S] seconds unless the form names its own bounds.
 THINK_CLIP_MAX_S = 600.0
+
+# issue 26, `servewatch plan` (`tui.core.plan`): the demand of a trace is its arrival rate over windows of
+# DEMAND_WINDOW_MINUTES; PLAN_SPARE replicas are added to those the peak needs (N+1: one can fail or be drained).
+DEMAND_WINDOW_MINUTES = 5.0
+PLAN_SPARE = 1
