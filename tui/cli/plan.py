@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from typing import Any
@@ -209,10 +210,10 @@ def _trace_command(path: str, url: str, model: str | None, cfg: Any) -> str:
     return shlex.join(cmd)
 
 
-def _input_mean(header: dict) -> float | None:
+def _length_mean(header: dict, key: str) -> float | None:
     from tui.core.lengths import from_header
 
-    d = from_header((header.get("load") or {}).get("input_tokens"))
+    d = from_header((header.get("load") or {}).get(key))
     if d is None or d.kind not in ("fixed", "uniform"):
         return None
     return (d.lo + d.hi) / 2.0
@@ -272,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.trace}: {exc}") from None
         for p in trace.problems:
             print(f"servewatch: {p}", file=sys.stderr)
-        peak = max(w.rate for w in windows)
+        peak = math.ceil(max(w.rate for w in windows) * 1000.0) / 1000.0  # req/s, up to a whole 0.001
         peak_from = (f"trace {args.trace} ({trace.source.get('format', 'trace')}, {len(trace)} arrivals over "
                      f"{trace.span_s:g} s): the busiest window of {window_s:g} s")
         trace_lengths = (sum(trace.input_tokens) / len(trace), sum(trace.output_tokens) / len(trace))
@@ -310,7 +311,9 @@ def run(args: argparse.Namespace) -> int:
         window_s=window_s if windows is not None else None, memory_candidate=cand, memory_origin=mem_origin,
         capacity_limits=tuple(cap.limits[:1]), workload=describe_header(header), slos=cfg.slos.describe(),
         target=cfg.target, trace_lengths=trace_lengths,
-        evidence_lengths=(_input_mean(header), bracket.lo.output_tok_per_req if bracket.lo else None),
+        evidence_lengths=(_length_mean(header, "input_tokens"),
+                          (bracket.lo.output_tok_per_req if bracket.lo else None)
+                          or _length_mean(header, "output_tokens")),
         synthetic=synthetic, not_acceptance_grade=acceptance_grade(cfg),
         check_command=check_command(header, peak, args, cfg, url),
         trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),

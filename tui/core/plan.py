@@ -106,6 +106,10 @@ def capacity_bracket(levels: Sequence[LevelEvidence], mode: str | None, unit: st
     if mode == "closed":
         lo_rate = None if lo is None else lo.req_per_s
         hi_rate = None if hi is None else hi.req_per_s
+        for name, e, r in (("lower", lo, lo_rate), ("upper", hi, hi_rate)):
+            if e is not None and r:
+                notes.append(f"Little's law at the {name} end: concurrency {e.level:g} / {r:.4g} req/s measured = "
+                             f"{e.level / r:.3g} s mean time in the system per request")
         if lo_rate is not None and hi_rate is not None and hi_rate < lo_rate:
             notes.append(f"throughput fell from {lo_rate:.3g} req/s at concurrency {lo.level:g} to {hi_rate:.3g} at "  # type: ignore[union-attr]
                          f"{hi.level:g}: the upper end is taken as {lo_rate:.3g} req/s")  # type: ignore[union-attr]
@@ -242,15 +246,20 @@ def _why_anchor(a: dict[str, Any], need: dict[str, Any], b: Bracket, peak: float
     rng = f"{lo:.3g}" + ("" if hi is None else f"-{hi:.3g}")
     nl, nh = need["low"], need["high"]
     tail = f"; the SLO-judged plan divides by the rate at which the SLO still held, {rng} req/s per replica"
+    span = f"{nh}" if nl is None or nl == nh else f"{nl}-{nh}"
+    ratio = a["throughput_per_replica"] / lo
     if nl is not None and a["replicas"] < nl:
-        verdict = (f": {nl}-{nh} replicas, so the anchor rule provisions fewer (its 20% does not cover the gap "
-                   f"between peak throughput and the rate that meets the SLO, {a['throughput_per_replica'] / lo:.2f}x)")
+        verdict = (f": {span} replicas, so the anchor rule provisions fewer (its 20% does not cover the gap "
+                   f"between the peak throughput and the rate that meets the SLO, {ratio:.2f}x)")
+    elif a["replicas"] < nh:
+        verdict = (f": {span} replicas, so the anchor rule falls short of the {nh} the evidence supports (the peak "
+                   f"throughput is {ratio:.2f}x the highest rate that met the SLO, more than its 20% covers)")
     elif a["replicas"] > nh:
-        verdict = (f": {nh if nl is None else f'{nl}-'}{nh} replicas, so the anchor rule provisions more "
-                   "(its 20% margin is more headroom than this SLO needs)")
+        verdict = (f": {span} replicas, so the anchor rule provisions more (the peak throughput is only "
+                   f"{ratio:.2f}x the highest rate that met the SLO: its 20% is more headroom than this SLO needs)")
     else:
-        verdict = (f": {nh if nl is None else f'{nl}-'}{nh} replicas, so the two agree here (the 20% margin "
-                   "happens to match the headroom this SLO needs)")
+        verdict = (f": {span} replicas, so the two agree here (the peak throughput is {ratio:.2f}x the highest "
+                   "rate that met the SLO, within the anchor's 20%)")
     return head + tail + verdict + "."
 
 
@@ -407,6 +416,9 @@ def exit_decision(p: PlanInputs, need: Mapping[str, Any]) -> tuple[int, str]:
         return 3, "settings not acceptance-grade: " + ", ".join(p.not_acceptance_grade)
     if any(n.startswith("non-monotonic") for n in b.notes):
         return 3, "non-monotonic results: repeat the sweep"
+    shift = [w for w in warnings(p) if w.startswith("workload shift")]
+    if shift:
+        return 3, "the demand's workload is not the evidence's (workload shift): measure that workload"
     if need["high"] is None:
         return 3, "the capacity per replica is unknown"
     return 0, "the plan stands on the evidence"
@@ -418,6 +430,12 @@ def _n(v: Any) -> str:
 
 def _usd(v: float | None) -> str:
     return "unknown" if v is None else f"${v:,.2f}"
+
+
+def _usd_pair(p: Mapping[str, Any]) -> str:
+    if p["low"] is None and p["high"] is None:
+        return "unknown"
+    return _usd(p["low"]) if p["low"] == p["high"] else f"{_usd(p['low'])}-{_usd(p['high'])}"
 
 
 def format_plan(doc: Mapping[str, Any]) -> str:
@@ -460,8 +478,8 @@ def format_plan(doc: Mapping[str, Any]) -> str:
     cost = doc["cost"]
     if "per_hour_usd" in cost:
         ph, pm, pt = cost["per_hour_usd"], cost["per_month_usd"], cost["per_1m_output_tokens_usd"]
-        lines.append(f"  cost: per hour {_usd(ph['low'])}-{_usd(ph['high'])}; per month ({cost['hours_per_month']:g} h) "
-                     f"{_usd(pm['low'])}-{_usd(pm['high'])}; per 1M output tokens {_usd(pt['low'])}-{_usd(pt['high'])}")
+        lines.append(f"  cost: per hour {_usd_pair(ph)}; per month ({cost['hours_per_month']:g} h) {_usd_pair(pm)}; "
+                     f"per 1M output tokens {_usd_pair(pt)}")
         lines.append(f"    ({cost['basis']})")
     else:
         lines.append(f"  cost: {cost['note']}")
