@@ -256,6 +256,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--tp must be >= 1, got {tp!r}")
     # demand first: a bad trace is refused before the records are read
     windows = trace_lengths = None
+    trace_synthetic = False
     window_s = args.demand_window_minutes * 60.0
     if args.trace is not None:
         from tui.sources.load.errors import ConfigError
@@ -277,6 +278,8 @@ def run(args: argparse.Namespace) -> int:
         peak_from = (f"trace {args.trace} ({trace.source.get('format', 'trace')}, {len(trace)} arrivals over "
                      f"{trace.span_s:g} s): the busiest window of {window_s:g} s")
         trace_lengths = (sum(trace.input_tokens) / len(trace), sum(trace.output_tokens) / len(trace))
+        comment = str(trace.source.get("comment") or "")
+        trace_synthetic = "synthetic" in comment.lower()
     else:
         peak, peak_from = float(args.peak_rate), "--peak-rate"
     budget, origin = None, None
@@ -314,12 +317,12 @@ def run(args: argparse.Namespace) -> int:
         evidence_lengths=(_length_mean(header, "input_tokens"),
                           (bracket.lo.output_tok_per_req if bracket.lo else None)
                           or _length_mean(header, "output_tokens")),
-        synthetic=synthetic, not_acceptance_grade=acceptance_grade(cfg),
+        synthetic=synthetic, synthetic_demand=trace_synthetic, not_acceptance_grade=acceptance_grade(cfg),
         check_command=check_command(header, peak, args, cfg, url),
         trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),
         sources=[src for src, _ in runs])
     doc = P.build_plan(inputs)
-    code, synthetic_why = synthetic_exit(doc["exit"]["code"], synthetic)
+    code, synthetic_why = synthetic_exit(doc["exit"]["code"], synthetic or trace_synthetic)
     doc["exit"]["code"] = code
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")

@@ -82,27 +82,31 @@ def level_evidence(rows: Iterable[CapRow], capacity: Capacity) -> list[LevelEvid
         tok = [(r.window.output_tok_per_s, r.window.req_per_s) for r in rs
                if r.window.output_tok_per_s is not None and r.window.req_per_s]
         per_req = (sum(a for a, _ in tok) / sum(b for _, b in tok)) if tok else None
-        delivered = all(r.not_reached is None for r in rs)
+        delivered = not any(r.not_reached or r.saturated or r.verdict.reason.startswith("degraded") for r in rs)
         out.append(LevelEvidence(float(s.level), s.state, n, good, rps, per_req, delivered))
     return out
 
 
 def capacity_bracket(levels: Sequence[LevelEvidence], mode: str | None, unit: str) -> Bracket:
-    """[highest PASS, lowest not-PASS above it] over the delivered levels; closed loop converted to req/s."""
+    """[highest PASS below the lowest FAIL, lowest not-PASS above it] over the delivered levels (a level not
+    delivered, saturated or degraded is never an end); closed loop converted to req/s."""
     notes: list[str] = []
     left_out = [lv for lv in levels if not lv.delivered]
     for lv in left_out:
         notes.append(f"{unit} {lv.level:g}: the labelled load was not delivered, so it is no end of the bracket")
     ok = [lv for lv in levels if lv.delivered]
-    passing = [lv for lv in ok if lv.state == PASS]
+    fails = [lv for lv in ok if lv.state == "FAIL"]
+    # the search's rule (tui.core.search): the lower end is the highest PASS below the lowest FAIL
+    passing = [lv for lv in ok if lv.state == PASS and (not fails or lv.level < fails[0].level)]
     lo = max(passing, key=lambda lv: level_key(lv.level)) if passing else None
     above = [lv for lv in ok if lv.state != PASS and (lo is None or lv.level > lo.level)]
     hi = min(above, key=lambda lv: level_key(lv.level)) if above else None
     if hi is not None and hi.state != "FAIL":
         notes.append(f"the upper end, {unit} {hi.level:g}, ended {hi.state} (not decided): counted as not passing; "
                      "the capacity may be higher")
-    if lo is not None and any(lv.state == "FAIL" and lv.level < lo.level for lv in ok):
-        notes.append("non-monotonic: a level below the highest PASS FAILed; repeat the sweep before trusting the plan")
+    if hi is not None and any(lv.state == PASS and lv.level > hi.level for lv in ok):
+        notes.append(f"non-monotonic: a level above the upper end ({unit} {hi.level:g}) PASSed; repeat the sweep "
+                     "before trusting the plan")
     if mode == "closed":
         lo_rate = None if lo is None else lo.req_per_s
         hi_rate = None if hi is None else hi.req_per_s
@@ -201,6 +205,7 @@ class PlanInputs:
     trace_lengths: tuple[float, float] | None = None  # the trace's mean (input, output) tokens
     evidence_lengths: tuple[float | None, float | None] | None = None
     synthetic: bool = False
+    synthetic_demand: bool = False  # the trace says it is synthetic (its first comment line)
     not_acceptance_grade: list[str] = field(default_factory=list)
     check_command: str = ""
     trace_command: str | None = None
@@ -294,6 +299,7 @@ def build_plan(p: PlanInputs) -> dict[str, Any]:
         "schema": "servewatch.plan/1",
         "sources": p.sources,
         "synthetic": p.synthetic,
+        "synthetic_demand": p.synthetic_demand,
         "workload": p.workload,
         "slos": p.slos,
         "target": p.target,
@@ -388,6 +394,9 @@ def warnings(p: PlanInputs) -> list[str]:
     out = []
     if p.synthetic:
         out.append("SYNTHETIC evidence: a plan from synthetic data says nothing about a real fleet")
+    if p.synthetic_demand:
+        out.append("SYNTHETIC demand: the trace says it is synthetic (its first comment line): the schedule shows "
+                   "the method, not a real traffic pattern")
     if p.not_acceptance_grade:
         out.append("evidence judged at settings that are not acceptance-grade ("
                    + ", ".join(p.not_acceptance_grade) + "): a quick check, not a plan to buy hardware on")
@@ -412,6 +421,8 @@ def exit_decision(p: PlanInputs, need: Mapping[str, Any]) -> tuple[int, str]:
         return 3, "no level of the sweep was decided PASS: no capacity to plan from"
     if p.synthetic:
         return 3, "SYNTHETIC evidence: never a plan to act on (exit 3)"
+    if p.synthetic_demand:
+        return 3, "SYNTHETIC demand (the trace is labelled synthetic): never a plan to act on (exit 3)"
     if p.not_acceptance_grade:
         return 3, "settings not acceptance-grade: " + ", ".join(p.not_acceptance_grade)
     if any(n.startswith("non-monotonic") for n in b.notes):
