@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", nargs="+", required=True, metavar="FILE",
                         help="sweep record files of ONE replica (required, no default; - reads standard input)")
     d = parser.add_argument_group("demand (one of)")
-    d.add_argument("--peak-rate", type=positive_float, default=None, metavar="REQ_PER_S",
+    d.add_argument("--peak-rate", type=positive_float, default=None, metavar="RATE",
                    help="the peak demand in requests per second (default: none; or --trace)")
     d.add_argument("--trace", default=None, metavar="FILE",
                    help="a trace whose arrival rate over windows gives the demand over time: any format `run "
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.core.runs import target_of
 
     if args.peak_rate is None and args.trace is None:
-        raise UsageError("no demand: give --peak-rate REQ_PER_S or --trace FILE")
+        raise UsageError("no demand: give --peak-rate RATE or --trace FILE")
     if args.peak_rate is not None and args.trace is not None:
         raise UsageError("give one demand: --peak-rate or --trace, not both")
     if args.gpu_hour_usd is not None and not args.gpu_hour_usd < 1e9:
