@@ -108,7 +108,7 @@ def test_text_says_the_same(sweeps, capsys):
     assert code == 0
     assert "replicas_needed at the peak: low 3, high 5" in out
     assert "replicas_total: low 5, high 7" in out and "N+2" in out
-    assert "no --gpu-hour-usd given" in out and "servewatch run --url FLEET_URL --rate 10" in out
+    assert "no --gpu-hour-usd given" in out and "$ servewatch run --url FLEET_URL --rate 10" in out
 
 
 def test_anchor_rule_numbers(sweeps, capsys):

@@ -519,9 +519,9 @@ def format_plan(doc: Mapping[str, Any]) -> str:
     for w in doc["warnings"]:
         lines.append(f"  WARNING: {w}")
     lines.append("  check the plan against the fleet:")
-    lines.append(f"    {doc['check']['command']}")
+    lines.append(f"    $ {doc['check']['command']}")
     if doc["check"].get("trace_command"):
-        lines.append(f"    {doc['check']['trace_command']}   (the trace's own arrivals and lengths)")
+        lines.append(f"    $ {doc['check']['trace_command']}   (the trace's own arrivals and lengths)")
     lines.append(f"plan: exit {doc['exit']['code']}: {doc['exit']['why']}")
     return "\n".join(lines) + "\n"
 
