@@ -48,6 +48,7 @@ def config_text(port: int, backends: list[str], balance: str) -> str:
         "defaults",
         "    mode http",
         "    option http-server-close",  # one request per server connection: the stream ends the connection
+        "    option http-no-delay",  # forward each streamed token at once (no merging of small writes)
         "    timeout connect 5s",
         "    timeout client 120s",
         "    timeout server 120s",
