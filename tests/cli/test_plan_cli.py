@@ -21,7 +21,8 @@ from tui.cli import main
 STEP_S = 660.0
 
 
-def _open_sweep(tmp: Path, name: str = "open.jsonl", synthetic: bool = False, url: str | None = None) -> Path:
+def _open_sweep(tmp: Path, name: str = "open.jsonl", synthetic: bool = False, url: str | None = None,
+                output: int = 32) -> Path:
     steps = []
     t = E.T0 + 1.0
     for rate, ttft, dur in ((1.0, 0.2, 1.0), (2.0, 0.2, 1.0), (4.0, 2.0, 3.0)):
@@ -30,7 +31,7 @@ def _open_sweep(tmp: Path, name: str = "open.jsonl", synthetic: bool = False, ur
         steps.append((start, reqs, end))
         t += STEP_S + 10.0
     hdr = E.header("open", (1.0, 2.0, 4.0), arrival="constant", input_tokens={"min": 100, "max": 100},
-                   output_tokens={"min": 32, "max": 32}, ignore_eos=True)
+                   output_tokens={"min": output, "max": output}, ignore_eos=True)
     hdr["synthetic"] = synthetic
     if url:
         hdr["target"]["url"] = url
@@ -76,7 +77,8 @@ def _plan(capsys, *args: str) -> tuple[int, str, str]:
 def sweeps(tmp_path_factory):
     d = tmp_path_factory.mktemp("plan")
     return {"open": _open_sweep(d), "closed": _closed_sweep(d), "synthetic": _open_sweep(d, "syn.jsonl", True),
-            "other": _open_sweep(d, "other.jsonl", url="http://127.0.0.1:10"), "dir": d}
+            "other": _open_sweep(d, "other.jsonl", url="http://127.0.0.1:10"),
+            "longer": _open_sweep(d, "longer.jsonl", output=256), "dir": d}
 
 
 def test_json_shape_and_the_numbers(sweeps, capsys):
@@ -175,9 +177,10 @@ def test_bad_trace_is_one_line(sweeps, capsys):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "bad.csv" in err
 
 
-def test_mixed_targets_are_refused(sweeps, capsys):
-    code, out, err = _plan(capsys, "--records", str(sweeps["open"]), str(sweeps["other"]), "--peak-rate", "3")
-    assert code == 2 and out == "" and "different targets" in err and len(err.strip().splitlines()) == 1
+@pytest.mark.parametrize("other, words", [("other", "different targets"), ("longer", "different workloads")])
+def test_mixed_targets_or_workloads_are_refused(sweeps, capsys, other, words):
+    code, out, err = _plan(capsys, "--records", str(sweeps["open"]), str(sweeps[other]), "--peak-rate", "3")
+    assert code == 2 and out == "" and words in err and len(err.strip().splitlines()) == 1
 
 
 def test_trace_gives_a_schedule(sweeps, capsys):

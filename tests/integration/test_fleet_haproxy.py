@@ -69,16 +69,19 @@ def _idle_ttft_s(url: str, n: int = 5) -> float:
     return statistics.median(seen[1:])
 
 
-def _bracket(sweep_json: Path) -> tuple[float, float | None]:
+def _bracket(sweep_json: Path) -> tuple[float, float | None, dict]:
+    """(low, high, search figures) of a sweep table: ``capacity_bracket`` of ``sweep --search``, else the ladder's
+    [highest PASS below the first FAIL, lowest not-PASS above it]."""
     s = json.loads(sweep_json.read_text())
-    if s.get("capacity_bracket"):  # sweep --search
-        b = s["capacity_bracket"]
-        return float(b["lo"]["level"] if isinstance(b["lo"], dict) else b["lo"]), (
-            None if b.get("hi") is None else float(b["hi"]["level"] if isinstance(b["hi"], dict) else b["hi"]))
+    b = s.get("capacity_bracket")
+    if b and b.get("low") is not None:
+        return float(b["low"]), (None if b.get("high") is None else float(b["high"])), {
+            "probes": len(b.get("probes") or []), "search_s": b.get("search_seconds")}
     states = [(r["level"], r["verdict"]) for r in s["levels"]]
-    lo = max(lv for lv, st in states if st.startswith("PASS"))
+    fails = [lv for lv, st in states if st.startswith("FAIL")]
+    lo = max(lv for lv, st in states if st.startswith("PASS") and (not fails or lv < fails[0]))
     above = [lv for lv, st in states if not st.startswith("PASS") and lv > lo]
-    return lo, (min(above) if above else None)
+    return lo, (min(above) if above else None), {"probes": 0}
 
 
 def _sweep(url: str, rates: list[float], service_s: float, tmp: Path, name: str) -> tuple[Path, Path, str]:
@@ -122,10 +125,10 @@ def test_plan_predicts_the_balanced_fleet(replicas, tmp_path):
     # 1. sweep ONE replica directly
     ladder = [mu * f for f in (0.5, 0.7, 0.8, 0.9, 0.95, 1.05, 1.2)]
     record, table, _ = _sweep(replicas[0].url, ladder, service_s, tmp_path, "one")
-    lo1, hi1 = _bracket(table)
+    lo1, hi1, info1 = _bracket(table)
     assert hi1 is not None and lo1 < hi1
     assert 0.75 * mu <= lo1 <= mu * 1.02, (lo1, mu)  # the known capacity, found by the sweep
-    figures.append(f"one replica: bracket [{lo1:g}, {hi1:g}] req/s")
+    figures.append(f"one replica: bracket [{lo1:g}, {hi1:g}] req/s ({info1})")
 
     for k in (1, 2, 3):
         peak = round(PLAN_FILL * k * lo1, 3)
@@ -152,11 +155,11 @@ def test_plan_predicts_the_balanced_fleet(replicas, tmp_path):
             # 4. the fleet's capacity measured through the balancer vs the plan's k x per-replica bracket
             fleet_ladder = [k * mu * f for f in (0.7, 0.85, 0.95, 1.05, 1.2)]
             _, ftable, _ = _sweep(balanced.url, fleet_ladder, service_s, tmp_path, f"fleet-k{k}")
-            flo, fhi = _bracket(ftable)
+            flo, fhi, finfo = _bracket(ftable)
             predicted = k * (lo1 + hi1) / 2
             measured = flo if fhi is None else (flo + fhi) / 2
             figures.append(f"k={k}: plan rate {peak:g} req/s; predicted fleet capacity {k * lo1:g}-{k * hi1:g} "
-                           f"(mid {predicted:.3g}); measured through HAProxy [{flo:g}, {fhi}] (mid {measured:.3g})")
+                           f"(mid {predicted:.3g}); measured through HAProxy [{flo:g}, {fhi}] (mid {measured:.3g}; {finfo})")
             assert abs(predicted - measured) <= 0.15 * measured, figures
         finally:
             balanced.stop()
