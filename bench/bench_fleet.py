@@ -111,9 +111,11 @@ def sweep(url: str, ladder: list[float], accept: list[str], load: list[str], tmp
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--slots", type=int, default=2, help="slots per llama-server (default 2)")
-    ap.add_argument("--input-words", type=int, default=32, help="prompt words (default 32)")
-    ap.add_argument("--output-tokens", type=int, default=16, help="output tokens, ignore_eos (default 16)")
-    ap.add_argument("--window-minutes", type=float, default=0.5, help="minimum window per step (default 0.5)")
+    ap.add_argument("--input-words", type=int, default=16, help="prompt words (default 16)")
+    ap.add_argument("--output-tokens", type=int, default=8, help="output tokens, ignore_eos (default 8)")
+    ap.add_argument("--window-minutes", type=float, default=0.25, help="minimum window per step (default 0.25)")
+    ap.add_argument("--target", type=float, default=0.8, help="good fraction target (default 0.8)")
+    ap.add_argument("--alpha", type=float, default=0.2, help="error level of the verdict (default 0.2)")
     ap.add_argument("--out", default=None, help="write the JSON summary here (default: print only)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
@@ -127,12 +129,14 @@ def main() -> int:
         slo_ms = slo_between(speed)
         # a rough capacity of one replica: its slots over one whole request; the ladder spans it
         rough = a.slots / speed.e2e_median_s
-        ladder = [rough * f for f in (0.25, 0.5, 1.0, 2.0)]
-        accept = ["--slo-ttft-ms", f"{slo_ms:.0f}", "--target", "0.9", "--min-window-minutes", f"{a.window_minutes:g}"]
-        load = ["--arrival", "constant", "--input-tokens", str(a.input_words), "--output-tokens", str(a.output_tokens),
-                "--ignore-eos", "--no-gpu", "--max-step-seconds", f"{60 * a.window_minutes + 90:.0f}",
-                "--api-key-env", "SW_BENCH_NO_KEY"]
         search = has_search()
+        # with --search a coarse ladder (the search bisects); without it a fine one around the rough figure
+        ladder = [rough * f for f in ((0.25, 0.5, 1.0, 2.0) if search else (0.4, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0))]
+        accept = ["--slo-ttft-ms", f"{slo_ms:.0f}", "--target", f"{a.target:g}", "--alpha", f"{a.alpha:g}",
+                  "--min-window-minutes", f"{a.window_minutes:g}"]
+        load = ["--arrival", "constant", "--input-tokens", str(a.input_words), "--output-tokens", str(a.output_tokens),
+                "--ignore-eos", "--no-gpu", "--max-step-seconds", f"{60 * a.window_minutes + 105:.0f}",
+                "--api-key-env", "SW_BENCH_NO_KEY"]
         result.update(calibration=str(speed), slo_ttft_ms=round(slo_ms), search=search, ladder_one=ladder)
         print(f"calibration: {speed}; SLO {slo_ms:.0f} ms; rough capacity {rough:.2f} req/s; search: {search}",
               flush=True)
