@@ -364,8 +364,8 @@ def test_quality_short_of_the_policy_is_not_acceptance_grade(tmp_path, kw, why):
 
 
 def test_accept_names_the_judged_levels_own_gap(tmp_path, capsys):
-    """Before: on the bundled run accept named level 1's gap ("need 22 more requests") while judging level 8."""
-    default = str(sample_path("default.jsonl"))
+    """Before: on the (first) bundled run accept named level 1's gap ("need 22 more requests") while judging level 8."""
+    default = str(TESTS / "fixtures" / "gemma_sweep_short.jsonl")
     rc, rep, _ = report_json(capsys, default)
     missing = rep["measured"]["verdict"]["missing"]
     assert rep["measured"]["level"] == 8 and missing

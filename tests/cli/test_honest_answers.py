@@ -25,7 +25,9 @@ from tui.core.records import RunHeader, parse_line, read_file, source_block
 from tui.samples import sample_path
 
 ROOT = REPO
-DEFAULT = sample_path("default.jsonl")  # the bundled real run: Gemma 3 270M on a CPU, llama.cpp, 4 slots x 2048
+# a real run WITHOUT a budget record (the first bundled sample: Gemma 3 270M on a CPU, llama.cpp, 4 slots x 2048);
+# the bundled default.jsonl now carries its budget (tests/docs/test_bundled_run.py)
+DEFAULT = str(REPO / "tests" / "fixtures" / "gemma_sweep_short.jsonl")
 SEED = sample_path("seed.jsonl")  # the bundled teaching log
 OWN_BUDGET = compute_budget(BudgetInputs(params=270e6, gpu_gib=16.0, layers=18, kv_heads=1, head_dim=256,
                                          max_seq=2048))
@@ -145,7 +147,7 @@ def test_accept_uses_the_same_budget_rules(tmp_path, capsys):
     rc, doc, md, _, _ = accept_in(tmp_path, "--records", DEFAULT)
     out = capsys.readouterr().out
     assert doc["budget"]["given"] is False and doc["conclusion"]["budget"] == "unknown"
-    assert "Budget unknown: no budget was given for this run." in md and "--config" in md
+    assert "Budget unknown: no budget was given for this run;" in md and "--config" in md
     assert "the server (llamacpp) allocated room for 4 sequences of 2048 tokens" in md
     assert "budget: unknown" in out and "allocated room for 4 sequences" in out
     p = with_budget_record(tmp_path, budget_to_dict(OWN_BUDGET))

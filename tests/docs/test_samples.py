@@ -14,7 +14,7 @@ def test_default_sample_is_a_real_labelled_run():
     assert env["server"]["engine"] == "llamacpp" and env["gpu"]["gpu"] == "none"
     reqs = [r for r in items if isinstance(r, RequestRecord)]
     assert len(reqs) >= 150 and len({r.id for r in reqs}) == len(reqs)
-    assert {r.level for r in reqs if r.phase == "measure"} == {1.0, 2.0, 4.0, 8.0}
+    assert {r.level for r in reqs if r.phase == "measure"} == {1.0, 2.0, 4.0, 8.0, 16.0, 32.0}
     assert any(isinstance(q, QueueSample) and q.source == "llamacpp" and q.waiting for q in items)
 
 

@@ -110,7 +110,7 @@ def test_installed_console_opens_on_the_bundled_run(wheel_venv):
     r = _run([str(py), "-c", code], cwd=outside, env=_clean_env())
     assert r.returncode == 0, r.stderr[-3000:]
     info = json.loads(r.stdout.strip().splitlines()[-1])
-    assert info["requests"] == 182, info  # every request of sample_logs/default.jsonl
+    assert info["requests"] == 1090, info  # every request of sample_logs/default.jsonl
     assert info["synthetic"] is False
     assert {"dark", "light", "high-contrast"} <= set(info["themes"]), info
 

@@ -7,7 +7,7 @@ verdict as written, without waiting the 10-minute windows they need in real time
   The load generator's timers (``asyncio.sleep`` in the server model, the step cap, the progress ticker) then
   take no real time, while their order and their recorded durations are exactly those of a real run.
 - ``RecordedServer``: an ``httpx.MockTransport`` handler answering like an OpenAI-compatible streaming server.
-  Each completion replays one request recorded from the real llama-server run in ``sample_logs/default.jsonl``:
+  Each completion replays one request recorded from a real llama-server run (``tests/fixtures/gemma_sweep_short.jsonl``, the first bundled sample):
   its TTFT (the first token arrives after it) and its total time (the stream ends after it), and whether it
   completed. ``model="keeps-up"`` replays the level-1 requests at every level (a server that keeps up with any
   load: the issue's "perfect server"); ``model="recorded"`` replays, at concurrency c, the requests recorded at
@@ -37,7 +37,7 @@ import httpx
 from tests.support.paths import REPO
 
 ROOT = REPO
-RECORDED = ROOT / "sample_logs" / "default.jsonl"
+RECORDED = ROOT / "tests" / "fixtures" / "gemma_sweep_short.jsonl"  # the first bundled run (2026-11)
 EPOCH0 = 1_800_000_000.0
 
 

@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
                         help="price of one GPU-hour in USD (default: none, no cost figures)")
     parser.add_argument("--gpus", type=positive_int, default=None, metavar="N",
-                        help="GPUs the deployment uses (default 1)")
+                        help="GPUs one replica uses, for the cost (default: --tp when given, else 1, said as assumed)")
     parser.add_argument("--no-html", action="store_true", help="do not write acceptance.html")
     parser.add_argument("--model", default=None, metavar="NAME",
                         help="judge only the record files of this model (header target.model); files of other "
@@ -142,6 +142,20 @@ def one_target(runs: list, model: str | None, notes: list[str]) -> list:
         raise UsageError(f"the record files are of different {what} (listed above): one verdict cannot combine "
                          "them; give the files of one deployment, or --model NAME")
     return runs
+
+
+def _tp(args: argparse.Namespace) -> int | None:
+    """``--tp`` as a whole number (the budget flags keep their text until the budget reads them); bad: exit 2."""
+    v = getattr(args, "tp", None)
+    if v is None:
+        return None
+    try:
+        tp = int(v)
+    except (TypeError, ValueError):
+        raise UsageError(f"--tp must be a whole number >= 1, got {v!r}") from None
+    if tp < 1:
+        raise UsageError(f"--tp must be a whole number >= 1, got {v!r}")
+    return tp
 
 
 def run(args: argparse.Namespace) -> int:
@@ -253,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         budget_source=budget_origin,
         quality=quality_doc,
         quality_source=args.quality,
-        cost=A.CostInputs(gpu_hour_usd=args.gpu_hour_usd, gpus=args.gpus),
+        cost=A.CostInputs(gpu_hour_usd=args.gpu_hour_usd, gpus=args.gpus, tp=_tp(args)),
         rollback_rules=user_rules,
         rollback_source=args.rollback,
         slo_ttft_ms=cfg.slo_ttft_ms,

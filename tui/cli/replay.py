@@ -69,7 +69,8 @@ def default_sample_path() -> Path | None:
 
 
 def _sample_speed(path: Path) -> float:
-    """A speed that plays the sample in about a minute (record time span / 60), at least 1x."""
+    """A speed that plays the sample in under 45 s (a power of two, at least 1x), so a newcomer sees every verdict
+    within a minute."""
     first = last = None
     try:
         from tui.core.records import read_file
@@ -87,7 +88,7 @@ def _sample_speed(path: Path) -> float:
         return 1.0
     span = last - first
     speed = 1.0
-    while span / speed > 60.0 and speed < 1024:
+    while span / speed > 45.0 and speed < 1024:
         speed *= 2
     return speed
 

@@ -24,9 +24,7 @@ from tui.core.budget.serialize import budget_from_dict
 from tui.core.budget.vocab import BudgetError
 
 #: The flags that would give a budget (shown wherever the budget is unknown).
-BUDGET_HINT = ("budget unknown: give --config config.json (Hugging Face) or --params/--weights/--gpu-gib "
-               "(+ --layers/--kv-heads/--head-dim), or --budget FILE (from `servewatch budget --out FILE`); "
-               "--teaching shows the teaching case (an example, not your model)")
+BUDGET_HINT = "budget unknown: give --config config.json, --params/--gpu-gib or --budget FILE (--teaching: the example)"
 
 ORIGIN_RECORD = "budget record in the record file"
 ORIGIN_TEACHING = "the teaching case (an example, not this run's model)"

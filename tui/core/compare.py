@@ -413,7 +413,8 @@ def to_markdown(cmp: dict) -> str:
                 f"({_pct(lo)}-{_pct(hi)}) | {_ms(t['P50'])} / {_ms(t['P95'])} / {_ms(t['P99'])} "
                 f"| {_num(s['tpot_ms_p50'], '{:.1f}')} | {_num(s['goodput_per_s'])} | {_num(s['vif'])} "
                 f"| {r['verdict'] if name == 'cand' else ''} |")
-        lines.append("")
+    lines.append("")  # the table whole, then each level's verdict (a line between rows ends a markdown table)
+    for r in cmp["levels"]:
         diff = r.get("difference")
         tail = "" if diff is None else (f"difference {100 * diff:+.1f} points, interval "
                                         f"{100 * r['interval'][0]:+.1f} to {100 * r['interval'][1]:+.1f}; ")
@@ -422,6 +423,7 @@ def to_markdown(cmp: dict) -> str:
         for name, s in (("base", r["base"]), ("candidate", r["cand"])):
             if s["excluded_cancelled_open"]:
                 lines.append(f"  - {name}: {s['excluded_cancelled_open']} cancelled while still open, not judged")
+    if cmp["levels"]:
         lines.append("")
     lines += _latency_markdown(cmp["levels"])
     lines += prefix_cache.compare_markdown(cmp["levels"])  # issue 23

@@ -44,7 +44,7 @@ from tui.core.budgetview import (
     budget_view,
 )
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
-from tui.core.levels import row_mode
+from tui.core.levels import fmt_level, row_mode
 from tui.core.outcomes import EXCLUDED, FAILED, SLOW
 from tui.core.prefix_cache import PrefixTally
 from tui.core.prefix_cache import by_level as prefix_cache_by_level
@@ -217,6 +217,7 @@ class _LevelState:
         "level", "round", "mode", "n", "good", "failed", "slow", "completed", "first_t", "last_t",
         "ttft", "out_tokens", "judge", "verdict_cache", "saturated",
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
+        "waiting_sum", "waiting_n", "peak_kv_usage", "order",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
         "tokens", "sessions", "turns", "pcache",
@@ -252,6 +253,10 @@ class _LevelState:
         self.degraded: str | None = None  # why the level was not held (a load worker lost): it cannot PASS
         self.lateness_p99_ms: float | None = None
         self.max_waiting: float | None = None
+        self.order = 0  # the order the levels appeared in (the rolling window follows the newest)
+        self.waiting_sum = 0.0  # the level's queue samples (waiting), for the mean queue depth
+        self.waiting_n = 0
+        self.peak_kv_usage: float | None = None  # the engine's kv_cache_usage (0..1), highest sample of the level
         self.peak_gpu_gib: float | None = None
         self._sorted_cache: tuple[int, Sequence[float]] | None = None
         # what the level's own records say, for the cross-checks (tui.core.evidence): every measured record of
@@ -390,6 +395,9 @@ class Monitor:
         # on every request; at 50 req/s and 60 s, ~3,000 entries), with ROLLING_MAX as a ceiling above 3,333 req/s
         self._roll: deque = deque(maxlen=cfg.rolling_n or ROLLING_MAX)
         self._roll_good = 0
+        # the level+round the rolling window shows: the newest one that has measured requests (a level change
+        # starts the window afresh; a straggler of an earlier level counts in its level, not in the window)
+        self._roll_owner: _LevelState | None = None
         self._recent: deque = deque(maxlen=cfg.recent_rows)
         # sparkline buckets
         self._bucket_idx: int | None = None
@@ -644,6 +652,7 @@ class Monitor:
         st = self.levels.get(key)
         if st is None:
             st = self.levels[key] = _LevelState(level, rnd, self.test, self.cfg, self.min_requests)
+            st.order = len(self.levels)
         return st
 
     def _add_step(self, s: StepRecord) -> None:
@@ -842,19 +851,26 @@ class Monitor:
                 judge.add(t_end, good or unjudged, t_sent)
                 if judge.state != before or n == 1:  # the first check of a level is what a watcher sees first
                     timeline_add(st, judge.state, n, t_end)
-                # rolling window: the last ``rolling_n`` requests, else those that ended in the last ``rolling_s``
-                if len(roll) == roll_max:
-                    self._roll_good -= roll[0][1]
-                roll_append((t_end, good, ttft_ms, failed, ot, tpot_ms))
-                if good:
-                    self._roll_good += 1
-                if rolling_n:
-                    while len(roll) > rolling_n:
-                        self._roll_good -= roll.popleft()[1]
-                else:
-                    horizon = t_end - horizon_s
-                    while roll and roll[0][0] < horizon:
-                        self._roll_good -= roll.popleft()[1]
+                # rolling window: the current level's last ``rolling_n`` requests, else those that ended in the last
+                # ``rolling_s``
+                owner = self._roll_owner
+                if st is not owner and (owner is None or st.order > owner.order):
+                    roll.clear()
+                    self._roll_good = 0
+                    owner = self._roll_owner = st
+                if st is owner:
+                    if len(roll) == roll_max:
+                        self._roll_good -= roll[0][1]
+                    roll_append((t_end, good, ttft_ms, failed, ot, tpot_ms))
+                    if good:
+                        self._roll_good += 1
+                    if rolling_n:
+                        while len(roll) > rolling_n:
+                            self._roll_good -= roll.popleft()[1]
+                    else:
+                        horizon = t_end - horizon_s
+                        while roll and roll[0][0] < horizon:
+                            self._roll_good -= roll.popleft()[1]
                 # sparkline buckets
                 bidx = int(t_end // bucket_s)
                 if bidx != self._bucket_idx:
@@ -916,12 +932,18 @@ class Monitor:
             self._kv_usage_series.append(u)
             self._kv_usage_n += 1
             self._kv_usage_peak = u if self._kv_usage_peak is None else max(self._kv_usage_peak, u)
+            cur = self.current
+            if cur is not None:
+                cur.peak_kv_usage = u if cur.peak_kv_usage is None else max(cur.peak_kv_usage, u)
         if q.waiting is not None:
             self._waiting_series.append(q.waiting)
             self._max_waiting = q.waiting if self._max_waiting is None else max(self._max_waiting, q.waiting)
             st = self.current
             if st is not None:
                 st.max_waiting = q.waiting if st.max_waiting is None else max(st.max_waiting, q.waiting)
+                if math.isfinite(q.waiting):
+                    st.waiting_sum += q.waiting
+                    st.waiting_n += 1
         if q.running is not None:
             self._running_series.append(q.running)
 
@@ -1003,6 +1025,9 @@ class Monitor:
     def _rolling(self) -> WindowStat:
         cfg = self.cfg
         label = f"last {cfg.rolling_n} requests" if cfg.rolling_n else f"last {cfg.rolling_s:g} s"
+        owner = self._roll_owner
+        if owner is not None and owner.level is not None:
+            label += f" of level {fmt_level(owner.level)}"
         roll = self._roll
         n = len(roll)
         if n == 0:
@@ -1135,6 +1160,8 @@ class Monitor:
                 level=st.level, round=st.round, mode=st.mode, window=self._window_from_state(st),
                 verdict=self.verdict_for(st), saturated=st.saturated, lateness_p99_ms=st.lateness_p99_ms,
                 max_waiting=st.max_waiting, peak_gpu_gib=st.peak_gpu_gib,
+                mean_waiting=st.waiting_sum / st.waiting_n if st.waiting_n else None, queue_samples=st.waiting_n,
+                peak_kv_usage=st.peak_kv_usage,
                 cancelled_open=self.cancelled_open.get((st.level, st.round), 0),
                 delivered=d.figure, not_reached=d.problem,
                 problems=tuple(problems),
@@ -1143,6 +1170,8 @@ class Monitor:
                 turns=None if st.turns is None else st.turns.rows(),
                 prefix_cache=prefix_cache_summary(
                     st.pcache, (self.step_info.get((st.level, st.round), {}).get("prefix_cache"),)),
+                search_probe=bool(self.step_info.get((st.level, st.round), {}).get("search_probe")),
+                step_s=_step_seconds(self.step_info.get((st.level, st.round), {})),
             ))
         return tuple(rows)
 
@@ -1314,3 +1343,9 @@ class Monitor:
             evidence_problems=self.evidence_problems(),
             records_integrity=self.records_integrity,
         )
+
+
+def _step_seconds(info: dict) -> float | None:
+    """A step end record's ``duration_s`` (None: not a number)."""
+    v = info.get("duration_s")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None

@@ -11,6 +11,7 @@ from typing import Any
 
 import tui.core.prefix_cache as _prefix_cache
 import tui.core.provenance as _prov
+import tui.core.search as _search
 import tui.core.server_timing as _server_timing
 import tui.core.token_counts as _token_counts
 import tui.core.turns as _turns
@@ -213,6 +214,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
              "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
              "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open,
              "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
+             **({"search_probe": True} if r.search_probe else {}),
              **window_dict(r.window, snap.slos.ttft_of)}
             for r in snap.levels
         ],
@@ -241,6 +243,10 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "timeline_omitted": snap.timeline_omitted,
         "exit_code": exit_code(state),
     }
+    br = _search.capacity_bracket(snap.levels, snap.header, j.unit if j is not None else "level",
+                                  j.mode if j is not None else None)
+    if br is not None:  # issue 26: a `sweep --search` file: the capacity bracket and its evidence
+        rep["capacity_bracket"] = br
     _server_timing.attach(rep, snap.levels)  # issue 21: the server's own brackets beside the client's, per level
     _token_counts.attach(rep, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
     rep["workload"] = {"text": _workload.describe_header(snap.header)}  # issue 23: what each request looked like
@@ -445,6 +451,8 @@ def format_report(rep: dict[str, Any]) -> str:
                 f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else "")
                 + ("  NOT REACHED" if r.get("not_reached") else ""))
         add("  (* = insufficient n for that percentile)")
+        if rep.get("capacity_bracket"):
+            out.extend("  " + ln for ln in _search.format_bracket(rep["capacity_bracket"]))
         add("  level round  TPOT P50/P95/P99 (n)     ITL P50/P95/P99 (n)      E2E P50/P95/P99 (n)      goodput tok/s"
             "  misses")
         for r in rep["levels"]:

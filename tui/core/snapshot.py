@@ -186,6 +186,11 @@ class LevelRow:
     lateness_p99_ms: float | None = None
     max_waiting: float | None = None
     peak_gpu_gib: float | None = None
+    #: the level's server queue samples: their mean of ``waiting`` (samples are evenly spaced in time, so this is
+    #: the time-averaged queue depth) and their count; the engine's highest kv_cache_usage (0..1) at the level
+    mean_waiting: float | None = None
+    queue_samples: int = 0
+    peak_kv_usage: float | None = None
     cancelled_open: int = 0  # measured requests of this level+round cancelled while still open: not judged
     delivered: str = ""  # the load the level's own records show ("mean 3.96 requests in flight (concurrency 4)")
     not_reached: str | None = None  # why the labelled load was not delivered (then it can never PASS)
@@ -200,6 +205,10 @@ class LevelRow:
     #: the server's prefix-cache use at this level (issue 23): ``tui.core.prefix_cache.level_summary``; None: not
     #: computed
     prefix_cache: dict | None = None
+    #: issue 26: the level's step records say ``search_probe`` (a probe of `sweep --search`, not a ladder level)
+    search_probe: bool = False
+    #: the step's recorded duration (its end record's ``duration_s``); None: no step end record
+    step_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 from tui.core.acceptance import RunInput, measured_section
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
 from tui.core.compare import latency_value
+from tui.core.search import capacity_bracket, format_bracket
 from tui.core.snapshot import LevelRow, Snapshot
 from tui.core.states import FAIL
 from tui.core.textfmt import fmt_level, fmt_pct
@@ -65,7 +66,7 @@ def sweep_summary(snapshot: Snapshot, budget: Any = None, source: str = "") -> d
         code = 1
     else:
         code = 3
-    return {
+    out = {
         "schema": "servewatch.sweep/1",
         "unit": m["unit"],
         "levels": m["levels"],
@@ -75,6 +76,10 @@ def sweep_summary(snapshot: Snapshot, budget: Any = None, source: str = "") -> d
         "exit_code": code,
         "good": snapshot.slos.describe(),
     }
+    br = capacity_bracket(snapshot.levels, snapshot.header, m["unit"], m["primary_mode"])
+    if br is not None:  # a `sweep --search` (issue 26)
+        out["capacity_bracket"] = br
+    return out
 
 
 def _p95(block: Any) -> str:
@@ -126,4 +131,6 @@ def format_sweep(s: dict[str, Any]) -> str:
     lines.append(f"measured capacity: {'none (no level passed)' if cap is None else fmt_level(cap)}    "
                  f"memory-only candidate: {'unknown' if cand is None else cand} (a number to test, not a limit)")
     lines += [f"  - {line}" for line in s["limits"]]
+    if s.get("capacity_bracket"):
+        lines += format_bracket(s["capacity_bracket"])
     return "\n".join(lines) + "\n"

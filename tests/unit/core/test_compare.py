@@ -242,3 +242,20 @@ def test_bursty_runs_at_the_margin_rarely_come_out_not_worse():
         hits += c["verdict"] == K.NOT_WORSE
     se = (0.05 * 0.95 / runs) ** 0.5
     assert hits / runs <= 0.05 + 2 * se, hits / runs
+
+
+def test_markdown_table_holds_every_level_in_one_table():
+    """A blank line between rows ends a markdown table: every level's rows sit in the one table, the verdicts after."""
+    base = run(run_records(0.98, 300, level=1.0, seed=1) + run_records(0.98, 300, level=2.0, seed=2))
+    cand = run(run_records(0.98, 300, level=1.0, seed=3) + run_records(0.98, 300, level=2.0, seed=4))
+    md = K.to_markdown(K.compare(base, cand, slo_ttft_ms=1000))
+    lines = md.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("| level | run | n |"))
+    block = []
+    for ln in lines[head:]:
+        if not ln.startswith("|"):
+            break
+        block.append(ln)
+    assert [ln.split("|")[1:3] for ln in block[2:]] == [[" 1 ", " base "], [" 1 ", " cand "], [" 2 ", " base "],
+                                                       [" 2 ", " cand "]]
+    assert "- level 1: **" in md and "- level 2: **" in md

@@ -22,6 +22,7 @@ from tui.core.acceptance.inputs import (
     _str,
     provenance,
 )
+from tui.core.acceptance.measured_extra import memory_queue_section
 from tui.core.acceptance.quality_section import QUALITY_PHRASES, quality_section, tied_text
 from tui.core.acceptance.rollback import default_rollback_rules
 from tui.core.acceptance.sections import (
@@ -101,7 +102,9 @@ def build_acceptance(
     qsec = quality_section(quality, quality_source, models, quality_policy)
     if qsec["run"]:
         qsec["tied"] = tied_text(runs, qsec)
-    csec = cost_section(cost, measured)
+    measured["memory_queue"] = memory_queue_section(runs)
+    tp = getattr(getattr(budget, "inputs", None), "tp", None)
+    csec = cost_section(cost, measured, tp=tp if isinstance(tp, int) else None)
     drules, rnotes = default_rollback_rules(target, slo_ttft_ms)
 
     # 8. conclusion

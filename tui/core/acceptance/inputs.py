@@ -37,6 +37,7 @@ class RunInput:
 class CostInputs:
     gpu_hour_usd: float | None = None
     gpus: int | None = None
+    tp: int | None = None  # --tp as given on the command line (else the budget's own)
 
 
 # ------------------------------------------------------------------ small helpers

@@ -15,6 +15,7 @@ from tui.core.chain import md_records_integrity  # the digest chain's section (i
 from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES, latency_cell
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
+from tui.core.search import format_bracket
 from tui.core.token_counts import TOLERANCE_RULE
 
 _MISSING = "not recorded"
@@ -122,7 +123,9 @@ def md_budget(doc: Mapping) -> list[str]:
     add("## 1. Memory budget (formula output, not a measurement)")
     add("")
     if not b.get("given"):
-        add(f"Budget unknown: no budget was given for this run. {b.get('hint') or ''}".rstrip())
+        hint = str(b.get("hint") or "")
+        hint = hint.split(": ", 1)[1] if hint.lower().startswith("budget unknown: ") else hint
+        add(f"Budget unknown: no budget was given for this run{'; ' + hint if hint else ''}.")
     else:
         if b.get("teaching"):
             add("**TEACHING CASE**: the budget below is the teaching example (7B bf16 on a 24 GiB GPU), not the "
@@ -342,6 +345,10 @@ def md_measured(doc: Mapping) -> list[str]:
     add("")
     for s in m["capacity_vs_memory"]:
         add(f"- {s}")
+    for b in m.get("capacity_brackets") or []:  # issue 26: `sweep --search`
+        lines = format_bracket(b)
+        add(f"- `{b['source']}`: {lines[0]}")
+        L.extend(f"  {ln.strip()}" if ln.strip().startswith("-") else f"  - {ln.strip()}" for ln in lines[1:])
     for s in m["notes"]:
         add(f"- Note: {s}")
     for p in m.get("input_problems") or []:
@@ -352,8 +359,35 @@ def md_measured(doc: Mapping) -> list[str]:
         for n in p["notes"]:
             add(f"- Note on `{p['source']}`: {n}")
     add("")
+    L += md_memory_queue(m)
     add(f"Measured verdict: **{m['state']}**: {m['reason']}.")
     add("")
+    return L
+
+
+def md_memory_queue(m: Mapping) -> list[str]:
+    """What was measured about memory and queueing: per run one line, per level the server queue and KV peaks."""
+    mq = m.get("memory_queue")
+    if not isinstance(mq, Mapping):
+        return []
+    L = ["### Memory and queueing (measured)", ""]
+    for r in mq.get("runs") or ():
+        L.append(f"- `{r['source']}`: {r['summary']}")
+    rows = [x for x in mq.get("levels") or () if x.get("queue_samples") or x.get("peak_kv_usage") is not None
+            or x.get("peak_gpu_gib") is not None]
+    if rows:
+        L.append("")
+        L += _table(("run", "level", "round", "queue waiting peak", "queue waiting mean", "queue samples",
+                     "engine KV peak", "GPU memory peak"), (
+            (f"`{x['source']}`", _fmt_level(x["level"]), x["round"],
+             _MISSING if x["peak_waiting"] is None else f"{x['peak_waiting']:g}",
+             _MISSING if x["mean_waiting"] is None else f"{x['mean_waiting']:.2f}", x["queue_samples"],
+             _MISSING if x["peak_kv_usage"] is None else _pct(x["peak_kv_usage"]),
+             _MISSING if x["peak_gpu_gib"] is None else f"{x['peak_gpu_gib']:.2f} GiB") for x in rows))
+        L.append("")
+        L.append("Queue mean: the mean of the level's server queue samples (taken at a fixed interval, so the "
+                 "time-averaged depth); not recorded: the file has no such samples.")
+    L.append("")
     return L
 
 
@@ -470,12 +504,14 @@ def md_cost(doc: Mapping) -> list[str]:
     if cs["gpu_hour_usd"] is None:
         add(f"{cs['status']}.")
     else:
-        add(f"- Price: ${cs['gpu_hour_usd']:g} per GPU-hour x {cs['gpus']} GPU(s)"
-            + (" (1 GPU assumed: pass --gpus)" if cs["gpus_assumed"] else "") + f" = ${cs['usd_per_hour']:g} per hour")
+        gpus_from = cs.get("gpus_from") or ("1 GPU assumed: pass --gpus" if cs["gpus_assumed"] else "--gpus")
+        add(f"- Price: ${cs['gpu_hour_usd']:g} per GPU-hour x {cs['gpus']} GPU(s) ({gpus_from}) = "
+            f"**${cs['usd_per_hour']:g} per hour**")
         if cs["usd_per_1m_output_tokens"] is None and cs["usd_per_1000_good_requests"] is None:
             add(f"- {cs['status']}")
         else:
-            add(f"- At the measured capacity ({m['unit']} {_fmt_level(cs['capacity_level'])}): "
+            level = cs.get("basis_level", cs.get("capacity_level"))
+            add(f"- At {m['unit']} {_fmt_level(level)}, {cs.get('basis_state') or 'the measured capacity'}: "
                 f"{_f(cs['output_tok_per_s'], 1)} output tok/s, {_f(cs['goodput_per_s'])} good requests/s")
             add(f"- **${_f(cs['usd_per_1m_output_tokens'], 4)} per 1M output tokens**, "
                 f"**${_f(cs['usd_per_1000_good_requests'], 4)} per 1,000 good requests**")

@@ -16,6 +16,7 @@ from tui.core.capacity import CapRow, cap_rows, measure_capacity
 from tui.core.compare import LATENCY_KEYS, latency_json
 from tui.core.levels import judge_level, level_key, row_mode
 from tui.core.redact import redact_url
+from tui.core.search import capacity_bracket
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
 from tui.core.workload import describe_header
 
@@ -291,12 +292,17 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
         "saturated": row.saturated,
         "lateness_p99_ms": row.lateness_p99_ms,
         "max_waiting": row.max_waiting,
+        "mean_waiting": row.mean_waiting,
+        "queue_samples": row.queue_samples,
+        "peak_kv_usage": row.peak_kv_usage,
         "peak_gpu_gib": row.peak_gpu_gib,
+        "output_tokens_received_max": ((row.tokens or {}).get("output") or {}).get("received", {}).get("max"),
         **({"cancelled_open": row.cancelled_open} if row.cancelled_open else {}),
         # the file held against itself (tui.core.evidence): what forbids PASS at this level, the load delivered
         "evidence_problems": list(row.problems) + ([row.not_reached] if row.not_reached and
                                                     row.not_reached not in " ".join(row.problems) else []),
         "delivered": row.delivered or None,
+        **({"search_probe": True} if row.search_probe else {}),  # issue 26: a probe of `sweep --search`
     }
 
 
@@ -346,7 +352,12 @@ def measured_section(
             problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
                              "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
                              "notes": [_str(n) for n in sn.notes]})
-    return {
+    brackets = []  # issue 26: each `sweep --search` file's capacity bracket
+    for r in runs:
+        br = capacity_bracket(r.snapshot.levels, r.snapshot.header, unit, cap.mode)
+        if br is not None:
+            brackets.append({"source": r.source, **br})
+    out: dict[str, Any] = {
         "levels": rows,
         "summary": summary,
         "by_mode": by_mode,
@@ -367,6 +378,9 @@ def measured_section(
         "notes": notes,
         "input_problems": problems,
     }
+    if brackets:
+        out["capacity_brackets"] = brackets
+    return out
 
 
 

@@ -19,6 +19,7 @@ import tui.sources.openai_http as oh
 from tui.core.lengths import LengthDist
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
+from tui.core.search import SearchSettings
 from tui.core.slos import Slos
 from tui.core.thinktime import ThinkDist
 from tui.sources.load.errors import ConfigError
@@ -116,6 +117,9 @@ class LoadConfig:
     dataset: str | None = None
     max_context: int | None = None
     dataset_max_bad_share: float = defaults.DATASET_MAX_BAD_SHARE
+    # issue 26, `sweep --search`: after the ladder, bisect between its last PASS and first FAIL (tui.core.search);
+    # None: no search. Needs until_decided (each probe a step run until decided, capped like the ladder's)
+    search: SearchSettings | None = None
 
     @property
     def min_window_minutes(self) -> float:
@@ -174,6 +178,8 @@ class LoadConfig:
             if not k or any(c in k for c in " :\r\n\t"):
                 raise ConfigError("--header must look like 'Name: value'")
         self._validate_workload()
+        if self.search is not None and (self.trace is not None or not self.until_decided):
+            raise ConfigError("--search bisects a sweep's levels: it needs steps run until decided, and no --trace")
         if self.trace is not None:
             self._validate_trace()
 

@@ -315,6 +315,7 @@ class LoadGenerator:
                 "client_pid": os.getpid(),
                 "workers": self._workers_block(),
                 **self._workload_blocks(),
+                **({"search": c.search.block()} if c.search is not None else {}),
             },
             environment=self.environment(gpu_env),
             synthetic=False,
@@ -437,17 +438,19 @@ class LoadGenerator:
                                    now_epoch=self.clock.now)
 
     async def _run_step(self, level: float, rnd: int, phase: Phase, n_requests: int | None,
-                        duration: float | None, mode: Mode, label: str, concurrency: int | None = None) -> dict:
+                        duration: float | None, mode: Mode, label: str, concurrency: int | None = None,
+                        probe: bool = False) -> dict:
         step = Step(level, rnd, phase, mode)
         self._step = step
         c = self.cfg
+        probe_flag = {"search_probe": True} if probe else {}  # a step of `sweep --search` (tui.core.search)
         hist = self._step_hist if phase == "measure" else None
         h0 = h1 = None
         if hist is not None:  # the server's latency histograms at the step's start (and end, below)
             h0 = await hist.snapshot(self._client, self.model)
         if phase == "measure":
             self.emit(step_start_record(self.clock.now(), level, rnd, mode, phase, n_requests, duration,
-                                        "trace" if c.trace is not None else c.arrival))
+                                        "trace" if c.trace is not None else c.arrival) | probe_flag)
         self.say(label)
         pooled = None
         if self._runner is not None:
@@ -480,6 +483,7 @@ class LoadGenerator:
                 pc = hist.prefix_cache(h0, h1)  # issue 23: vLLM's prefix-cache counters' deltas, same scrapes
                 if pc is not None:
                     end["prefix_cache"] = pc
+            end.update(probe_flag)
             if phase == "measure":
                 self.emit(end)
                 self.summary.steps.append(end)
@@ -585,6 +589,18 @@ class LoadGenerator:
 
     async def _ramp(self) -> None:
         c = self.cfg
+        if await self._ladder() and c.search is not None and self._monitor is not None:
+            from tui.sources.load.capacity_search import run_search
+
+            mon = self._monitor
+            await run_search(c.search, c.mode, c.rounds, c.level_unit, mon.level_rows,
+                             lambda lvl, rnd, label: self._run_step(lvl, rnd, "measure", c.step_requests,
+                                                                    c.step_duration, c.mode, label, probe=True),
+                             self.say)
+
+    async def _ladder(self) -> bool:
+        """The warmup and the ladder; False when a degraded step stopped the run (no search may follow)."""
+        c = self.cfg
         unit = c.level_unit
         if c.warmup:
             lvl = c.levels[0]
@@ -592,7 +608,7 @@ class LoadGenerator:
             end = await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
                                        f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
             if self._stop_degraded(end, "the warmup"):
-                return
+                return False
         total = len(c.levels) * c.rounds
         k = 0
         for rnd in range(1, c.rounds + 1):
@@ -613,11 +629,13 @@ class LoadGenerator:
                     self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
                              f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
                 if c.stop_on_fail and end.get("verdict") == "FAIL":
-                    self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: run stopped (--stop-on-fail)"
+                    self.summary.stopped_early = f"{unit} {lvl:g} round {rnd} FAILED: " + (
+                        "the ladder stopped there, the search follows" if c.search else "run stopped (--stop-on-fail)")
                     self.say("note: " + self.summary.stopped_early)
-                    return
+                    return True
                 if self._stop_degraded(end, f"{unit} {lvl:g} round {rnd}"):
-                    return
+                    return False
+        return True
 
     def _stop_degraded(self, end: dict, what: str) -> bool:
         """A load worker was lost in this step: the run stops after it (the workers left cannot hold the
