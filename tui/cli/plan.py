@@ -302,7 +302,8 @@ def run(args: argparse.Namespace) -> int:
     if not cap.tables or cap.mode not in ("open", "closed"):
         raise UsageError("the records hold no level of a closed- or open-loop sweep: nothing to plan from")
     levels = P.level_evidence(rows, cap)
-    bracket = P.capacity_bracket(levels, cap.mode, cap.unit)
+    primary = [c.row for c in rows if c.mode == cap.mode]
+    bracket = P.search_bracket(primary, levels, cap.mode, cap.unit)
     header = runs[0][1].header
     url = args.fleet_url or FLEET_URL
     from tui.core.workload import describe_header
@@ -322,6 +323,13 @@ def run(args: argparse.Namespace) -> int:
         trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),
         sources=[src for src, _ in runs])
     doc = P.build_plan(inputs)
+    from tui.core.search import capacity_bracket as searched
+
+    found = searched(primary, header, cap.unit, cap.mode)  # None: the sweep was no `--search`
+    if found is not None:
+        doc["capacity_per_replica"]["search"] = {
+            "probes": len(found["probes"]), "search_seconds": found["search_seconds"],
+            "stopped_by": found["stopped_by"], "why": found["why"], "precision": found["precision"]}
     code, synthetic_why = synthetic_exit(doc["exit"]["code"], synthetic or trace_synthetic)
     doc["exit"]["code"] = code
     if args.json:

@@ -25,6 +25,7 @@ from typing import Any
 
 from tui.core.capacity import Capacity, CapRow
 from tui.core.levels import level_key
+from tui.core.snapshot import LevelRow
 from tui.core.states import PASS
 
 HOURS_PER_MONTH = 730.0  # 365 x 24 / 12
@@ -87,26 +88,46 @@ def level_evidence(rows: Iterable[CapRow], capacity: Capacity) -> list[LevelEvid
     return out
 
 
-def capacity_bracket(levels: Sequence[LevelEvidence], mode: str | None, unit: str) -> Bracket:
+def search_bracket(rows: Iterable[LevelRow], levels: Sequence[LevelEvidence], mode: str | None,
+                   unit: str) -> Bracket:
+    """The bracket by the capacity search's own rule (``tui.core.search.bracket`` on these level rows: what
+    `sweep --search` steered by and `report` shows), with the rates of its ends; where the search rule finds no
+    bracket (no level FAILed, or none PASSed below the first FAIL), :func:`capacity_bracket`'s open-ended one."""
+    from tui.core.search import bracket, points_from_rows
+
+    br = bracket(points_from_rows(list(rows), mode), unit)
+    if not br.found:
+        return capacity_bracket(levels, mode, unit)
+    assert br.low is not None and br.high is not None
+    return capacity_bracket(levels, mode, unit, ends=(br.low.level, br.high.level), notes=br.notes)
+
+
+def capacity_bracket(levels: Sequence[LevelEvidence], mode: str | None, unit: str,
+                     ends: tuple[float, float] | None = None, notes: Iterable[str] = ()) -> Bracket:
     """[highest PASS below the lowest FAIL, lowest not-PASS above it] over the delivered levels (a level not
     delivered, saturated or degraded is never an end); closed loop converted to req/s."""
-    notes: list[str] = []
-    left_out = [lv for lv in levels if not lv.delivered]
-    for lv in left_out:
-        notes.append(f"{unit} {lv.level:g}: the labelled load was not delivered, so it is no end of the bracket")
+    notes = list(notes)
     ok = [lv for lv in levels if lv.delivered]
-    fails = [lv for lv in ok if lv.state == "FAIL"]
-    # the search's rule (tui.core.search): the lower end is the highest PASS below the lowest FAIL
-    passing = [lv for lv in ok if lv.state == PASS and (not fails or lv.level < fails[0].level)]
-    lo = max(passing, key=lambda lv: level_key(lv.level)) if passing else None
-    above = [lv for lv in ok if lv.state != PASS and (lo is None or lv.level > lo.level)]
-    hi = min(above, key=lambda lv: level_key(lv.level)) if above else None
-    if hi is not None and hi.state != "FAIL":
-        notes.append(f"the upper end, {unit} {hi.level:g}, ended {hi.state} (not decided): counted as not passing; "
-                     "the capacity may be higher")
-    if hi is not None and any(lv.state == PASS and lv.level > hi.level for lv in ok):
-        notes.append(f"non-monotonic: a level above the upper end ({unit} {hi.level:g}) PASSed; repeat the sweep "
-                     "before trusting the plan")
+    if ends is not None:  # the search rule's ends (its notes already say what is undecided or not delivered)
+        lo = next((lv for lv in levels if lv.level == ends[0]), None)
+        hi = next((lv for lv in levels if lv.level == ends[1]), None)
+    else:
+        for lv in levels:
+            if not lv.delivered:
+                notes.append(f"{unit} {lv.level:g}: the labelled load was not delivered, so it is no end of the "
+                             "bracket")
+        fails = [lv for lv in ok if lv.state == "FAIL"]
+        # the search's rule (tui.core.search): the lower end is the highest PASS below the lowest FAIL
+        passing = [lv for lv in ok if lv.state == PASS and (not fails or lv.level < fails[0].level)]
+        lo = max(passing, key=lambda lv: level_key(lv.level)) if passing else None
+        above = [lv for lv in ok if lv.state != PASS and (lo is None or lv.level > lo.level)]
+        hi = min(above, key=lambda lv: level_key(lv.level)) if above else None
+        if hi is not None and hi.state != "FAIL":
+            notes.append(f"the upper end, {unit} {hi.level:g}, ended {hi.state} (not decided): counted as not "
+                         "passing; the capacity may be higher")
+        if hi is not None and any(lv.state == PASS and lv.level > hi.level for lv in ok):
+            notes.append(f"non-monotonic: a level above the upper end ({unit} {hi.level:g}) PASSed; repeat the "
+                         "sweep before trusting the plan")
     if mode == "closed":
         lo_rate = None if lo is None else lo.req_per_s
         hi_rate = None if hi is None else hi.req_per_s
@@ -470,6 +491,10 @@ def format_plan(doc: Mapping[str, Any]) -> str:
 
     lines.append(f"  capacity per replica: [{_rate(c['lo_rate'])}, {_rate(c['hi_rate'])}] req/s  "
                  f"(highest PASS: {end(c['lo'], c['lo_rate'])}; lowest not PASS above it: {end(c['hi'], c['hi_rate'])})")
+    if c.get("search"):
+        sr = c["search"]
+        lines.append(f"    from `sweep --search`: {sr['probes']} probe(s), {sr['search_seconds']:.0f} s of probes, stopped "
+                     f"by {sr['stopped_by']} ({sr['why']})")
     if c["conversion"]:
         lines.append(f"    closed loop: {c['conversion']}")
     for note in c["notes"]:
@@ -531,5 +556,5 @@ def _rate(v: float | None) -> str:
 
 
 __all__ = ["ANCHOR_FACTOR", "HOURS_PER_MONTH", "Bracket", "DemandWindow", "LevelEvidence", "PlanInputs",
-           "anchor_rule", "build_plan", "capacity_bracket", "demand_windows", "format_plan", "level_evidence",
+           "anchor_rule", "build_plan", "capacity_bracket", "search_bracket", "demand_windows", "format_plan", "level_evidence",
            "replicas_for"]
