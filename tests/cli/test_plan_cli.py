@@ -204,7 +204,7 @@ def test_worked_example_on_the_bundled_files(capsys):
     only the shape is checked, not the numbers (the bundled record will be replaced by a longer run)."""
     code, out, _ = _plan(capsys, "--records", str(REPO / "sample_logs" / "default.jsonl"), "--trace",
                          str(REPO / "sample_logs" / "traces" / "azure-synthetic.csv"), "--demand-window-minutes",
-                         "0.25", "--min-window-minutes", "1", "--target", "0.9", "--gpu-hour-usd", "2.5", "--json")
+                         "0.25", "--gpu-hour-usd", "2.5", "--json")
     doc = json.loads(out)
     assert code == 3 and doc["synthetic_demand"] is True  # the trace is labelled synthetic
     assert doc["capacity_per_replica"]["mode"] == "closed"

@@ -269,7 +269,7 @@ def _why_anchor(a: dict[str, Any], need: dict[str, Any], b: Bracket, peak: float
     lo, hi = b.lo_rate, b.hi_rate
     if lo is None:
         return head + "; no level met the SLO, so the SLO-judged plan has no number at all."
-    rng = f"{lo:.3g}" + ("" if hi is None else f"-{hi:.3g}")
+    rng = f"{lo:.3g}" + ("" if hi is None or f"{hi:.3g}" == f"{lo:.3g}" else f"-{hi:.3g}")
     nl, nh = need["low"], need["high"]
     tail = f"; the SLO-judged plan divides by the rate at which the SLO still held, {rng} req/s per replica"
     span = f"{nh}" if nl is None or nl == nh else f"{nl}-{nh}"
