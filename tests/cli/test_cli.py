@@ -34,6 +34,7 @@ MINIMAL = {
     "watch": ["--metrics-url", "http://127.0.0.1:9/metrics", "--once"],
     "import": [SEED],
     "compare": [SEED, SEED],
+    "plan": ["--records", SEED, "--peak-rate", "1"],
 }
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
 METAVARS = {"FILE", "DIR", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",

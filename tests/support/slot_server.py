@@ -16,6 +16,7 @@ waiting for a slot), ``.close()``; also a context manager.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -75,6 +76,10 @@ class SlotServer:
 
             def log_message(self, *a) -> None:  # quiet
                 pass
+
+            def setup(self) -> None:  # each small write (a token) goes out at once: no Nagle delay on the stream
+                super().setup()
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def _json(self, code: int, obj: dict) -> None:
                 body = json.dumps(obj).encode()

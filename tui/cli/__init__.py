@@ -10,7 +10,7 @@ Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -
     tui/cli/replay.py     replay, the no-argument console
     tui/cli/quality.py    quality                      tui/cli/accept.py   accept
     tui/cli/watch.py      watch                        tui/cli/compare.py  compare
-    tui/cli/importfile.py import
+    tui/cli/importfile.py import                   tui/cli/plan.py     plan
 
 Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
 for report, replay, accept and compare alike: the command modules parse flags, call it and print.
@@ -91,6 +91,7 @@ COMMANDS: dict[str, Command] = {
     "import": Command("tui.cli.importfile", "convert another tool's run (AIPerf, GuideLLM, vLLM bench, LLMPerf, "
                       "inference-perf) to a record file"),
     "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
+    "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost"),
 }
 
 CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")

@@ -112,6 +112,11 @@ CHART_SAMPLE_REQUESTS = 4000
 CHART_SAMPLE_POINTS = 2000
 CHART_CDF_POINTS = 200
 
+# issue 26, `servewatch plan` (`tui.core.plan`): the demand of a trace is its arrival rate over windows of
+# DEMAND_WINDOW_MINUTES; PLAN_SPARE replicas are added to those the peak needs (N+1: one can fail or be drained).
+DEMAND_WINDOW_MINUTES = 5.0
+PLAN_SPARE = 1
+
 # issue 26, the capacity search (`servewatch sweep --search`, `tui.core.search`): bisect between the ladder's last
 # PASS and first FAIL until the bracket is within SEARCH_PRECISION of its lower end ((high - low) / low) or the
 # probes have used SEARCH_BUDGET_MINUTES (no probe is started that could run past it: a probe's cap is the step cap).
