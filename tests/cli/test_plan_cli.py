@@ -138,6 +138,8 @@ def test_closed_loop_evidence_goes_through_littles_law(sweeps, capsys):
     assert doc["replicas_needed"] == {"low": 3, "high": 5}
     assert any("closed-loop evidence" in a for a in doc["assumptions"])
     assert any("Little's law at the lower end: concurrency 2" in n for n in c["notes"])
+    # a converted rate was never judged as an arrival rate: printed, never a plan to act on
+    assert code == 3 and doc["exit"]["why"].startswith("closed-loop evidence") and "--rate" in doc["exit"]["why"]
 
 
 def test_synthetic_evidence_exits_3_and_still_prints(sweeps, capsys):

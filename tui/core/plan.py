@@ -434,7 +434,8 @@ def warnings(p: PlanInputs) -> list[str]:
 
 def exit_decision(p: PlanInputs, need: Mapping[str, Any]) -> tuple[int, str]:
     """0 a plan the evidence supports; 1 no level met the SLO (a FAIL at the lowest level); 3 evidence missing:
-    SYNTHETIC, settings not acceptance-grade, no level decided, non-monotonic results."""
+    SYNTHETIC, settings not acceptance-grade, no level decided, non-monotonic results, closed-loop evidence (its
+    rate per replica is converted, not judged), a workload shift."""
     b = p.bracket
     if b.lo is None:
         if any(lv.state == "FAIL" for lv in p.levels):
@@ -448,6 +449,10 @@ def exit_decision(p: PlanInputs, need: Mapping[str, Any]) -> tuple[int, str]:
         return 3, "settings not acceptance-grade: " + ", ".join(p.not_acceptance_grade)
     if any(n.startswith("non-monotonic") for n in b.notes):
         return 3, "non-monotonic results: repeat the sweep"
+    if b.mode == "closed":  # the rate is Little's law on a concurrency that PASSed, never an arrival rate judged
+        return 3, ("closed-loop evidence: a replica was judged at a concurrency, and its throughput there is not a "
+                   "judged arrival rate (open-loop arrivals at that rate keep more requests in flight and queue): "
+                   "sweep the replica with --rate (and --search) before acting on this plan")
     shift = [w for w in warnings(p) if w.startswith("workload shift")]
     if shift:
         return 3, "the demand's workload is not the evidence's (workload shift): measure that workload"
