@@ -9,6 +9,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.support.json_reply import send_json
 from tui.core import quality as Q
 
 
@@ -27,12 +28,7 @@ class FakeOpenAI:
                 pass
 
             def _send(self, code: int, obj: dict) -> None:
-                body = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, code, obj)
 
             def do_GET(self) -> None:
                 if self.path.startswith("/v1/models"):

@@ -22,6 +22,8 @@ import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.support.json_reply import send_json
+
 MODEL = "slot-server"
 
 
@@ -82,12 +84,7 @@ class SlotServer:
                 self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def _json(self, code: int, obj: dict) -> None:
-                body = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, code, obj)
 
             def do_GET(self) -> None:
                 if self.path.startswith("/v1/models"):
