@@ -213,3 +213,20 @@ def test_worked_example_on_the_bundled_files(capsys):
     assert len(doc["schedule"]["windows"]) == 4
     assert set(doc["replicas_needed"]) == {"low", "high"} and set(doc["replicas_total"]) == {"low", "high"}
     assert doc["anchor_rule"]["rule"].startswith("ceil(1.2")
+
+
+def test_an_edited_record_file_is_no_plan(tmp_path, capsys):
+    """A record file is a claim: one TTFT edited in the bundled run breaks its digest chain; the plan says so and
+    exits 3, instead of planning (or answering "no replica count carries this demand") from an edited file."""
+    lines = (REPO / "sample_logs" / "default.jsonl").read_text(encoding="utf-8").splitlines()
+    for i, ln in enumerate(lines):
+        d = json.loads(ln)
+        if d.get("type") == "request" and d.get("level") == 4.0 and d.get("phase") == "measure":
+            d["t_first_token"] = d["t_sent"] + 0.1  # a slow first token made fast
+            lines[i] = json.dumps(d)
+            break
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, _ = _plan(capsys, "--records", str(edited), "--peak-rate", "5", "--json")
+    doc = json.loads(out)
+    assert code == 3 and doc["exit"]["why"].startswith("the records do not support a plan: records integrity")

@@ -119,6 +119,19 @@ def _read_runs(args: argparse.Namespace, cfg: Any, budget: Any, origin: str | No
     return out
 
 
+def _evidence_problems(rows: list) -> list[str]:
+    """The problems the records show against the whole run (a broken digest chain, an edited or merged file, a
+    signature that does not verify): those on every level row, and any about the records' integrity, once each.
+    A level whose own load was not delivered, or whose client saturated, is already never a bracket end (the search
+    rule), so it alone does not stop a plan."""
+    sets = [tuple(c.row.problems) for c in rows]
+    if not sets:
+        return []
+    common = [pr for pr in sets[0] if all(pr in s for s in sets[1:])]
+    chain = [pr for s in sets for pr in s if pr.startswith(("records integrity", "signature"))]
+    return list(dict.fromkeys(common + chain))
+
+
 def _one_replica(runs: list[tuple[str, Any]]) -> None:
     """Refuse files of different targets, models, loop modes or workloads (one line, exit 2)."""
     from tui.core.runs import target_of
@@ -321,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
         synthetic=synthetic, synthetic_demand=trace_synthetic, not_acceptance_grade=acceptance_grade(cfg),
         check_command=check_command(header, peak, args, cfg, url),
         trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),
-        sources=[src for src, _ in runs])
+        sources=[src for src, _ in runs], evidence_problems=_evidence_problems(rows))
     doc = P.build_plan(inputs)
     from tui.core.search import capacity_bracket as searched
 

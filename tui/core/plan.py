@@ -231,6 +231,9 @@ class PlanInputs:
     check_command: str = ""
     trace_command: str | None = None
     sources: list[str] = field(default_factory=list)
+    #: what the records say against themselves (a broken digest chain, a load not delivered...): the problems that
+    #: forbid PASS at some level, once each; any of them and the plan is not one to act on
+    evidence_problems: list[str] = field(default_factory=list)
 
 
 def _cost(replicas: int | None, gpus: int, price: float | None) -> float | None:
@@ -437,9 +440,12 @@ def exit_decision(p: PlanInputs, need: Mapping[str, Any]) -> tuple[int, str]:
     SYNTHETIC, settings not acceptance-grade, no level decided, non-monotonic results, closed-loop evidence (its
     rate per replica is converted, not judged), a workload shift."""
     b = p.bracket
+    if p.evidence_problems:
+        return 3, ("the records do not support a plan: " + p.evidence_problems[0]
+                   + (f" (and {len(p.evidence_problems) - 1} more)" if len(p.evidence_problems) > 1 else ""))
     if b.lo is None:
-        if any(lv.state == "FAIL" for lv in p.levels):
-            return 1, "no level of the sweep met the SLO: no replica count carries this demand on this evidence"
+        if p.levels and p.levels[0].state == "FAIL":
+            return 1, "the lowest level of the sweep FAILed the SLO: no replica count carries this demand on this evidence"
         return 3, "no level of the sweep was decided PASS: no capacity to plan from"
     if p.synthetic:
         return 3, "SYNTHETIC evidence: never a plan to act on (exit 3)"
