@@ -173,3 +173,25 @@ def test_html_onto_the_input_is_refused(tmp_path):
                        text=True, timeout=120, cwd=REPO)
     assert r.returncode == 2 and "refusing to write onto an input" in r.stderr
     assert run.read_bytes() == Path(DEFAULT).read_bytes()
+
+
+def test_pages_say_first_when_a_record_file_was_edited(tmp_path, capsys):
+    """A record file is a claim: an edited line breaks its digest chain, and every page says so in a banner at the
+    top (the text report did; the HTML pages did not)."""
+    lines = (REPO / "sample_logs" / "default.jsonl").read_text(encoding="utf-8").splitlines()
+    for i, ln in enumerate(lines):
+        d = json.loads(ln)
+        if d.get("type") == "request" and d.get("phase") == "measure" and d.get("level") == 4.0:
+            d["t_first_token"] = d["t_sent"] + 0.1
+            lines[i] = json.dumps(d)
+            break
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pages = {"report": tmp_path / "r.html", "compare": tmp_path / "c.html", "accept": tmp_path / "acc" / "acceptance.html"}
+    main(["report", str(edited), "--html", str(pages["report"])])
+    main(["compare", str(edited), str(REPO / "sample_logs" / "default.jsonl"), "--html", str(pages["compare"])])
+    main(["accept", "--records", str(edited), "--out", str(tmp_path / "acc")])
+    capsys.readouterr()
+    for name, page in pages.items():
+        top = page.read_text(encoding="utf-8").split("<h2")[0]
+        assert 'class="banner warn">' in top and "records integrity FAILED" in top, name

@@ -63,6 +63,22 @@ def _list(items: Sequence[Any]) -> str:
 
 # ------------------------------------------------------------------------------------------------ report
 
+def integrity_lines(items: Any) -> list[str]:
+    """One banner line per record file whose digest chain or signature does not hold (``records_integrity`` of
+    `report` (one block), `accept` (a list with ``source``) or `compare` ({"base": ..., "candidate": ...})):
+    a record file is a claim, and a reviewer reads that first."""
+    if isinstance(items, Mapping) and "state" in items:
+        items = [items]
+    elif isinstance(items, Mapping):
+        items = [{"source": k, **v} for k, v in items.items() if isinstance(v, Mapping)]
+    out = []
+    for it in items or ():
+        if isinstance(it, Mapping) and (it.get("state") in ("broken", "partial") or it.get("signature") == "failed"):
+            who = f"{it['source']}: " if it.get("source") else ""
+            out.append(f"{who}{it.get('summary') or 'records integrity ' + str(it.get('state'))}")
+    return out
+
+
 def report_html(rep: Mapping, data: Mapping) -> str:
     """`servewatch report FILE --html OUT`: ``rep`` is the report's JSON document (``--json``), ``data`` the
     ``tui.core.chartdata.report_bundle``."""
@@ -79,7 +95,8 @@ def report_html(rep: Mapping, data: Mapping) -> str:
     charts = C.report_charts(data)
     body = [f"<h1>servewatch report: {esc(rep.get('source'))}</h1>",
             f'<p class="note">data from: {esc(prov)}</p>',
-            banners(synthetic, weak, [str(ex["synthetic"])] if ex.get("synthetic") else []),
+            banners(synthetic, weak, integrity_lines(rep.get("records_integrity"))
+                    + ([str(ex["synthetic"])] if ex.get("synthetic") else [])),
             verdict_boxes([("budget: does it fit?", budget), ("load: does it finish in time?", state),
                            ("quality: are answers usable?", conc.get("quality"))]),
             f'<p class="overall">{esc(judged.get("text"))}</p>',
@@ -147,7 +164,7 @@ def accept_html(doc: Mapping, data: Mapping) -> str:
     extra = [] if doc.get("synthetic") or not doc.get("banner") else [doc["banner"]]
     charts = C.report_charts(data, "a")
     body = [f"<h1>Acceptance report{' (SYNTHETIC)' if synthetic else ''}</h1>",
-            banners(synthetic, [str(w) for w in weak], extra),
+            banners(synthetic, [str(w) for w in weak], integrity_lines(doc.get("records_integrity")) + extra),
             f'<p class="overall">{esc(c.get("verdict"))}'
             + (f" at {esc(c.get('at_load'))}" if c.get("at_load") else "") + "</p>",
             verdict_boxes([("budget: does it fit?", c.get("budget")), ("load: does it finish in time?", c.get("measured")),
@@ -197,8 +214,8 @@ def compare_html(result: Mapping, levels: Mapping, cdf: Mapping | None, slo_ttft
     same = b.get("file") is not None and b.get("file") == k.get("file")
     body = [f"<h1>servewatch compare{' (SYNTHETIC)' if synthetic else ''}</h1>",
             f"<p>base: {esc(b.get('file'))}<br>candidate: {esc(k.get('file'))}</p>",
-            banners(synthetic, (), ["base and candidate are the same file: the comparison can only show no "
-                                    "difference"] if same else []),
+            banners(synthetic, (), integrity_lines(result.get("records_integrity")) + (
+                ["base and candidate are the same file: the comparison can only show no difference"] if same else [])),
             verdict_boxes([("candidate vs base (good fraction)", result.get("verdict"))]),
             f'<p class="overall">{esc(result.get("reason"))}</p>',
             f'<p>SLOs: {esc(result.get("slos"))}; margin {_pct(result.get("margin"))}; one-sided error level '
