@@ -96,6 +96,9 @@ def test_seed_report_html_carries_the_synthetic_banner(tmp_path, capsys):
     capsys.readouterr()
     text = out.read_text(encoding="utf-8")
     assert 'id="synthetic-banner"' in text and "<title>servewatch report (SYNTHETIC)</title>" in text
+    # and every chart says it too: a chart copied or printed alone is still labelled
+    titles = [s["option"]["title"]["text"] for s in specs(text)]
+    assert titles and all(t.startswith("SYNTHETIC: ") for t in titles), titles
 
 
 def test_weak_settings_get_the_not_acceptance_grade_banner(tmp_path, capsys):

@@ -190,14 +190,25 @@ def chart_block(c: Chart | Missing) -> str:
     return f'<div class="chart" id="{esc(c.id)}" role="img" aria-label="{esc(c.title)}"></div>{note}'
 
 
+def _labelled(option: dict[str, Any]) -> dict[str, Any]:
+    """``option`` with "SYNTHETIC: " before its title (a copy: the chart objects are not changed)."""
+    out = dict(option)
+    t = out.get("title")
+    if isinstance(t, dict):
+        out["title"] = {**t, "text": "SYNTHETIC: " + str(t.get("text") or "")}
+    return out
+
+
 def _json_for_script(obj: Any) -> str:
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def page(title: str, body: str, charts: Sequence[Chart | Missing]) -> str:
-    """The whole page: ``body`` (already HTML) with the charts' data, the library and the start-up script."""
-    specs = [{"id": c.id, "option": c.option} for c in charts if isinstance(c, Chart)]
+def page(title: str, body: str, charts: Sequence[Chart | Missing], synthetic: bool = False) -> str:
+    """The whole page: ``body`` (already HTML) with the charts' data, the library and the start-up script.
+    ``synthetic``: every chart's title says SYNTHETIC too (a chart copied or printed alone still says it)."""
+    specs = [{"id": c.id, "option": _labelled(c.option) if synthetic else c.option}
+             for c in charts if isinstance(c, Chart)]
     footer = (f'<footer>Charts drawn by Apache ECharts {ECHARTS_VERSION} (Apache License 2.0; its LICENSE and NOTICE '
               'ship in the servewatch package, tui/html/vendor), inlined in this file: the page fetches nothing. '
               'How to read it: docs/acceptance.md and docs/statistics.md in the servewatch source.</footer>')

@@ -116,7 +116,7 @@ def report_html(rep: Mapping, data: Mapping) -> str:
     if rep.get("input_problems"):
         body += ["<h2>Input problems</h2>", render_value(rep["input_problems"])]
     title = "servewatch report" + (" (SYNTHETIC)" if synthetic else "")
-    return page(title, "\n".join(body), charts)
+    return page(title, "\n".join(body), charts, synthetic=bool(synthetic))
 
 
 # ------------------------------------------------------------------------------------------------ accept
@@ -191,7 +191,7 @@ def accept_html(doc: Mapping, data: Mapping) -> str:
     if not isinstance(doc.get("measured"), Mapping):
         body += ["<h2>Charts</h2>", _charts_html(charts)]
     title = "Acceptance report" + (" (SYNTHETIC)" if synthetic else "")
-    return page(title, "\n".join(body), charts)
+    return page(title, "\n".join(body), charts, synthetic=bool(synthetic))
 
 
 # ------------------------------------------------------------------------------------------------ compare
@@ -230,4 +230,5 @@ def compare_html(result: Mapping, levels: Mapping, cdf: Mapping | None, slo_ttft
             "<h2>Unmatched levels</h2>", render_value(result.get("unmatched") or {})]
     if result.get("records_integrity"):
         body += ["<h2>Records integrity</h2>", render_value(result["records_integrity"])]
-    return page("servewatch compare" + (" (SYNTHETIC)" if synthetic else ""), "\n".join(body), charts)
+    return page("servewatch compare" + (" (SYNTHETIC)" if synthetic else ""), "\n".join(body), charts,
+                synthetic=bool(synthetic))
