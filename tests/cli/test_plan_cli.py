@@ -33,6 +33,7 @@ def _open_sweep(tmp: Path, name: str = "open.jsonl", synthetic: bool = False, ur
     hdr = E.header("open", (1.0, 2.0, 4.0), arrival="constant", input_tokens={"min": 100, "max": 100},
                    output_tokens={"min": output, "max": output}, ignore_eos=True)
     hdr["synthetic"] = synthetic
+    hdr["run_id"] = f"test-{name}"  # one run per file (a copy of one run is counted once, like accept)
     if url:
         hdr["target"]["url"] = url
     return E.write(tmp / name, E.assemble(hdr, steps))
@@ -230,3 +231,14 @@ def test_an_edited_record_file_is_no_plan(tmp_path, capsys):
     code, out, _ = _plan(capsys, "--records", str(edited), "--peak-rate", "5", "--json")
     doc = json.loads(out)
     assert code == 3 and doc["exit"]["why"].startswith("the records do not support a plan: records integrity")
+
+
+def test_a_copy_of_the_same_run_is_counted_once(sweeps, tmp_path, capsys):
+    """A record file given twice under another name (a copy, a merge) must not double the evidence of its levels."""
+    copy = tmp_path / "copy.jsonl"  # the same run, not the same bytes (a blank line added): its run id tells
+    copy.write_text(sweeps["open"].read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    _, once, _ = _plan(capsys, "--records", str(sweeps["open"]), "--peak-rate", "10", "--json")
+    code, twice, err = _plan(capsys, "--records", str(sweeps["open"]), str(copy), "--peak-rate", "10", "--json")
+    a, b = json.loads(once), json.loads(twice)
+    n = lambda d: [lv["n"] for lv in d["capacity_per_replica"]["levels"]]  # noqa: E731
+    assert n(a) == n(b) and "counted once" in err

@@ -7,11 +7,8 @@ Exit codes: 0 ready for real traffic, 1 something failed, 3 evidence missing, 2 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import platform
-import stat
 from pathlib import Path
 
 from tui import __version__
@@ -93,32 +90,6 @@ def read_rollback_file(path: str) -> list[str]:
     return parse_rollback_rules(text, path)
 
 
-def same_file_as(path: str, seen: dict[object, str]) -> str | None:
-    """The earlier path that is the same file as ``path`` (same path, same inode or identical content SHA-256),
-    or None (``path`` is then remembered in ``seen``). Standard input is never the same as a file."""
-    if path == "-":
-        return None
-    keys: list[object] = [("path", os.path.realpath(path))]
-    try:
-        st = os.stat(path)
-        keys.append(("inode", st.st_dev, st.st_ino))
-        if stat.S_ISREG(st.st_mode):
-            h = hashlib.sha256()
-            with open(path, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            keys.append(("sha256", h.hexdigest()))
-    except OSError:
-        pass
-    for k in keys:
-        if k in seen:
-            how = {"path": "same path", "inode": "same file", "sha256": "identical content"}[str(k[0])]  # type: ignore[index]
-            return f"{how} as {seen[k]}"
-    for k in keys:
-        seen[k] = path
-    return None
-
-
 def one_target(runs: list, model: str | None, notes: list[str]) -> list:
     """The runs judged together: all of one model and one target URL. Files of different models or targets are
     refused (UsageError, listing them) unless ``model`` picks one; the others are then left out, said."""
@@ -163,9 +134,6 @@ def run(args: argparse.Namespace) -> int:
     from tui.cli.budget import view_budget
     from tui.cli.report import monitor_config_from_args
     from tui.core import acceptance as A
-    from tui.sources.evidence_monitor import monitor_of, not_records_problem
-    from tui.sources.evidence_probe import input_problem
-    from tui.sources.evidence_reader import ReadSettings, open_evidence
 
     try:
         cfg = monitor_config_from_args(args)
@@ -193,57 +161,19 @@ def run(args: argparse.Namespace) -> int:
             Q.recheck(quality_doc)
         except (ValueError, Q.SetError) as exc:
             raise UsageError(f"{args.quality}: {exc}") from None
-    from tui.cli.report import runs_problem
-    from tui.core.runs import RunNotInFile, SeveralRuns, run_identity
 
     runs = []
-    if args.records.count("-") > 1:
-        raise UsageError("standard input (-) can be read once")
     record_budget = None
     from tui.core.budget.memory import MemoryMissing
 
     pending = isinstance(budget, MemoryMissing)
     input_notes: list[str] = []
-    seen_files: dict[object, str] = {}
-    seen_runs: dict[str, str] = {}
-    from tui.cli.chainopts import verify_key
-
-    key, key_name = verify_key(args)  # a missing key variable: bad usage
-    from tui.sources.importing import ImportProblem
-
     samplers: dict[str, object] = {}  # per record file, the HTML charts' bounded sample (tui.core.chartdata)
-    for path in args.records:
-        problem = input_problem(path)
-        if problem:
-            raise UsageError(problem)
-        same = same_file_as(path, seen_files)
-        if same is not None:
-            input_notes.append(f"{path} given twice ({same}), counted once")
-            continue
-        settings = ReadSettings(pick_run=args.run, verify_key=key, key_name=key_name, watch=False)
-        sampler = None
-        if not args.no_html:
-            from tui.core.chartdata import RunSampler
+    from tui.cli.evidence_files import judged_monitors
+    from tui.core.chartdata import RunSampler
 
-            sampler = RunSampler(cfg.slos)
-        try:
-            with open_evidence(path, settings) as ev:
-                mon = monitor_of(ev, cfg, budget, budget_origin, tap=None if sampler is None else sampler.add_many)
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except (SeveralRuns, RunNotInFile) as exc:
-            raise runs_problem(exc) from None
-        except ImportProblem as exc:  # another tool's file that cannot be imported (other ValueErrors: bugs)
-            raise UsageError(str(exc)) from None
-        rid = run_identity(mon.header)
-        if rid is not None and rid in seen_runs:
-            input_notes.append(f"{path} given twice (the same run as {seen_runs[rid]}: {rid}), counted once")
-            continue
-        if rid is not None:
-            seen_runs[rid] = path
-        problem = not_records_problem(mon)
-        if problem:
-            raise UsageError(problem)
+    tap_for = None if args.no_html else (lambda: RunSampler(cfg.slos))
+    for mon, sampler in judged_monitors(args, cfg, budget, budget_origin, input_notes, tap_for):
         from tui.core.importers.limits import limit_snapshot
 
         snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict

@@ -77,45 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_runs(args: argparse.Namespace, cfg: Any, budget: Any, origin: str | None) -> list[tuple[str, Any]]:
-    """(source, snapshot) of each record file, read as `accept` reads them. Raises UsageError."""
-    from tui.cli.accept import same_file_as
-    from tui.cli.chainopts import verify_key
-    from tui.cli.report import runs_problem
+    """(source, snapshot) of each record file, read as `accept` reads them (a file or a run given twice counted
+    once, said on standard error). Raises UsageError."""
+    from tui.cli.evidence_files import judged_monitors
     from tui.core.importers.limits import limit_snapshot
-    from tui.core.runs import RunNotInFile, SeveralRuns
-    from tui.sources.evidence_monitor import monitor_of, not_records_problem
-    from tui.sources.evidence_probe import input_problem
-    from tui.sources.evidence_reader import ReadSettings, open_evidence
-    from tui.sources.importing import ImportProblem
 
-    if args.records.count("-") > 1:
-        raise UsageError("standard input (-) can be read once")
-    key, key_name = verify_key(args)
-    seen: dict[object, str] = {}
+    notes: list[str] = []
     out = []
-    for path in args.records:
-        problem = input_problem(path)
-        if problem:
-            raise UsageError(problem)
-        if same_file_as(path, seen) is not None:
-            continue
-        settings = ReadSettings(pick_run=args.run, verify_key=key, key_name=key_name, watch=False)
-        try:
-            with open_evidence(path, settings) as ev:
-                mon = monitor_of(ev, cfg, budget, origin)
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except (SeveralRuns, RunNotInFile) as exc:
-            raise runs_problem(exc) from None
-        except ImportProblem as exc:
-            raise UsageError(str(exc)) from None
-        problem = not_records_problem(mon)
-        if problem:
-            raise UsageError(problem)
+    for mon, _tap in judged_monitors(args, cfg, budget, origin, notes):
         snap = limit_snapshot(mon.snapshot())
         for issue in snap.malformed_examples:
             print(f"servewatch: {issue}", file=sys.stderr)
         out.append((mon.source, snap))
+    for note in notes:
+        print(f"servewatch: input: {note}", file=sys.stderr)
     return out
 
 

@@ -1,0 +1,89 @@
+"""The record files a judging command is given (`accept --records`, `plan --records`), read once each as `report`
+reads them: a missing or unreadable file, a second standard input, a file of several runs without `--run`, another
+tool's file that cannot be imported: one line, exit 2. A file given twice, under the same name or as a copy of the
+same run (its run id), is counted once and said (a merged or copied file must not double the evidence)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tui.cli.options import UsageError
+
+
+def same_file_as(path: str, seen: dict[object, str]) -> str | None:
+    """The earlier path that is the same file as ``path`` (same path, same inode or identical content SHA-256),
+    or None (``path`` is then remembered in ``seen``). Standard input is never the same as a file."""
+    if path == "-":
+        return None
+    keys: list[object] = [("path", os.path.realpath(path))]
+    try:
+        st = os.stat(path)
+        keys.append(("inode", st.st_dev, st.st_ino))
+        if stat.S_ISREG(st.st_mode):
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            keys.append(("sha256", h.hexdigest()))
+    except OSError:
+        pass
+    for k in keys:
+        if k in seen:
+            how = {"path": "same path", "inode": "same file", "sha256": "identical content"}[str(k[0])]  # type: ignore[index]
+            return f"{how} as {seen[k]}"
+    for k in keys:
+        seen[k] = path
+    return None
+
+
+def judged_monitors(args: argparse.Namespace, cfg: Any, budget: Any, origin: str | None, notes: list[str],
+                    tap_for: Callable[[], Any] | None = None) -> Iterator[tuple[Any, Any]]:
+    """(Monitor, tap) of each record file of ``args.records`` not already read; ``tap_for()`` makes the per-file
+    consumer of the blocks (the HTML charts' sampler) or None. What was counted once is appended to ``notes``."""
+    from tui.cli.chainopts import verify_key
+    from tui.cli.report import runs_problem
+    from tui.core.runs import RunNotInFile, SeveralRuns, run_identity
+    from tui.sources.evidence_monitor import monitor_of, not_records_problem
+    from tui.sources.evidence_probe import input_problem
+    from tui.sources.evidence_reader import ReadSettings, open_evidence
+    from tui.sources.importing import ImportProblem
+
+    if args.records.count("-") > 1:
+        raise UsageError("standard input (-) can be read once")
+    key, key_name = verify_key(args)  # a missing key variable: bad usage
+    seen_files: dict[object, str] = {}
+    seen_runs: dict[str, str] = {}
+    for path in args.records:
+        problem = input_problem(path)
+        if problem:
+            raise UsageError(problem)
+        same = same_file_as(path, seen_files)
+        if same is not None:
+            notes.append(f"{path} given twice ({same}), counted once")
+            continue
+        settings = ReadSettings(pick_run=args.run, verify_key=key, key_name=key_name, watch=False)
+        tap = tap_for() if tap_for is not None else None
+        try:
+            with open_evidence(path, settings) as ev:
+                mon = monitor_of(ev, cfg, budget, origin, tap=None if tap is None else tap.add_many)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (SeveralRuns, RunNotInFile) as exc:
+            raise runs_problem(exc) from None
+        except ImportProblem as exc:  # another tool's file that cannot be imported (other ValueErrors: bugs)
+            raise UsageError(str(exc)) from None
+        rid = run_identity(mon.header)
+        if rid is not None and rid in seen_runs:
+            notes.append(f"{path} given twice (the same run as {seen_runs[rid]}: {rid}), counted once")
+            continue
+        if rid is not None:
+            seen_runs[rid] = path
+        problem = not_records_problem(mon)
+        if problem:
+            raise UsageError(problem)
+        yield mon, tap
