@@ -160,3 +160,28 @@ def test_report_ingest_makes_no_reference_cycles(tmp_path):
             gc.enable()
     assert mon.truncated == 1 and mon.malformed == 5 * 300 and mon.unknown_types == 300
     assert mon.requests_total == 2 * 300
+
+
+def test_report_never_prints_the_secrets_a_record_file_carries(tmp_path, capsys):
+    """A file another tool wrote (or someone edited) may hold header values and a URL password its writer did not
+    redact: the text report, its JSON and its HTML page show none of them (found: all three printed them)."""
+    import json as _json
+
+    from tests.support.paths import TESTS
+    from tui.cli import main as _main
+
+    lines = (TESTS / "fixtures" / "gemma_sweep_short.jsonl").read_text(encoding="utf-8").splitlines()
+    h = _json.loads(lines[0])
+    h["headers"] = {"Authorization": "Bearer sk-SECRETsecret123", "x-api-key": "plainkey987654"}
+    h["target"]["url"] = "http://alice:pa55word-xyz@127.0.0.1:18080"
+    lines[0] = _json.dumps(h)
+    f = tmp_path / "secret.jsonl"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = tmp_path / "r.html"
+    for argv in (["report", str(f)], ["report", str(f), "--json"], ["report", str(f), "--html", str(page)]):
+        _main(argv)
+        out, err = capsys.readouterr()
+        for secret in ("sk-SECRETsecret123", "plainkey987654", "pa55word-xyz"):
+            assert secret not in out and secret not in err, (argv, secret)
+    text = page.read_text(encoding="utf-8")
+    assert not any(s in text for s in ("sk-SECRETsecret123", "plainkey987654", "pa55word-xyz"))

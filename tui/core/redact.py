@@ -19,7 +19,7 @@ Each becomes :data:`REDACTED`. Text with none of these is returned unchanged. Pr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
 
@@ -106,6 +106,20 @@ def url_secrets(url: Any) -> list[str]:
         out.append(p.query)
         out += [part.partition("=")[2] for part in p.query.split("&")]
     return [x for x in out if x and len(x) >= MIN_SECRET_LEN]
+
+
+def header_secrets(header: Mapping) -> list[str]:
+    """Values in a run header's ``headers`` field that were not redacted by the writer (never printed)."""
+    out = []
+    hdrs = header.get("headers")
+    if isinstance(hdrs, Mapping):
+        for v in hdrs.values():
+            if isinstance(v, str) and v.strip() and v.strip() != "<redacted>":
+                out.append(v.strip())
+                parts = v.split(None, 1)
+                if len(parts) == 2:
+                    out.append(parts[1])
+    return out
 
 
 @overload

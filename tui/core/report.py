@@ -20,6 +20,7 @@ from tui.core.budgetview import budget_view as _budget_view
 from tui.core.budgetview import with_server_log as _with_server_log
 from tui.core.exitcodes import ExitCode
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
+from tui.core.redact import header_secrets, scrub, url_secrets
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.textfmt import fmt_level, fmt_pct
@@ -270,7 +271,11 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             "memory": view.memory,
             "kv_space_gib": (budget.inputs.kv_space_bytes / 2**30) if budget.inputs.kv_space_bytes else None,
         }
-    return rep
+    # a record file may carry secrets its writer did not redact (another tool's, or edited): header values and the
+    # target URL's password never reach the report, its JSON or its page (as for `accept`)
+    tgt = snap.header.get("target") if isinstance(snap.header.get("target"), dict) else {}
+    secrets = header_secrets(snap.header) + url_secrets((tgt or {}).get("url")) + url_secrets((tgt or {}).get("endpoint"))
+    return scrub(rep, secrets) if secrets else rep
 
 
 def memory_dict(snap: Snapshot) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tui.core.redact import header_secrets as _header_secrets  # noqa: F401 (the sections use it)
 from tui.core.snapshot import Snapshot
 
 SCHEMA = "servewatch.acceptance/1"
@@ -88,20 +89,6 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     return x
-
-
-def _header_secrets(header: Mapping) -> list[str]:
-    """Values in a run header's ``headers`` field that were not redacted by the writer (never printed)."""
-    out = []
-    hdrs = header.get("headers")
-    if isinstance(hdrs, Mapping):
-        for v in hdrs.values():
-            if isinstance(v, str) and v.strip() and v.strip() != "<redacted>":
-                out.append(v.strip())
-                parts = v.split(None, 1)
-                if len(parts) == 2:
-                    out.append(parts[1])
-    return out
 
 
 def _header_names(header: Mapping) -> list[str]:
