@@ -78,8 +78,8 @@ def test_accept_on_the_bundled_run_measures_memory_and_queueing(tmp_path, capsys
     md = (tmp_path / "acceptance.md").read_text()
     assert rc == 1 and doc["measured"]["state"] == "FAIL"
     assert "### Memory and queueing (measured)" in md and "requests first waited at level" in md
-    mq = {x["level"]: x for x in doc["measured"]["memory_queue"]["levels"]}
-    assert mq[min(mq)]["peak_waiting"] == 0 and max(x["peak_waiting"] or 0 for x in mq.values()) > 0
+    mq = {x["level"]: x for x in doc["measured"]["levels"]}
+    assert mq[min(mq)]["max_waiting"] == 0 and max(x["max_waiting"] or 0 for x in mq.values()) > 0
     cost = doc["cost"]
     assert cost["basis_level"] == doc["measured"]["measured_capacity"] and cost["usd_per_1m_output_tokens"] > 0
     assert "1 GPU assumed" in md

@@ -61,34 +61,27 @@ def _gpu_text(p: dict, note: str) -> str:
     return "; ".join(parts)
 
 
-def _queue_level(source: str, row: Any) -> dict:
-    return {"source": source, "level": row.level, "round": row.round, "mode": row.mode,
-            "peak_waiting": row.max_waiting, "mean_waiting": _r(row.mean_waiting, 3),
-            "queue_samples": row.queue_samples, "peak_kv_usage": _r(row.peak_kv_usage, 4),
-            "peak_gpu_gib": _r(row.peak_gpu_gib)}
-
-
 def memory_queue_section(runs: Sequence[RunInput]) -> dict:
-    """Per run: the GPU / engine KV peak against the predicted ceiling, the queue source; per level: the peak and
-    time-averaged server queue depth, the engine's KV peak, the GPU peak. ``summary`` is one line per run."""
+    """Per run: the GPU / engine KV peak against the predicted ceiling, the queue source and where requests first
+    waited at the server (``summary``: one line). The per-level figures (peak and time-averaged queue depth, KV and
+    GPU peaks) are in the level rows themselves (``max_waiting``, ``mean_waiting``, ``queue_samples``,
+    ``peak_kv_usage``, ``peak_gpu_gib``)."""
     out_runs = []
-    levels = []
     for r in runs:
         snap = r.snapshot
         gpu = _gpu_part(snap)
-        rows = [_queue_level(r.source, lr) for lr in snap.levels]
-        levels += rows
+        rows = list(snap.levels)
         qsrc = snap.queue.source
-        peak_q = max((x["peak_waiting"] for x in rows if x["peak_waiting"] is not None), default=None)
-        first_q = next((x for x in rows if x["peak_waiting"]), None)
-        if qsrc is None or not any(x["queue_samples"] for x in rows):
+        peak_q = max((x.max_waiting for x in rows if x.max_waiting is not None), default=None)
+        first_q = next((x for x in rows if x.max_waiting), None)
+        if qsrc is None or not any(x.queue_samples for x in rows):
             qtext = "server queue: not recorded (no server metrics)"
         elif not peak_q:
             qtext = f"server queue ({qsrc}): never above 0 waiting"
         else:
             assert first_q is not None
-            qtext = (f"server queue ({qsrc}): requests first waited at level {fmt_level(first_q['level'])} "
-                     f"(peak {first_q['peak_waiting']:g}, mean {first_q['mean_waiting'] or 0:.2f}); run peak {peak_q:g}")
+            qtext = (f"server queue ({qsrc}): requests first waited at level {fmt_level(first_q.level)} "
+                     f"(peak {first_q.max_waiting:g}, mean {first_q.mean_waiting or 0:.2f}); run peak {peak_q:g}")
         out_runs.append({"source": r.source, "gpu": gpu, "queue_source": qsrc, "queue_text": qtext,
                          "summary": f"{gpu['text']}; {qtext}"})
-    return {"runs": out_runs, "levels": levels}
+    return {"runs": out_runs}

@@ -371,17 +371,17 @@ def md_memory_queue(m: Mapping) -> list[str]:
     L = ["### Memory and queueing (measured)", ""]
     for r in mq.get("runs") or ():
         L.append(f"- `{r['source']}`: {r['summary']}")
-    rows = [x for x in mq.get("levels") or () if x.get("queue_samples") or x.get("peak_kv_usage") is not None
+    rows = [x for x in m.get("levels") or () if x.get("queue_samples") or x.get("peak_kv_usage") is not None
             or x.get("peak_gpu_gib") is not None]
     if rows:
         L.append("")
         L += _table(("run", "level", "round", "queue waiting peak", "queue waiting mean", "queue samples",
                      "engine KV peak", "GPU memory peak"), (
             (f"`{x['source']}`", _fmt_level(x["level"]), x["round"],
-             _MISSING if x["peak_waiting"] is None else f"{x['peak_waiting']:g}",
-             _MISSING if x["mean_waiting"] is None else f"{x['mean_waiting']:.2f}", x["queue_samples"],
-             _MISSING if x["peak_kv_usage"] is None else _pct(x["peak_kv_usage"]),
-             _MISSING if x["peak_gpu_gib"] is None else f"{x['peak_gpu_gib']:.2f} GiB") for x in rows))
+             _MISSING if x.get("max_waiting") is None else f"{x['max_waiting']:g}",
+             _MISSING if x.get("mean_waiting") is None else f"{x['mean_waiting']:.2f}", x.get("queue_samples") or 0,
+             _MISSING if x.get("peak_kv_usage") is None else _pct(x["peak_kv_usage"]),
+             _MISSING if x.get("peak_gpu_gib") is None else f"{x['peak_gpu_gib']:.2f} GiB") for x in rows))
         L.append("")
         L.append("Queue mean: the mean of the level's server queue samples (taken at a fixed interval, so the "
                  "time-averaged depth); not recorded: the file has no such samples.")
