@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+import tui.core.textsafe as textsafe
 from tui.core.exitcodes import UsageError
 
 
@@ -23,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.options import epilog
 
     parser.epilog = epilog("servewatch import profile_export.jsonl --out run.jsonl",
-                           codes="exit codes: 0 converted, 3 converted but SYNTHETIC (never 0), 2 bad usage, unreadable or "
-                                 "not importable")
+                           codes="exit codes: 0 converted, 3 converted but SYNTHETIC, or the file disagrees with its "
+                                 "tool's own summary (never 0), 2 bad usage, unreadable or not importable")
     parser.add_argument("file", help="the other tool's output file")
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="record file to write (default: FILE with .servewatch.jsonl appended)")
@@ -59,25 +60,43 @@ def run(args: argparse.Namespace) -> int:
     src = res.header.get("source", {})
     summary = {"file": path, "format": res.format, "tool": src.get("tool"), "out": out, "lines_written": lines,
                "entries": res.entries, "converted": res.converted, "problems": len(res.issues),
-               "counts": res.counts(), "tool_summary": res.tool_summary, "time_axis": src.get("time_axis"),
-               "sample": src.get("sample"), "ttft_definition": src.get("ttft_definition"), "notes": res.notes}
+               "counts": res.counts(), "tool_summary": res.tool_summary,
+               "summary_check": {"agrees": not res.summary_problems, "problems": res.summary_problems,
+                                 "notes": res.summary_notes},
+               "time_axis": src.get("time_axis"), "sample": src.get("sample"),
+               "ttft_definition": src.get("ttft_definition"), "notes": res.notes}
     from tui.core.exitcodes import synthetic_exit
 
     code, synthetic_why = synthetic_exit(0, bool(res.header.get("synthetic")))  # SYNTHETIC never exits 0
     summary["synthetic"] = bool(res.header.get("synthetic"))
     if synthetic_why:
         print(f"servewatch: {synthetic_why}", file=sys.stderr)
+    from tui.core.importers.crosscheck import describe, is_missing
+
+    unchecked = is_missing(res.tool_summary)  # the tool's summary is not there: said; the readers refuse PASS
+    summary["summary_check"]["checked"] = not unchecked
+    if res.summary_problems and not unchecked:  # the file disagrees with its own tool's counts: never exit 0
+        code = 3
+        for p in res.summary_problems:
+            print(f"servewatch: {textsafe.term(p)}", file=sys.stderr)
+    summary["exit_code"] = code
     if getattr(args, "json", False):
         print(json.dumps(summary, indent=2))
         return code
     c = res.counts()
-    print(f"imported {path} ({src.get('tool')}, format {res.format}) -> {out}")
+    print(f"imported {textsafe.term(path)} ({src.get('tool')}, format {res.format}) -> {textsafe.term(out)}")
     print(f"  entries {res.entries}: converted {res.converted}, problems {len(res.issues)} (listed above)")
-    print(f"  requests {c['requests']} (measured {c['measured']}, warmup {c['warmup']}): completed {c['completed']}, "
-          f"errors {c['errors']}, cancelled {c['cancelled']}")
-    if res.tool_summary:
-        print(f"  the tool's own summary: {json.dumps(res.tool_summary)}")
+    print(f"  this file: requests {c['requests']} (measured {c['measured']}, warmup {c['warmup']}): completed "
+          f"{c['completed']}, errors {c['errors']}, cancelled {c['cancelled']}")
+    for line in describe(res.tool_summary):
+        print(f"  {textsafe.term(line)}")
+    for p in res.summary_problems:
+        print(f"  {'NOT CHECKED' if unchecked else 'MISMATCH'}: {textsafe.term(p)}")
+    for n in res.summary_notes:
+        print(f"  checked: {textsafe.term(n)}")
     print(f"  time axis: {src.get('time_axis')}; TTFT as {src.get('tool')} defines it: {src.get('ttft_definition')}")
     for n in res.notes:
-        print(f"  note: {n}")
+        print(f"  note: {textsafe.term(n)}")
+    if res.summary_problems and not unchecked:
+        print(f"  exit {code}: the file disagrees with its tool's own summary (no PASS can stand on it)")
     return code

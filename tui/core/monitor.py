@@ -23,6 +23,7 @@ from typing import Any
 
 import tui.core.defaults as defaults
 import tui.core.evidence as evidence
+import tui.core.importers.crosscheck as crosscheck
 import tui.core.provenance as provenance
 import tui.core.slos as slo_defs
 import tui.core.stats as stats
@@ -429,6 +430,7 @@ class Monitor:
         # (level, round), or for every level under the key None; each reason is shown wherever the verdict is
         self._pass_blocks: dict[tuple | None, list[str]] = {}
         self._warm_sends = array("d")  # t_sent of warmup records (the first EVIDENCE_CAP)
+        self._warm_tally = crosscheck.Tally()  # warmup records per (level, round): an import's tool counts them
         self.contradictions = 0
         self.finished = False  # ``finish()`` ran: the whole file has been read
 
@@ -551,12 +553,31 @@ class Monitor:
         for key, st in by_key.items():
             for problem in self.unjudgeable_problems(st):
                 self.block_pass(problem, key)
+        self._hold_against_tool_summary()
         if self.contradictions:
             self._notes.append(f"{self.contradictions} request record(s) say complete but contradict themselves (an "
                                "HTTP status other than 2xx, 0 output tokens, an abort/error finish reason or no first "
                                "token): counted as failed")
         for st in self.levels.values():
             st.verdict_cache = None
+
+    def _hold_against_tool_summary(self) -> None:
+        """An imported file against its own tool's counts (``source.tool_summary``: tui.core.importers.crosscheck):
+        each disagreement forbids PASS run-wide, with both numbers; what was checked is a note."""
+        src = self.header.get("source") if self.header else None
+        ts = src.get("tool_summary") if isinstance(src, dict) else None
+        if ts is None:
+            return
+        tally = crosscheck.Tally(warmup=self._warm_tally.warmup, unusable=sum(self.unreadable.values()))
+        for key, st in self.levels.items():
+            if st.rec_n:
+                canc = self.cancelled_open.get(key, 0) + self.cancelled_late.get(key, 0)
+                tally.measured[key] = crosscheck.Counts(st.rec_n, st.rec_n - st.rec_err - st.rec_incomplete,
+                                                        st.rec_err - canc + st.rec_incomplete, canc)
+        problems, notes = crosscheck.problems(ts, tally)
+        for problem in problems:
+            self.block_pass(problem)
+        self._notes.extend(n for n in notes if n not in self._notes)
 
     # ------------------------------------------------------------------ records integrity (tui.core.chain)
     records_integrity: Any = None  # the RecordsIntegrity of the file read; None: not verified
@@ -738,6 +759,7 @@ class Monitor:
                     ws = self._warm_sends
                     if len(ws) < EVIDENCE_CAP:
                         ws.append(t_sent)
+                    self._warm_tally.count((r.level, r.round), True, r.complete, err)
                     continue
                 if st is None or st.level != r.level or st.round != r.round:
                     if ttfts or lat[2]:

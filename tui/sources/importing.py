@@ -90,55 +90,74 @@ def _load_yaml(text: str, path: str) -> Any:
 
 
 def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
-    """Facts the per-request file lacks but a file the same tool wrote beside it holds (the load level).
-    Read only when present and parseable; what was used is said in the notes."""
+    """Facts the per-request file lacks but a file the same tool wrote beside it holds: the load level, and the
+    tool's own counts the records are held against (``summary``, ``summary_file``; ``summary_missing`` says why
+    there are none: tui.core.importers.crosscheck). Read only when present and parseable; what was used is said in
+    the notes."""
     opts: dict = {}
     notes: list[str] = []
     folder = Path(path).parent
+    side_name = "the summary file beside it"
     try:
         if fmt == "aiperf":
             side = folder / "profile_export_aiperf.json"
-            if side.is_file():
-                d = json.loads(side.read_text(encoding="utf-8"))
-                ic = d.get("input_config") if isinstance(d.get("input_config"), dict) else {}
-                phases = [ph for ph in (ic.get("phases") or []) if isinstance(ph, dict)
-                          and ph.get("kind") == "profiling"]
-                lv = None
-                if len(phases) == 1:  # one profiling phase: its concurrency (closed) or request rate (open)
-                    ph = phases[0]
-                    for key, mode in (("concurrency", "closed"), ("request_rate", "open")):
-                        v = ph.get(key)
-                        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                            lv = (float(v), mode, key)
-                            break
-                elif not phases:  # older summaries: a single loadgen concurrency
-                    v = _find_key(ic, ("concurrency",))
+            side_name = side.name
+            if not side.is_file():
+                opts["summary_missing"] = f"{side.name} is not beside the file"
+                return opts, notes
+            d = json.loads(side.read_text(encoding="utf-8"))
+            if not isinstance(d, dict):
+                raise ValueError("not an object")
+            opts["summary"], opts["summary_file"] = d, f"{side.name} beside the file"
+            ic = d["input_config"] if isinstance(d.get("input_config"), dict) else {}
+            phases = [ph for ph in (ic.get("phases") or []) if isinstance(ph, dict)
+                      and ph.get("kind") == "profiling"]
+            lv = None
+            if len(phases) == 1:  # one profiling phase: its concurrency (closed) or request rate (open)
+                ph = phases[0]
+                for key, mode in (("concurrency", "closed"), ("request_rate", "open")):
+                    v = ph.get(key)
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                        lv = (float(v), "closed", "concurrency")
-                if lv:
-                    opts["level"], opts["mode"] = lv[0], lv[1]
-                    notes.append(f"level ({lv[2]} {lv[0]:g}) read from {side.name} beside the file")
-                v = _find_key(d, ("aiperf_version", "version"))
-                if isinstance(v, str):
-                    opts["version"] = v
+                        lv = (float(v), mode, key)
+                        break
+            elif not phases:  # older summaries: a single loadgen concurrency
+                v = _find_key(ic, ("concurrency",))
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                    lv = (float(v), "closed", "concurrency")
+            if lv:
+                opts["level"], opts["mode"] = lv[0], lv[1]
+                notes.append(f"level ({lv[2]} {lv[0]:g}) read from {side.name} beside the file")
+            v = _find_key(d, ("aiperf_version", "version"))
+            if isinstance(v, str):
+                opts["version"] = v
         elif fmt == "llmperf":
-            for side in sorted(folder.glob("*_summary.json")):
-                d = json.loads(side.read_text(encoding="utf-8"))
-                conc = d.get("num_concurrent_requests") if isinstance(d, dict) else None
-                if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
-                    opts["level"] = float(conc)
-                    notes.append(f"level (concurrency {conc:g}) read from {side.name} beside the file")
-                    break
+            side_name = "its *_summary.json"
+            found = _llmperf_summary(Path(path))
+            if found is None:
+                opts["summary_missing"] = "no *_summary.json named for it beside the file"
+                return opts, notes
+            side_name = found.name
+            d = json.loads(found.read_text(encoding="utf-8"))
+            if not isinstance(d, dict):
+                raise ValueError("not an object")
+            opts["summary"], opts["summary_file"] = d, f"{found.name} beside the file"
+            conc = d.get("num_concurrent_requests")
+            if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
+                opts["level"] = float(conc)
+                notes.append(f"level (concurrency {conc:g}) read from {found.name} beside the file")
         elif fmt == "inference-perf":
-            levels, counts = {}, {}
+            side_name = "its lifecycle metrics reports"
+            levels, counts, stages = {}, {}, {}
             for side in sorted(folder.glob("stage_*_lifecycle_metrics.json")):
                 stage = side.name.split("_")[1]
                 if not stage.isdigit():
                     continue  # stage_N_session_lifecycle_metrics.json and the like
+                side_name = side.name
                 d = json.loads(side.read_text(encoding="utf-8"))
                 ls = d.get("load_summary") if isinstance(d, dict) else None
                 if not isinstance(ls, dict):
                     continue
+                stages[int(stage)] = d
                 rate, count = ls.get("requested_rate"), ls.get("count")
                 if isinstance(rate, (int, float)) and not isinstance(rate, bool):
                     levels[int(stage)] = float(rate)
@@ -151,9 +170,33 @@ def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
                              "beside the file")
             if counts:
                 opts["stage_counts"] = counts
+            if stages:
+                opts["stage_summaries"] = stages
+            whole = folder / "summary_lifecycle_metrics.json"
+            if whole.is_file():
+                side_name = whole.name
+                d = json.loads(whole.read_text(encoding="utf-8"))
+                if isinstance(d, dict):
+                    opts["summary"] = d
+            if not stages and "summary" not in opts:
+                opts["summary_missing"] = ("neither summary_lifecycle_metrics.json nor stage_N_lifecycle_metrics.json "
+                                           "is beside the file")
     except (OSError, ValueError, AttributeError):
-        notes.append("a summary file beside it could not be read: level unknown")
+        notes.append(f"{side_name} could not be read: level unknown")
+        opts = {"summary_missing": f"{side_name} could not be read"}
     return opts, notes
+
+
+def _llmperf_summary(path: Path) -> Path | None:
+    """LLMPerf's summary of ``X_individual_responses.json``: ``X_summary.json``, else the only ``*_summary.json``
+    beside it (None: none, or several and none named for it)."""
+    name = path.name
+    if name.endswith("_individual_responses.json"):
+        mine = path.with_name(name[: -len("_individual_responses.json")] + "_summary.json")
+        if mine.is_file():
+            return mine
+    found = sorted(p for p in path.parent.glob("*_summary.json") if p.is_file())
+    return found[0] if len(found) == 1 else None
 
 
 def _find_key(d: Any, names: tuple[str, ...], depth: int = 0) -> Any:
@@ -271,7 +314,10 @@ def line_parser_for(path: str | os.PathLike) -> Any:
     from tui.core.importers import aiperf
 
     opts, _ = _sidecar_opts(p, fmt)
-    conv = aiperf.LineConverter(p, level=opts.get("level"), source_info=aiperf.source(os.path.basename(p)))
+    ts = aiperf.tool_summary(opts.get("summary"), opts.get("level"), opts.get("mode"),
+                             where=opts.get("summary_file"), missing=opts.get("summary_missing"))
+    conv = aiperf.LineConverter(p, level=opts.get("level"),
+                                source_info=aiperf.source(os.path.basename(p), tool_summary=ts))
 
     def parse(numbered, source):
         for item in conv.feed(numbered):

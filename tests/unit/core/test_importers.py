@@ -195,6 +195,7 @@ def test_guidellm_sampled_lists_are_labelled_a_sample_and_get_no_verdict(tmp_pat
     doc = json.loads(CASES["guidellm"][0]().read_text())
     for b in doc["benchmarks"]:
         b["requests"]["successful"] = b["requests"]["successful"][:3]  # totals unchanged: a reservoir sample
+        b.setdefault("config", {})["sample_size"] = 3  # of 3 per status list, as the benchmark's config says
     p = tmp_path / "sampled.json"
     p.write_text(json.dumps(doc))
     res = import_file(str(p))

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import tui.core.importers.common as C
+import tui.core.importers.crosscheck as X
 from tui.core.records.schema import LineIssue
 
 FORMAT = "aiperf"
@@ -157,10 +158,46 @@ def _add_timing(rec: dict, metrics: dict, t_sent: float, ttft: float | None) -> 
                         t_first_reasoning=t_reason, t_first_answer=t_answer)
 
 
-def source(file: str | None = None, sha256: str | None = None, version: str | None = None) -> dict:
-    return C.source_block(tool=TOOL, version=version, file=file, sha256=sha256, derived=DERIVED,
-                          ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT,
-                          definitions=DEFINITIONS)
+SUMMARY_FILE = "profile_export_aiperf.json"
+
+
+def _summary_value(doc: dict, name: str) -> Any:
+    """A metric's ``avg`` in AIPerf's summary (top level; older versions under ``records``)."""
+    for holder in (doc, C.sub_dict(doc, "records")):
+        m = holder.get(name)
+        if isinstance(m, dict) and "avg" in m:
+            return m.get("avg")
+    return None
+
+
+def tool_summary(doc: Any, level: float | None = None, mode: str | None = None, *, where: str | None = None,
+                 missing: str | None = None) -> dict | None:
+    """The cross-check block (``source.tool_summary``) from AIPerf's summary: ``request_count`` (valid requests of
+    the profiling phase), ``error_request_count`` (errors, AIPerf's own cancellations included; else the counts of
+    ``error_summary``), ``completed_request_count`` (both, where written). Warmup is not counted by AIPerf."""
+    if missing:
+        return X.missing("AIPerf", missing)
+    if doc is None:
+        return None
+    d = doc if isinstance(doc, dict) else {}
+    errors = _summary_value(d, "error_request_count")
+    if errors is None and isinstance(d.get("error_summary"), list):
+        errors = sum(int(e.get("count") or 0) for e in d["error_summary"] if isinstance(e, dict)
+                     and C.is_num(e.get("count")))
+    ent = X.entry(level=level, scope="level" if level is not None else "run", label=X.level_label(level, mode),
+                  requests=_summary_value(d, "completed_request_count"), completed=_summary_value(d, "request_count"),
+                  errors=errors, errors_include_cancelled=True)
+    return X.summary("AIPerf", where or f"{SUMMARY_FILE} beside the file", [ent])
+
+
+def source(file: str | None = None, sha256: str | None = None, version: str | None = None,
+           tool_summary: dict | None = None) -> dict:
+    src = C.source_block(tool=TOOL, version=version, file=file, sha256=sha256, derived=DERIVED,
+                         ttft_definition=TTFT_DEFINITION, time_axis=C.AXIS_EPOCH, fmt=FORMAT,
+                         definitions=DEFINITIONS)
+    if tool_summary is not None:
+        src["tool_summary"] = tool_summary
+    return src
 
 
 class LineConverter:
@@ -222,6 +259,7 @@ def convert_lines(numbered: Iterable[tuple[int, bytes | str, bool]], label: str,
         else:
             reqs.append(item)
     res.entries, res.converted = conv.entries, conv.converted
+    res.tool_summary = conv.source_info.get("tool_summary")
     measured = [r for r in reqs if r["phase"] == "measure"]
     warm = [r for r in reqs if r["phase"] == "warmup"]
     res.records = warm + (C.add_steps(measured, level, None) if measured else [])

@@ -35,7 +35,10 @@ class ImportResult:
     entries: int = 0  # per-request entries seen in the source (lines or list elements)
     converted: int = 0  # of which became request records
     notes: list[str] = field(default_factory=list)
-    tool_summary: dict | None = None  # the tool's own counts where the file holds them
+    tool_summary: dict | None = None  # the tool's own counts (``source.tool_summary``, tui.core.importers.crosscheck)
+    #: the records held against ``tool_summary``: the problems (each forbids PASS, both numbers named) and the notes
+    summary_problems: list[str] = field(default_factory=list)
+    summary_notes: list[str] = field(default_factory=list)
 
     @property
     def skipped(self) -> int:
@@ -56,6 +59,10 @@ class ImportResult:
             else:
                 out["errors"] += 1
         return out
+
+    def unusable(self) -> int:
+        """Entries the reader could not use that may have been requests (as the Monitor counts unreadable lines)."""
+        return sum(1 for i in self.issues if i.kind in ("malformed", "truncated") and i.request is not False)
 
     def all_records(self) -> list[dict]:
         return [self.header] + self.records

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import tui.core.importers.common as C
+import tui.core.importers.crosscheck as X
 
 FORMAT = "guidellm"
 TOOL = "guidellm"
@@ -77,6 +78,24 @@ def _totals(bench: dict) -> dict | None:
     return None
 
 
+_SAMPLE_KEYS = ("sample_requests", "sample_size")
+
+
+def _sample_setting(doc: Any, bench: dict) -> tuple[bool, int | None]:
+    """(stated, size): the reservoir size GuideLLM kept per status list (``sample_requests``; 0.8's metrics config
+    ``sample_size``), ``(True, None)`` when the file says it kept every request, ``(False, None)`` when it does not
+    say."""
+    spec = C.sub_dict(C.sub_dict(doc, "config") if isinstance(doc, dict) else {}, "spec")
+    holders = (C.sub_dict(bench, "config"), C.sub_dict(bench, "args"),
+               C.sub_dict(doc, "args") if isinstance(doc, dict) else {}, C.sub_dict(spec, "metrics"))
+    for holder in holders:
+        for key in _SAMPLE_KEYS:
+            if key in holder:
+                v = holder[key]
+                return True, (int(v) if C.is_num(v) and v >= 0 else None)
+    return False, None
+
+
 def _times(r: dict) -> tuple[float | None, float | None, float | None]:
     info = C.sub_dict(r, "info")
     t = info.get("timings")
@@ -134,6 +153,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
     summary = {"successful": 0, "incomplete": 0, "errored": 0, "total": 0}
     started = None
     rnd_by_level: dict[Any, int] = {}
+    entries: list[dict] = []
     for bi, bench in enumerate(benches):
         where_b = f"benchmarks[{bi}]"
         if not isinstance(bench, dict):
@@ -147,6 +167,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
         m_start, m_end = C.num(sm.get("measure_start_time")), C.num(sm.get("measure_end_time"))
         recs: list[dict] = []
         listed = 0
+        per_status: dict[str, int] = {}
         for status, err_kind in STATUSES:
             items = reqs.get(status)
             if items is None:
@@ -154,6 +175,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             if not isinstance(items, list):
                 res.issues.append(C.entry_issue(label, f"{where_b}.requests.{status}", "not a list"))
                 continue
+            per_status[status] = len(items)
             for ri, r in enumerate(items):
                 res.entries += 1
                 listed += 1
@@ -190,8 +212,10 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
         if recs:
             started = recs[0]["t_sent"] if started is None else min(started, recs[0]["t_sent"])
         totals = _totals(bench)
-        sampled = totals is not None and listed < totals.get("total", listed)
+        stated, size = _sample_setting(doc, bench)
+        sampled = _is_sample(totals, per_status, stated, size)
         sampled_any |= sampled
+        entries.append(_summary_entry(level, mode, rnd, kind, totals, sampled, size))
         if totals:
             for k in summary:
                 summary[k] += totals.get(k, 0)
@@ -212,6 +236,9 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                "reasoning (reasoning_output not empty): t_first_reasoning = first_token_iteration, "
                "t_first_answer = first_output_token_iteration"]
     sample: dict[str, Any] | None = None
+    tool_summary = (X.summary("GuideLLM", "the requests_made totals of each benchmark in the file", entries)
+                    if any(x["totals"] for x in levels_meta) else
+                    X.missing("GuideLLM", "no requests_made totals in the file's benchmarks")) if levels_meta else None
     if sampled_any:
         sample = {"listed": sum(x["listed"] for x in levels_meta), "total": summary["total"],
                   "note": "GuideLLM kept a sample of the per-request lists (fewer listed than its totals): "
@@ -225,8 +252,32 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
     modes = {x["mode"] for x in levels_meta if x["mode"]}
     res.header = C.header(src, started_at=started,
                           load={"mode": modes.pop() if len(modes) == 1 else None, "levels": lv})
-    res.tool_summary = summary if any(x["totals"] for x in levels_meta) else None
+    src["tool_summary"] = tool_summary
+    res.tool_summary = tool_summary
     return res
+
+
+def _is_sample(totals: dict | None, per_status: dict[str, int], stated: bool, size: int | None) -> bool:
+    """Whether a benchmark's lists are a reservoir sample of its requests: the file names a sample size and a list
+    holds fewer than its total, or (the file does not say) the lists hold fewer successful or errored requests than
+    its totals. A file that says it kept every request is never a sample: what is missing is missing."""
+    if totals is None:
+        return False
+    short = any(per_status.get(k, 0) < totals.get(k, 0) for k in ("successful", "errored"))
+    if stated:
+        return size is not None and short
+    return short
+
+
+def _summary_entry(level: float | None, mode: str | None, rnd: int, kind: str, totals: dict | None, sampled: bool,
+                   size: int | None) -> dict:
+    """The benchmark's ``requests_made`` as a cross-check entry: every listed request (warmup included) against
+    them; a request cancelled before it was sent is counted by GuideLLM, never listed."""
+    t = totals or {}
+    return X.entry(level=level, round_=rnd, label=X.level_label(level, mode, kind),
+                   requests=t.get("total"), completed=t.get("successful"), errors=t.get("errored"),
+                   cancelled=t.get("incomplete"), warmup_counted=True, unlisted_cancelled_ok=True,
+                   sample={"size": size} if sampled else None)
 
 
 def _version(doc: Any) -> str | None:

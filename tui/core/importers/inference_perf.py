@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import tui.core.importers.common as C
+import tui.core.importers.crosscheck as X
 
 FORMAT = "inference-perf"
 TOOL = "inference-perf"
@@ -49,7 +50,8 @@ def looks_like(obj: Any) -> bool:
 
 def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None = None,
             stage_levels: dict[int, float] | None = None, stage_counts: dict[int, int] | None = None,
-            mode: str | None = None) -> C.ImportResult:
+            mode: str | None = None, stage_summaries: dict[int, dict] | None = None, run_summary: dict | None = None,
+            summary_missing: str | None = None) -> C.ImportResult:
     """``stage_levels``: stage -> rate (req/s); ``stage_counts``: stage -> request count (both from the
     stage_N_lifecycle_metrics.json files beside the file, when present). 0.7.0's per-request entries do
     not name their stage: stages run one after another, so the k-th request in start-time order belongs
@@ -140,7 +142,45 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
         res.notes.append("stage rates unknown (no config/summary beside the file): levels are stage numbers, "
                          "not rates")
     res.header = C.header(src, started_at=None, load={"mode": mode, "levels": levels})
+    res.tool_summary = src["tool_summary"] = tool_summary(stage_levels, stage_summaries, run_summary, summary_missing,
+                                                           mode)
     return res
+
+
+def summary_counts(d: Any) -> dict[str, Any]:
+    """inference-perf's own counts in a lifecycle metrics report: ``load_summary.count``, ``successes.count``,
+    ``failures.count``."""
+    d = d if isinstance(d, dict) else {}
+    return {"requests": C.sub_dict(d, "load_summary").get("count"),
+            "completed": C.sub_dict(d, "successes").get("count"), "errors": C.sub_dict(d, "failures").get("count")}
+
+
+def tool_summary(stage_levels: dict[int, float], stage_summaries: dict[int, dict] | None, run_summary: dict | None,
+                 missing: str | None, mode: str | None) -> dict | None:
+    """The cross-check block: each stage's counts (``stage_N_lifecycle_metrics.json``) at its level (stages at one
+    rate added together: their requests share the level), and the whole run's (``summary_lifecycle_metrics.json``)."""
+    if missing:
+        return X.missing("inference-perf", missing)
+    if not stage_summaries and run_summary is None:
+        return None
+    by_level: dict[Any, dict[str, Any]] = {}
+    for stage, d in sorted((stage_summaries or {}).items()):
+        level = stage_levels.get(stage, float(stage))
+        c = summary_counts(d)
+        acc = by_level.setdefault(level, {"requests": 0, "completed": 0, "errors": 0, "stages": []})
+        acc["stages"].append(stage)
+        for k in ("requests", "completed", "errors"):
+            v = C.int_or_none(c[k])
+            acc[k] = None if v is None or acc[k] is None else acc[k] + v
+    entries = [X.entry(level=lv, label=f"{X.level_label(lv, mode)} (stage{'s' if len(a['stages']) > 1 else ''} "
+                                       f"{', '.join(str(x) for x in a['stages'])})",
+                       requests=a["requests"], completed=a["completed"], errors=a["errors"])
+               for lv, a in by_level.items()]
+    if run_summary is not None:
+        entries.append(X.entry(level=None, scope="run", **summary_counts(run_summary)))
+    where = ", ".join(x for x in ("stage_N_lifecycle_metrics.json" if stage_summaries else "",
+                                  "summary_lifecycle_metrics.json" if run_summary is not None else "") if x)
+    return X.summary("inference-perf", where + " beside the file", entries)
 
 
 def _stage_by_start(items: list, stage_counts: dict[int, int] | None) -> dict[int, int]:

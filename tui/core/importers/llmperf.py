@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import tui.core.importers.common as C
+import tui.core.importers.crosscheck as X
 
 FORMAT = "llmperf"
 TOOL = "llmperf"
@@ -40,8 +41,33 @@ def looks_like(obj: Any) -> bool:
     return first is not None and "ttft_s" in first and "end_to_end_latency_s" in first
 
 
+def summary_counts(summary: Any) -> dict[str, Any]:
+    """LLMPerf's own counts in its ``*_summary.json`` (flattened ``results_*`` keys, or a ``results`` block)."""
+    d = summary if isinstance(summary, dict) else {}
+    inner = C.sub_dict(d, "results")
+
+    def get(name: str) -> Any:
+        return d.get(f"results_{name}", inner.get(name))
+
+    return {"requests": get("num_requests_started"), "completed": get("num_completed_requests"),
+            "errors": get("number_errors")}
+
+
+def tool_summary(summary: Any, where: str | None, missing: str | None, level: float | None) -> dict | None:
+    """The cross-check block (``source.tool_summary``) from the summary file beside the per-request file."""
+    if missing:
+        return X.missing("LLMPerf", missing)
+    if summary is None:
+        return None
+    c = summary_counts(summary)
+    mode = "closed" if level else None
+    return X.summary("LLMPerf", where or "its *_summary.json", [
+        X.entry(level=level, scope="level" if level else "run", label=X.level_label(level, mode), **c)])
+
+
 def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None = None,
-            level: float | None = None) -> C.ImportResult:
+            level: float | None = None, summary: Any = None, summary_file: str | None = None,
+            summary_missing: str | None = None) -> C.ImportResult:
     derived = ["t_sent = 2000-01-01 for every request (no start times in the source: not a time axis)",
                "t_first_token = ttft_s (when > 0)", "t_end = end_to_end_latency_s",
                "failed = error_code not null; error class from error_code (HTTP status; -1 = exception)",
@@ -56,7 +82,6 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                                                               "levels": [level] if level else []}))
     items = doc if isinstance(doc, list) else []
     recs: list[dict] = []
-    ok = errs = 0
     for i, d in enumerate(items):
         res.entries += 1
         where = f"entry {i}"
@@ -83,9 +108,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
             continue
         recs.append(rec)
         res.converted += 1
-        errs += failed
-        ok += not failed
     res.records = C.add_steps(recs, level, "closed" if level else None)
-    res.tool_summary = {"num_completed_requests": ok, "number_errors": errs}
+    res.tool_summary = src["tool_summary"] = tool_summary(summary, summary_file, summary_missing, level)
     res.notes.append("no request start times: no observation window, so no verdict (INSUFFICIENT WINDOW)")
     return res

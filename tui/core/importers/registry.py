@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import tui.core.importers.aiperf as aiperf
+import tui.core.importers.crosscheck as crosscheck
 import tui.core.importers.guidellm as guidellm
 import tui.core.importers.inference_perf as inference_perf
 import tui.core.importers.llmperf as llmperf
@@ -144,9 +145,28 @@ def _numbered(text: str) -> Iterator[tuple[int, str, bool]]:
 
 def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sha256: str | None = None,
                  doc: Any = None, **opts: Any) -> ImportResult:
-    """Convert a whole file's text (``doc``: the already decoded document, e.g. from YAML)."""
+    """Convert a whole file's text (``doc``: the already decoded document, e.g. from YAML), then hold the records
+    against the tool's own summary (``summary_problems``, ``summary_notes``: tui.core.importers.crosscheck)."""
+    res = _convert(text, fmt, label, file=file, sha256=sha256, doc=doc, **opts)
+    check_summary(res)
+    return res
+
+
+def check_summary(res: ImportResult) -> ImportResult:
+    """``res.summary_problems`` / ``summary_notes``: its records against ``source.tool_summary``."""
+    src = (res.header or {}).get("source")
+    ts = src.get("tool_summary") if isinstance(src, dict) else None
+    res.summary_problems, res.summary_notes = crosscheck.problems(
+        ts, crosscheck.tally_records(res.records, res.unusable()))
+    return res
+
+
+def _convert(text: str, fmt: str, label: str, *, file: str | None = None, sha256: str | None = None,
+             doc: Any = None, **opts: Any) -> ImportResult:
     if fmt == "aiperf":
-        src = aiperf.source(file=file, sha256=sha256, version=opts.get("version"))
+        ts = aiperf.tool_summary(opts.get("summary"), opts.get("level"), opts.get("mode"),
+                                 where=opts.get("summary_file"), missing=opts.get("summary_missing"))
+        src = aiperf.source(file=file, sha256=sha256, version=opts.get("version"), tool_summary=ts)
         res = aiperf.convert_lines(_numbered(text), label, level=opts.get("level"), source_info=src)
         if opts.get("mode"):
             res.header["load"]["mode"] = opts["mode"]
@@ -178,8 +198,12 @@ def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sh
         res.format = fmt
         return res
     if fmt == "llmperf":
-        return llmperf.convert(doc, label, file=file, sha256=sha256, level=opts.get("level"))
+        return llmperf.convert(doc, label, file=file, sha256=sha256, level=opts.get("level"),
+                               summary=opts.get("summary"), summary_file=opts.get("summary_file"),
+                               summary_missing=opts.get("summary_missing"))
     if fmt == "inference-perf":
         return inference_perf.convert(doc, label, file=file, sha256=sha256, stage_levels=opts.get("stage_levels"),
-                                      stage_counts=opts.get("stage_counts"), mode=opts.get("mode"))
+                                      stage_counts=opts.get("stage_counts"), mode=opts.get("mode"),
+                                      stage_summaries=opts.get("stage_summaries"), run_summary=opts.get("summary"),
+                                      summary_missing=opts.get("summary_missing"))
     raise ValueError(f"no importer for format {fmt!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import tui.core.importers.common as C
+import tui.core.importers.crosscheck as X
 from tui.core.records.schema import LineIssue
 
 FORMAT = "vllm-bench"
@@ -56,8 +57,9 @@ def _level(obj: dict) -> tuple[float | None, str | None]:
 
 
 def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: int = 1,
-                issues: list[LineIssue] | None = None) -> tuple[list[dict], int, int, dict]:
-    """One result object -> (records incl. steps, entries, converted, facts)."""
+                issues: list[LineIssue] | None = None, ordinal: int = 1) -> tuple[list[dict], int, int, dict]:
+    """One result object -> (records incl. steps, entries, converted, facts). ``ordinal``: the result's place in
+    the file (1-based), part of every request id (ids stay unique across appended results)."""
     issues = issues if issues is not None else []
     ttfts = obj.get("ttfts") or []
     n = len(ttfts)
@@ -109,7 +111,7 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
                     raise ValueError("ttfts entry is not a number")
                 t_first = t_sent + float(ttft)
                 t_end = t_first + sum(float(x) for x in itl)
-            rec = C.request(rid=f"vllm-r{rnd}-{i:06d}", t_sent=t_sent, t_end=t_end, t_first=t_first,
+            rec = C.request(rid=f"vllm-{ordinal}-{i:06d}", t_sent=t_sent, t_end=t_end, t_first=t_first,
                             complete=not failed,
                             error=C.classify_error(message=str(err or "")) if failed else None,
                             error_detail=(str(err) or "failed, no error text") if failed else None, input_tokens=at("input_lens"),
@@ -122,7 +124,7 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
         recs.append(rec)
         converted += 1
     facts = {"level": level, "mode": mode, "has_starts": has_starts, "completed": obj.get("completed"),
-             "failed": obj.get("failed"), "num_prompts": obj.get("num_prompts"), "entries": n}
+             "failed": obj.get("failed"), "num_prompts": obj.get("num_prompts"), "entries": n, "round": rnd}
     return C.add_steps(recs, level, mode, rnd), n, converted, facts
 
 
@@ -130,7 +132,7 @@ def convert_runs(objs: list[tuple[int, Any]], label: str, *, file: str | None = 
                  whole_document: bool = True) -> C.ImportResult:
     """``objs``: (line number, decoded object) pairs; one object for a plain result file."""
     res = C.ImportResult(format=FORMAT, header={})
-    facts_all = []
+    facts_all: list[dict] = []
     rnd_by_level: dict[Any, int] = {}
     for lineno, obj in objs:
         if not looks_like(obj):
@@ -142,7 +144,8 @@ def convert_runs(objs: list[tuple[int, Any]], label: str, *, file: str | None = 
         level, _ = _level(obj)
         rnd = rnd_by_level[level] = rnd_by_level.get(level, 0) + 1
         where = "" if whole_document else f"result on line {lineno}: "
-        recs, n, conv, facts = convert_run(obj, label, where=where, line=lineno, rnd=rnd, issues=res.issues)
+        recs, n, conv, facts = convert_run(obj, label, where=where, line=lineno, rnd=rnd, issues=res.issues,
+                                           ordinal=len(facts_all) + 1)
         res.records.extend(recs)
         res.entries += n
         res.converted += conv
@@ -171,8 +174,20 @@ def convert_runs(objs: list[tuple[int, Any]], label: str, *, file: str | None = 
                           target={"model": first.get("model_id"), "api": first.get("backend")},
                           load={"mode": modes.pop() if len(modes) == 1 else None, "levels": levels,
                                 "burstiness": first.get("burstiness")})
-    res.tool_summary = {"completed": sum(int(f["completed"] or 0) for f in facts_all),
-                        "failed": sum(int(f["failed"] or 0) for f in facts_all)}
+    res.tool_summary = src["tool_summary"] = _tool_summary(facts_all) if facts_all else None
     if not has_starts:
         res.notes.append("no request start times: no observation window, so no verdict (INSUFFICIENT WINDOW)")
     return res
+
+
+def _tool_summary(facts_all: list[dict]) -> dict:
+    """Each result's own ``completed`` / ``failed`` (vLLM counts them from the same outputs it lists) as cross-check
+    entries, one per result (level and round). ``num_prompts`` is the argument given, not a count, and a result
+    without ``failed`` (older versions) is checked on ``completed`` alone."""
+    entries = []
+    for f in facts_all:
+        ok, bad = C.int_or_none(f["completed"]), C.int_or_none(f["failed"])
+        entries.append(X.entry(level=f["level"], round_=f["round"], label=X.level_label(f["level"], f["mode"]),
+                               requests=ok + bad if ok is not None and bad is not None else None,
+                               completed=ok, errors=bad))
+    return X.summary("vllm bench serve", "each result's completed / failed", entries)
