@@ -273,10 +273,12 @@ def test_synthetic_never_exits_0(tmp_path, capsys):
     assert "SYNTHETIC" in cap.err and "never exits 0" in cap.err
     assert "verdict=PASS" in cap.out and "never exits 0" in cap.out  # the verdict is shown, the exit says why
     syn = write(tmp_path / "syn.jsonl", run_lines(synthetic=True, prefix="s"))
+    syn2 = write(tmp_path / "syn2.jsonl", run_lines(synthetic=True, prefix="t", t0=T0 + 5000, gap=1.001))
     real = write(tmp_path / "real.jsonl", run_lines(prefix="r"))
-    assert main(["compare", str(real), str(real), "--json"]) == 0  # the control: same real run, NOT WORSE
+    real2 = write(tmp_path / "real2.jsonl", run_lines(prefix="q", t0=T0 + 5000, gap=1.001))
+    assert main(["compare", str(real), str(real2), "--json"]) == 0  # the control: two real runs, NOT WORSE
     assert json.loads(capsys.readouterr().out)["verdict"] == "NOT WORSE"
-    rc = main(["compare", str(syn), str(syn)])
+    rc = main(["compare", str(syn), str(syn2)])
     cap = capsys.readouterr()
     assert rc == 3 and "NOT WORSE (SYNTHETIC input: never exits 0)" in cap.out and "never exits 0" in cap.err
     bad = write(tmp_path / "bad.jsonl", run_lines(synthetic=True, fail_every=2, prefix="f"))

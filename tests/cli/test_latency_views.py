@@ -35,12 +35,12 @@ def test_compare_json_has_each_metric_per_level_and_side(tmp_path):
         assert list(lat) == ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
         for key, block in lat.items():
             assert {"p50", "p95", "p99", "n"} <= set(block), key
-        # the records of tests/unit/core/test_compare.py: TTFT 200 ms, E2E = 1 s (level 4 at 4 req/s), no
-        # last-token times or gaps (TPOT and ITL: null, n 0)
-        assert abs(lat["ttft_ms"]["p95"] - 200.0) < 1e-3 and abs(lat["e2e_ms"]["p50"] - 1000.0) < 1e-3
+        # the records of tests/unit/core/test_compare.py: TTFT 200 ms, E2E = 1 s (level 4 at 4 req/s), each within
+        # 0.2 ms (two runs never share one request's times); no last-token times or gaps (TPOT and ITL: null, n 0)
+        assert abs(lat["ttft_ms"]["p95"] - 200.0) < 0.5 and abs(lat["e2e_ms"]["p50"] - 1000.0) < 0.5
         assert lat["tpot_ms"] == {"p50": None, "p95": None, "p99": None, "n": 0} == lat["itl_ms"]
     assert set(row["latency"]) == {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}
-    assert abs(row["latency"]["e2e_ms"]["p95"]) < 1e-3 and row["latency"]["tpot_ms"]["p95"] is None
+    assert abs(row["latency"]["e2e_ms"]["p95"]) < 0.5 and row["latency"]["tpot_ms"]["p95"] is None
     code2, md = _cli(str(base), str(cand))
     assert code2 == code and "| 4 | TPOT | N/A | N/A | N/A / N/A / N/A |" in md
 

@@ -93,6 +93,28 @@ def assemble(hdr: dict, steps: list[tuple[dict, list[dict], dict]]) -> list[dict
     return out
 
 
+def another_run(records: list[dict], seed: int) -> list[dict]:
+    """A copy that is ANOTHER run of the same test (`compare` refuses one run's data on both sides): its own run id,
+    and each request's first token (or, failed, its end) moved by a seeded fraction of a millisecond to a few ms,
+    the send times, durations and counts kept (two real runs never share a request's times to the microsecond)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for r in records:
+        r = dict(r)
+        if r.get("type") == "run":
+            r["run_id"] = f"{r.get('run_id') or 'run'}-{seed}"
+            r["started_at"] = (r.get("started_at") or T0) + seed * 1e-3
+        elif r.get("type") == "request":
+            if r.get("t_first_token") is not None:
+                r["t_first_token"] = min(r["t_end"], r["t_first_token"] + rng.uniform(0.0, 0.005))
+            else:
+                r["t_end"] = max(r["t_sent"], r["t_end"] - rng.uniform(0.0, 0.001))
+        out.append(r)
+    return out
+
+
 def write(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
     return path

@@ -13,6 +13,7 @@ import sys
 
 import tui.core.defaults as D
 from tui.cli.chainopts import verify_key
+from tui.cli.evidence_files import same_file_as
 from tui.cli.options import slos_from_args
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
@@ -21,8 +22,9 @@ from tui.sources.evidence_reader import ReadSettings, open_evidence
 
 __all__ = ["NoRequests", "add_arguments", "load_run", "run"]
 
-COMPARE_EXIT_DOC = ("exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE (also: the workloads differ, "
-                    "without --allow-different-workload), 2 bad usage or input")
+COMPARE_EXIT_DOC = ("exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE (also: the same run on both "
+                    "sides; a different served model, engine or workload, or an unknown workload, without "
+                    "--allow-different FIELD), 2 bad usage or input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,10 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "refused, exit 2, with the list)")
     parser.add_argument("--cand-run", dest="cand_run", type=positive_int, default=None, metavar="N",
                         help="run N of a candidate file holding several runs (default: none, as --base-run)")
+    parser.add_argument("--allow-different", dest="allow_different", action="append", default=[],
+                        metavar="LIST",
+                        help="a comma-separated list of differences to compare anyway: model (the served model), engine, "
+                             "workload (request shape, lengths, shared prefixes, dataset, prompt cache; or a workload "
+                             "that is unknown); the allowed difference is printed beside the verdict (default: none: "
+                             "such runs are not comparable, NOT ENOUGH EVIDENCE, exit 3). The same run on both sides "
+                             "is never compared")
     parser.add_argument("--allow-different-workload", dest="allow_different_workload", action="store_true",
-                        help="compare two runs whose workloads differ (request shape, lengths, shared prefixes, "
-                             "dataset, prompt cache); the differences are printed as a warning (default: off: such "
-                             "runs are not comparable, NOT ENOUGH EVIDENCE, exit 3)")
+                        help="the same as --allow-different workload (kept for scripts)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
     parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
     from tui.cli.report import add_html_argument
@@ -84,11 +91,15 @@ def run(args: argparse.Namespace) -> int:
         html_sampler(args.html)  # the folder checked before the files are read
     slos = slos_from_args(args)
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
+    allow = _allowed(args)
     runs = []
     chains = []
+    seen: dict[object, str] = {}
+    same_file = None
     for path, pick in ((args.base, args.base_run), (args.cand, args.cand_run)):
         if not os.path.isfile(path):
             raise UsageError(f"cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}")
+        same_file = same_file_as(path, seen) or same_file  # the same path, a link to it, or identical bytes
         settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
             with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain
@@ -100,8 +111,10 @@ def run(args: argparse.Namespace) -> int:
             raise runs_problem(exc) from None
         except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
+    if same_file is not None and (args.base_run or args.cand_run) and args.base_run != args.cand_run:
+        same_file = None  # two different runs of one file: the run ids and the request data still say if they are one
     result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos,
-                     allow_different_workload=bool(getattr(args, "allow_different_workload", False)))
+                     allow_different=allow, same_file=same_file)
     integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
@@ -119,6 +132,20 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"servewatch: {SYNTHETIC_NEVER_0}", file=sys.stderr)
     return int(result["exit_code"])
+
+
+def _allowed(args: argparse.Namespace) -> frozenset[str]:
+    """The fields of ``--allow-different`` (and its alias ``--allow-different-workload``); an unknown field is bad
+    usage (one line, exit 2)."""
+    from tui.core.compare_guard import parse_allow
+
+    try:
+        allow = parse_allow(getattr(args, "allow_different", None) or [])
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if getattr(args, "allow_different_workload", False):
+        allow |= {"workload"}
+    return allow
 
 
 def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:

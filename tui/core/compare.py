@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+import tui.core.compare_guard as guard
 import tui.core.defaults as defaults
 import tui.core.prefix_cache as prefix_cache
 import tui.core.stats as stats
@@ -32,6 +33,7 @@ from tui.core.records.request import RequestRecord
 from tui.core.slos import Slos, metric_values, slo_rule
 from tui.core.snapshot import Percentile
 from tui.core.textfmt import fmt_pct
+from tui.core.textsafe import md
 from tui.core.verdict import BATCH_MULTS
 
 NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
@@ -257,12 +259,19 @@ def _mode(header: dict) -> str | None:
 
 
 def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defaults.COMPARE_MARGIN,
-            alpha: float = defaults.ALPHA, slos: Slos | None = None, allow_different_workload: bool = False) -> dict:
+            alpha: float = defaults.ALPHA, slos: Slos | None = None, allow_different_workload: bool = False,
+            allow_different: frozenset[str] | set[str] = frozenset(), same_file: str | None = None) -> dict:
     """``base`` / ``cand``: {"label", "header", "requests": [RequestRecord], "issues": int}. Returns the
-    comparison as a JSON-able dict with ``verdict`` and ``exit_code``. Two runs whose workloads differ
-    (``tui.core.workload.differences``) are not comparable: every matched level is NOT ENOUGH EVIDENCE with that
-    reason (the figures still shown), unless ``allow_different_workload`` (then compared, the differences a
-    warning)."""
+    comparison as a JSON-able dict with ``verdict`` and ``exit_code``.
+
+    Refused before any statistic (``tui.core.compare_guard``): the same run on both sides (``same_file``: the
+    caller found the two paths to be one file; the same run id; the same request data), never allowed; a different
+    served model or engine, and a workload that differs (``tui.core.workload``: the headers', else the lengths the
+    requests received) or is unknown, unless ``allow_different`` names the field (``allow_different_workload``:
+    the old name of ``"workload"``). A refused comparison is NOT ENOUGH EVIDENCE at every matched level with the
+    reason (the figures still shown, what it would have said kept in ``verdict_if_comparable``); an allowed
+    difference is named beside the verdict."""
+    allow = frozenset(allow_different) | (frozenset({"workload"}) if allow_different_workload else frozenset())
     slo = slo_ttft_ms / 1000.0
     sides = []
     for run in (base, cand):
@@ -314,8 +323,18 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
                         "come from the measurement, not the server")
     if modes_conflict:
         warnings.append(f"load modes differ (base {b['mode']} loop, candidate {c['mode']} loop): levels not matched")
-    wl = workload.compare_block(b["header"], c["header"], allow_different=allow_different_workload)
-    not_comparable = _hold_workload(wl, rows, warnings)
+    wl = workload.compare_block(b["header"], c["header"], allow_different="workload" in allow,
+                                received_base=workload.received(base["requests"]),
+                                received_cand=workload.received(cand["requests"]))
+    same = guard.same_run(base, cand, same_file)
+    ident = guard.identity_block(b["header"], c["header"], allow)
+    refusals = ([same] if same else []) + list(ident["reasons"])
+    wl_refusal = _hold_workload(wl, rows, warnings)
+    if wl_refusal:
+        refusals.append(wl_refusal)
+    _refuse(rows, refusals)
+    allowed = [f for f in ident["allowed"]] + (["workload"] if wl["allowed"] else [])
+    not_comparable = "; ".join(refusals) if refusals else None
     verdicts = [r["verdict"] for r in rows]
     if any(v == WORSE for v in verdicts):
         overall = WORSE
@@ -341,6 +360,12 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         "warnings": warnings,
         "verdict": overall,
         "workload": wl,
+        "identity": {k: v for k, v in ident.items() if k != "reasons"},
+        "same_run": same,
+        "refusals": refusals,
+        "allowed_different": sorted(allow),
+        "allowed": allowed,
+        "verdict_note": _allowed_note(allowed),
         "reason": (not_comparable if not_comparable else "no level is present in both runs" if not rows else
                    f"{verdicts.count(WORSE)} worse, {verdicts.count(NOT_WORSE)} not worse, "
                    f"{verdicts.count(NOT_ENOUGH)} undecided of {len(rows)} matched levels"),
@@ -350,25 +375,47 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
 
 
 def _hold_workload(wl: dict, rows: list[dict], warnings: list[str]) -> str | None:
-    """Different workloads: not comparable (each matched level NOT ENOUGH EVIDENCE, what it would have said kept
-    in ``verdict_if_comparable``), or with ``--allow-different-workload`` a warning. Returns the reason when not
-    comparable."""
+    """Different or unknown workloads: the reason they are not comparable (None: comparable), or with
+    ``--allow-different workload`` a warning."""
     diff = "; ".join(wl["differences"])
-    if wl["unchecked"] == ["workload"]:
-        warnings.append("the workloads are not checked: a run's header does not state its workload (the request "
-                        "shape, lengths and prompt cache may differ)")
+    if wl.get("unknown"):
+        sides = " and ".join(wl["unknown"])
+        what = (f"the workload is unknown ({sides}: the header states none and the requests carry no lengths)")
+        if wl["comparable"]:
+            warnings.append(f"{what} (compared anyway: --allow-different workload)")
+            return None
+        return f"not comparable: {what}; --allow-different workload compares them anyway"
+    if wl.get("basis") == "received":
+        warnings.append("a run's header does not state its workload: the lengths the requests received are compared "
+                        f"instead; not checked: {', '.join(wl['unchecked'])}")
     elif wl["unchecked"]:
         warnings.append(f"workload not checked for: {', '.join(wl['unchecked'])} (a run's header does not state it)")
     if not wl["differences"]:
         return None
     if wl["comparable"]:
-        warnings.append(f"the workloads differ (compared anyway: --allow-different-workload): {diff}")
+        warnings.append(f"the workloads differ (compared anyway: --allow-different workload): {diff}")
         return None
-    why = (f"not comparable: the workloads differ ({diff}); --allow-different-workload compares them anyway")
+    return f"not comparable: the workloads differ ({diff}); --allow-different workload compares them anyway"
+
+
+def _refuse(rows: list[dict], refusals: list[str]) -> None:
+    """Each matched level NOT ENOUGH EVIDENCE with the refusals as its reason (what it would have said kept in
+    ``verdict_if_comparable``)."""
+    if not refusals:
+        return
+    why = "; ".join(refusals)
     for r in rows:
-        r["verdict_if_comparable"] = r["verdict"]
+        r["verdict_if_comparable"] = r.get("verdict_if_comparable", r["verdict"])
+        r["reason_if_comparable"] = r.get("reason_if_comparable", r["reason"])
         r["verdict"], r["reason"] = NOT_ENOUGH, why
-    return why
+
+
+def _allowed_note(allowed: list[str]) -> str | None:
+    """"different served model, engine allowed (--allow-different model,engine)" beside the verdict; None: none."""
+    if not allowed:
+        return None
+    names = ", ".join("served model" if f == "model" else f for f in allowed)
+    return f"different {names} allowed (--allow-different {','.join(allowed)})"
 
 
 def _pct(v: float | None, digits: int = 1) -> str:
@@ -389,10 +436,14 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
 
 def to_markdown(cmp: dict) -> str:
     b, c = cmp["base"], cmp["candidate"]
-    title = cmp["verdict"] + (" (SYNTHETIC input: never exits 0)" if cmp.get("synthetic") else "")
+    title = (cmp["verdict"] + (f" ({cmp['verdict_note']})" if cmp.get("verdict_note") else "")
+             + (" (SYNTHETIC input: never exits 0)" if cmp.get("synthetic") else ""))
+    ident = cmp.get("identity") or {}
     lines = [f"# servewatch compare: {title}", "",
              f"- base: `{b['file']}` ({b['tool']}{'' if b['time_axis'] else ', no time axis'})",
              f"- candidate: `{c['file']}` ({c['tool']}{'' if c['time_axis'] else ', no time axis'})",
+             *_identity_markdown(ident),
+             *([f"- **the same run on both sides**: {md(cmp['same_run'])}"] if cmp.get("same_run") else []),
              f"- good = completed AND {_good_text(cmp)}; margin {100 * cmp['margin']:.1f} points; "
              f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
              *_workload_markdown(cmp),
@@ -435,6 +486,20 @@ def to_markdown(cmp: dict) -> str:
     lines.append(f"Exit code {cmp['exit_code']} (0 NOT WORSE, 1 WORSE, 3 NOT ENOUGH EVIDENCE or SYNTHETIC input, "
                  "2 bad input)")
     return "\n".join(lines) + "\n"
+
+
+def _identity_markdown(ident: dict) -> list[str]:
+    """Both sides' model (claimed and served), engine, build, GPU and host (``tui.core.identity``), and what
+    differs."""
+    if not ident:
+        return []
+    out = [f"- base measured: {md((ident.get('base') or {}).get('line'))}",
+           f"- candidate measured: {md((ident.get('candidate') or {}).get('line'))}"]
+    if ident.get("differences"):
+        out.append(f"- differs: {', '.join(ident['differences'])}"
+                   + (f" (refused: {', '.join(ident['refused'])})" if ident.get("refused") else "")
+                   + (f" (allowed: {', '.join(ident['allowed'])})" if ident.get("allowed") else ""))
+    return out
 
 
 def _workload_markdown(cmp: dict) -> list[str]:

@@ -21,12 +21,14 @@ Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tui.core.lengths import LengthDist, format_lengths, from_header
 
-__all__ = ["UNKNOWN", "compare_block", "describe", "describe_header", "differences", "parts", "unchecked"]
+__all__ = ["UNKNOWN", "compare_block", "describe", "describe_header", "differences", "parts", "received",
+           "received_differences", "received_text", "unchecked"]
 
 #: the key of a part the header does not state (never equal to anything, never compared)
 UNKNOWN = "unknown"
@@ -286,12 +288,100 @@ def _bare(name: str, text: str | None, key: Any) -> str:
     return text
 
 
+#: received lengths differ when their medians differ by more than this share of the larger, and by more than
+#: ``RECEIVED_TOKENS`` tokens (a chat template's few tokens, or the server's count beside the tool's, are no difference)
+RECEIVED_SHARE = 0.15
+RECEIVED_TOKENS = 4
+
+
+def _quartiles(vals: list[int]) -> dict[str, Any]:
+    s = sorted(vals)
+    n = len(s)
+
+    def q(p: float) -> int:
+        return s[min(n - 1, max(0, math.ceil(p * n) - 1))]
+
+    return {"p25": q(0.25), "p50": q(0.5), "p75": q(0.75), "n": n}
+
+
+def received(requests: Iterable[Any]) -> dict[str, Any] | None:
+    """The lengths a run's requests received, for a workload its header does not state (another tool's export):
+    ``input_tokens`` of its measured requests and ``output_tokens`` of those completed, each as quartiles and a count;
+    None when no measured request carries either."""
+    ins: list[int] = []
+    outs: list[int] = []
+    for r in requests:
+        if getattr(r, "phase", "measure") != "measure":
+            continue
+        i, o = getattr(r, "input_tokens", None), getattr(r, "output_tokens", None)
+        if isinstance(i, int) and not isinstance(i, bool) and i >= 0:
+            ins.append(i)
+        if (isinstance(o, int) and not isinstance(o, bool) and o >= 0 and getattr(r, "complete", False)
+                and getattr(r, "error", None) is None):
+            outs.append(o)
+    if not ins and not outs:
+        return None
+    return {"input": _quartiles(ins) if ins else None, "output": _quartiles(outs) if outs else None}
+
+
+def received_text(rcv: Mapping[str, Any] | None) -> str:
+    """"lengths received: input 87 (87-87), output 32 (32-32) tokens, medians (quartiles)"."""
+    if not rcv:
+        return "no lengths received"
+    parts = []
+    for name in ("input", "output"):
+        q = rcv.get(name)
+        parts.append(f"{name} unknown" if not q else f"{name} {q['p50']} ({q['p25']}-{q['p75']}, n {q['n']})")
+    return "lengths received: " + ", ".join(parts) + " tokens, median (quartiles)"
+
+
+def received_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """(differences, unknown): the received lengths whose medians differ ("input received: median 87 vs 512"), and
+    those a side does not carry."""
+    diffs: list[str] = []
+    unknown: list[str] = []
+    for name in ("input", "output"):
+        qa, qb = (a or {}).get(name), (b or {}).get(name)
+        if not qa or not qb:
+            unknown.append(f"{name} lengths")
+            continue
+        ma, mb = qa["p50"], qb["p50"]
+        if abs(ma - mb) > max(RECEIVED_TOKENS, RECEIVED_SHARE * max(ma, mb)):
+            diffs.append(f"{name} received: median {ma} vs {mb} tokens")
+    return diffs, unknown
+
+
+#: what received lengths cannot tell about a workload (said, never guessed)
+NOT_IN_LENGTHS = ["request shape", "dataset", "shared prefix", "prompt cache"]
+
+
 def compare_block(base: Mapping[str, Any] | None, cand: Mapping[str, Any] | None, *,
-                  allow_different: bool = False) -> dict[str, Any]:
+                  allow_different: bool = False, received_base: Mapping[str, Any] | None = None,
+                  received_cand: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``compare`` says about the two runs' workloads: both lines, the differences, the parts not checked,
-    ``comparable`` (False: they differ and ``allow_different`` was not given) and ``allowed`` (they differ and it
-    was)."""
-    diff = differences(base, cand)
-    return {"base": describe_header(base), "candidate": describe_header(cand), "differences": diff,
-            "unchecked": unchecked(base, cand), "comparable": not diff or allow_different,
-            "allowed": bool(diff) and allow_different}
+    ``comparable`` (False: they differ, or one is unknown, and ``allow_different`` was not given) and ``allowed``
+    (they differ or one is unknown, and it was). ``basis``: ``declared`` (both headers state the workload),
+    ``received`` (a header does not: the lengths both runs' requests received are compared, ``received_*``), or
+    ``unknown`` (a header states none and its requests carry no lengths: ``unknown`` names the side)."""
+    if parts(base) and parts(cand):
+        diff = differences(base, cand)
+        return {"base": describe_header(base), "candidate": describe_header(cand), "differences": diff,
+                "unchecked": unchecked(base, cand), "comparable": not diff or allow_different,
+                "allowed": bool(diff) and allow_different, "basis": "declared", "unknown": []}
+    lines = []
+    for hdr, rcv in ((base, received_base), (cand, received_cand)):
+        line = describe_header(hdr)
+        lines.append(line if parts(hdr) else f"{line}; {received_text(rcv)}")
+    unknown = [side for side, hdr, rcv in (("base", base, received_base), ("candidate", cand, received_cand))
+               if not parts(hdr) and not rcv]
+    diff, missing = ([], []) if unknown else received_differences(received_base, received_cand)
+    if unknown:
+        basis = "unknown"
+        unchecked_parts = ["workload"]
+    else:
+        basis = "received"
+        unchecked_parts = NOT_IN_LENGTHS + missing
+    bad = bool(diff) or bool(unknown)
+    return {"base": lines[0], "candidate": lines[1], "differences": diff, "unchecked": unchecked_parts,
+            "comparable": not bad or allow_different, "allowed": bad and allow_different, "basis": basis,
+            "unknown": unknown, "received": {"base": received_base, "candidate": received_cand}}

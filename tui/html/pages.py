@@ -212,11 +212,18 @@ def compare_html(result: Mapping, levels: Mapping, cdf: Mapping | None, slo_ttft
                      _rate(pb.get("goodput_per_s")), _rate(pc.get("goodput_per_s")), p.get("verdict"), p.get("reason")])
     synthetic = "one of the runs is labelled synthetic" if result.get("synthetic") else None
     same = b.get("file") is not None and b.get("file") == k.get("file")
+    same_run = result.get("same_run")
+    ident = result.get("identity") or {}
+    same_lines = ([f"{same_run}: the comparison can only show no difference (NOT ENOUGH EVIDENCE)"] if same_run else
+                  ["base and candidate are the same file: the comparison can only show no difference"] if same else [])
+    refused = [str(x) for x in result.get("refusals") or [] if x != same_run]
     body = [f"<h1>servewatch compare{' (SYNTHETIC)' if synthetic else ''}</h1>",
             f"<p>base: {esc(b.get('file'))}<br>candidate: {esc(k.get('file'))}</p>",
-            banners(synthetic, (), integrity_lines(result.get("records_integrity")) + (
-                ["base and candidate are the same file: the comparison can only show no difference"] if same else [])),
+            f"<p>base measured: {esc((ident.get('base') or {}).get('line') or 'unknown')}<br>"
+            f"candidate measured: {esc((ident.get('candidate') or {}).get('line') or 'unknown')}</p>",
+            banners(synthetic, (), integrity_lines(result.get("records_integrity")) + same_lines + refused),
             verdict_boxes([("candidate vs base (good fraction)", result.get("verdict"))]),
+            f'<p class="note" id="verdict-note">{esc(result["verdict_note"])}</p>' if result.get("verdict_note") else "",
             f'<p class="overall">{esc(result.get("reason"))}</p>',
             f'<p>SLOs: {esc(result.get("slos"))}; margin {_pct(result.get("margin"))}; one-sided error level '
             f'{esc(result.get("alpha"))}; exit code {esc(result.get("exit_code"))}</p>',

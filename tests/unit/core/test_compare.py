@@ -20,10 +20,13 @@ FIX = TESTS / "fixtures" / "imports"
 SLO = 1.0
 
 
-def run_records(p_good, n, *, level=4.0, seed=0, rate=4.0, burst_len=0, t0=1_780_000_000.0):
-    """n measured requests, one every 1/rate s. Independent outcomes, or (burst_len > 0) a two-state chain
-    with failure episodes of mean length burst_len and long-run good fraction p_good."""
+def run_records(p_good, n, *, level=4.0, seed=0, rate=4.0, burst_len=0, t0=None):
+    """n measured requests, one every 1/rate s from ``t0`` (default: a start of its own per seed, as two runs have).
+    Independent outcomes, or (burst_len > 0) a two-state chain with failure episodes of mean length burst_len and
+    long-run good fraction p_good."""
+    t0 = 1_780_000_000.0 + 10_000.0 * seed if t0 is None else t0
     rng = random.Random(seed)
+    jitter = random.Random(seed + 7919)  # two runs' times differ by a fraction of a ms (never one run's data twice)
     out = []
     bad_state = False
     if burst_len:
@@ -36,10 +39,10 @@ def run_records(p_good, n, *, level=4.0, seed=0, rate=4.0, burst_len=0, t0=1_780
         else:
             good = rng.random() < p_good
         t = t0 + i / rate
-        dur = level / rate  # each lasts ``level`` send gaps: ``level`` in flight, the load the level claims
+        dur = level / rate + jitter.uniform(0.0, 2e-4)  # each lasts ``level`` send gaps: ``level`` in flight
         if good:
             r = RequestRecord(id=f"r{level:g}-{i}", t_sent=t, t_end=t + dur, complete=True, t_intended=t,
-                              t_first_token=t + 0.2, output_tokens=16, level=level)
+                              t_first_token=t + 0.2 + jitter.uniform(0.0, 2e-4), output_tokens=16, level=level)
         else:
             r = RequestRecord(id=f"r{level:g}-{i}", t_sent=t, t_end=t + dur, complete=False, t_intended=t,
                               error="http_5xx", level=level)

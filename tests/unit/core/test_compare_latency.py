@@ -96,7 +96,8 @@ def test_a_level_with_requests_not_judgeable_is_not_enough_evidence():
     from tui.core.slos import Slos
 
     old = reqs(400, ttft_s=0.2, tpot_ms=None, itl_ms=None)  # no last-token times: TPOT not judgeable
-    c = K.compare(run(old, "a"), run(old, "b"), slo_ttft_ms=1000, slos=Slos(ttft_ms=1000.0, tpot_ms=50.0))
+    other = reqs(400, ttft_s=0.21, tpot_ms=None, itl_ms=None)  # another run (one run on both sides is refused)
+    c = K.compare(run(old, "a"), run(other, "b"), slo_ttft_ms=1000, slos=Slos(ttft_ms=1000.0, tpot_ms=50.0))
     (row,) = c["levels"]
     assert row["verdict"] == K.NOT_ENOUGH and "not judgeable" in row["reason"]
     assert row["base"]["not_judgeable"] == 400

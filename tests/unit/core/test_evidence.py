@@ -224,13 +224,16 @@ def test_failing_level_says_fail_is_near(tmp_path, capsys):
 
 def test_compare_does_not_call_a_level_not_reached_not_worse(tmp_path, capsys):
     base = ef.write(tmp_path / "base.jsonl", ef.honest_open())
-    cand = ef.write(tmp_path / "cand.jsonl", ef.honest_open(late=5.0))
+    cand = ef.write(tmp_path / "cand.jsonl", ef.another_run(ef.honest_open(late=5.0), seed=2))
     rc = main(["compare", str(base), str(cand), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 3 and doc["verdict"] != "NOT WORSE"
     assert "not reached" in json.dumps(doc)
-    rc = main(["compare", str(base), str(base), "--json"])
+    other = ef.write(tmp_path / "other.jsonl", ef.another_run(ef.honest_open(), seed=1))
+    rc = main(["compare", str(base), str(other), "--json"])
     assert rc == 0 and json.loads(capsys.readouterr().out)["verdict"] == "NOT WORSE"
+    rc = main(["compare", str(base), str(base), "--json"])  # one run on both sides: nothing to compare
+    assert rc == 3 and json.loads(capsys.readouterr().out)["same_run"].startswith("the same file on both sides")
 
 
 def test_accept_names_the_evidence_problem_of_the_judged_level(tmp_path, capsys):
