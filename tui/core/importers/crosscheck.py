@@ -260,7 +260,7 @@ def problems(tool_summary: Mapping | None, tally: Tally) -> tuple[list[str], lis
     out: list[str] = []
     notes: list[str] = []
     covered_all: set = set()
-    short_total = 0
+    short_total = run_short = 0
     explained: list[str] = []
     for e in entries:
         if all(e.get(k) is None for k in COUNT_KEYS):
@@ -285,7 +285,11 @@ def problems(tool_summary: Mapping | None, tally: Tally) -> tuple[list[str], lis
                 continue
             (short if 0 < tn - gn <= tally.unusable and not e.get("sample") else bad).append(name)
         if short and not bad:
-            short_total += max(0, (e.get("requests") or 0) - got.requests)
+            gap = max(0, (e.get("requests") or 0) - got.requests)
+            if e.get("scope") == "run":  # the whole run: the levels' shortfalls again, not more of them
+                run_short = max(run_short, gap)
+            else:
+                short_total += gap
             explained.append(_where(e))
             continue
         if bad or short:
@@ -295,6 +299,7 @@ def problems(tool_summary: Mapping | None, tally: Tally) -> tuple[list[str], lis
                     and e.get("requests") is not None else "requests missing, added or altered")
             out.append(f"{tool}'s own summary ({where}) counts {tools} {_where(e)}; the file holds {mine}: {what}, "
                        "so no PASS")
+    short_total = max(short_total, run_short)
     if short_total > tally.unusable:
         out.append(f"{tool}'s own summary ({where}) counts {short_total} more requests than the file holds, more than "
                    f"the {tally.unusable} entries that could not be read: requests missing, so no PASS")

@@ -59,9 +59,12 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
     stage_levels = stage_levels or {}
     items = doc if isinstance(doc, list) else []
     by_start = _stage_by_start(items, stage_counts)
-    starts = [t0 for d in items if isinstance(d, dict) and C.is_num(t0 := d.get("start_time"))]
-    origin = (min(starts) if starts else 0.0) - C.AXIS_ORIGIN  # relative times placed from 2000-01-01
-    derived = ["t_sent = 2000-01-01 + start_time - min(start_time) (perf_counter, origin unknown: relative times)",
+    # the earliest time on the clock (a request is scheduled before it starts): relative times placed from 2000-01-01
+    starts = [t0 for d in items if isinstance(d, dict) for k in ("start_time", "scheduled_time")
+              if C.is_num(t0 := d.get(k))]
+    origin = (min(starts) if starts else 0.0) - C.AXIS_ORIGIN
+    derived = ["t_sent = 2000-01-01 + start_time - min(start_time, scheduled_time) (perf_counter, origin unknown: "
+               "relative times)",
                "stage = stage_id when written, else position in start-time order against the stage counts of "
                "stage_N_lifecycle_metrics.json (stages run one after another)",
                "t_intended = scheduled_time on the same clock",
