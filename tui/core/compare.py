@@ -8,7 +8,9 @@ interval (built from the two Wilson intervals of ``stats.wilson``) at one-sided 
 Each side's counts are divided by its variance inflation factor first (bursty outcomes: the effective
 sample), the VIF being the largest ``stats.dispersion_vif`` over batch lengths of 15, 30, 60 and 120 s, each
 at its upper 95% confidence bound (so that a VIF estimated from few batches is not taken as exact).
-A run without a time axis (no start times) or a sampled run gets NOT ENOUGH EVIDENCE with that reason.
+A run without a time axis (no start times) or a sampled run gets NOT ENOUGH EVIDENCE with that reason; so does a
+comparison ``tui.core.compare_guard`` refuses (the same run on both sides; a different served model, engine or
+workload, or an unknown workload, unless allowed).
 This is a one-shot test on two finished runs (not re-checked as data arrives), so a fixed-n interval is
 valid here. Levels match by value (within 5%) and loop mode. Pure, standard library only.
 """

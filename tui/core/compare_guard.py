@@ -26,6 +26,7 @@ from typing import Any
 from tui.core.identity import Identity, differences, identity_of
 from tui.core.records.request import RequestRecord
 from tui.core.runs import run_identity
+from tui.core.textsafe import term
 
 __all__ = ["ALLOWABLE", "REFUSED_FIELDS", "identity_block", "parse_allow", "same_run", "shared_requests"]
 
@@ -107,10 +108,10 @@ def same_run(base: Mapping, cand: Mapping, same_file: str | None = None) -> str 
     """Why the two sides are one run (None: they are not). ``base``/``cand``: {"header", "requests"};
     ``same_file``: how the caller found the two paths to be one file ("same path as X", "identical content as X")."""
     if same_file:
-        return f"the same file on both sides ({same_file})"
+        return f"the same file on both sides ({term(same_file)})"
     rb, rc = _run_id(base.get("header")), _run_id(cand.get("header"))
     if rb is not None and rb == rc:
-        return f"the same run on both sides ({rb})"
+        return f"the same run on both sides ({term(rb)})"
     shared, nb, nc = shared_requests(base.get("requests") or (), cand.get("requests") or ())
     small = min(nb, nc)
     if shared and shared >= min(SHARED_MIN, small) and shared >= math.ceil(SHARED_SHARE * small):
@@ -136,7 +137,7 @@ def identity_block(base_header: Mapping | None, cand_header: Mapping | None, all
     reasons = []
     for f in refused:
         what = "served model" if f == "model" else f
-        reasons.append(f"not comparable: the {what} differs (base {ib.value(f)}, candidate {ic.value(f)}); "
-                       f"--allow-different {f} compares them anyway")
+        reasons.append(f"not comparable: the {what} differs (base {term(ib.value(f))}, candidate "
+                       f"{term(ic.value(f))}); --allow-different {f} compares them anyway")
     return {"base": _ident_json(ib), "candidate": _ident_json(ic), "differences": diff, "refused": refused,
             "allowed": allowed, "reasons": reasons}

@@ -15,7 +15,10 @@ or how fast (the mode and the levels are matched by ``compare`` level by level, 
 An old header (none of the keys of issue 23) reads as what it was: single requests, the lengths it names, the
 prompt cache off (servewatch always sent ``cache_prompt: false`` before). A header that names no lengths at all
 (another tool's export) says the workload is not stated; such parts are never guessed, and ``differences`` leaves
-them out (``unchecked`` names them). A header labelled synthetic prefixes the line with SYNTHETIC.
+them out (``unchecked`` names them). ``compare_block`` then compares the lengths the two runs' requests received
+(``received``: medians and quartiles of ``input_tokens`` / ``output_tokens``); a run that states no workload and
+whose requests carry no lengths has an unknown workload (not comparable unless allowed). A header labelled synthetic
+prefixes the line with SYNTHETIC.
 Standard library only.
 """
 

@@ -287,3 +287,28 @@ def test_dropping_entries_never_improves_the_verdict_unnamed(fmt, tmp_path):
         assert named, f"{fmt} seed {seed}: {len(gone)} entries dropped, nothing named"
         assert FAVOURABLE[code] <= FAVOURABLE[code0] or named, (fmt, seed, code, code0)
         assert code != 0, (fmt, seed)
+
+
+def test_an_edited_summary_block_of_any_shape_never_crashes_a_reader(tmp_path):
+    """The converted file's header carries the tool's counts: edited to any type, it is read as what it can be (a
+    count that is not a whole number is no count), never an internal error (exit 70)."""
+    rng = random.Random(7)
+    junk = [None, "x", 3, -1, 2.5, True, [], {}, {"size": "3"}, "1100", 2.0, 10**30]
+    tally = X.Tally(measured={(2.0, 1): X.Counts(10, 8, 1, 1)}, warmup={(2.0, 1): X.Counts(2, 2, 0, 0)}, unusable=1)
+    keys = ("level", "round", "scope", "label", "requests", "completed", "errors", "cancelled",
+            "errors_include_cancelled", "warmup_counted", "unlisted_cancelled_ok", "sample")
+    for _ in range(2000):
+        e = {k: rng.choice(junk) for k in keys}
+        ts = rng.choice([{"tool": rng.choice(junk), "from": rng.choice(junk), "entries": [e, rng.choice(junk)]},
+                         {"missing": rng.choice(junk)}, {"entries": rng.choice(junk)}, rng.choice(junk)])
+        X.problems(ts, tally)
+        X.describe(ts)
+    p = F.aiperf(tmp_path / "a", errors=0)
+    out = tmp_path / "conv.jsonl"
+    assert cli("import", str(p), "--out", str(out))[0] == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    lines[0]["source"]["tool_summary"]["entries"][0]["requests"] = "1100"  # a string: not a count
+    lines[0]["source"]["tool_summary"]["entries"][0]["completed"] = 5
+    out.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    code, rep = report(out)
+    assert code == 3 and any("counts requests: 5 completed" in x for x in problems_of(rep))

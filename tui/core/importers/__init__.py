@@ -9,9 +9,10 @@ Formats: ``servewatch`` (our own, not converted), ``aiperf`` (line based), ``gui
 the caller). Known but not importable: ``aiperf-summary``, ``guidellm-summary-only``,
 ``vllm-bench-summary`` (no per-request data): ``unusable_reason`` says why.
 
-Modules: ``common`` (the result type and the helpers every converter shares), one module per tool (``aiperf``,
-``guidellm``, ``inference_perf``, ``llmperf``, ``vllm``), ``registry`` (detection and dispatch), ``limits`` (what an
-imported source cannot support, applied to the verdict). This ``__init__`` re-exports the registry and the result
+Modules: ``common`` (the result type and the helpers every converter shares), ``crosscheck`` (the records held
+against the tool's own summary: ``source.tool_summary``, checked at import and by every reader), one module per tool
+(``aiperf``, ``guidellm``, ``inference_perf``, ``llmperf``, ``vllm``), ``registry`` (detection and dispatch),
+``limits`` (what an imported source cannot support, applied to the verdict). This ``__init__`` re-exports the registry and the result
 types for callers outside the package; the modules inside import each other by module path, never through it.
 """
 

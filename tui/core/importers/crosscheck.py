@@ -234,12 +234,31 @@ def describe(tool_summary: Mapping | None) -> list[str]:
     if tool_summary.get("missing"):
         return [f"{tool}'s own summary: not there ({tool_summary['missing']})"]
     out = [f"{tool}'s own summary ({tool_summary.get('from') or 'its summary'}):"]
-    for e in tool_summary.get("entries") or []:
-        if isinstance(e, Mapping):
-            out.append(f"  {_where(e)}: " + _said(e.get("requests"), e.get("completed"), e.get("errors"),
-                                                    e.get("cancelled"), bool(e.get("errors_include_cancelled")))
-                       + (" (a sample is listed)" if e.get("sample") else ""))
+    raw = tool_summary.get("entries")
+    for e in (_clean(x) for x in (raw if isinstance(raw, list) else []) if isinstance(x, Mapping)):
+        out.append(f"  {_where(e)}: " + _said(e.get("requests"), e.get("completed"), e.get("errors"),
+                                                e.get("cancelled"), bool(e.get("errors_include_cancelled")))
+                   + (" (a sample is listed)" if e.get("sample") else ""))
     return out
+
+
+def _clean(e: Mapping) -> dict:
+    """An entry as read back from a header (a file may have been edited): counts that are not whole numbers >= 0
+    are not counts (None), a level that is not a number is no level this file's records can have, a round that is
+    not a whole number is every round, a sample size that is not a count is unknown."""
+    d: dict[str, Any] = {k: _int(e.get(k)) for k in COUNT_KEYS}
+    lv = e.get("level")
+    d["level"] = float(lv) if isinstance(lv, (int, float)) and not isinstance(lv, bool) else (None if lv is None
+                                                                                             else str(lv)[:40])
+    rnd = e.get("round")
+    d["round"] = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None
+    d["scope"] = "run" if e.get("scope") == "run" else "level"
+    d["label"] = str(e.get("label") or "")[:120]
+    for k in ("errors_include_cancelled", "warmup_counted", "unlisted_cancelled_ok"):
+        d[k] = e.get(k) is True
+    sample = e.get("sample")
+    d["sample"] = {"size": _int(sample.get("size"))} if isinstance(sample, Mapping) else None
+    return d
 
 
 def problems(tool_summary: Mapping | None, tally: Tally) -> tuple[list[str], list[str]]:
@@ -252,7 +271,8 @@ def problems(tool_summary: Mapping | None, tally: Tally) -> tuple[list[str], lis
     if tool_summary.get("missing"):
         return [f"{tool}'s own summary is not there ({tool_summary['missing']}): nothing shows whether per-request "
                 "entries are missing or added, so no PASS"], []
-    entries = [e for e in tool_summary.get("entries") or [] if isinstance(e, Mapping)]
+    raw = tool_summary.get("entries")
+    entries = [_clean(e) for e in (raw if isinstance(raw, list) else []) if isinstance(e, Mapping)]
     if not entries:
         return [f"{tool}'s own summary holds no counts: nothing shows whether per-request entries are missing or "
                 "added, so no PASS"], []
