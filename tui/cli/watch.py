@@ -18,7 +18,7 @@ import sys
 import time
 
 import tui.core.defaults as D
-from tui.core.exitcodes import UsageError
+from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.report import exit_code
 from tui.sources.watch_setup import WatchSettings, build_session
 
@@ -268,9 +268,15 @@ async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
         try:
             if args.once:
                 minutes = args.window_minutes if args.window_minutes is not None else args.min_window_minutes
-                w = await session.once(minutes * 60.0, t_end=args.window_end)
+                w = await session.once(minutes * 60.0, t_end=args.window_end,
+                                       progress=lambda line: print(line, file=sys.stderr, flush=True))
                 if w is None and session.watcher.engine is None:
                     raise UsageError(f"{session.watcher.label}: {session.error}")
+                if w is None and session.error and session.error.startswith("nothing to judge"):
+                    print(f"servewatch: {session.error}", file=sys.stderr)  # the answer, not a verdict
+                    if args.json:
+                        sys.stdout.write(format_state(session, out_json=True))
+                    return int(ExitCode.INSUFFICIENT)
             else:
                 stop = asyncio.Event()
                 loop = asyncio.get_running_loop()
