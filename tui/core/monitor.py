@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import tui.core.advice as advice
 import tui.core.defaults as defaults
 import tui.core.evidence as evidence
 import tui.core.provenance as provenance
@@ -128,7 +129,9 @@ def _episode_note(judge: LevelJudge) -> str:
     """What the window cannot rule out (issue 8): failure episodes that have not happened yet."""
     k, longest_s, longest_n = judge.episode_summary()
     period = judge.unseen_episode_period_s()
-    if k == 0:
+    if k == 0 and judge.outage_summary()[0]:
+        seen = "No run of 3 or more not-good requests seen (the outage held fewer)"
+    elif k == 0:
         seen = "No failure episodes seen (runs of 3 or more not-good requests)"
     else:
         seen = (f"{k} failure episode{'s' if k != 1 else ''} seen, longest {longest_s:.0f} s "
@@ -165,10 +168,11 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     n_eff = judge.n_eff
     bursty = judge.vif_point is not None and judge.vif_point >= 2.0  # the point estimate, not the bound
     pct = 100.0 * good / n
+    outages = advice.outage_text(judge)  # what made the outcomes dependent, named (issue 37)
     if state == INSUFFICIENT_WINDOW and v <= 1.0:
         corr = ""
     elif v > 1.0:
-        corr = ((" Outcomes are bursty." if bursty else "")
+        corr = ((f" {outages}." if outages else " Outcomes are bursty." if bursty else "")
                 + f" Dependence correction: counts divided by {v:.1f} (upper 95% bound of the batch-means variance "
                 f"ratio), effective n = {n_eff:.0f}.")
     else:
@@ -190,7 +194,10 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     else:
         reason = (f"good fraction {pct:.1f}% ({good}/{n}): not yet enough evidence either way; "
                   f"keep the load running.{corr} {_episode_note(judge)}")
-        if more is not None and more > 0 and v > 1.0:
+        hourly = advice.minutes_with_recurring_outages(judge) if outages and v > 1.0 else None
+        if hourly is not None:
+            reason += " " + advice.recurring_text(hourly, judge)
+        elif more is not None and more > 0 and v > 1.0:
             when = (f"about {math.ceil(more - 1e-9)} more minutes" if more <= 24 * 60
                     else "more than a day more")
             reason += (f" Failures arrive in bursts: {when} at this rate "
