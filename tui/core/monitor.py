@@ -45,6 +45,7 @@ from tui.core.budgetview import (
     budget_view,
 )
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
+from tui.core.importers.limits import ttft_of_label
 from tui.core.levels import fmt_level, row_mode
 from tui.core.outcomes import EXCLUDED, FAILED, SLOW
 from tui.core.prefix_cache import PrefixTally
@@ -596,6 +597,11 @@ class Monitor:
             if not self.header:
                 self.header = item.data
                 self._resolve_memory()
+                label = ttft_of_label(item.data)  # an import's TTFT is its tool's, never "answer" (issue 37)
+                if label is not None and self.cfg.slos.ttft_label != label:
+                    self.cfg = dataclasses.replace(self.cfg, slos=dataclasses.replace(self.cfg.slos, ttft_label=label))
+                    for st in self.levels.values():
+                        st.verdict_cache = None
             else:
                 self._notes.append("more than one run header: the first is shown")
         elif isinstance(item, StepRecord):
