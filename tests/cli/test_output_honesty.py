@@ -31,3 +31,13 @@ def test_servewatch_files_still_say_answer(capsys):
     assert main(["report", str(ROOT / "sample_logs" / "default.jsonl")]) == 1
     verdict = next(line for line in capsys.readouterr().out.splitlines() if "verdict=" in line)
     assert "(answer)" in verdict
+
+
+def test_synthetic_is_said_once_per_place_on_the_page(tmp_path, capsys):
+    """issue 37: "SYNTHETIC: SYNTHETIC, written by ..." on the seed's page: the label once per place."""
+    page = tmp_path / "seed.html"
+    main(["report", str(ROOT / "sample_logs" / "seed.jsonl"), "--html", str(page)])
+    capsys.readouterr()
+    html = page.read_text()
+    assert 'id="synthetic-banner">SYNTHETIC: written by' in html
+    assert "SYNTHETIC: SYNTHETIC" not in html and "SYNTHETIC, SYNTHETIC" not in html

@@ -175,7 +175,10 @@ def verdict_boxes(items: Sequence[tuple[str, Any]]) -> str:
 def banners(synthetic: str | None = None, weak: Sequence[str] = (), extra: Sequence[str] = ()) -> str:
     out = []
     if synthetic:
-        out.append(f'<p class="banner" id="synthetic-banner">SYNTHETIC: {esc(synthetic)}</p>')
+        text = str(synthetic)
+        if text[:9].upper() == "SYNTHETIC":  # the label once per place: never "SYNTHETIC: SYNTHETIC, ..."
+            text = text[9:].lstrip(" :,.-") or "input labelled synthetic"
+        out.append(f'<p class="banner" id="synthetic-banner">SYNTHETIC: {esc(text)}</p>')
     if weak:
         out.append('<p class="banner warn" id="grade-banner">not acceptance-grade: settings below a floor: '
                    f"{esc(', '.join(weak))}</p>")

@@ -158,9 +158,7 @@ def accept_html(doc: Mapping, data: Mapping) -> str:
     weak = c.get("not_acceptance_grade") or []
     if isinstance(weak, str):
         weak = [weak]
-    synthetic = doc.get("banner") if doc.get("synthetic") else None
-    if synthetic and str(synthetic).upper().startswith("SYNTHETIC:"):
-        synthetic = str(synthetic)[len("SYNTHETIC:"):].strip()
+    synthetic = doc.get("banner") if doc.get("synthetic") else None  # banners() says SYNTHETIC once
     extra = [] if doc.get("synthetic") or not doc.get("banner") else [doc["banner"]]
     charts = C.report_charts(data, "a")
     body = [f"<h1>Acceptance report{' (SYNTHETIC)' if synthetic else ''}</h1>",
