@@ -393,7 +393,11 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
         raise UsageError(f"{path}: a watch file without usable watch records (0 windows)")
     integrity = got.integrity
     assert integrity is not None  # read_watch verified the chain while it read
-    v = verdict_with_integrity(j.verdict(has_ttft=bool(ENGINES[engine].ttft)), integrity)
+    has_ttft = bool(ENGINES[engine].ttft)
+    canary = not has_ttft and bool(got.canary)  # judged on the canary's requests, as the watch did
+    from tui.core.watch import canary_verdict
+
+    v = verdict_with_integrity(canary_verdict(got.canary, cfg) if canary else j.verdict(has_ttft=has_ttft), integrity)
     src = (header.get("source") or {}) if isinstance(header, dict) else {}
     w = j.span or j.last
     if getattr(args, "json", False):
@@ -412,4 +416,4 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
             out.write(f"  PASS blocked: {b}\n")
         for note in v.notes:
             out.write(f"  note: {note}\n")
-    return exit_code(v.state) if ENGINES[engine].ttft else EXIT_INSUFFICIENT
+    return exit_code(v.state) if has_ttft or canary else EXIT_INSUFFICIENT

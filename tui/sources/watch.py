@@ -27,7 +27,10 @@ from tui.core.redact import redact_url
 from tui.core.textsafe import term
 from tui.sources.metrics import parse_labeled  # noqa: F401 (the one parser; re-exported for callers)
 
-__all__ = ["MetricsWatcher", "PrometheusWatcher", "WatchError", "parse_labeled", "Canary"]
+__all__ = ["CANARY_DROP", "CANARY_KEEP", "MetricsWatcher", "PrometheusWatcher", "WatchError", "parse_labeled", "Canary"]
+
+#: canary records kept in memory (the newest; tui.sources.evidence_watch reads a recording the same way)
+CANARY_KEEP, CANARY_DROP = 5000, 1000
 
 
 class WatchError(Exception):
@@ -460,8 +463,8 @@ class WatchSession:
     def emit(self, d: dict) -> None:
         if d.get("type") == "request":
             self.canary_records.append(d)
-            if len(self.canary_records) > 5000:
-                del self.canary_records[:1000]
+            if len(self.canary_records) > CANARY_KEEP:  # the report of the recording keeps them the same way
+                del self.canary_records[:CANARY_DROP]
         if self._emit is not None:
             try:
                 self._emit(d)

@@ -482,3 +482,33 @@ def test_once_cli_nothing_to_judge_exits_3_with_progress_on_stderr():
     assert code == 3
     text = err.getvalue()
     assert text.count("watch --once: scrape ") == 3 and "nothing to judge: no series match" in text
+
+
+def test_report_of_a_watch_recording_with_a_canary_judges_the_canary(tmp_path):
+    """issue 37: `report` of a `watch --record` file of a server without a TTFT histogram (llama.cpp) said "no TTFT
+    histogram: use --probe-rate" although the file holds the canary requests the watch judged."""
+    from tui.cli import main as cli_main
+
+    t0 = 1_767_225_600.0
+    lines = [{"type": "run", "schema_version": 1, "source": {"kind": "watch", "tool": "servewatch", "version": "0",
+                                                             "file": None, "sha256": None, "derived": []},
+              "watch": {"source": "metrics", "engine": "llamacpp"}}]
+    reqs = []
+    for i in range(40):
+        ts = t0 + 20.0 * i
+        r = {"type": "request", "id": f"c{i}", "t_sent": ts, "t_first_token": ts + 0.2, "t_end": ts + 0.5,
+             "complete": True, "error": None, "phase": "measure", "level": 0.05, "round": 1, "output_tokens": 8}
+        reqs.append(r)
+        lines.append(r)
+        lines.append({"type": "watch", "t_start": ts, "t_end": ts + 20.0, "engine": "llamacpp", "source": "metrics",
+                      "ttft_buckets": None, "e2e_buckets": None, "success": 1, "failed": 0})
+    rec = tmp_path / "w.jsonl"
+    rec.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    expected = W.canary_verdict(reqs, W.WatchConfig())
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        code = cli_main(["report", str(rec), "--json"])
+    doc = json.loads(out.getvalue())
+    assert doc["verdict"]["state"] == expected.state and doc["verdict"]["reason"] == expected.reason
+    assert "use --probe-rate" not in doc["verdict"]["reason"]
+    assert code == {"PASS": 0, "FAIL": 1}.get(expected.state, 3)
