@@ -144,8 +144,12 @@ def _episode_note(judge: LevelJudge) -> str:
     return f"{seen}; episodes rarer than one per ~{fmt_minutes(period)} are not ruled out: run longer."
 
 
-def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
-    n, good = judge.n, judge.good
+def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig, unjudged: int = 0) -> Verdict:
+    """The verdict of one level's judge in words. ``unjudged``: requests not judgeable on an SLO in force (the
+    judge counts them good, so that a FAIL holds even if they were; they are never shown as good: the good fraction
+    in the reason is the one every view shows, and they are named beside it)."""
+    n = judge.n
+    good = judge.good - unjudged  # what every view shows as good
     elapsed = judge.covered  # the window as judged: time in which measured requests were flowing
     span = judge.elapsed
     state = judge.state
@@ -169,6 +173,10 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     n_eff = judge.n_eff
     bursty = judge.vif_point is not None and judge.vif_point >= 2.0  # the point estimate, not the bound
     pct = 100.0 * good / n
+    if unjudged:  # "0.0% (0/4; 2 more not judgeable ...)": never a fraction that contradicts the table's
+        counted = f"{good}/{n} good; {unjudged} not judgeable on an SLO, counted good only for FAIL"
+    else:
+        counted = f"{good}/{n}"
     outages = advice.outage_text(judge)  # what made the outcomes dependent, named (issue 37)
     if state == INSUFFICIENT_WINDOW and v <= 1.0:
         corr = ""
@@ -181,19 +189,20 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     test = f"(anytime-valid test, alpha {cfg.alpha:g})"
     more = judge.minutes_more_needed() if state == UNDECIDED else None
     if state == FAIL:
-        reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is below the "
+        reason = (f"good fraction {pct:.1f}% ({counted}): the evidence shows it is below the "
                   f"{cfg.target:.0%} target {test}.{corr}")
     elif state == INSUFFICIENT_WINDOW:
         lean = (" The evidence already shows FAIL; FAIL needs at least "
                 f"{fmt_minutes(judge.fail_min_s)} of data." if judge.failing
                 else " Evidence so far favours PASS." if judge.passing else "")
-        reason = (f"good fraction {pct:.1f}% on {n} requests over {fmt_minutes(elapsed)}: too few to judge "
+        reason = (f"good fraction {pct:.1f}% on {n} requests{f' ({counted})' if unjudged else ''} over "
+                  f"{fmt_minutes(elapsed)}: too few to judge "
                   f"the {cfg.target:.0%} target honestly.{lean}{corr}{gaps}")
     elif state == PASS:
-        reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is at or above the "
+        reason = (f"good fraction {pct:.1f}% ({counted}): the evidence shows it is at or above the "
                   f"{cfg.target:.0%} target {test}.{corr} {_episode_note(judge)}")
     else:
-        reason = (f"good fraction {pct:.1f}% ({good}/{n}): not yet enough evidence either way; "
+        reason = (f"good fraction {pct:.1f}% ({counted}): not yet enough evidence either way; "
                   f"keep the load running.{corr} {_episode_note(judge)}")
         hourly = advice.minutes_with_recurring_outages(judge) if outages and v > 1.0 else None
         if hourly is not None:
@@ -1088,7 +1097,7 @@ class Monitor:
         key = (j.n, j.good, j.t_last, j.vif, lost)
         c = st.verdict_cache
         if c is None or c[0] != key:  # the verdict is a function of the judge; the load generator asks often
-            v = verdict_from_judge(j, cfg)
+            v = verdict_from_judge(j, cfg, st.unjudged)
             if lost:
                 v = self._hold_against_unreadable(j, v, lost)
             if st.degraded and v.state == "PASS":
