@@ -71,7 +71,7 @@ from tui.core.snapshot import (
     WindowStat,
 )
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
-from tui.core.textfmt import fmt_minutes
+from tui.core.textfmt import fmt_minutes, fmt_span
 from tui.core.token_counts import TokenTally
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 
@@ -167,7 +167,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig, unjudged: int = 0)
     missing = ", ".join(parts) or None
     gaps = ""
     if span - elapsed > max(1.0, 0.05 * span):
-        gaps = (f" Requests were flowing for {fmt_minutes(elapsed)} of the {fmt_minutes(span)} span: stretches "
+        gaps = (f" Requests were flowing for {fmt_span(elapsed)} of the {fmt_span(span)} span: stretches "
                 "with nothing in flight count only up to 10 send gaps each.")
     v = judge.vif
     n_eff = judge.n_eff
@@ -196,7 +196,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig, unjudged: int = 0)
                 f"{fmt_minutes(judge.fail_min_s)} of data." if judge.failing
                 else " Evidence so far favours PASS." if judge.passing else "")
         reason = (f"good fraction {pct:.1f}% on {n} requests{f' ({counted})' if unjudged else ''} over "
-                  f"{fmt_minutes(elapsed)}: too few to judge "
+                  f"{fmt_span(elapsed)}: too few to judge "
                   f"the {cfg.target:.0%} target honestly.{lean}{corr}{gaps}")
     elif state == PASS:
         reason = (f"good fraction {pct:.1f}% ({counted}): the evidence shows it is at or above the "

@@ -75,3 +75,19 @@ def test_a_short_cluster_among_many_scattered_failures_is_not_named():
     """A 4-s cluster of 3 not-good requests in a level whose 80 failures are scattered: "bursty", not "one outage"."""
     _v, judge = _run(1300, 0.06, {600: (4.0, 3)})
     assert judge.outage_summary()[0] >= 1 and advice.outage_text(judge) == ""
+
+
+def test_the_evidence_collected_is_never_rounded_up():
+    """issue 37: the live console said "100.0% on 74 requests over 2 min" at elapsed 1:06: a duration of evidence is
+    never rounded up (a time still needed is)."""
+    from tui.core.monitor import verdict_from_judge
+    from tui.core.textfmt import fmt_minutes, fmt_span
+    from tui.core.verdict import LevelJudge, MixtureTest
+
+    assert fmt_span(66.0) == "1 min 6 s" and fmt_minutes(66.0) == "2 min"
+    assert fmt_span(59.9) == "59 s" and fmt_span(700.0) == "11 min" and fmt_span(float("nan")) == "an unknown time"
+    judge = LevelJudge(MixtureTest(0.95, 0.05), min_window_s=600.0, min_requests=10)
+    for i in range(74):
+        judge.add(T0 + i * 66.0 / 73, True, T0 + i * 66.0 / 73 - 0.2)
+    v = verdict_from_judge(judge, MonitorConfig())
+    assert "on 74 requests over 1 min 6 s" in v.reason, v.reason
