@@ -149,7 +149,7 @@ def test_accept_html_of_a_10k_request_run_is_under_3_mb_and_fetches_nothing(tmp_
     assert 'id="synthetic-banner"' in text
     judged = next(s for s in specs(text) if s["id"] == "a-judged")["option"]
     assert "an evenly spaced sample" not in judged["title"]["subtext"]  # 2,500 per level: all drawn
-    assert "<h2 id=\"sec-measured\">" in text and "<h2 id=\"sec-conclusion\">" in text
+    assert "<h2 id=\"sec-4-measured-results\">" in text and "<h2 id=\"sec-8-conclusion\">" in text
     assert "```" not in text and "|---|" not in text
 
 

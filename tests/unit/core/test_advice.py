@@ -24,7 +24,7 @@ def _run(n: int, slow_p: float, freezes: dict[int, tuple[float, int]], seed: int
     t, i, k = T0, 0, 0
     while k < n:
         held = freezes.get(i)
-        for j in range(held[1] if held else 1):
+        for _j in range(held[1] if held else 1):
             dur, ttft = (0.55, 0.3) if rnd.random() >= slow_p else (1.4, 1.2)
             if held:  # each held request over the SLO (its first token after 1 s)
                 dur = held[0] / held[1]
