@@ -27,6 +27,7 @@ from textual.screen import Screen
 import tui.core.defaults as defaults
 from tui.core.budget import BudgetResult
 from tui.core.console_seams import ConsoleFeed, SnapshotFeed
+from tui.core.exitcodes import ExitCode
 from tui.core.records import LineIssue, Record
 from tui.screens.commands import console_commands
 from tui.screens.console import ConsoleScreen
@@ -73,6 +74,8 @@ class ServewatchApp(App[int]):
         self.driver_gone: str | None = None  # why the console closed itself (signal, closed input)
         self._driver_watch = DriverWatch(self.driver_went_away)
         self._source_started = False
+        #: Ctrl-C was pressed: a live run's load was stopped (or the console quit); the exit code is then 130
+        self.stopped_by_ctrl_c = False
         # themes: bundled + --themes-dir; problems become notifications once mounted
         self.theme_set: ThemeSet = load_themes(themes_dir)
         self.theme_problems: list[str] = list(self.theme_set.problems)
@@ -178,7 +181,29 @@ class ServewatchApp(App[int]):
     async def action_quit(self) -> None:
         code = self.console_screen.exit_code()
         self.stop_source()
-        self.exit(code)
+        self.exit(int(ExitCode.INTERRUPTED) if self.stopped_by_ctrl_c else code)
+
+    def action_help_quit(self) -> None:
+        """Ctrl-C (Textual's binding, replaced): on a live run still sending, the first press stops the load
+        (in-flight requests recorded as cancelled, the record sealed) and the console keeps showing the final
+        state; a second press, or ``q``, quits (exit 130). Anywhere else it quits at once (130)."""
+        source = self.source
+        live = source is not None and self._source_started and getattr(source, "controls", None) is None
+        if live and not self.stopped_by_ctrl_c and not getattr(source, "finished", True):
+            self.stopped_by_ctrl_c = True
+            self.notify("Ctrl-C: stopping the load (in-flight requests recorded as cancelled, record sealed); "
+                        "the final state stays on screen. Ctrl-C again or q quits.", title="Stopping",
+                        timeout=10)
+            self.run_worker(self._stop_after_ctrl_c, thread=True, exclusive=True, group="ctrl-c")
+            return
+        self.stopped_by_ctrl_c = True
+        self.stop_source()
+        self.exit(int(ExitCode.INTERRUPTED))
+
+    def _stop_after_ctrl_c(self) -> None:
+        self.stop_source(timeout=STOP_TIMEOUT_S)
+        self.call_from_thread(self.notify, "load stopped: the record is sealed; the verdict bar shows the final "
+                              "state. Ctrl-C again or q quits.", title="Stopped", timeout=30)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -131,3 +131,62 @@ def test_the_request_check_sees_a_page_that_reaches_for_the_network(browser, tmp
     assert "http://203.0.113.9/x.png" in left and "https://203.0.113.9/lib.js" in left
     assert set(left) <= set(seen["blocked"])  # the network block refused them: nothing left the machine
     assert any(e.get("level") == "SEVERE" and "boom" in e.get("message", "") for e in seen["console"])
+
+
+# ------------------------------------------------------------------ issue 37: a page a reviewer reads
+
+#: every word in every table cell (text nodes split on white space): the word's rectangles, one per line it occupies
+_BROKEN_WORDS_JS = """
+var out = [];
+document.querySelectorAll('td, th').forEach(function(cell){
+  var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  var node;
+  while ((node = walker.nextNode())) {
+    var text = node.textContent, re = /\\S+/g, m;
+    while ((m = re.exec(text))) {
+      var r = document.createRange();
+      r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+      var tops = {};
+      Array.prototype.forEach.call(r.getClientRects(), function(rc){ if (rc.width > 0) tops[Math.round(rc.top)] = 1; });
+      if (Object.keys(tops).length > 1) out.push(m[0]);
+    }
+  }
+});
+return out;
+"""
+
+
+@pytest.mark.parametrize("name", ["accept-generated", "accept-seed", "report-sample"])
+@pytest.mark.parametrize("width", [1024, 1400])
+def test_no_word_is_broken_inside_a_table_cell(browser, pages, name, width):
+    """issue 37: the report's table cells broke words ("le vel", "requ ests", "go od") at 1,400 px."""
+    d = browser.driver
+    d.set_window_size(width, 900)
+    try:
+        browser.open(pages[name])
+        broken = d.execute_script(_BROKEN_WORDS_JS)
+        assert broken == [], f"{name} at {width} px breaks words inside table cells: {broken[:10]}"
+        assert d.execute_script("return document.querySelectorAll('td').length") > 10  # the check saw tables
+        browser.screenshot(ARTIFACTS / f"{name}-{width}px.png")
+    finally:
+        d.set_window_size(1200, 900)
+
+
+def test_the_acceptance_page_follows_acceptance_md(browser, pages):
+    """issue 37: the same sections and order as acceptance.md, words for every key, the raw JSON document only in
+    a collapsed block at the end."""
+    path = pages["accept-generated"]
+    md = (path.parent / "acceptance.md").read_text(encoding="utf-8")
+    md_sections = [ln[3:].strip() for ln in md.splitlines() if ln.startswith("## ")]
+    browser.open(path)
+    d = browser.driver
+    page_sections = d.execute_script("return Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+    assert page_sections == md_sections
+    raw = d.execute_script("var el=document.getElementById('raw-json'); return el && {open: el.open, "
+                           "last: el === document.querySelectorAll('details')[document.querySelectorAll('details').length-1],"
+                           "visible: el.querySelector('pre').checkVisibility()}")
+    assert raw == {"open": False, "last": True, "visible": False}
+    body = d.execute_script("return document.body.innerText")
+    # words, not JSON keys: none of the document's own keys shows as a key/value dump outside the raw block
+    for key in ("has_measured_capacity", "has measured capacity", "nvml available", "budget_feasible", "sha256 N/A"):
+        assert key not in body, key

@@ -83,10 +83,20 @@ def test_report_html_is_one_page_with_tables_verdicts_and_charts(tmp_path, capsy
     assert good["xAxis"]["name"] == "load level (concurrency)" and good["yAxis"]["name"] == "good fraction"
     ttft = next(s for s in specs(text) if s["id"] == "c-ttft")["option"]
     assert ttft["series"][0]["markLine"]["data"][0]["yAxis"] == 1000.0  # the SLO line
-    assert ttft["yAxis"]["name"] == "milliseconds"
+    # issue 37: a latency axis is logarithmic (said in its name) when the values span more than 10x
+    values = [p["value"][1] for ser in ttft["series"] for p in ser["data"]] + [1000.0]
+    log = max(values) > 10 * min(values)
+    assert ttft["yAxis"]["name"] == ("milliseconds, log scale" if log else "milliseconds")
+    assert ttft["yAxis"]["type"] == ("log" if log else "value")
     judged = next(s for s in specs(text) if s["id"] == "c-judged")["option"]
     assert judged["series"][0]["markArea"]["data"], "the verdict's state band"
     assert "all 9 measured requests" in judged["title"]["subtext"]
+    # issue 37: the requests and the verdict's band on one axis (each request at its end): the last band, where
+    # the verdict ends, lies inside the x axis
+    bands = judged["series"][0]["markArea"]["data"]
+    xs = [p[0] for ser in judged["series"] for p in ser["data"]]
+    assert judged["xAxis"]["min"] <= min(xs) and max(xs) <= judged["xAxis"]["max"]
+    assert bands[-1][1]["xAxis"] <= judged["xAxis"]["max"] and bands[0][0]["xAxis"] >= judged["xAxis"]["min"]
     assert len(out.read_bytes()) < MAX_BYTES
 
 
@@ -139,7 +149,7 @@ def test_accept_html_of_a_10k_request_run_is_under_3_mb_and_fetches_nothing(tmp_
     assert 'id="synthetic-banner"' in text
     judged = next(s for s in specs(text) if s["id"] == "a-judged")["option"]
     assert "an evenly spaced sample" not in judged["title"]["subtext"]  # 2,500 per level: all drawn
-    assert "<h2 id=\"sec-measured\">" in text and "<h2 id=\"sec-conclusion\">" in text
+    assert "<h2 id=\"sec-4-measured-results\">" in text and "<h2 id=\"sec-8-conclusion\">" in text
     assert "```" not in text and "|---|" not in text
 
 
@@ -198,3 +208,22 @@ def test_pages_say_first_when_a_record_file_was_edited(tmp_path, capsys):
     for name, page in pages.items():
         top = page.read_text(encoding="utf-8").split("<h2")[0]
         assert 'class="banner warn">' in top and "records integrity FAILED" in top, name
+
+
+def test_the_judged_chart_of_the_bundled_run_shows_its_final_fail_and_says_points_overlap(tmp_path, capsys):
+    """issue 37: at level 32 the points were placed at t_sent and the verdict band at the timeline's t (request end),
+    both from an origin at the first queue sample ~4.7 s before the first request: the FAIL part fell past the x axis
+    fitted to the send times; "all 96 measured requests" while ~12 dots were visible (identical values overlap,
+    unsaid); and the TTFTs of 17-18 s put the 1,000 ms SLO line in the bottom 5% of a linear axis."""
+    out = tmp_path / "bundled.html"
+    main(["report", str(REPO / "sample_logs" / "default.jsonl"), "--html", str(out)])
+    capsys.readouterr()
+    judged = next(s for s in specs(out.read_text(encoding="utf-8")) if s["id"] == "c-judged")["option"]
+    bands = judged["series"][0]["markArea"]["data"]
+    assert bands[-1][0]["name"] == "FAIL" and bands[-1][1]["xAxis"] <= judged["xAxis"]["max"]
+    assert bands[-1][1]["xAxis"] - bands[-1][0]["xAxis"] > 1.0  # a visible stretch, not a sliver past the edge
+    sub = judged["title"]["subtext"]
+    assert "all 96 measured requests" in sub and "distinct points" in sub and "overlap" in sub
+    assert judged["yAxis"]["type"] == "log" and "log scale" in judged["yAxis"]["name"]
+    slo = judged["series"][0]["markLine"]["data"][0]["yAxis"]
+    assert judged["yAxis"]["min"] <= slo  # the SLO line is on the axis

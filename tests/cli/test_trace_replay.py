@@ -103,3 +103,35 @@ def test_the_session_anomalies_are_printed_file_line(session_rec, tmp_path):
     out = [x for x in trace_lines(cfg) if "session anomaly" in x]
     assert len(out) == 1 and out[0].startswith(f"trace: session anomaly {rec}:{len(lines) + 1}: ")
     assert "recorded twice" in out[0]
+
+
+def test_a_trace_that_says_it_is_synthetic_labels_the_run_synthetic(tmp_path, capsys):
+    """issue 37: `run --trace sample_logs/traces/azure-synthetic.csv` replayed a file whose first line says
+    "# synthetic" and the run header said `synthetic: false`. The trace's own word labels the run: SYNTHETIC in the
+    header (with the reason quoted), in the report, and never exit 0."""
+    from tui.sources.load.trace import load_trace
+
+    bundled = load_trace(str(Path(__file__).resolve().parents[2] / "sample_logs" / "traces" / "azure-synthetic.csv"))
+    assert bundled.synthetic_reason is not None and "synthetic" in bundled.synthetic_reason
+    trace = tmp_path / "made-up.csv"
+    trace.write_text("# synthetic: made up for this test\nTIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     + "".join(f"2023-11-16 18:15:{10 + i:02d}.0,32,4\n" for i in range(6)))
+    out = tmp_path / "replay.jsonl"
+    with FaultServer() as fs:
+        rc = main(["run", "--url", fs.url("ok", tokens=2), "--trace", str(trace), "--trace-speed", "20",
+                   "--no-gpu", "--record", str(out), "--min-window-minutes", "0"])
+    text = capsys.readouterr().out
+    assert rc != 0
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["synthetic"] is True and "made up for this test" in header["synthetic_reason"]
+    assert "SYNTHETIC" in text and "synthetic workload" in text
+    assert "SYNTHETIC, SYNTHETIC" not in text and "SYNTHETIC: SYNTHETIC" not in text
+
+
+def test_a_trace_without_the_word_is_not_labelled(tmp_path):
+    from tui.sources.load.trace import load_trace
+
+    trace = tmp_path / "real.csv"
+    trace.write_text("# exported from production on 2026-11-30\nTIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     + "".join(f"2023-11-16 18:15:{10 + i:02d}.0,32,4\n" for i in range(6)))
+    assert load_trace(str(trace)).synthetic_reason is None

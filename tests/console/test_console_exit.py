@@ -183,3 +183,61 @@ def test_sigterm_on_a_live_run_records_in_flight_requests_as_cancelled(tmp_path)
     assert Counter(r.id for r in requests) == Counter({r.id: 1 for r in requests})  # each exactly once
     assert len(requests) == 2, requests
     assert all(r.error == "cancelled" and not r.complete for r in requests), requests
+
+
+# ------------------------------------------------------------------ issue 37: quitting and Ctrl-C, as documented
+
+def test_quitting_the_bundled_console_exits_0_and_replay_keeps_the_verdict():
+    """`servewatch` / `python3 -m tui` on the bundled sample is a demonstration: q exits 0 (the quick start no longer
+    "fails" in a script); `replay FILE` keeps the verdict's code (the bundled run FAILs at its judged level: 1)."""
+    for args, code in ((["--max-speed"], 0), (["replay", "sample_logs/default.jsonl", "--max-speed"], 1)):
+        proc, master, out = start_in_terminal(args)
+        try:
+            out.wait_for(b"REPLAY")
+            out.wait_for(b"FAIL")  # the replay reached its end state
+            os.write(master, b"q")
+            assert finish(proc) == code, args
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+            os.close(master)
+
+
+def test_ctrl_c_in_live_stops_the_load_seals_the_record_and_keeps_the_console(tmp_path):
+    """Ctrl-C in `live`: the load stops (both stalled requests recorded as cancelled), the record is sealed while
+    the console stays up showing the final state; a second Ctrl-C quits with 130 (never Textual's "press q" toast
+    while the load keeps running)."""
+    record = tmp_path / "live.jsonl"
+    with FaultServer() as fs:
+        args = ["live", "--url", fs.url("stall"), "--model", "fault-model", "--concurrency", "2",
+                "--requests", "50", "--input-tokens", "8", "--output-tokens", "8", "--record", str(record),
+                "--no-gpu", "--metrics-interval", "0.5", "--read-timeout", "300", "--theme", "light",
+                "--rolling-requests", "50", "--export-dir", str(tmp_path / "exports")]
+        proc, master, out = start_in_terminal(args)
+        try:
+            out.wait_for(b"LIVE")
+            deadline = time.monotonic() + START_DEADLINE_S
+            while len(fs.completions()) < 2:  # both requests reached the server and stall there
+                assert proc.poll() is None, bytes(out.data[-600:]).decode("utf-8", "replace")
+                assert time.monotonic() < deadline, "the live run did not send its two requests"
+                time.sleep(0.05)  # pacing the poll of another process
+            os.write(master, b"\x03")  # Ctrl-C as the terminal sends it
+            deadline = time.monotonic() + START_DEADLINE_S
+            while not record.read_bytes().rstrip().endswith(b"}") or b'{"type":"seal"' not in record.read_bytes():
+                assert proc.poll() is None, "the console quit on the first Ctrl-C of a live run"
+                assert time.monotonic() < deadline, "the record was not sealed after Ctrl-C"
+                time.sleep(0.05)  # pacing the poll of the record file
+            assert proc.poll() is None  # still showing the final state
+            out.wait_for(b"Stopped")
+            assert len(fs.completions()) == 2  # nothing more was sent after Ctrl-C
+            os.write(master, b"\x03")
+            assert finish(proc) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+            os.close(master)
+    items = list(read_file(str(record)))
+    requests = [i for i in items if isinstance(i, RequestRecord)]
+    assert len(requests) == 2 and all(r.error == "cancelled" for r in requests), requests

@@ -144,3 +144,24 @@ async def test_console_from_command_line_arguments(tmp_path):
         recorder.close()
     kinds = [json.loads(x)["type"] for x in rec.read_text().splitlines()]
     assert kinds[0] == "run" and "watch" in kinds
+
+
+def test_the_watch_console_clock_runs_from_the_start_of_the_watch():
+    """issue 37: the watch console's elapsed clock stayed at 0:00:00 (it showed the judged window's length, zero until
+    the first window): it runs from the moment the watch started."""
+
+    class Clock:
+        t = 1_000_000.0
+
+        def __call__(self) -> float:
+            return self.t
+
+    clock = Clock()
+    cfg = W.WatchConfig(slo_ttft_ms=1000.0, min_window_s=600.0, fail_min_s=60.0)
+    session = WatchSession(MetricsWatcher("http://127.0.0.1:9/metrics", client=None), cfg, clock=clock,
+                           header={"type": "run", "schema_version": 1})
+    source = WatchConsoleSource(session=session, client_factory=lambda: make_client({}))
+    sink = WatchSink(source)
+    session.started_at = clock()
+    clock.t += 83.0
+    assert sink.snapshot().run_elapsed_s == pytest.approx(83.0)

@@ -89,3 +89,17 @@ def test_accept_cost_counts_the_gpus_of_tp(tmp_path, capsys):
     main(["accept", "--records", str(BUNDLED), "--out", str(tmp_path), "--gpu-hour-usd", "2", "--tp", "4", "--no-html"])
     cost = json.loads((tmp_path / "acceptance.json").read_text())["cost"]
     assert cost["gpus"] == 4 and cost["usd_per_hour"] == 8.0 and not cost["gpus_assumed"]
+
+
+def test_the_docs_do_not_say_the_bundled_replay_has_no_budget():
+    """issue 37: README and docs/console.md said the bundled replay has "budget unknown" while it shows its own budget
+    record (memory-only candidate 24)."""
+    from tui.core.records import BudgetRecord
+
+    assert any(isinstance(x, BudgetRecord) for x in read_file(str(default_sample())))
+    readme = (REPO / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `servewatch` |"))
+    assert "budget unknown" not in row and "candidate 24" in row
+    console = (REPO / "docs" / "console.md").read_text()
+    line = next(x for x in console.splitlines() if x.startswith("servewatch ") and "bundled" in x)
+    assert "budget unknown" not in line

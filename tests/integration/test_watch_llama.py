@@ -75,3 +75,10 @@ def test_watch_llama_probe_moves_the_counters(llama_server, tmp_path):
     assert after["llamacpp:n_decode_total"] > before["llamacpp:n_decode_total"]
     # no TTFT histogram: with a canary the verdict comes from the canary's own requests (too few here)
     assert "verdict from the canary" in doc["verdict"]["reason"] and doc["verdict"]["state"] == "INSUFFICIENT_WINDOW"
+    # issue 37: `report` of the recording judges it exactly as the watch did (the canary's requests), never "no TTFT
+    # histogram: use --probe-rate" on a file that holds the canary
+    code2, out2, err2 = _main(["report", str(rec), "--json"])
+    rep = json.loads(out2)
+    assert rep["verdict"]["state"] == doc["verdict"]["state"] and code2 == code, err2
+    assert "verdict from the canary" in rep["verdict"]["reason"]
+    assert "use --probe-rate" not in rep["verdict"]["reason"]

@@ -135,6 +135,46 @@ def _quiet_closed_stdout() -> None:
         pass
 
 
+#: how long a command whose output sits unread in a pipe waits, at its end, for the reader to take it or go away
+PIPE_DRAIN_WAIT_S = 5.0
+
+
+def _reader_went_away(wait_s: float = PIPE_DRAIN_WAIT_S) -> bool:
+    """True when standard output is a pipe whose reader closed it before reading everything written
+    (``servewatch report x --json | head -1``). A small output fits in the pipe's buffer, so no write fails: at
+    the end the command waits (at most ``wait_s``) until the reader has taken it all (False) or has closed its end
+    with bytes unread (True: the same answer as a failed write, 141)."""
+    try:
+        import fcntl
+        import select
+        import stat
+        import struct
+        import termios
+
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLERR)
+        end = _monotonic() + wait_s
+        while True:
+            if any(ev & select.POLLERR for _fd, ev in poller.poll(0)):
+                return True  # no reader left
+            unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+            left = end - _monotonic()
+            if unread == 0 or left <= 0:
+                return False  # the reader took everything (or is still reading: its business)
+            poller.poll(min(50, int(left * 1000) + 1))  # wakes at once when the reader closes its end
+    except (OSError, ValueError, AttributeError, ImportError):  # not a real file descriptor (tests capture stdout)
+        return False
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
+
+
 def _dispatch(argv: list[str]) -> int:
     command = argv[0] if argv and argv[0] in COMMANDS else None
     # console flags before a command (`servewatch --theme light replay f`) are refused below, after parsing
@@ -167,6 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _dispatch(argv)
         sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
+        if _reader_went_away():  # the reader closed the pipe with output unread: as if a write had failed
+            _quiet_closed_stdout()
+            return ExitCode.BROKEN_PIPE
         return code
     except UsageError as exc:
         print(f"servewatch: {exc}", file=sys.stderr)

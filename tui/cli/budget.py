@@ -27,6 +27,7 @@ from tui.core.budget.results import BudgetResult
 from tui.core.budget.serialize import budget_to_dict, budget_to_json
 from tui.core.budget.vocab import CANDIDATE_NOTE, GIB, BudgetError
 from tui.core.budgetview import ORIGIN_TEACHING
+from tui.core.exitcodes import ExitCode
 from tui.sources.budget_files import load_budget, load_hf_config
 
 # flag attribute -> BudgetInputs field, and how to read it
@@ -143,7 +144,7 @@ def budget_from_args(args: argparse.Namespace) -> BudgetResult | MemoryMissing:
             if given and not geometry & set(given):
                 defaults = BudgetInputs()
                 given["notes"] = (
-                    f"KV geometry not given: teaching-case defaults used ({defaults.layers} layers, "
+                    f"{GEOMETRY_NOTE_PREFIX}: teaching-case defaults used ({defaults.layers} layers, "
                     f"{defaults.kv_heads} KV heads, head_dim {defaults.head_dim}); give --layers, --kv-heads, "
                     "--head-dim or --config for your model",
                 )
@@ -180,7 +181,21 @@ def _title(result: BudgetResult) -> str:
     if TEACHING_MEMORY_NOTE in i.notes:  # --teaching filled in the memory: said in the title, not only below
         what += f" [TEACHING CASE memory: {i.gpu_gib:g} GiB GPU, {i.margin_gib:g} GiB margin; an example, not your GPU]"
     per = f", per GPU with tp={i.tp}" if i.tp > 1 else ""
-    return f"Memory budget: {what}{per}"
+    return f"Memory budget: {what}{per}{geometry_warning(i)}"
+
+
+#: the start of the note a budget carries when --params came without the KV geometry (budget_from_args)
+GEOMETRY_NOTE_PREFIX = "KV geometry not given"
+
+
+def geometry_warning(inputs: Any) -> str:
+    """" [KV GEOMETRY OF THE TEACHING CASE ...]" for the first line of a budget whose KV geometry nobody gave (the
+    teaching case's 32 layers x 8 KV heads x head_dim 128 stood in: a 70B model has about 80 layers); "" otherwise."""
+    notes = getattr(inputs, "notes", ()) or ()
+    if not any(str(n).startswith(GEOMETRY_NOTE_PREFIX) for n in notes) or inputs.params == BudgetInputs().params:
+        return ""  # (the teaching case's own 7B with its own geometry is the teaching case, titled as such)
+    return (f" [KV geometry: the TEACHING CASE's {inputs.layers} layers x {inputs.kv_heads} KV heads x head_dim "
+            f"{inputs.head_dim}, not your model's]")
 
 
 def _kv_formula(result: BudgetResult) -> str:
@@ -261,7 +276,7 @@ DESCRIPTION = ("Memory budget: weights + runtime margin + KV cache per sequence 
 EPILOG = epilog("servewatch budget --params 8B --weights awq --gpu-gib 80 --max-seq 8192",
                 "servewatch budget --config config.json --tp 2 --json --out budget.json",
                 "servewatch budget --config model/config.json --kv-cache-gib 1 --block-size 128 --max-seq 2048",
-                codes="exit codes: 0 budget printed, 2 bad usage or unreadable input")
+                codes="exit codes: 0 fits, 1 does not fit, 3 unknown (no memory given), 2 bad usage or unreadable input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -357,7 +372,12 @@ def run(args: argparse.Namespace) -> int:
                       "GPU; its CPU backend uses 128): give the engine's block size for its figures")
         if out:
             print(f"saved budget JSON to {out}")
-    return 0
+    return budget_exit(result)
+
+
+def budget_exit(result: BudgetResult) -> int:
+    """0 when the budget fits, 1 when it does not (`budget` answers the question "does it fit?")."""
+    return int(ExitCode.PASS if result.fits else ExitCode.FAIL)
 
 
 WHY_NOT_GIVEN = "neither --gpu-gib nor --kv-cache-gib was given"
@@ -368,7 +388,7 @@ def format_memory_missing_text(m: MemoryMissing) -> str:
     i = m.inputs
     title = i.model or f"{i.params / 1e9:g}B params"
     per = f", per GPU with tp={i.tp}" if i.tp > 1 else ""
-    lines = [f"Memory budget: {title}{per}", "",
+    lines = [f"Memory budget: {title}{per}{geometry_warning(i)}", "",
              f"  kv_per_token={m.kv_bytes_per_token:,} B          all {i.layers} layers, one token",
              f"  kv_per_seq={m.kv_per_seq_bytes:,} B ({m.kv_per_seq_bytes / GIB:.3f} GiB)   {i.max_seq} tokens "
              f"in blocks of {i.block_size}",
@@ -380,8 +400,8 @@ def format_memory_missing_text(m: MemoryMissing) -> str:
 
 
 def _print_memory_missing(m: MemoryMissing, args: argparse.Namespace) -> int:
-    """Exit 0: what was asked (the model's KV cost) is answered; the candidate is unknown, said so, never made up.
-    --out refuses (exit 2): a budget without its memory cannot be saved and reloaded with --budget FILE."""
+    """Exit 3: the model's KV cost is answered, but "does it fit?" is unknown without the memory (said so, never
+    made up). --out refuses (exit 2): a budget without its memory cannot be saved and reloaded with --budget FILE."""
     if getattr(args, "out", None):
         raise UsageError(f"budget: nothing to save to {args.out}: the memory input is missing ({WHY_NOT_GIVEN}); "
                          f"give {MEMORY_FLAGS}")
@@ -391,7 +411,7 @@ def _print_memory_missing(m: MemoryMissing, args: argparse.Namespace) -> int:
         print(json.dumps(m.as_dict(WHY_NOT_GIVEN), indent=2))
     else:
         print(format_memory_missing_text(m), end="")
-    return 0
+    return int(ExitCode.INSUFFICIENT)
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import math
 import os
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import tui.core.defaults as defaults
 from tui.cli.chainopts import add_sign_key_argument, key_from_env, sign_key
@@ -453,11 +454,30 @@ async def _run_until_signal(cfg: LoadConfig, write: Callable[[dict], object]) ->
             pass
 
 
-def record_run(cfg: LoadConfig) -> int | None:
+@dataclass(frozen=True)
+class Recorded:
+    """What ``record_run`` did: ``failed`` (an exit code: nothing usable was recorded) or None, and the signal that
+    stopped the run early (``signal.SIGINT`` / ``signal.SIGTERM``) or None. A stopped run is still sealed and
+    judged; the command then exits 130 / 143 (``stop_code``), not with the verdict's code."""
+
+    failed: int | None = None
+    stopped_by: int | None = None
+
+    def stop_code(self, verdict_code: int) -> int:
+        """The exit code of a load command after its report: the signal's when one stopped it."""
+        if self.stopped_by == signal.SIGTERM:
+            return int(ExitCode.TERMINATED)
+        if self.stopped_by == signal.SIGINT:
+            return int(ExitCode.INTERRUPTED)
+        return verdict_code
+
+
+def record_run(cfg: LoadConfig) -> Recorded:
     """Run the load test described by ``cfg`` into its record file (printing progress).
 
-    Returns None when a record file with requests was written; raises UsageError when the server cannot be used
-    or the record file cannot be written; returns 2 when nothing was recorded (interrupted before any record)."""
+    Returns ``Recorded(failed=None)`` when a record file with requests was written (``stopped_by`` says whether
+    Ctrl-C or SIGTERM ended it early); raises UsageError when the server cannot be used or the record file cannot
+    be written; ``failed=2`` when nothing was recorded (interrupted before any record)."""
     if not cfg.record:
         cfg.record = default_record_path()
     existed = os.path.exists(cfg.record)
@@ -473,11 +493,13 @@ def record_run(cfg: LoadConfig) -> int | None:
         say(line)
     say(f"recording to {cfg.record}")
     interrupted = False
+    stopped_by: int | None = None
     try:
         try:
             summary = asyncio.run(_run_until_signal(cfg, rec.write))
-        except (KeyboardInterrupt, _Terminated):
+        except (KeyboardInterrupt, _Terminated) as exc:
             interrupted = True
+            stopped_by = signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT
             summary = None
         except SetupError as exc:
             if not existed and rec.records_written == 0:
@@ -491,13 +513,16 @@ def record_run(cfg: LoadConfig) -> int | None:
     finally:
         rec.close()
     if interrupted:
-        say(f"interrupted: in-flight requests recorded as cancelled; {rec.requests_written} requests in {cfg.record}")
+        what = "interrupted by SIGTERM" if stopped_by == signal.SIGTERM else "interrupted (Ctrl-C)"
+        say(f"{what}: sending stopped, in-flight requests recorded as cancelled, record sealed; "
+            f"{rec.requests_written} requests in {cfg.record}; the partial verdict follows")
     else:
         say(f"done: {summary.requests if summary else rec.requests_written} requests recorded in {cfg.record}")
         if summary and summary.stopped_early:
             say(summary.stopped_early)
     if rec.requests_written == 0 and rec.records_written == 0:
-        return ExitCode.USAGE
-    return None
+        nothing = Recorded(stopped_by=stopped_by)  # stopped before anything was written: the signal's code
+        return Recorded(failed=nothing.stop_code(int(ExitCode.USAGE)), stopped_by=stopped_by)
+    return Recorded(stopped_by=stopped_by)
 
 

@@ -266,8 +266,7 @@ def run(args: argparse.Namespace) -> int:
         peak_from = (f"trace {args.trace} ({trace.source.get('format', 'trace')}, {len(trace)} arrivals over "
                      f"{trace.span_s:g} s): the busiest window of {window_s:g} s")
         trace_lengths = (sum(trace.input_tokens) / len(trace), sum(trace.output_tokens) / len(trace))
-        comment = str(trace.source.get("comment") or "")
-        trace_synthetic = "synthetic" in comment.lower()
+        trace_synthetic = trace.synthetic_reason is not None  # the trace's own word (one rule with the run header)
     else:
         peak, peak_from = float(args.peak_rate), "--peak-rate"
     budget, origin = None, None

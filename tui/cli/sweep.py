@@ -97,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
         _print(f"search: then bisect between the last PASS and the first FAIL to within {args.precision:.0%} of the "
                f"lower end, probes for at most {args.search_budget_minutes:g} min (each at most "
                f"{cfg.search.probe_cap_s:g} s)")
-    failed = record_run(cfg)
-    if failed is not None:
-        return failed
+    recorded = record_run(cfg)
+    if recorded.failed is not None:
+        return recorded.failed
     mon = analyse_file(cfg.record, monitor_config_from_args(args), given, pick_run=LAST_RUN)  # this run only
     summary = sweep_summary(mon.snapshot(), mon.budget if isinstance(given, MemoryMissing) else budget, cfg.record)
     summary["record"] = cfg.record
@@ -120,4 +120,4 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {args.sweep_json}: {exc.strerror or exc}") from None
         _print(f"sweep table written to {args.sweep_json}")
     _print(f"records: {cfg.record} (servewatch report / replay / accept read it)")
-    return summary["exit_code"]
+    return recorded.stop_code(summary["exit_code"])  # stopped by Ctrl-C / SIGTERM: 130 / 143 after the summary

@@ -18,7 +18,7 @@ import sys
 import time
 
 import tui.core.defaults as D
-from tui.core.exitcodes import UsageError
+from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.report import exit_code
 from tui.sources.watch_setup import WatchSettings, build_session
 
@@ -268,9 +268,15 @@ async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
         try:
             if args.once:
                 minutes = args.window_minutes if args.window_minutes is not None else args.min_window_minutes
-                w = await session.once(minutes * 60.0, t_end=args.window_end)
+                w = await session.once(minutes * 60.0, t_end=args.window_end,
+                                       progress=lambda line: print(line, file=sys.stderr, flush=True))
                 if w is None and session.watcher.engine is None:
                     raise UsageError(f"{session.watcher.label}: {session.error}")
+                if w is None and session.error and session.error.startswith("nothing to judge"):
+                    print(f"servewatch: {session.error}", file=sys.stderr)  # the answer, not a verdict
+                    if args.json:
+                        sys.stdout.write(format_state(session, out_json=True))
+                    return int(ExitCode.INSUFFICIENT)
             else:
                 stop = asyncio.Event()
                 loop = asyncio.get_running_loop()
@@ -387,7 +393,11 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
         raise UsageError(f"{path}: a watch file without usable watch records (0 windows)")
     integrity = got.integrity
     assert integrity is not None  # read_watch verified the chain while it read
-    v = verdict_with_integrity(j.verdict(has_ttft=bool(ENGINES[engine].ttft)), integrity)
+    has_ttft = bool(ENGINES[engine].ttft)
+    canary = not has_ttft and bool(got.canary)  # judged on the canary's requests, as the watch did
+    from tui.core.watch import canary_verdict
+
+    v = verdict_with_integrity(canary_verdict(got.canary, cfg) if canary else j.verdict(has_ttft=has_ttft), integrity)
     src = (header.get("source") or {}) if isinstance(header, dict) else {}
     w = j.span or j.last
     if getattr(args, "json", False):
@@ -406,4 +416,4 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
             out.write(f"  PASS blocked: {b}\n")
         for note in v.notes:
             out.write(f"  note: {note}\n")
-    return exit_code(v.state) if ENGINES[engine].ttft else EXIT_INSUFFICIENT
+    return exit_code(v.state) if has_ttft or canary else EXIT_INSUFFICIENT

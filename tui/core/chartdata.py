@@ -254,31 +254,38 @@ def _same_level(a: Any, b: Any) -> bool:
 
 def judged_series(sampler: RunSampler, timeline: Sequence[Mapping], level: Any, rnd: int = 1,
                   timeline_omitted: int = 0) -> dict[str, Any]:
-    """TTFT of the judged level's requests over time, and the verdict's state band.
+    """TTFT of the judged level's requests over time, and the verdict's state band, on ONE time axis: each request at
+    its end (``t_end``: when its outcome was known, which is when the verdict's timeline moves too), in seconds from
+    the level's first request sent, so the verdict's last state (a final FAIL) lies inside the axis.
 
     ``{"points": [[s, ttft_ms, outcome]], "failures": [[s, ttft_ms|None, error]], "bands": [...], "seen",
-    "shown", "sampled", "origin", "timeline_omitted"}`` (seconds from ``sampler.origin()``)."""
-    origin = sampler.origin() or 0.0
+    "shown", "distinct" (points that do not overlap another), "sampled", "origin", "end", "timeline_omitted"}``."""
     key = next((k for k in sampler.requests.keys() | sampler.failures.keys()
                 if _same_level(k[0], level) and k[1] == rnd), (level, rnd))
     ok = sampler.requests.get(key) or Thinned(2)
     bad = sampler.failures.get(key) or Thinned(2)
+    sends = [it[0] for it in ok.items] + [it[0] for it in bad.items]
+    origin = min(sends) if sends else (sampler.origin() or 0.0)
     points, failures = [], []
     end = None
-    for t_sent, t_end, ttft_ms, outcome, _err in ok.items:
+    for _t_sent, t_end, ttft_ms, outcome, _err in ok.items:
         end = t_end if end is None or t_end > end else end
-        points.append([round(t_sent - origin, 3), None if ttft_ms is None else round(ttft_ms, 2), outcome])
-    for t_sent, t_end, ttft_ms, outcome, err in bad.items:
+        points.append([round(t_end - origin, 3), None if ttft_ms is None else round(ttft_ms, 2), outcome])
+    for _t_sent, t_end, ttft_ms, outcome, err in bad.items:
         end = t_end if end is None or t_end > end else end
         if outcome != FAILED:  # cancelled while open: counted, not judged, not drawn as a failure
             continue
-        failures.append([round(t_sent - origin, 3), None if ttft_ms is None else round(ttft_ms, 2),
+        failures.append([round(t_end - origin, 3), None if ttft_ms is None else round(ttft_ms, 2),
                          err or "incomplete"])
-    points.sort()
+    points.sort(key=lambda p: (p[0], p[1] if p[1] is not None else -1.0))
     failures.sort(key=lambda p: p[0])
+    # what a reader sees: identical values overlap (at the drawn precision: 1 s, 1 ms), said, not hidden
+    distinct = len({(round(p[0]), None if p[1] is None else round(p[1])) for p in points}
+                   | {("f", round(f[0]), None if f[1] is None else round(f[1])) for f in failures})
     return {"level": _num(level), "round": rnd, "label": level_label(level, rnd), "points": points,
             "failures": failures, "bands": _band(timeline, level, rnd, end, origin), "seen": ok.seen + bad.seen,
-            "shown": len(points) + len(failures), "sampled": ok.sampled or bad.sampled, "origin": origin,
+            "shown": len(points) + len(failures), "distinct": distinct, "sampled": ok.sampled or bad.sampled,
+            "origin": origin, "end": None if end is None else round(end - origin, 3),
             "timeline_omitted": int(timeline_omitted or 0)}
 
 

@@ -33,7 +33,7 @@ from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdi
 from tui.core.outcomes import EXCLUDED, GOOD
 from tui.core.records.request import RequestRecord
 from tui.core.slos import Slos, metric_values, slo_rule
-from tui.core.snapshot import Percentile
+from tui.core.stats import latency_cell, latency_json
 from tui.core.textfmt import fmt_pct
 from tui.core.textsafe import md
 from tui.core.verdict import BATCH_MULTS
@@ -47,27 +47,6 @@ BATCH_SECONDS = tuple(defaults.BATCH_S * k for k in BATCH_MULTS)  # 15, 30, 60 a
 #: The latency metrics of issue 21, as the JSON names them (``ttft_ms``, ...), in the order every view lists them.
 LATENCY_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 LATENCY_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
-
-
-def latency_json(ps: Iterable[Percentile]) -> dict[str, Any]:
-    """One metric's percentiles as every JSON report carries them: ``{"p50", "p95", "p99", "n"}`` in ms, a value
-    null when there is none or too few requests support it (then ``insufficient_n`` keeps the raw value and the n
-    it needs, said, not hidden); +inf as the string "inf"."""
-    out: dict[str, Any] = {"p50": None, "p95": None, "p99": None, "n": 0}
-    short: dict[str, Any] = {}
-    for p in ps:
-        key = p.label.lower()
-        out["n"] = p.n
-        v: Any = p.value_ms
-        if v is not None and math.isinf(v):
-            v = "inf"
-        if p.supported:
-            out[key] = v
-        elif v is not None:
-            short[key] = {"value": v, "n_needed": p.n_needed}
-    if short:
-        out["insufficient_n"] = short
-    return out
 
 
 @dataclass
@@ -519,26 +498,6 @@ def _good_text(cmp: dict) -> str:
     return text
 
 
-def latency_value(block: dict, q: str) -> str:
-    """One percentile (``q``: "p50", "p95", "p99") of a latency block in ms: "412", "12.3", "812*" (too few
-    requests to support it: the raw value), "N/A"."""
-    v = block.get(q)
-    if v is None:
-        short = (block.get("insufficient_n") or {}).get(q)
-        if short is None:
-            return "N/A"
-        v, star = short["value"], "*"
-    else:
-        star = ""
-    return (v if isinstance(v, str) else f"{v:.1f}" if v < 100 else f"{v:.0f}") + star
-
-
-def latency_cell(block: dict | None) -> str:
-    """One metric's JSON block (``latency_json``) as "412 / 803 / 951* (n 600)" (ms; * too few requests to
-    support it, the raw value shown); "N/A" when there is no value."""
-    if not block or not block.get("n"):
-        return "N/A"
-    return " / ".join(latency_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"
 
 
 def _latency_markdown(rows: list[dict]) -> list[str]:

@@ -7,7 +7,9 @@
    70 INTERNAL     an internal error (a bug in servewatch, not the input, not a verdict): one line naming the
                    failing place and where the traceback was written (``--debug`` prints it); 70 is EX_SOFTWARE of
                    sysexits.h, outside the verdict codes 0-3 and the 128+signal range
-  130 INTERRUPTED  Ctrl-C (SIGINT), quietly
+  130 INTERRUPTED  Ctrl-C (SIGINT), quietly; a load command (`run`, `sweep`) stops sending, seals its record,
+                   prints the partial verdict and then exits 130
+  143 TERMINATED   SIGTERM (128 + 15): a load command stops as after Ctrl-C, then exits 143
   141 BROKEN_PIPE  standard output was closed by its reader (``servewatch report x --json | head -1``), quietly:
                    128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
 """
@@ -25,6 +27,7 @@ class ExitCode(enum.IntEnum):
     INTERNAL = 70
     INTERRUPTED = 130
     BROKEN_PIPE = 141
+    TERMINATED = 143
 
 
 class UsageError(Exception):

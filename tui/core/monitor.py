@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import tui.core.advice as advice
 import tui.core.defaults as defaults
 import tui.core.evidence as evidence
 import tui.core.importers.crosscheck as crosscheck
@@ -45,6 +46,7 @@ from tui.core.budgetview import (
     budget_view,
 )
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
+from tui.core.importers.limits import ttft_of_label
 from tui.core.levels import fmt_level, row_mode
 from tui.core.outcomes import EXCLUDED, FAILED, SLOW
 from tui.core.prefix_cache import PrefixTally
@@ -70,7 +72,7 @@ from tui.core.snapshot import (
     WindowStat,
 )
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
-from tui.core.textfmt import fmt_minutes
+from tui.core.textfmt import fmt_minutes, fmt_span
 from tui.core.token_counts import TokenTally
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 
@@ -129,7 +131,9 @@ def _episode_note(judge: LevelJudge) -> str:
     """What the window cannot rule out (issue 8): failure episodes that have not happened yet."""
     k, longest_s, longest_n = judge.episode_summary()
     period = judge.unseen_episode_period_s()
-    if k == 0:
+    if k == 0 and judge.outage_summary()[0]:
+        seen = "No run of 3 or more not-good requests seen (the outage held fewer)"
+    elif k == 0:
         seen = "No failure episodes seen (runs of 3 or more not-good requests)"
     else:
         seen = (f"{k} failure episode{'s' if k != 1 else ''} seen, longest {longest_s:.0f} s "
@@ -141,8 +145,12 @@ def _episode_note(judge: LevelJudge) -> str:
     return f"{seen}; episodes rarer than one per ~{fmt_minutes(period)} are not ruled out: run longer."
 
 
-def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
-    n, good = judge.n, judge.good
+def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig, unjudged: int = 0) -> Verdict:
+    """The verdict of one level's judge in words. ``unjudged``: requests not judgeable on an SLO in force (the
+    judge counts them good, so that a FAIL holds even if they were; they are never shown as good: the good fraction
+    in the reason is the one every view shows, and they are named beside it)."""
+    n = judge.n
+    good = judge.good - unjudged  # what every view shows as good
     elapsed = judge.covered  # the window as judged: time in which measured requests were flowing
     span = judge.elapsed
     state = judge.state
@@ -160,16 +168,21 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     missing = ", ".join(parts) or None
     gaps = ""
     if span - elapsed > max(1.0, 0.05 * span):
-        gaps = (f" Requests were flowing for {fmt_minutes(elapsed)} of the {fmt_minutes(span)} span: stretches "
+        gaps = (f" Requests were flowing for {fmt_span(elapsed)} of the {fmt_span(span)} span: stretches "
                 "with nothing in flight count only up to 10 send gaps each.")
     v = judge.vif
     n_eff = judge.n_eff
     bursty = judge.vif_point is not None and judge.vif_point >= 2.0  # the point estimate, not the bound
     pct = 100.0 * good / n
+    if unjudged:  # "0.0% (0/4; 2 more not judgeable ...)": never a fraction that contradicts the table's
+        counted = f"{good}/{n} good; {unjudged} not judgeable on an SLO, counted good only for FAIL"
+    else:
+        counted = f"{good}/{n}"
+    outages = advice.outage_text(judge)  # what made the outcomes dependent, named (issue 37)
     if state == INSUFFICIENT_WINDOW and v <= 1.0:
         corr = ""
     elif v > 1.0:
-        corr = ((" Outcomes are bursty." if bursty else "")
+        corr = ((f" {outages}." if outages else " Outcomes are bursty." if bursty else "")
                 + f" Dependence correction: counts divided by {v:.1f} (upper 95% bound of the batch-means variance "
                 f"ratio), effective n = {n_eff:.0f}.")
     else:
@@ -177,21 +190,25 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig) -> Verdict:
     test = f"(anytime-valid test, alpha {cfg.alpha:g})"
     more = judge.minutes_more_needed() if state == UNDECIDED else None
     if state == FAIL:
-        reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is below the "
+        reason = (f"good fraction {pct:.1f}% ({counted}): the evidence shows it is below the "
                   f"{cfg.target:.0%} target {test}.{corr}")
     elif state == INSUFFICIENT_WINDOW:
         lean = (" The evidence already shows FAIL; FAIL needs at least "
                 f"{fmt_minutes(judge.fail_min_s)} of data." if judge.failing
                 else " Evidence so far favours PASS." if judge.passing else "")
-        reason = (f"good fraction {pct:.1f}% on {n} requests over {fmt_minutes(elapsed)}: too few to judge "
+        reason = (f"good fraction {pct:.1f}% on {n} requests{f' ({counted})' if unjudged else ''} over "
+                  f"{fmt_span(elapsed)}: too few to judge "
                   f"the {cfg.target:.0%} target honestly.{lean}{corr}{gaps}")
     elif state == PASS:
-        reason = (f"good fraction {pct:.1f}% ({good}/{n}): the evidence shows it is at or above the "
+        reason = (f"good fraction {pct:.1f}% ({counted}): the evidence shows it is at or above the "
                   f"{cfg.target:.0%} target {test}.{corr} {_episode_note(judge)}")
     else:
-        reason = (f"good fraction {pct:.1f}% ({good}/{n}): not yet enough evidence either way; "
+        reason = (f"good fraction {pct:.1f}% ({counted}): not yet enough evidence either way; "
                   f"keep the load running.{corr} {_episode_note(judge)}")
-        if more is not None and more > 0 and v > 1.0:
+        hourly = advice.minutes_with_recurring_outages(judge) if outages and v > 1.0 else None
+        if hourly is not None:
+            reason += " " + advice.recurring_text(hourly, judge)
+        elif more is not None and more > 0 and v > 1.0:
             when = (f"about {math.ceil(more - 1e-9)} more minutes" if more <= 24 * 60
                     else "more than a day more")
             reason += (f" Failures arrive in bursts: {when} at this rate "
@@ -610,6 +627,11 @@ class Monitor:
             if not self.header:
                 self.header = item.data
                 self._resolve_memory()
+                label = ttft_of_label(item.data)  # an import's TTFT is its tool's, never "answer" (issue 37)
+                if label is not None and self.cfg.slos.ttft_label != label:
+                    self.cfg = dataclasses.replace(self.cfg, slos=dataclasses.replace(self.cfg.slos, ttft_label=label))
+                    for st in self.levels.values():
+                        st.verdict_cache = None
             else:
                 self._notes.append("more than one run header: the first is shown")
         elif isinstance(item, StepRecord):
@@ -1097,7 +1119,7 @@ class Monitor:
         key = (j.n, j.good, j.t_last, j.vif, lost)
         c = st.verdict_cache
         if c is None or c[0] != key:  # the verdict is a function of the judge; the load generator asks often
-            v = verdict_from_judge(j, cfg)
+            v = verdict_from_judge(j, cfg, st.unjudged)
             if lost:
                 v = self._hold_against_unreadable(j, v, lost)
             if st.degraded and v.state == "PASS":

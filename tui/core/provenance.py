@@ -57,6 +57,9 @@ def describe(header: Mapping | None) -> str:
     if not header:
         return UNKNOWN
     syn = "SYNTHETIC, " if header.get("synthetic") else ""
+    why = header.get("synthetic_reason")
+    if syn and isinstance(why, str) and why.strip():  # why, in the source's own words (a synthetic trace)
+        syn = f"SYNTHETIC ({why.strip()[:300]}), "
     b = source_block(header)
     if b is None:
         tool = header.get("tool") or "unknown tool"

@@ -23,6 +23,7 @@ from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  
 from tui.core.redact import header_secrets, scrub, url_secrets
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
+from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_json, latency_value
 from tui.core.textfmt import fmt_level, fmt_pct
 
 
@@ -46,11 +47,9 @@ def judge(snap: Snapshot, required_level: float | None = None) -> JudgedLevel | 
 
 
 def latency_dict(ps: tuple[Percentile, ...]) -> dict[str, Any]:
-    """``{"p50", "p95", "p99", "n"}`` in ms: a percentile the n does not support (or none) is null."""
-    out: dict[str, Any] = {"p50": None, "p95": None, "p99": None}  # no requests (a run stopped at once): all null
-    out.update({f"p{round(p.q * 100)}": (_jnum(p.value_ms) if p.supported else None) for p in ps})
-    out["n"] = ps[0].n if ps else 0
-    return out
+    """``{"p50", "p95", "p99", "n"}`` in ms: a percentile the n does not support (or none) is null, and
+    ``insufficient_n`` keeps its raw value and the n it needs (the one rule: ``tui.core.stats.latency_json``)."""
+    return latency_json(ps)
 
 
 def misses_text(w: dict[str, Any], slos: str = "") -> str:
@@ -186,7 +185,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "header": snap.header,
         "slo": {"ttft_ms": snap.slo_ttft_ms, "target": snap.target, "alpha": v.alpha,
                 "slos": {"ttft_ms": snap.slos.ttft_ms, "tpot_ms": snap.slos.tpot_ms, "itl_ms": snap.slos.itl_ms,
-                         "e2e_ms": snap.slos.e2e_ms, "ttft_of": snap.slos.ttft_of},
+                         "e2e_ms": snap.slos.e2e_ms, "ttft_of": snap.slos.ttft_shown()},
                 "in_force": list(snap.slos.in_force()), "text": snap.slos.describe()},
         "budget": None,
         "budget_view": view.as_dict(),
@@ -392,6 +391,7 @@ def format_report(rep: dict[str, Any]) -> str:
     add(f"  good_fraction={fmt_pct(gf)} ({w['good']}/{w['n']}; completed {w['completed']}, slow {w['slow']}, "
         f"failed {w['failed']})  Wilson 95% {fmt_pct(lo)}-{fmt_pct(hi)} (descriptive)")
     add(f"  latency_success_gate={m['latency_success_gate']} (point estimate >= target; NOT the verdict)")
+    marked = False  # the one mark for a percentile with too few samples (tui.core.stats), explained once
     for key, title in (("ttft_ms", "TTFT over completed requests"), ("ttft_ms_failures_as_inf", "TTFT, failures as +inf")):
         parts = []
         for label, p in w[key].items():
@@ -400,7 +400,8 @@ def format_report(rep: dict[str, Any]) -> str:
             val = p["value"]
             s = f"{label}=" + ("N/A" if val is None else ("inf" if val == "inf" else f"{val:.0f} ms"))
             if val is not None and not p["supported"]:
-                s += " (insufficient n)"
+                s += INSUFFICIENT_MARK
+                marked = True
             if p.get("approximate"):
                 s += " (approx.)"
             parts.append(s)
@@ -413,6 +414,9 @@ def format_report(rep: dict[str, Any]) -> str:
             add(f"  {title}{judged} (n={w[key]['n']}): {_lat(w[key])}")
     for key, title in (("tpot_ms", "TPOT"), ("itl_ms", "ITL (largest gap)"), ("e2e_ms", "E2E")):
         add(f"  {title} over completed requests (n={w[key]['n']}): {_lat(w[key])}")
+        marked = marked or bool(w[key].get("insufficient_n"))
+    if marked:
+        add(f"  ({INSUFFICIENT_LEGEND})")
     add(f"  {misses_text(w)}")
     add(f"  goodput={_f(w['goodput_rps'])} req/s, {_f(w['goodput_tok_s'])} good tok/s  "
         f"(throughput={_f(w['throughput_rps'])} req/s, {_f(w['output_tok_per_s'])} tok/s)")
@@ -455,7 +459,7 @@ def format_report(rep: dict[str, Any]) -> str:
                 f"{ms('P50'):>8} {ms('P95'):>8} {ms('P99'):>8} {_f(r['req_per_s']):>6} {_f(r['goodput_per_s']):>9} "
                 f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else "")
                 + ("  NOT REACHED" if r.get("not_reached") else ""))
-        add("  (* = insufficient n for that percentile)")
+        add(f"  ({INSUFFICIENT_LEGEND})")
         if rep.get("capacity_bracket"):
             out.extend("  " + ln for ln in _search.format_bracket(rep["capacity_bracket"]))
         add("  level round  TPOT P50/P95/P99 (n)     ITL P50/P95/P99 (n)      E2E P50/P95/P99 (n)      goodput tok/s"
@@ -493,12 +497,14 @@ def format_report(rep: dict[str, Any]) -> str:
 
 
 def _lat(d: dict[str, Any], short: bool = False) -> str:
-    """"P50=210 ms  P95=380 ms  P99=N/A" of a flat latency dict (None: no value, or n too small for it)."""
-    def v(x: Any) -> str:
-        return "N/A" if x is None else ("inf" if x == "inf" else f"{x:.0f}")
+    """"P50=210 ms  P95=380 ms*  P99=N/A" of a flat latency dict (the one rule, ``tui.core.stats.latency_value``:
+    * marks a value too few requests support; N/A only when there is no value)."""
+    def v(q: str) -> str:
+        x = latency_value(d, q)
+        return x if x == "N/A" else f"{x.rstrip(INSUFFICIENT_MARK)} ms{INSUFFICIENT_MARK * x.endswith(INSUFFICIENT_MARK)}"
     if short:
-        return f"{v(d['p50'])}/{v(d['p95'])}/{v(d['p99'])} ({d['n']})"
-    return "  ".join(f"P{q}=" + (v(d[f'p{q}']) + " ms" if d[f"p{q}"] is not None else "N/A") for q in (50, 95, 99))
+        return "/".join(latency_value(d, q) for q in ("p50", "p95", "p99")) + f" ({d['n']})"
+    return "  ".join(f"P{q[1:]}=" + v(q) for q in ("p50", "p95", "p99"))
 
 
 def _f(v: float | None) -> str:

@@ -108,6 +108,9 @@ class Slos:
     itl_ms: float | None = None
     e2e_ms: float | None = None
     ttft_of: TtftOf = "answer"
+    #: what the TTFT of the file judged is, when it is not servewatch's own (an import: "first chunk, as vllm
+    #: bench measures"); shown instead of "answer" / "any" (``describe``, the JSON's ``ttft_of``)
+    ttft_label: str | None = None
 
     def __post_init__(self) -> None:
         for name, v in zip(SLO_NAMES, self.limits()):
@@ -123,12 +126,16 @@ class Slos:
         """The names of the SLOs judged, in the order of ``SLO_NAMES`` ("TTFT", "TPOT", ...)."""
         return tuple(name for name, v in zip(SLO_NAMES, self.limits()) if v is not None)
 
+    def ttft_shown(self) -> str:
+        """Which TTFT is judged, in words: "answer", "any", or another tool's definition (``ttft_label``)."""
+        return self.ttft_label or self.ttft_of
+
     def describe(self) -> str:
         """"TTFT <= 1000 ms (answer), TPOT <= 50 ms"; "no latency SLO (completion only)" with every SLO off."""
         parts = []
         for name, v in zip(SLO_NAMES, self.limits()):
             if v is not None:
-                parts.append(f"{name} <= {v:g} ms" + (f" ({self.ttft_of})" if name == "TTFT" else ""))
+                parts.append(f"{name} <= {v:g} ms" + (f" ({self.ttft_shown()})" if name == "TTFT" else ""))
         return ", ".join(parts) if parts else "no latency SLO (completion only)"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from tui.core.snapshot import Percentile
 
@@ -188,3 +189,55 @@ def dispersion_vif(batches: Sequence[tuple[int, int]], min_batches: int = 10) ->
         return None
     chi2 = sum((g - n * p) ** 2 / (n * p * (1 - p)) for g, n in used)
     return max(1.0, chi2 / (k - 1))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One rule for a percentile with too few samples (issue 37), in every output: docs/statistics.md's n with
+# 1 - q^n >= 0.95 (``n_needed``). JSON: the flat value is null and ``insufficient_n`` keeps the raw value and the n
+# it needs; text: the raw value with INSUFFICIENT_MARK; charts: a hollow marker; "N/A" only where there is no value.
+
+INSUFFICIENT_MARK = "*"
+INSUFFICIENT_LEGEND = "* too few requests for that percentile (P95 needs 59, P99 299): shown, not supported"
+
+
+def latency_json(ps: Iterable[Percentile]) -> dict[str, Any]:
+    """One metric's percentiles as every JSON report carries them: ``{"p50", "p95", "p99", "n"}`` in ms, a value
+    null when there is none or too few requests support it (then ``insufficient_n`` keeps the raw value and the n
+    it needs, said, not hidden); +inf as the string "inf"."""
+    out: dict[str, Any] = {"p50": None, "p95": None, "p99": None, "n": 0}
+    short: dict[str, Any] = {}
+    for p in ps:
+        key = p.label.lower()
+        out["n"] = p.n
+        v: Any = p.value_ms
+        if v is not None and math.isinf(v):
+            v = "inf"
+        if p.supported:
+            out[key] = v
+        elif v is not None:
+            short[key] = {"value": v, "n_needed": p.n_needed}
+    if short:
+        out["insufficient_n"] = short
+    return out
+
+
+def latency_value(block: dict, q: str) -> str:
+    """One percentile (``q``: "p50", "p95", "p99") of a latency block in ms: "412", "12.3", "812*" (too few
+    requests to support it: the raw value), "N/A"."""
+    v = block.get(q)
+    if v is None:
+        short = (block.get("insufficient_n") or {}).get(q)
+        if short is None:
+            return "N/A"
+        v, star = short["value"], "*"
+    else:
+        star = ""
+    return (v if isinstance(v, str) else f"{v:.1f}" if v < 100 else f"{v:.0f}") + star
+
+
+def latency_cell(block: dict | None) -> str:
+    """One metric's JSON block (``latency_json``) as "412 / 803 / 951* (n 600)" (ms; * too few requests to
+    support it, the raw value shown); "N/A" when there is no value."""
+    if not block or not block.get("n"):
+        return "N/A"
+    return " / ".join(latency_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"

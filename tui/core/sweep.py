@@ -11,10 +11,10 @@ from typing import Any
 
 from tui.core.acceptance import RunInput, measured_section
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
-from tui.core.compare import latency_value
 from tui.core.search import capacity_bracket, format_bracket
 from tui.core.snapshot import LevelRow, Snapshot
 from tui.core.states import FAIL
+from tui.core.stats import latency_value
 from tui.core.textfmt import fmt_level, fmt_pct
 
 #: Top of the default sweep ladder when no budget (so no memory-only candidate) is given: 1, 2, 4, ..., 64.

@@ -207,6 +207,7 @@ class LevelJudge:
         "_run", "_run_t0", "_run_t1", "episodes", "longest_episode_s", "longest_episode_n", "episodes_exact",
         "log_e_pass", "log_e_fail", "_v_floor", "_eval_s", "_eval_f", "_eval_v", "evaluations",
         "covered", "_s_max", "_dur_sum",
+        "_out_t0", "_outages",
     )
 
     def __init__(self, test: MixtureTest, *, min_window_s: float, min_requests: int, fail_min_s: float = FAIL_MIN_S,
@@ -260,6 +261,9 @@ class LevelJudge:
         self.covered = 0.0
         self._s_max: float | None = None  # latest send time seen
         self._dur_sum = 0.0  # sum of t - start over outcomes given a start (mean request duration)
+        # outages (issue 37; tui.core.advice names them): [count, not-good in them, longest s, its not-good]
+        self._out_t0 = 0.0  # send time of the first not-good request of the current run
+        self._outages: list[Any] = [0, 0, 0.0, 0]
 
     # ------------------------------------------------------------------ input
     def note_start(self, t: float) -> None:
@@ -298,10 +302,12 @@ class LevelJudge:
             self.good += 1
             self._cg += 1
             if self._run:
+                self._outages = self._outage_after(t, self._outages)
                 self._end_run()
         else:
             if self._run == 0:
                 self._run_t0 = t
+                self._out_t0 = t if start is None or start > t else start
             self._run += 1
             self._run_t1 = t
         self._cn += 1
@@ -425,6 +431,19 @@ class LevelJudge:
                 self.longest_episode_s = d
                 self.longest_episode_n = r
         self._run = 0
+
+    def _outage_after(self, t: float, acc: list[Any]) -> list[Any]:
+        """``acc`` with the current run of not-good outcomes added when it is an outage: an episode, or a run that
+        lasted a batch from its first request's send to its last one's end (a freeze holding one request is one too)."""
+        r, d = self._run, self._run_t1 - self._out_t0
+        if r >= EPISODE_MIN or d >= self._w:
+            acc = [acc[0] + 1, acc[1] + r, *((d, r) if d > acc[2] else acc[2:])]
+        return acc
+
+    def outage_summary(self) -> tuple[int, float, int, int]:
+        """(outages, longest s, its not-good requests, not-good in all), a run still open counted to the last one."""
+        o = self._outage_after(self.t_last, self._outages) if self._run and self.t_last is not None else self._outages
+        return o[0], o[2], o[3], o[1]
 
     def episode_summary(self) -> tuple[int, float, int]:
         """(episodes, longest seconds, longest requests), counting a run still open at the end."""

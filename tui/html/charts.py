@@ -138,7 +138,8 @@ def percentiles(cid: str, data: Mapping, key: str = "ttft") -> Chart | Missing:
             {"yAxis": slo, "label": {"formatter": f"SLO {slo:g} ms"}, "lineStyle": {"color": "#c62828", "type": "dashed"}}]}
     else:
         sub += "; no SLO on this metric"
-    y = {"type": "value", "name": "milliseconds", "min": 0}
+    y = latency_axis("milliseconds", [v for q in ("P50", "P95", "P99") for v, _ok in qs[q]]
+                     + ([slo] if slo is not None else []))
     return Chart(cid, title, _base(title, sub, axis, y, series))
 
 
@@ -187,6 +188,10 @@ def judged(cid: str, data: Mapping) -> Chart | Missing:
              for b in js["bands"]]
     sub = (f"{js['shown']:,} of {js['seen']:,} requests drawn (an evenly spaced sample)" if js["sampled"]
            else f"all {js['seen']:,} measured requests")
+    distinct = js.get("distinct")
+    if isinstance(distinct, int) and distinct < js["shown"]:
+        sub += f" ({distinct:,} distinct points: requests with the same time and TTFT overlap)"
+    sub += "; each at its end, when its outcome was known"
     sub += "; band: the verdict's state from its timeline (grey INSUFFICIENT WINDOW, amber UNDECIDED, green PASS, red FAIL)"
     if js["timeline_omitted"]:
         sub += f"; {js['timeline_omitted']} state changes in the middle of the run not kept"
@@ -201,11 +206,30 @@ def judged(cid: str, data: Mapping) -> Chart | Missing:
     if slo is not None:
         series[0]["markLine"] = {"symbol": "none", "silent": True, "data": [
             {"yAxis": slo, "label": {"formatter": f"SLO {slo:g} ms"}, "lineStyle": {"color": "#c62828", "type": "dashed"}}]}
-    y = {"type": "value", "name": "TTFT (ms)", "min": 0}
-    xs = [p[0] for p in js["points"]] + [f[0] for f in js["failures"]] + [b["from"] for b in js["bands"]]
-    axis = _time_axis("seconds since the run's first measured request")
+    values = [p[1] for p in good + slow] + [slo] if slo is not None else [p[1] for p in good + slow]
+    y = latency_axis("TTFT (ms)", values)
+    if y["type"] == "log":  # a failure has no TTFT: drawn at the axis' bottom, not at 0 (no 0 on a log axis)
+        floor = y["min"]
+        for f in fails:
+            f[1] = f[1] if f[1] else floor
+        series[2]["name"] = "failed (no first token: drawn at the bottom)"
+    xs = ([p[0] for p in js["points"]] + [f[0] for f in js["failures"]] + [b["from"] for b in js["bands"]]
+          + [b["to"] for b in js["bands"]])
+    axis = _time_axis(f"seconds since level {js['label']}'s first request was sent")
     axis["min"] = math.floor(min(xs))
+    axis["max"] = math.ceil(max(xs))  # the verdict's last band (a final FAIL) inside the axis
     return Chart(cid, title, _base(title, sub, axis, y, series))
+
+
+def latency_axis(name: str, values: Sequence[Any]) -> dict[str, Any]:
+    """The y axis of a latency chart: linear from 0, or logarithmic (said in its name) when the positive values span
+    more than 10x, so an SLO line and the fast levels are not squeezed into the bottom 5% by the slowest."""
+    pos = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+           and math.isfinite(v)]
+    if pos and max(pos) > 10.0 * min(pos):
+        low = 10.0 ** math.floor(math.log10(min(pos)))
+        return {"type": "log", "name": f"{name}, log scale", "min": low, "logBase": 10}
+    return {"type": "value", "name": name, "min": 0}
 
 
 def _step_lines(steps: Sequence[Mapping]) -> dict:
@@ -326,8 +350,10 @@ def compare_ttft(cid: str, cl: Mapping, slo: float | None) -> Chart | Missing:
     if slo is not None:
         series[0]["markLine"] = {"symbol": "none", "silent": True, "data": [
             {"yAxis": slo, "label": {"formatter": f"SLO {slo:g} ms"}, "lineStyle": {"color": "#c62828", "type": "dashed"}}]}
+    values = [v for side in ("base", "cand") for q in ("P50", "P95", "P99") for v, _ok in cl[side]["ttft"][q]]
+    y = latency_axis("milliseconds", values + ([slo] if slo is not None else []))
     return Chart(cid, title, _base(title, "hollow marker: too few requests for that percentile", _pair_axis(cl),
-                                   {"type": "value", "name": "milliseconds", "min": 0}, series))
+                                   y, series))
 
 
 def compare_goodput(cid: str, cl: Mapping) -> Chart | Missing:
@@ -355,8 +381,10 @@ def compare_cdf(cid: str, cd: Mapping | None, slo: float | None) -> Chart | Miss
         series[0]["markLine"] = {"symbol": "none", "silent": True, "data": [
             {"xAxis": slo, "label": {"formatter": f"SLO {slo:g} ms"}, "lineStyle": {"color": "#c62828", "type": "dashed"}}]}
     sub = f"completed requests; drawn through at most {defaults.CHART_CDF_POINTS} quantiles per run"
-    return Chart(cid, title, _base(title, sub, {"type": "value", "name": "TTFT (ms)", "nameLocation": "middle",
-                                                "nameGap": 28, "min": 0},
+    x = latency_axis("TTFT (ms)", [pt[0] for side in ("base", "cand") for pt in cd[side]]
+                     + ([slo] if slo is not None else []))
+    x.update(nameLocation="middle", nameGap=28)
+    return Chart(cid, title, _base(title, sub, x,
                                    {"type": "value", "name": "fraction of requests <= TTFT", "min": 0, "max": 1}, series))
 
 

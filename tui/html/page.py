@@ -27,7 +27,12 @@ color:#1a1a1a;line-height:1.4}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.6em}
 h3{font-size:1.02em;margin-bottom:.3em}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.86em}
-th,td{border:1px solid #bbb;padding:.22em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th,td{border:1px solid #bbb;padding:.22em .5em;text-align:left;vertical-align:top;overflow-wrap:normal;
+word-break:normal;hyphens:none}
+.table-wrap{overflow-x:auto;max-width:100%}
+details{margin:1.5em 0}details pre{white-space:pre-wrap;font-size:.78em;background:#f7f7f7;padding:.6em}
+section.doc p{margin:.4em 0}code{font-size:.92em;background:#f3f3f3;padding:0 .2em}
+td code,th code,span.w{white-space:nowrap}
 td table{font-size:.95em;margin:.1em 0}
 th{background:#eceff1}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .banner{border:2px solid #c62828;background:#ffebee;color:#7f0000;padding:.5em .8em;font-weight:bold;margin:.5em 0}
@@ -114,7 +119,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], raw_cells: bool 
     """An HTML table; ``raw_cells``: the cells are already <td> markup."""
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(c if raw_cells else cell(c) for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def human(key: str) -> str:
@@ -175,7 +180,10 @@ def verdict_boxes(items: Sequence[tuple[str, Any]]) -> str:
 def banners(synthetic: str | None = None, weak: Sequence[str] = (), extra: Sequence[str] = ()) -> str:
     out = []
     if synthetic:
-        out.append(f'<p class="banner" id="synthetic-banner">SYNTHETIC: {esc(synthetic)}</p>')
+        text = str(synthetic)
+        if text[:9].upper() == "SYNTHETIC":  # the label once per place: never "SYNTHETIC: SYNTHETIC, ..."
+            text = text[9:].lstrip(" :,.-") or "input labelled synthetic"
+        out.append(f'<p class="banner" id="synthetic-banner">SYNTHETIC: {esc(text)}</p>')
     if weak:
         out.append('<p class="banner warn" id="grade-banner">not acceptance-grade: settings below a floor: '
                    f"{esc(', '.join(weak))}</p>")

@@ -4,11 +4,14 @@ its command already built (``build_report``, ``build_acceptance``, ``tui.core.co
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tui.html.charts as C
-from tui.html.page import banners, chart_block, esc, page, render_value, table, verdict_boxes
+from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK
+from tui.html.markdown import md_to_html
+from tui.html.page import banners, chart_block, esc, human, page, render_value, table, verdict_boxes
 
 
 def _pct(v: Any) -> str:
@@ -21,7 +24,7 @@ def _ms(p: Any) -> str:
     v = p.get("value", p.get("value_ms"))
     if not isinstance(v, (int, float)):
         return "N/A"
-    return f"{v:.0f}" + ("" if p.get("supported") else " (n too small)")
+    return f"{v:.0f}" + ("" if p.get("supported") else INSUFFICIENT_MARK)  # the one mark (tui.core.stats)
 
 
 def _interval(row: Mapping) -> str:
@@ -49,7 +52,7 @@ def levels_table(rows: Sequence[Mapping], with_source: bool = False) -> str:
             _pct(r.get("good_fraction")), _interval(r), _ms(tt.get("P50")), _ms(tt.get("P95")), _ms(tt.get("P99")),
             _rate(r.get("goodput_rps", r.get("goodput_per_s"))), _rate(r.get("throughput_rps", r.get("req_per_s"))),
             r.get("failed"), r.get("slow"), r.get("max_waiting"), r.get("delivered")])
-    return table(header, out)
+    return table(header, out) + f'<p class="note">{esc(INSUFFICIENT_LEGEND)}</p>'
 
 
 def _charts_html(charts: Sequence[C.Chart | C.Missing]) -> str:
@@ -121,77 +124,45 @@ def report_html(rep: Mapping, data: Mapping) -> str:
 
 # ------------------------------------------------------------------------------------------------ accept
 
-#: acceptance sections in reading order: key -> heading (a key the page does not know is rendered generically
-#: after these, under its own name)
-ACCEPT_SECTIONS = (("budget", "1. Budget"), ("environment", "2. Environment"),
-                   ("load_configuration", "3. Load configuration"), ("measured", "4. Measured results"),
-                   ("records_integrity", "Records integrity"), ("quality", "5. Quality"), ("cost", "6. Cost"),
-                   ("rollback", "7. Rollback conditions"), ("conclusion", "8. Conclusion"))
-NOT_SECTIONS = frozenset({"schema", "generated_at", "generator", "synthetic", "banner", "exit_code", "slo",
-                          "provenance", "inputs"})
-
-
-def _measured_html(m: Mapping, charts: Sequence[C.Chart | C.Missing]) -> str:
-    rows = m.get("levels") or []
-    several = len({r.get("source") for r in rows}) > 1
-    out = [f'<p class="overall">{esc((m.get("judged") or {}).get("text") or m.get("reason"))}</p>',
-           _list(m.get("capacity_vs_memory") or []), levels_table(rows, several), _charts_html(charts)]
-    rest = {k: v for k, v in m.items() if k not in ("levels", "judged", "capacity_vs_memory", "by_mode")}
-    out += ["<h3>Details</h3>", render_value(rest)]
-    return "".join(out)
-
-
-def _budget_html(b: Mapping) -> str:
-    out = [f'<p class="overall">{esc(b.get("verdict"))}</p>']
-    if b.get("table"):
-        out.append(table(["item", "value", "unit", "basis"],
-                         [[r.get("item"), r.get("value"), r.get("unit"), r.get("basis")] for r in b["table"]]))
-    rest = {k: v for k, v in b.items() if k not in ("table", "verdict")}
-    out.append(render_value(rest))
-    return "".join(out)
-
-
 def accept_html(doc: Mapping, data: Mapping) -> str:
-    """acceptance.html from the acceptance document (the same dict as acceptance.json) and the chart data."""
+    """acceptance.html from the acceptance document (the same dict as acceptance.json) and the chart data: the
+    sections of acceptance.md, in its order and its words (``tui.core.acceptance.render.MD_SECTIONS`` through
+    ``tui.html.markdown``), the banners and the three verdicts at the top, the charts in section 4, a section the
+    markdown does not know under its own name, and the raw JSON document only in a collapsed block at the end."""
+    from tui.core.acceptance.render import MD_SECTIONS, md_measured, md_title
+
     c = doc.get("conclusion") or {}
-    slo = doc.get("slo") or {}
     weak = c.get("not_acceptance_grade") or []
     if isinstance(weak, str):
         weak = [weak]
-    synthetic = doc.get("banner") if doc.get("synthetic") else None
-    if synthetic and str(synthetic).upper().startswith("SYNTHETIC:"):
-        synthetic = str(synthetic)[len("SYNTHETIC:"):].strip()
+    synthetic = doc.get("banner") if doc.get("synthetic") else None  # banners() says SYNTHETIC once
     extra = [] if doc.get("synthetic") or not doc.get("banner") else [doc["banner"]]
     charts = C.report_charts(data, "a")
-    body = [f"<h1>Acceptance report{' (SYNTHETIC)' if synthetic else ''}</h1>",
-            banners(synthetic, [str(w) for w in weak], integrity_lines(doc.get("records_integrity")) + extra),
-            f'<p class="overall">{esc(c.get("verdict"))}'
-            + (f" at {esc(c.get('at_load'))}" if c.get("at_load") else "") + "</p>",
-            verdict_boxes([("budget: does it fit?", c.get("budget")), ("load: does it finish in time?", c.get("measured")),
-                           ("quality: are answers usable?", c.get("quality"))]),
-            _list(c.get("missing_or_failed") or []),
-            f'<p>SLO: {esc(slo.get("text"))}; target {_pct(slo.get("target"))} good; good = {esc(slo.get("good"))}; '
-            f'exit code {esc(doc.get("exit_code"))}</p>',
-            "<h2>Inputs</h2>", render_value(doc.get("inputs") or {}), render_value(doc.get("provenance") or [])]
-    known = {k for k, _h in ACCEPT_SECTIONS}
-    sections = list(ACCEPT_SECTIONS) + [(k, k.replace("_", " ").capitalize()) for k in doc
-                                         if k not in known and k not in NOT_SECTIONS]
-    # the lead's "what was measured" section (doc["measured"] may grow keys): rendered generically inside 4.
-    for key, heading in sections:
-        v = doc.get(key)
-        if v is None or v == {} or v == []:
-            continue
-        body.append(f'<h2 id="sec-{esc(key)}">{esc(heading)}</h2>')
-        if key == "measured" and isinstance(v, Mapping):
-            body.append(_measured_html(v, charts))
-        elif key == "budget" and isinstance(v, Mapping):
-            body.append(_budget_html(v))
-        else:
-            body.append(render_value(v))
-    if not isinstance(doc.get("measured"), Mapping):
-        body += ["<h2>Charts</h2>", _charts_html(charts)]
+    body = [banners(synthetic, [str(w) for w in weak], integrity_lines(doc.get("records_integrity")) + extra)]
+    for section in MD_SECTIONS:
+        lines = section(doc)
+        if section is md_title:  # its quoted banner is the styled banner above
+            lines = [ln for ln in lines if not ln.startswith("> ")]
+        body.append(f'<section class="doc">{md_to_html(chr(10).join(lines))}</section>')
+        if section is md_title:
+            body.append(verdict_boxes([("budget: does it fit?", c.get("budget")),
+                                       ("load: does it finish in time?", c.get("measured")),
+                                       ("quality: are answers usable?", c.get("quality"))]))
+        elif section is md_measured:
+            body += ['<h3 id="sec-charts">Charts</h3>', _charts_html(charts)]
+    for key in doc:  # a section the markdown renderer does not know yet: shown, under its own name
+        if key not in KNOWN_KEYS and doc.get(key) not in (None, {}, []):
+            body += [f'<h2 id="sec-{esc(key)}">{esc(human(key)).capitalize()}</h2>', render_value(doc[key])]
+    body.append('<details id="raw-json"><summary>The acceptance document as JSON (the same as acceptance.json)'
+                f"</summary><pre>{esc(json.dumps(doc, indent=2, default=str))}</pre></details>")
     title = "Acceptance report" + (" (SYNTHETIC)" if synthetic else "")
     return page(title, "\n".join(body), charts, synthetic=bool(synthetic))
+
+
+#: the document keys acceptance.md renders (its sections) or that only describe the document itself
+KNOWN_KEYS = frozenset({"schema", "generated_at", "generator", "synthetic", "banner", "exit_code", "slo", "provenance",
+                        "inputs", "budget", "environment", "load_configuration", "measured", "records_integrity",
+                        "quality", "cost", "rollback", "conclusion", "exit"})
 
 
 # ------------------------------------------------------------------------------------------------ compare

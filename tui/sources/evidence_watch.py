@@ -15,6 +15,7 @@ from tui.core.records import RecordError
 from tui.core.snapshot import PASS, UNDECIDED
 from tui.core.watch import WatchConfig, WatchJudgement, WatchVerdict, window_from_record
 from tui.sources.evidence_reader import EvidenceRun
+from tui.sources.watch import CANARY_DROP, CANARY_KEEP
 
 __all__ = ["WatchRead", "read_watch", "verdict_with_integrity", "watch_lines"]
 
@@ -29,6 +30,10 @@ class WatchRead:
     header: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     integrity: RecordsIntegrity | None = None
+    #: the canary's request records (``watch --probe-rate``), kept as the live watch keeps them (the newest
+    #: CANARY_KEEP): a server without a TTFT histogram is judged on them, exactly as the watch did
+    canary: list[dict] = field(default_factory=list)
+
 
 
 def watch_lines(run: EvidenceRun, tap: Callable[[bytes], None] | None = None) -> Iterator[tuple[int, Any]]:
@@ -61,6 +66,10 @@ def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
             continue
         if d.get("type") == "run" and not out.header:
             out.header = d
+        elif d.get("type") == "request":
+            out.canary.append(d)
+            if len(out.canary) > CANARY_KEEP:
+                del out.canary[:CANARY_DROP]
         elif d.get("type") == "watch":
             try:
                 w = window_from_record(d)

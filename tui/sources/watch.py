@@ -24,9 +24,13 @@ from typing import Any
 import tui.core.defaults as D
 from tui.core import watch as core
 from tui.core.redact import redact_url
+from tui.core.textsafe import term
 from tui.sources.metrics import parse_labeled  # noqa: F401 (the one parser; re-exported for callers)
 
-__all__ = ["MetricsWatcher", "PrometheusWatcher", "WatchError", "parse_labeled", "Canary"]
+__all__ = ["CANARY_DROP", "CANARY_KEEP", "MetricsWatcher", "PrometheusWatcher", "WatchError", "parse_labeled", "Canary"]
+
+#: canary records kept in memory (the newest; tui.sources.evidence_watch reads a recording the same way)
+CANARY_KEEP, CANARY_DROP = 5000, 1000
 
 
 class WatchError(Exception):
@@ -128,6 +132,35 @@ class MetricsWatcher:
                              f"pick one with --selector 'model_name=\"{self.models[0]}\"'")
         self.scrapes_ok += 1
         return core.cumulative_from_samples(samples, engine, t), None
+
+
+def _clock(seconds: float) -> str:
+    s = max(0, int(round(seconds)))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def _judgeable(c: core.Cumulative) -> str:
+    """What a scrape holds to judge ("TTFT histogram, 120 finished requests"), "" when nothing matched."""
+    have = []
+    if c.ttft is not None:
+        have.append("TTFT histogram")
+    if c.e2e is not None:
+        have.append("end-to-end histogram")
+    if c.success is not None or c.failed is not None:
+        have.append(f"{(c.success or 0) + (c.failed or 0):g} finished requests so far")
+    return ", ".join(have)
+
+
+def _what_missing(watcher: Any, c: core.Cumulative) -> str:
+    models = getattr(watcher, "models", None) or ()
+    seen = f"models on the page: {', '.join(term(m) for m in list(models)[:5])}" if models else "no model label seen"
+    miss = "; ".join(term(m) for m in c.missing[:3])
+    return f"{seen}{'; ' + miss if miss else ''}"
+
+
+def _selector_words(watcher: Any) -> str:
+    sel = getattr(watcher, "selector", None)
+    return f"the selector {term(sel)}" if sel else "the engine's TTFT, end-to-end or request-count series"
 
 
 # ------------------------------------------------------------------ Prometheus HTTP API
@@ -430,8 +463,8 @@ class WatchSession:
     def emit(self, d: dict) -> None:
         if d.get("type") == "request":
             self.canary_records.append(d)
-            if len(self.canary_records) > 5000:
-                del self.canary_records[:1000]
+            if len(self.canary_records) > CANARY_KEEP:  # the report of the recording keeps them the same way
+                del self.canary_records[:CANARY_DROP]
         if self._emit is not None:
             try:
                 self._emit(d)
@@ -467,10 +500,17 @@ class WatchSession:
 
     # -- one fixed window --------------------------------------------------
 
+    #: `--once` on a /metrics page: scrapes finding nothing to judge after which it stops, and the time bound
+    NOTHING_SCRAPES = 3
+    NOTHING_S = 30.0
+
     async def once(self, window_s: float, sleep: Callable[[float], Any] | None = None,
-                   t_end: float | None = None) -> core.Window | None:
+                   t_end: float | None = None, progress: Callable[[str], Any] | None = None) -> core.Window | None:
         """One window of ``window_s``: from Prometheus at once (ending at ``t_end``, default now), from /metrics by
-        two scrapes that far apart (``sleep`` waits between them)."""
+        scrapes ``interval`` apart over ``window_s`` (``sleep`` waits between them), each said through ``progress``
+        (one line). A page on which no series match (the selector, or the engine's latency and count series) after
+        NOTHING_SCRAPES scrapes or NOTHING_S seconds ends the wait: ``error`` says "nothing to judge: ..." and the
+        result is None."""
         self.started_at = self.clock()
         if isinstance(self.watcher, PrometheusWatcher):
             await self.watcher.detect()
@@ -482,17 +522,36 @@ class WatchSession:
                 return None
             self._add(w)
             return w
+        say = progress or (lambda line: None)
+        wait = sleep or asyncio.sleep
         a, why = await self.watcher.scrape()
         if a is None:
             self.error = why
             return None
         self._write_header()
-        await (sleep or asyncio.sleep)(window_s)
-        b, why = await self.watcher.scrape()
-        if b is None:
-            self.error = why
-            self._gap(a.t, self.clock(), why or "scrape failed")
-            return None
+        t0 = a.t
+        scrapes, empty = 1, 0
+        b = a
+        while True:
+            matched = _judgeable(b)
+            empty = 0 if matched else empty + 1
+            elapsed = b.t - t0
+            say(f"watch --once: scrape {scrapes} at {_clock(elapsed)} of {_clock(window_s)}: "
+                + (matched if matched else f"no series match ({_what_missing(self.watcher, b)})"))
+            if empty and (empty >= self.NOTHING_SCRAPES or elapsed >= self.NOTHING_S):
+                self.error = (f"nothing to judge: no series match {_selector_words(self.watcher)} on "
+                              f"{self.watcher.label} after {scrapes} scrapes ({_what_missing(self.watcher, b)})")
+                return None
+            if elapsed >= window_s:
+                break
+            await wait(max(0.0, min(self.interval, window_s - elapsed)))
+            nxt, why = await self.watcher.scrape()
+            scrapes += 1
+            if nxt is None:
+                self.error = why
+                self._gap(t0, self.clock(), why or "scrape failed")
+                return None
+            b = nxt
         w = core.window_between(a, b, "metrics")
         self._add(w)
         return w

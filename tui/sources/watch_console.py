@@ -165,6 +165,13 @@ class WatchConsoleSource:
                     pass
 
 
+def _watched_s(session: Any) -> float | None:
+    """Seconds since a live watch started (None for a replayed watch file: its judged windows' span is shown)."""
+    started = getattr(session, "started_at", None)
+    clock = getattr(session, "clock", None)
+    return None if started is None or clock is None else clock() - started
+
+
 class WatchSink:
     """``snapshot()`` for the console (thread-safe); the app never calls the source's internals."""
 
@@ -188,6 +195,7 @@ class WatchSink:
                 gap=src.error or s.last_gap, header=s.header,
                 canary_line=core.canary_text(s.canary_summary()) if hasattr(s, "canary_summary") else None,
                 verdict=s.verdict() if hasattr(s, "verdict") and s.watcher.engine else None,
+                watched_s=_watched_s(s),  # the header's clock runs (a replayed file: its windows' span)
             )
 
 

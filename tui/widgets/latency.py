@@ -44,18 +44,15 @@ def ms_text(v: float, fine: bool) -> str:
     return fmt.ms(v)
 
 
-def pct_cell(p: Percentile | None, inline: bool, fine: bool = False) -> tuple[str, int]:
-    """(markup, plain width) for one percentile value; unsupported values get 'insufficient n' (``inline``)
-    or a ``*`` that the legend line explains."""
+def pct_cell(p: Percentile | None, fine: bool = False) -> tuple[str, int]:
+    """(markup, plain width) for one percentile value; an unsupported value gets the one mark, a ``*`` that the
+    legend line explains (as in the text report, the JSON's ``insufficient_n`` and the pages' hollow markers)."""
     if p is None or p.value_ms is None:
         return na(), len(fmt.NA_TEXT)
     value = ms_text(p.value_ms, fine)
     approx = "≈" if p.approximate else ""
     if p.supported:
         return f"{approx}{value}", len(approx + value)
-    if inline:
-        extra = f" insufficient n (<{p.n_needed})"
-        return f"{approx}[$sw-warn]{value}[/][$sw-warn]{extra}[/]", len(approx + value + extra)
     return f"{approx}[$sw-warn]{value}*[/]", len(approx + value) + 1
 
 
@@ -113,7 +110,7 @@ def all_markup(snap: Snapshot, width: int) -> str:
     cells = []
     for _name, key, ps in rows_ps:
         by_q = {p.label: p for p in ps}
-        cells.append([pct_cell(by_q.get(q), False, key in fine) for q in QUANTILES])
+        cells.append([pct_cell(by_q.get(q), key in fine) for q in QUANTILES])
     colw = max([wd for row in cells for _, wd in row] + [7]) + 1
     where = f" · level {fmt.level(snap.current_level)}" if snap.current_level is not None else ""
     lines = [f"[b]cumulative[/][$sw-na]{esc(where)}[/]",
@@ -136,14 +133,13 @@ def all_markup(snap: Snapshot, width: int) -> str:
 def metric_markup(snap: Snapshot, key: str, width: int) -> str:
     """One metric large (TPOT, ITL or E2E): P50 / P95 / P99 and n, rolling beside cumulative."""
     name = dict(METRICS)[key]
-    inline = width >= 64
     fine = key in ("tpot", "itl")
     windows = (snap.rolling, snap.cumulative)
     pss = [percentiles(w, key) for w in windows]
     cells = []
     for ps in pss:
         by_q = {p.label: p for p in ps}
-        cells.append([pct_cell(by_q.get(q), inline, fine) for q in QUANTILES])
+        cells.append([pct_cell(by_q.get(q), fine) for q in QUANTILES])
     colw = max([wd for col in cells for _, wd in col] + [10]) + 2
     rows = ["    [b]rolling[/]" + " " * (colw - len("rolling")) + "[b]cumulative[/]"]
     for i, lbl in enumerate(QUANTILES):
@@ -152,8 +148,7 @@ def metric_markup(snap: Snapshot, key: str, width: int) -> str:
         rows.append(f"{lbl:<4}{left}{' ' * (colw - lw)}{right}")
     n_left = f"{_n(pss[0]):,}"
     rows.append(f"[$sw-na]{'n':<4}{n_left}{' ' * (colw - len(n_left))}{_n(pss[1]):,}[/]")
-    if not inline:
-        rows += _needs_line([p for ps in pss for p in ps], width)
+    rows += _needs_line([p for ps in pss for p in ps], width)
     if not any(pss):
         rows.append(f"[$sw-na]N/A: {name} is not in this run's records[/]")
     rows += _unjudgeable(snap.cumulative, (name,))

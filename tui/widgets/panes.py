@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 import tui.core.defaults as defaults
 import tui.widgets.fmt as fmt
-from tui.core.snapshot import Percentile, Snapshot, WindowStat
+from tui.core.snapshot import Snapshot, WindowStat
 from tui.widgets.fmt import esc, na, sev
 from tui.widgets.latency import VIEW_TITLES, VIEWS, all_markup, metric_markup, next_view, pct_cell
 from tui.widgets.requests import RequestList, header_text
@@ -257,17 +257,11 @@ class GoodFractionPane(PaneMixin, Vertical):
 # --------------------------------------------------------------------------- 4 TTFT
 
 
-def _pct_cell(p: Percentile | None, inline: bool) -> tuple[str, int]:
-    """(markup, plain width) for one TTFT percentile value (``tui.widgets.latency.pct_cell``)."""
-    return pct_cell(p, inline)
-
-
 class TtftPane(PaneMixin, Vertical):
-    """The latency pane. Its default view: TTFT P50/P95/P99 rolling and cumulative with n; 'insufficient n'
-    beside unsupported values.
+    """The latency pane. Its default view: TTFT P50/P95/P99 rolling and cumulative with n.
 
-    Narrow: unsupported values carry a * and a legend line spells out "insufficient n" with the
-    n each percentile needs; wide (maximised): the words sit right beside the value.
+    Unsupported values carry the one mark, a *, and a legend line spells out "insufficient n" with the n each
+    percentile needs, at every width (the text report, JSON and pages use the same rule: tui.core.stats).
     Key ``l`` (the console's) cycles the views (``tui.widgets.latency.VIEWS``): all four metrics, then TPOT,
     inter-token latency and end-to-end each large, then back to TTFT.
     """
@@ -306,12 +300,11 @@ class TtftPane(PaneMixin, Vertical):
             text = all_markup(snap, width) if self.view == "all" else metric_markup(snap, self.view, width)
             self.query_one("#ttft-text", Static).update(text)
             return
-        inline = width >= 64
         windows = (snap.rolling, snap.cumulative)
         cells = []
         for w in windows:
             by_q = {p.label: p for p in w.ttft}
-            cells.append([_pct_cell(by_q.get(lbl), inline) for lbl in ("P50", "P95", "P99")])
+            cells.append([pct_cell(by_q.get(lbl)) for lbl in ("P50", "P95", "P99")])
         colw = max([wd for col in cells for _, wd in col] + [10]) + 2
         head = "    [b]rolling[/]" + " " * (colw - len("rolling")) + "[b]cumulative[/]"
         rows = [head]
@@ -323,7 +316,7 @@ class TtftPane(PaneMixin, Vertical):
         rows.append(f"[$sw-na]{'n':<4}{n_left}{' ' * (colw - len(n_left))}{snap.cumulative.completed:,}[/]")
         needs = sorted({(p.label, p.n_needed) for w in windows for p in w.ttft
                         if p.value_ms is not None and not p.supported})
-        if needs and not inline:
+        if needs:
             need_text = ", ".join(f"{lbl} {n}" for lbl, n in needs)
             if len("* insufficient n (needs )") + len(need_text) <= width:
                 rows.append(f"[$sw-warn]* insufficient n[/] [$sw-na](needs {need_text})[/]")

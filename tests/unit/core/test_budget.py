@@ -497,7 +497,7 @@ def test_cli_flags_and_config_override(capsys):
     assert run_cli(["--max-seq", "8192", "--teaching"]) == 0
     out = capsys.readouterr().out
     assert "memory_only_candidate=7 sequences" in out and "memory from the teaching case (--teaching)" in out
-    assert run_cli(["--max-seq", "8192"]) == 0
+    assert run_cli(["--max-seq", "8192"]) == 3  # issue 37: "does it fit?" unknown without the memory
     out = capsys.readouterr().out
     assert "memory_only_candidate=unknown" in out and "memory input missing" in out and "=7 " not in out
     parser = argparse.ArgumentParser()
@@ -558,7 +558,34 @@ def test_cli_tampered_budget_and_bad_config_exit_2(tmp_path, capsys):
 
 
 def test_cli_does_not_fit(capsys):
-    assert run_cli(["--params", "70e9", "--gpu-gib", "24"]) == 0
+    assert run_cli(["--params", "70e9", "--gpu-gib", "24"]) == 1  # issue 37: 1 does not fit
     out = capsys.readouterr().out
     assert "memory_only_candidate=0 sequences" in out and "does not fit" in out
     assert "-" not in out.split("cache_budget=")[1].split()[0]
+
+
+def test_cli_exit_codes_answer_does_it_fit(capsys):
+    """issue 37: `budget` exits 0 fits, 1 does not fit, 3 unknown (no memory given), 2 bad usage."""
+    from tui.cli import main
+
+    assert run_cli(["--params", "7e9", "--layers", "32", "--kv-heads", "8", "--head-dim", "128",
+                    "--gpu-gib", "24"]) == 0
+    assert run_cli(["--params", "70e9", "--layers", "80", "--kv-heads", "8", "--head-dim", "128",
+                    "--gpu-gib", "40"]) == 1
+    assert run_cli(["--params", "70e9", "--layers", "80", "--kv-heads", "8", "--head-dim", "128"]) == 3
+    capsys.readouterr()
+    assert main(["budget", "--params", "seventy"]) == 2
+
+
+def test_params_without_geometry_say_so_in_the_first_line(capsys):
+    """issue 37: `budget --params 70e9 --gpu-gib 200` used the teaching case's 32 layers x 8 KV heads and said so
+    only in the ninth assumption line; the first line says it now (text and the memory-missing form)."""
+    for argv in (["--params", "70e9", "--gpu-gib", "200"], ["--params", "70e9"]):
+        run_cli(argv)
+        first = capsys.readouterr().out.splitlines()[0]
+        assert "KV geometry: the TEACHING CASE's 32 layers x 8 KV heads x head_dim 128" in first, first
+    run_cli(["--params", "70e9", "--layers", "80", "--kv-heads", "8", "--head-dim", "128", "--gpu-gib", "200"])
+    assert "TEACHING" not in capsys.readouterr().out.splitlines()[0]
+    run_cli([])  # the teaching case itself is titled the teaching case, not warned about
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "teaching case" in first and "KV geometry" not in first

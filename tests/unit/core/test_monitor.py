@@ -75,6 +75,7 @@ def test_bursty_outcomes_use_effective_sample_size():
     v = m.snapshot().verdict
     assert v.bursty and v.vif > 2 and v.n_eff < v.n / 2
     assert "bursty" in v.reason
+    assert "outages, the longest" in v.reason  # issue 37: what it saw, named (the all-slow batches)
 
 
 def test_levels_rolling_queue_issues_and_recent_cap():

@@ -418,3 +418,97 @@ def test_window_end_is_for_prometheus_once():
             code = main(argv)
         assert code == 2 and "--window-end is for --prometheus-url --once" in err.getvalue()
         assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
+
+
+def test_once_says_each_scrape_and_stops_when_nothing_matches():
+    """issue 37: `watch --once` printed nothing for ten minutes, then said every series was missing. Now each scrape
+    is one progress line, and a selector that matches nothing ends the wait after 3 scrapes: "nothing to judge"."""
+    with MetricsServer("vllm", models=("gemma",)) as ms:
+        clock = FakeClock()
+        lines: list[str] = []
+        sleeps: list[float] = []
+
+        async def main():
+            s, client = await _session(ms, _cfg(), clock, selector='model_name="llama"')
+
+            async def sleep(secs):
+                sleeps.append(secs)
+                ms.state.observe(fast=10)
+                clock.t += secs
+
+            try:
+                w = await s.once(600, sleep=sleep, progress=lines.append)
+            finally:
+                await client.aclose()
+            return s, w
+
+        s, w = run(main())
+    assert w is None and s.error.startswith("nothing to judge: no series match the selector")
+    assert "gemma" in s.error  # the models the page does serve are named
+    assert len(lines) == 3 and all(ln.startswith("watch --once: scrape ") for ln in lines)
+    assert sum(sleeps) <= 30.0  # stopped within 3 scrapes / 30 s of (fake) time, not after the 10-minute window
+
+
+def test_once_with_matching_series_scrapes_through_the_window_and_says_so():
+    with MetricsServer("vllm") as ms:
+        clock = FakeClock()
+        lines: list[str] = []
+
+        async def main():
+            s, client = await _session(ms, _cfg(), clock)
+
+            async def sleep(secs):
+                ms.state.observe(fast=100)
+                clock.t += secs
+
+            try:
+                return s, await s.once(60, sleep=sleep, progress=lines.append)
+            finally:
+                await client.aclose()
+
+        s, w = run(main())
+    assert w is not None and W.count_of(w.ttft) == 1200  # 12 scrapes 5 s apart over the minute, 100 each
+    assert len(lines) == 13 and "TTFT histogram" in lines[-1] and "1:00 of 1:00" in lines[-1]
+
+
+def test_once_cli_nothing_to_judge_exits_3_with_progress_on_stderr():
+    from tui.cli import main as cli_main
+
+    with MetricsServer("vllm", models=("gemma",)) as ms:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = cli_main(["watch", "--metrics-url", ms.url, "--selector", 'model_name="llama"', "--once",
+                             "--window-minutes", "10", "--interval", "0.05"])
+    assert code == 3
+    text = err.getvalue()
+    assert text.count("watch --once: scrape ") == 3 and "nothing to judge: no series match" in text
+
+
+def test_report_of_a_watch_recording_with_a_canary_judges_the_canary(tmp_path):
+    """issue 37: `report` of a `watch --record` file of a server without a TTFT histogram (llama.cpp) said "no TTFT
+    histogram: use --probe-rate" although the file holds the canary requests the watch judged."""
+    from tui.cli import main as cli_main
+
+    t0 = 1_767_225_600.0
+    lines = [{"type": "run", "schema_version": 1, "source": {"kind": "watch", "tool": "servewatch", "version": "0",
+                                                             "file": None, "sha256": None, "derived": []},
+              "watch": {"source": "metrics", "engine": "llamacpp"}}]
+    reqs = []
+    for i in range(40):
+        ts = t0 + 20.0 * i
+        r = {"type": "request", "id": f"c{i}", "t_sent": ts, "t_first_token": ts + 0.2, "t_end": ts + 0.5,
+             "complete": True, "error": None, "phase": "measure", "level": 0.05, "round": 1, "output_tokens": 8}
+        reqs.append(r)
+        lines.append(r)
+        lines.append({"type": "watch", "t_start": ts, "t_end": ts + 20.0, "engine": "llamacpp", "source": "metrics",
+                      "ttft_buckets": None, "e2e_buckets": None, "success": 1, "failed": 0})
+    rec = tmp_path / "w.jsonl"
+    rec.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    expected = W.canary_verdict(reqs, W.WatchConfig())
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        code = cli_main(["report", str(rec), "--json"])
+    doc = json.loads(out.getvalue())
+    assert doc["verdict"]["state"] == expected.state and doc["verdict"]["reason"] == expected.reason
+    assert "use --probe-rate" not in doc["verdict"]["reason"]
+    assert code == {"PASS": 0, "FAIL": 1}.get(expected.state, 3)

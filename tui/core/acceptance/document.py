@@ -5,6 +5,7 @@ and the exit code; secrets scrubbed and non-finite floats made JSON-safe.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import tui.core.provenance as _prov
@@ -160,7 +161,8 @@ def build_acceptance(
         "banner": " ".join(banner_parts) or None,
         "inputs": {"records": [r.source for r in runs], "quality": quality_source, "budget": budget_source,
                    "rollback": rollback_source, "notes": list(input_notes)},
-        "slo": slo_block(slos if slos is not None else Slos(ttft_ms=slo_ttft_ms), target, alpha, min_window_s),
+        "slo": slo_block(_with_files_ttft(slos if slos is not None else Slos(ttft_ms=slo_ttft_ms), runs), target,
+                         alpha, min_window_s),
         "budget": bsec,
         "environment": environment_section(runs, generator or {}),
         "load_configuration": load_section(runs),
@@ -177,10 +179,20 @@ def build_acceptance(
     return _jsonable(scrub(doc, secrets))
 
 
+def _with_files_ttft(slos: Slos, runs: Sequence) -> Slos:
+    """``slos`` naming the TTFT the files hold when they are other tools' ("first chunk, as vllm bench measures"):
+    one label when every imported run shares it, else a sentence saying each file's tool defines it."""
+    labels = {r.snapshot.slos.ttft_label for r in runs if getattr(r.snapshot.slos, "ttft_label", None)}
+    if not labels:
+        return slos
+    label = labels.pop() if len(labels) == 1 else "as each file's tool measures it"
+    return replace(slos, ttft_label=label)
+
+
 def good_text(slos: Slos) -> str:
     """What a good request met, naming every SLO in force: "client TTFT <= 1000 ms" for the answer TTFT alone
     (as ``report`` and ``compare`` say it), else ``Slos.describe()`` ("TTFT <= 1000 ms (answer), TPOT <= 50 ms")."""
-    if slos.in_force() == ("TTFT",) and slos.ttft_of == "answer":
+    if slos.in_force() == ("TTFT",) and slos.ttft_of == "answer" and not slos.ttft_label:
         assert slos.ttft_ms is not None
         return f"client TTFT <= {slos.ttft_ms:g} ms"
     return slos.describe()
@@ -189,6 +201,6 @@ def good_text(slos: Slos) -> str:
 def slo_block(slos: Slos, target: float, alpha: float, min_window_s: float) -> dict:
     """The document's ``slo`` block: every SLO in force (None: off), which TTFT is judged, and the sentence."""
     return {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms,
-            "ttft_of": slos.ttft_of, "in_force": list(slos.in_force()), "text": slos.describe(),
+            "ttft_of": slos.ttft_shown(), "in_force": list(slos.in_force()), "text": slos.describe(),
             "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
             "good": f"completed AND {good_text(slos)}, over all measured requests"}

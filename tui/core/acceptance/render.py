@@ -10,10 +10,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
-from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES, latency_cell
+from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 from tui.core.search import format_bracket
+from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_cell
 from tui.core.token_counts import TOLERANCE_RULE
 
 _MISSING = "not recorded"
@@ -66,8 +67,8 @@ def _ms(p: Mapping) -> str:
     s = "inf" if v == "inf" else f"{_num(v, '.0f')} ms"
     if p.get("approximate"):
         s += " (approx.)"
-    if p.get("label"):
-        s += f" ({p['label']}: n={p['n']} < {p['n_needed']})"
+    if p.get("label"):  # the one mark for too few samples (tui.core.stats), explained under the table
+        s += INSUFFICIENT_MARK
     return s
 
 
@@ -329,7 +330,7 @@ def md_measured(doc: Mapping) -> list[str]:
              + (" (bursty)" if r["window"]["bursty"] else "")) for r in m["levels"]))
         add("")
         add("TTFT percentiles are over completed requests; failed requests count against the good fraction. "
-            "Good-fraction intervals are descriptive; the verdict is the anytime-valid test.")
+            f"Good-fraction intervals are descriptive; the verdict is the anytime-valid test. {INSUFFICIENT_LEGEND}.")
         add("")
         L += md_latency(m)
         for r in m["levels"]:

@@ -13,11 +13,12 @@ import tui.core.provenance as _prov
 from tui.core.acceptance.inputs import GIB, RunInput, _fmt_level, _header_names, _map, _num, _pct, _str, provenance
 from tui.core.budgetview import budget_view
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
-from tui.core.compare import LATENCY_KEYS, latency_json
+from tui.core.compare import LATENCY_KEYS
 from tui.core.levels import judge_level, level_key, row_mode
 from tui.core.redact import redact_url
 from tui.core.search import capacity_bracket
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
+from tui.core.stats import latency_json
 from tui.core.workload import describe_header
 
 # ------------------------------------------------------------------ 1. budget

@@ -21,10 +21,11 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
                    engine: str | None, scope: str, canary: Sequence[dict] = (), waiting_series: Sequence[float] = (),
                    running_series: Sequence[float] = (), good_series: Sequence[float] = (), gap: str | None = None,
                    header: dict | None = None, canary_line: str | None = None,
-                   verdict: WatchVerdict | None = None) -> S.Snapshot:
+                   verdict: WatchVerdict | None = None, watched_s: float | None = None) -> S.Snapshot:
     """A console ``Snapshot`` of a watch: the verdict (with the server-side label and scope in its
     reason), the good fraction of the last window (rolling) and since the start (cumulative) as
-    the pessimistic end with the bracket beside it, the queue, and the canary's requests.
+    the pessimistic end with the bracket beside it, the queue, and the canary's requests. ``watched_s``: how long
+    the watch has been running (the header's clock; the judged window's length until given).
     Server-side TTFT percentiles are not points (buckets): they stay N/A in the TTFT pane and the
     bracket is in the verdict reason."""
     cfg = judgement.cfg
@@ -94,7 +95,8 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
                      note="watch mode: GPU memory is not read from the servers")
     notes = tuple(v.notes) + ((f"gap: {gap}",) if gap else ())
     return S.Snapshot(
-        seq=seq, source=label, synthetic=False, header=dict(header or {}), run_elapsed_s=v.elapsed_s,
+        seq=seq, source=label, synthetic=False, header=dict(header or {}),
+        run_elapsed_s=v.elapsed_s if watched_s is None else max(0.0, watched_s),
         current_level=None, current_round=1, cumulative=cumulative, rolling=rolling, verdict=console_verdict, levels=(),
         recent=tuple(rows), good_series=tuple(good_series), p95_series=(), target=cfg.target,
         slo_ttft_ms=cfg.slo_ttft_ms, queue=q, gpu=gpu, errors_by_class={}, requests_total=len(rows),

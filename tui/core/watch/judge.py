@@ -14,7 +14,7 @@ import tui.core.defaults as defaults
 from tui.core.engines import ENGINES
 from tui.core.records.watch import Window, finite
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
-from tui.core.textfmt import fmt_minutes
+from tui.core.textfmt import fmt_minutes, fmt_span
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
 from tui.core.watch.combine import FRECHET_NOTE, ITL_NOTE, combined_counts, in_force
 from tui.core.watch.histogram import count_of, good_bracket, share_above
@@ -269,7 +269,7 @@ class WatchJudgement:
             if not n:
                 reason = f"no finished requests yet: nothing to judge the {cfg.target:.0%} target on."
             else:
-                reason = (f"{frac} on {int(n)} requests over {fmt_minutes(elapsed)}: too few to judge the "
+                reason = (f"{frac} on {int(n)} requests over {fmt_span(elapsed)}: too few to judge the "
                           f"{cfg.target:.0%} target.")
         else:
             state = UNDECIDED

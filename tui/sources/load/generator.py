@@ -333,6 +333,10 @@ class LoadGenerator:
                                output_tokens={"min": o0, "max": o1},
                                note="arrivals and token lengths replayed from " + c.trace.describe())
             hdr["source"] = c.trace.header_source()
+            why = c.trace.synthetic_reason  # the trace's own word: the run is labelled SYNTHETIC everywhere
+            if why is not None:
+                hdr["synthetic"] = True
+                hdr["synthetic_reason"] = f"real requests, but a synthetic workload: {why}"
         return hdr
 
     def _workload_blocks(self) -> dict:

@@ -56,6 +56,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 from array import array
 from collections.abc import Callable, Iterable, Iterator
@@ -106,6 +107,17 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    @property
+    def synthetic_reason(self) -> str | None:
+        """Why the trace is synthetic, in its own words: a first comment line with the word "synthetic" (the bundled
+        excerpts say so there), or a servewatch recording whose header is labelled synthetic; None otherwise."""
+        comment = str(self.source.get("comment") or "")
+        if re.search(r"\bsynthetic\b", comment, re.IGNORECASE):
+            return f"the trace replayed says so: {comment!r}"
+        if self.source.get("recording_synthetic"):
+            return "the recording replayed is labelled synthetic"
+        return None
 
     @property
     def span_s(self) -> float:
@@ -630,6 +642,9 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
         notes.append(f"{len(rec.levels)} recorded steps (level, round) replayed in order as one arrival process")
     if rec.synthetic:
         notes.append("the recording is marked synthetic: its arrivals are not a real workload's")
+        source_extra = {"recording_synthetic": True}
+    else:
+        source_extra = {}
     if replay is not None:
         notes.extend(replay.notes)
     source: dict[str, Any] = {
@@ -640,6 +655,7 @@ def _finish(rows: _Rows, rec: _Recording, fmt: str, shown: str, sha: str, speed:
     }
     if comment:
         source["comment"] = comment
+    source.update(source_extra)
     if replay is not None:
         source["anomalies"] = replay.anomaly_count
     return Trace(offsets, ins[lo:hi], outs[lo:hi], source, list(rows.problems), notes, shown, replay)
