@@ -13,6 +13,7 @@ import os
 import sys
 
 from tui.core.exitcodes import UsageError
+from tui.core.textsafe import term
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     for issue in res.issues[:20]:
-        print(f"servewatch: {issue}", file=sys.stderr)
+        print(f"servewatch: {term(issue)}", file=sys.stderr)
     if len(res.issues) > 20:
         print(f"servewatch: ... and {len(res.issues) - 20} more problem entries", file=sys.stderr)
     if res.converted == 0:
@@ -71,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return code
     c = res.counts()
-    print(f"imported {path} ({src.get('tool')}, format {res.format}) -> {out}")
+    print(term(f"imported {path} ({src.get('tool')}, format {res.format}) -> {out}"))
     print(f"  entries {res.entries}: converted {res.converted}, problems {len(res.issues)} (listed above)")
     print(f"  requests {c['requests']} (measured {c['measured']}, warmup {c['warmup']}): completed {c['completed']}, "
           f"errors {c['errors']}, cancelled {c['cancelled']}")
     if res.tool_summary:
         print(f"  the tool's own summary: {json.dumps(res.tool_summary)}")
-    print(f"  time axis: {src.get('time_axis')}; TTFT as {src.get('tool')} defines it: {src.get('ttft_definition')}")
+    print(term(f"  time axis: {src.get('time_axis')}; TTFT as {src.get('tool')} defines it: {src.get('ttft_definition')}"))
     for n in res.notes:
-        print(f"  note: {n}")
+        print(f"  note: {term(n)}")
     return code
