@@ -343,7 +343,7 @@ def test_quality_against_a_hostile_server(served):
     qset.write_text("".join(json.dumps(c) + "\n" for c in cases))
     args = ["quality", "--url", hs.url, "--suite", "none", "--set", str(qset), "--min-cases", "1"]
     rc, out, err = run([*args, "--out", str(d / "q.json")])
-    rcj, outj, errj = run([*args, "--json"])
+    rcj, outj, errj = run([*args, "--json", "--out", str(d / "q2.json")])
     assert ExitCode.INTERNAL not in (rc, rcj), err
     assert "model-id:" in out
     _assert_no({"text": terminal_problems(out), "stderr": terminal_problems(err + errj),
