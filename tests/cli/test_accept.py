@@ -354,7 +354,7 @@ def test_user_rollback_rules_from_lines_and_json(tmp_path):
     lines.write_text("# our rules\nroll back if GPU memory > 95% for 10 min\n\n  any 5xx burst over 2% for 5 min  \n")
     rc, doc, md, _ = accept(tmp_path, "--records", str(rec), "--rollback", str(lines), "--min-window-minutes", "0")
     assert doc["rollback"]["user"] == ["roll back if GPU memory > 95% for 10 min", "any 5xx burst over 2% for 5 min"]
-    assert "- roll back if GPU memory > 95% for 10 min" in md and "1h and 5m" in md
+    assert "- roll back if GPU memory &gt; 95% for 10 min" in md and "1h and 5m" in md  # a rule is data: no HTML
     js = tmp_path / "rb.json"
     js.write_text(json.dumps(["queue depth > 32 for 5 min", {"metric": "p99_ttft_ms", "above": 3000}]))
     rc, doc, _, _ = accept(tmp_path, "--records", str(rec), "--rollback", str(js), "--min-window-minutes", "0")
@@ -387,7 +387,8 @@ def test_secrets_in_run_headers_never_reach_any_output(tmp_path, capsys):
 def test_html_is_escaped(tmp_path):
     rec = write_records(tmp_path / "r.jsonl", PASSING, model="<script>alert(1)</script>")
     _, doc, md, html_text = accept(tmp_path, "--records", str(rec), "--min-window-minutes", "0")
-    assert "<script>" in md  # markdown carries the text as it is
+    # markdown shows the text, HTML-escaped: rendered (code-review sites, docs tools) it never runs (issue 36)
+    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
     assert "<script>alert(1)" not in html_text and "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text
     assert html_text.count("<script") == 3  # the chart data, the library, the start-up: nothing from the input
 

@@ -66,7 +66,7 @@ def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
                "    rc = main(['budget', '--json'])\n"
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual', 'rich'))\n"
                "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash'))\n"  # shared flags and checks, no command
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
                "print(rc, heavy, cmds)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]
@@ -79,7 +79,7 @@ def test_top_level_help_imports_no_command_module_and_lists_every_command():
                "with contextlib.redirect_stdout(buf):\n"
                "    rc = main(['--help'])\n"
                "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash'))\n"  # shared flags and checks, no command
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual'))\n"
                "print(repr(buf.getvalue()))\n"
                "print(rc, cmds, heavy)")

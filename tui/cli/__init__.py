@@ -204,6 +204,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if debug:  # a global flag, accepted before or after the command
         cut = argv.index("--") if "--" in argv else len(argv)
         argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
+    from tui.cli.safeout import guarded_output  # every character written goes through tui.core.textsafe.term
+
+    with guarded_output():
+        return _main(argv, debug)
+
+
+def _main(argv: list[str], debug: bool) -> int:
     try:
         code = _dispatch(argv)
         sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
@@ -212,7 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ExitCode.BROKEN_PIPE
         return code
     except UsageError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
+        from tui.core.textsafe import term
+
+        print(f"servewatch: {term(exc)}", file=sys.stderr)  # one line, whatever a server's answer in it holds
         return ExitCode.USAGE
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED

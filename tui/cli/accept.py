@@ -30,6 +30,7 @@ from tui.cli.quality import _err, _httpx_version, _now_iso, _read_json
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
+from tui.core.textsafe import term
 
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
                    "3 evidence missing, 2 bad usage or unreadable input")
@@ -229,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
 
     written = []
     try:
-        for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")):
+        for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2) + "\n")):
             write_text_atomic(out_dir / name, content)
             written.append(str(out_dir / name))
         if not args.no_html:
@@ -241,26 +242,26 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None
     c = doc["conclusion"]
     if doc.get("banner"):
-        print(doc["banner"])
+        print(term(doc["banner"]))
     for note in input_notes:
-        print(f"  input: {note}")
+        print(f"  input: {term(note)}")
     changed = ("  [settings not default: " + ", ".join(c["settings_changed"]) + "]") if c.get("settings_changed") else ""
-    print(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})"
-          + changed)
+    print(term(f"acceptance: {c['verdict']}  (budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']})"
+               + changed))
     for x in doc.get("load_configuration") or ():  # issue 23: each run's workload, one line
         if x.get("workload"):
-            print(f"  workload of {x['source']}: {x['workload']}")
+            print(term(f"  workload of {x['source']}: {x['workload']}"))
     if doc["quality"].get("tied"):
-        print(f"  {doc['quality']['tied']}")
+        print(f"  {term(doc['quality']['tied'])}")
     if doc["measured"].get("judged"):
-        print(f"  {doc['measured']['judged']['text']}")
+        print(f"  {term(doc['measured']['judged']['text'])}")
     if doc["budget"].get("capacity_vs_server"):
-        print(f"  {doc['budget']['capacity_vs_server']}")
+        print(f"  {term(doc['budget']['capacity_vs_server'])}")
     for line in c["missing_or_failed"]:
-        print(f"  {line}")
+        print(f"  {term(line)}")
     for src, ri in integrity:
-        print(f"  {src}: {ri.summary}")
-    print("wrote " + ", ".join(written))
+        print(term(f"  {src}: {ri.summary}"))
+    print(term("wrote " + ", ".join(written)))
     return int(doc["exit_code"])
 
 

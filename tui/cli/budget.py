@@ -28,6 +28,7 @@ from tui.core.budget.serialize import budget_to_dict, budget_to_json
 from tui.core.budget.vocab import CANDIDATE_NOTE, GIB, BudgetError
 from tui.core.budgetview import ORIGIN_TEACHING
 from tui.core.exitcodes import ExitCode
+from tui.core.textsafe import term
 from tui.sources.budget_files import load_budget, load_hf_config
 
 # flag attribute -> BudgetInputs field, and how to read it
@@ -263,7 +264,7 @@ def format_budget_text(result: BudgetResult) -> str:
     lines += ["", "Assumptions (not measured):"]
     lines += [f"  - {a}" for a in result.assumptions]
     lines += ["", CANDIDATE_NOTE]
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,7 +327,7 @@ def format_allocation_text(pred: KvPrediction) -> str:
     if not pred.concurrency_exact:
         lines.append("  - sliding-window groups need cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), "
                      "block) + 1 blocks per request: give --max-num-batched-tokens for one figure")
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
 def run(args: argparse.Namespace) -> int:
@@ -396,7 +397,7 @@ def format_memory_missing_text(m: MemoryMissing) -> str:
              "", f"memory input missing: {WHY_NOT_GIVEN}; give {MEMORY_FLAGS} for a memory-only candidate "
              "(`servewatch budget` with nothing given, or --teaching, shows the teaching case's 24 GiB GPU).",
              "No candidate is computed from a GPU size nobody gave.", ""]
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
 def _print_memory_missing(m: MemoryMissing, args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from tui.cli.evidence_files import same_file_as
 from tui.cli.options import slos_from_args
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
+from tui.core.textsafe import term
 from tui.sources.evidence_monitor import NoRequests, compare_run
 from tui.sources.evidence_reader import ReadSettings, open_evidence
 
@@ -159,14 +160,14 @@ def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
     problems: list[str] = []
     for (side, path), ri in zip((("base", args.base), ("candidate", args.cand)), chains, strict=True):
         found[side] = ri.to_dict()
-        lines.append(f"  {side} {path}: {ri.summary}")
+        lines.append(term(f"  {side} {path}: {ri.summary}"))
         problems.extend(f"{side} {path}: {p}" for p in ri.problems)
     result["records_integrity"] = found
     if problems and result.get("verdict") == NOT_WORSE:
         result["verdict"] = NOT_ENOUGH
         result["exit_code"] = EXIT[NOT_ENOUGH]
         result["reason"] = f"cannot say NOT WORSE: records integrity: {problems[0]}"
-        lines.append(f"  => {result['reason']} (exit {EXIT[NOT_ENOUGH]})")
+        lines.append(term(f"  => {result['reason']} (exit {EXIT[NOT_ENOUGH]})"))
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,7 @@ import sys
 
 import tui.core.textsafe as textsafe
 from tui.core.exitcodes import UsageError
+from tui.core.textsafe import term
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     for issue in res.issues[:20]:
-        print(f"servewatch: {issue}", file=sys.stderr)
+        print(f"servewatch: {term(issue)}", file=sys.stderr)
     if len(res.issues) > 20:
         print(f"servewatch: ... and {len(res.issues) - 20} more problem entries", file=sys.stderr)
     if res.converted == 0:
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {'NOT CHECKED' if unchecked else 'MISMATCH'}: {textsafe.term(p)}")
     for n in res.summary_notes:
         print(f"  checked: {textsafe.term(n)}")
-    print(f"  time axis: {src.get('time_axis')}; TTFT as {src.get('tool')} defines it: {src.get('ttft_definition')}")
+    print(term(f"  time axis: {src.get('time_axis')}; TTFT as {src.get('tool')} defines it: {src.get('ttft_definition')}"))
     for n in res.notes:
         print(f"  note: {textsafe.term(n)}")
     if res.summary_problems and not unchecked:

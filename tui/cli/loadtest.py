@@ -45,6 +45,7 @@ from tui.core.exitcodes import ExitCode
 from tui.core.lengths import LengthDist
 from tui.core.monitor import MonitorConfig
 from tui.core.redact import redact_url
+from tui.core.textsafe import term
 from tui.sources.live import default_record_path
 from tui.sources.load.config import LoadConfig, monitor_config
 from tui.sources.load.errors import ConfigError, SetupError
@@ -407,8 +408,8 @@ def trace_lines(cfg: LoadConfig) -> list[str]:
 
 
 def say(line: str) -> None:
-    """One progress line on standard output, at once."""
-    print(line, flush=True)
+    """One progress line on standard output, at once (a CR/LF in a server's model id stays on it: textsafe)."""
+    print(term(line), flush=True)
 
 
 def config_or_usage(args: argparse.Namespace) -> LoadConfig:

@@ -27,6 +27,7 @@ from tui.cli.options import (
     positive_float,
     positive_int,
 )
+from tui.core.textsafe import term
 
 PLAN_EXIT_DOC = ("exit codes: 0 the plan stands on the evidence, 1 no level met the SLO, 3 evidence missing "
                  "(SYNTHETIC, settings not acceptance-grade, no level decided), 2 bad usage or unreadable input")
@@ -87,10 +88,10 @@ def _read_runs(args: argparse.Namespace, cfg: Any, budget: Any, origin: str | No
     for mon, _tap in judged_monitors(args, cfg, budget, origin, notes):
         snap = limit_snapshot(mon.snapshot())
         for issue in snap.malformed_examples:
-            print(f"servewatch: {issue}", file=sys.stderr)
+            print(f"servewatch: {term(issue)}", file=sys.stderr)
         out.append((mon.source, snap))
     for note in notes:
-        print(f"servewatch: input: {note}", file=sys.stderr)
+        print(f"servewatch: input: {term(note)}", file=sys.stderr)
     return out
 
 
@@ -261,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"{args.trace}: {exc}") from None
         for p in trace.problems:
-            print(f"servewatch: {p}", file=sys.stderr)
+            print(f"servewatch: {term(p)}", file=sys.stderr)
         peak = math.ceil(max(w.rate for w in windows) * 1000.0) / 1000.0  # req/s, up to a whole 0.001
         peak_from = (f"trace {args.trace} ({trace.source.get('format', 'trace')}, {len(trace)} arrivals over "
                      f"{trace.span_s:g} s): the busiest window of {window_s:g} s")

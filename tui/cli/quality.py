@@ -30,6 +30,7 @@ from tui.cli.options import (
 from tui.cli.quality_setup import SETTING_KEYS, baseline_spec, build_plan, config_of, server_context, setting
 from tui.core import quality as Q
 from tui.core.defaults import QUALITY_REPEAT
+from tui.core.textsafe import term
 
 QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop is below the margin), 1 FAIL "
                     "(candidate worse than the baseline by more than the margin), 3 NO_EVIDENCE or no baseline, "
@@ -46,7 +47,7 @@ def default_set_path() -> str | None:
 
 def _err(msg: str) -> None:
     """A warning line on stderr (the command goes on); bad usage raises UsageError instead."""
-    print(f"servewatch: {msg}", file=sys.stderr)
+    print(f"servewatch: {term(msg)}", file=sys.stderr)
 
 
 def _now_iso() -> str:
@@ -157,7 +158,7 @@ def _read_json(path: str, what: str) -> Any:
 def _progress(label: str):
     def cb(done: int, total: int, row: dict) -> None:
         mark = "pass" if row.get("passed") else ("ERROR " + str(row.get("error")) if row.get("error") else "fail")
-        print(f"  [{label} {done}/{total}] {row['id']}: {mark}", file=sys.stderr)
+        print(term(f"  [{label} {done}/{total}] {row['id']}: {mark}"), file=sys.stderr)
 
     return cb
 
@@ -258,9 +259,9 @@ def run(args: argparse.Namespace) -> int:
         qset.long_context["context_source"] = plan.context_source
 
     async def go() -> tuple[list[dict], list[dict] | None]:
-        print(f"servewatch quality: {len(qset.cases)} cases ({plan.set_source}) against {cand.label}"
-              + (f" and baseline {base.label}" if base else "")
-              + (f", {args.repeat} attempts each" if args.repeat > 1 else ""), file=sys.stderr)
+        print(term(f"servewatch quality: {len(qset.cases)} cases ({plan.set_source}) against {cand.label}"
+                   + (f" and baseline {base.label}" if base else "")
+                   + (f", {args.repeat} attempts each" if args.repeat > 1 else "")), file=sys.stderr)
         cand_rows = await cand.run(qset.cases, progress=_progress("candidate"), repeat=args.repeat)
         base_rows = None
         if base is not None:
@@ -299,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
     doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header
     doc = scrub_doc(doc, secrets)
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    text = json.dumps(doc, indent=2)  # ensure_ascii: no raw control, C1 or bidi character in the file or on the terminal
     if args.out:
         try:
             from tui.sources.outfiles import write_text_atomic

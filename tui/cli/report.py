@@ -24,6 +24,7 @@ from tui.cli.options import (
 )
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
+from tui.core.textsafe import term
 from tui.sources.evidence_monitor import monitor_of, not_records_problem
 from tui.sources.evidence_probe import input_problem
 from tui.sources.evidence_reader import LAST_RUN, WATCH, EvidenceRun, ReadSettings, open_evidence
@@ -89,7 +90,7 @@ def runs_problem(exc: Exception) -> UsageError:
 
     if isinstance(exc, SeveralRuns):
         for line in exc.listing():
-            print(f"servewatch:   {line}", file=sys.stderr)
+            print(f"servewatch:   {term(line)}", file=sys.stderr)
     return UsageError(str(exc))
 
 
@@ -167,7 +168,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     if snap.records_integrity is not None:  # the digest chain (tui.core.chain)
         rep["records_integrity"] = snap.records_integrity.to_dict()
     for issue in snap.malformed_examples:
-        print(f"servewatch: {issue}", file=sys.stderr)
+        print(f"servewatch: {term(issue)}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
     if hidden > 0:
         print(f"servewatch: ... and {hidden} more problem lines (counted in the report)", file=sys.stderr)
@@ -184,7 +185,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
 
         line = describe_source(snap.header)
         text = mark_verdict_line(format_report(rep), state, rep["settings"], synthetic_why)
-        text = text if line is None else f"{line}\n" + text
+        text = text if line is None else f"{term(line)}\n" + text
         if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
             text = _with_integrity(text, snap.records_integrity)
         out.write(text)
@@ -272,7 +273,7 @@ def _with_integrity(text: str, integrity) -> str:
     after its first line)."""
     rows = text.split("\n")
     at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
-    rows[at + 1:at + 1] = [integrity.summary] + [f"  {d}" for d in integrity.details]
+    rows[at + 1:at + 1] = [term(integrity.summary)] + [f"  {term(d)}" for d in integrity.details]
     return "\n".join(rows)
 
 

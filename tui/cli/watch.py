@@ -20,6 +20,7 @@ import time
 import tui.core.defaults as D
 from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.report import exit_code
+from tui.core.textsafe import term
 from tui.sources.watch_setup import WatchSettings, build_session
 
 EXIT_INSUFFICIENT = 3
@@ -199,7 +200,7 @@ def format_state(session, out_json: bool = False) -> str:
         lines.append(f"  PASS blocked: {b}")
     for note in v.notes:
         lines.append(f"  note: {note}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # outside text stays on its line (tui.core.textsafe)
 
 
 def slo_lines(v) -> list[str]:
@@ -288,7 +289,7 @@ async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
                         v = session.verdict()
                         lw = session.last_window
                         extra = f" gap: {session.last_gap}" if session.last_gap and (lw is None or lw.ttft is None) else ""
-                        print(f"[{time.strftime('%H:%M:%S')}] {v.state}: {v.reason}{extra}", flush=True)
+                        print(term(f"[{time.strftime('%H:%M:%S')}] {v.state}: {v.reason}{extra}"), flush=True)
 
                 try:
                     await session.run(stop, first_window_s=args.min_window_minutes * 60.0 or None, on_update=tick)
@@ -386,7 +387,7 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
     got = read_watch(ev, cfg)
     j, engine, header, problems = got.judgement, got.engine, got.header, got.problems
     for p in problems[:5]:
-        print(f"servewatch: {p}", file=sys.stderr)
+        print(f"servewatch: {term(p)}", file=sys.stderr)
     if len(problems) > 5:
         print(f"servewatch: ... and {len(problems) - 5} more problem lines", file=sys.stderr)
     if engine is None:
@@ -406,14 +407,15 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
                               "records_integrity": integrity.to_dict()},
                              indent=2, default=_json_default) + "\n")
     else:
-        out.write(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}\n")
-        out.write(f"  engine {engine}, {j.windows} windows, scope: {(header.get('watch') or {}).get('scope', 'unknown')}\n")
-        out.write(f"{integrity.summary}\n")
+        out.write(term(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}") + "\n")
+        out.write(term(f"  engine {engine}, {j.windows} windows, scope: "
+                       f"{(header.get('watch') or {}).get('scope', 'unknown')}") + "\n")
+        out.write(f"{term(integrity.summary)}\n")
         for line in slo_lines(v):
-            out.write(line + "\n")
-        out.write(f"verdict: {v.state}: {v.reason}\n")
+            out.write(term(line) + "\n")
+        out.write(term(f"verdict: {v.state}: {v.reason}") + "\n")
         for b in v.blocked:
-            out.write(f"  PASS blocked: {b}\n")
+            out.write(f"  PASS blocked: {term(b)}\n")
         for note in v.notes:
-            out.write(f"  note: {note}\n")
+            out.write(f"  note: {term(note)}\n")
     return exit_code(v.state) if has_ttft or canary else EXIT_INSUFFICIENT

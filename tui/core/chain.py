@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.core.textsafe import md, md_code
+
 FORMAT = "servewatch.chain/1"
 DIGEST = "sha256"
 MAC = "hmac-sha256"
@@ -428,8 +430,8 @@ def md_records_integrity(doc: Any) -> list[str]:
         return []
     out = ["## Records integrity (digest chain)", ""]
     for it in items:
-        out.append(f"- `{it.get('source')}`: {it.get('summary')}")
-        out.extend(f"  - {d}" for d in it.get("details") or ())
+        out.append(f"- {md_code(it.get('source'))}: {md(it.get('summary'))}")  # a file name is data (textsafe)
+        out.extend(f"  - {md(d)}" for d in it.get("details") or ())
     return out + [""]
 
 

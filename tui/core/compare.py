@@ -35,7 +35,7 @@ from tui.core.records.request import RequestRecord
 from tui.core.slos import Slos, metric_values, slo_rule
 from tui.core.stats import latency_cell, latency_json
 from tui.core.textfmt import fmt_pct
-from tui.core.textsafe import md
+from tui.core.textsafe import md, md_code
 from tui.core.verdict import BATCH_MULTS
 
 NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
@@ -421,16 +421,16 @@ def to_markdown(cmp: dict) -> str:
              + (" (SYNTHETIC input: never exits 0)" if cmp.get("synthetic") else ""))
     ident = cmp.get("identity") or {}
     lines = [f"# servewatch compare: {title}", "",
-             f"- base: `{b['file']}` ({b['tool']}{'' if b['time_axis'] else ', no time axis'})",
-             f"- candidate: `{c['file']}` ({c['tool']}{'' if c['time_axis'] else ', no time axis'})",
+             f"- base: {md_code(b['file'])} ({md(b['tool'])}{'' if b['time_axis'] else ', no time axis'})",
+             f"- candidate: {md_code(c['file'])} ({md(c['tool'])}{'' if c['time_axis'] else ', no time axis'})",
              *_identity_markdown(ident),
              *([f"- **the same run on both sides**: {md(cmp['same_run'])}"] if cmp.get("same_run") else []),
              f"- good = completed AND {_good_text(cmp)}; margin {100 * cmp['margin']:.1f} points; "
              f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
              *_workload_markdown(cmp),
-             f"- {cmp['reason']}", ""]
+             f"- {md(cmp['reason'])}", ""]
     for w in cmp["warnings"]:
-        lines.append(f"> WARNING: {w}")
+        lines.append(f"> WARNING: {md(w)}")
         lines.append("")
     lines.append("| level | run | n | good fraction (Wilson 95%) | TTFT P50 / P95 / P99 ms | TPOT P50 ms | goodput/s "
                  "| VIF | verdict |")
@@ -451,7 +451,7 @@ def to_markdown(cmp: dict) -> str:
         tail = "" if diff is None else (f"difference {100 * diff:+.1f} points, interval "
                                         f"{100 * r['interval'][0]:+.1f} to {100 * r['interval'][1]:+.1f}; ")
         lines.append(f"- level {'-' if r['level_base'] is None else format(r['level_base'], 'g')}: "
-                     f"**{r['verdict']}**: {tail}{r['reason']}")
+                     f"**{r['verdict']}**: {tail}{md(r['reason'])}")
         for name, s in (("base", r["base"]), ("candidate", r["cand"])):
             if s["excluded_cancelled_open"]:
                 lines.append(f"  - {name}: {s['excluded_cancelled_open']} cancelled while still open, not judged")
@@ -487,7 +487,7 @@ def _workload_markdown(cmp: dict) -> list[str]:
     wl = cmp.get("workload")
     if not wl:
         return []
-    return [f"- base workload: {wl['base']}", f"- candidate workload: {wl['candidate']}"]
+    return [f"- base workload: {md(wl['base'])}", f"- candidate workload: {md(wl['candidate'])}"]
 
 
 def _good_text(cmp: dict) -> str:

@@ -27,6 +27,7 @@ from tui.core.capacity import Capacity, CapRow
 from tui.core.levels import level_key
 from tui.core.snapshot import LevelRow
 from tui.core.states import PASS
+from tui.core.textsafe import term
 
 HOURS_PER_MONTH = 730.0  # 365 x 24 / 12
 ANCHOR_FACTOR = 1.2  # llm-d's planner rule: ceil(1.2 x QPS / qps_per_replica)
@@ -559,7 +560,7 @@ def format_plan(doc: Mapping[str, Any]) -> str:
     if doc["check"].get("trace_command"):
         lines.append(f"    $ {doc['check']['trace_command']}   (the trace's own arrivals and lengths)")
     lines.append(f"plan: exit {doc['exit']['code']}: {doc['exit']['why']}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # outside text stays on its line (tui.core.textsafe)
 
 
 def _rate(v: float | None) -> str:

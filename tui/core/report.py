@@ -25,6 +25,7 @@ from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_json, latency_value
 from tui.core.textfmt import fmt_level, fmt_pct
+from tui.core.textsafe import term
 
 
 def exit_code(state: str) -> ExitCode:
@@ -493,7 +494,7 @@ def format_report(rep: dict[str, Any]) -> str:
     add("  -> READY for real traffic" if c["ready_for_traffic"] else "  -> NOT ready for real traffic")
     for line in c["missing_or_failed"]:
         add(f"     {line}")
-    return "\n".join(out) + "\n"
+    return "\n".join(term(line) for line in out) + "\n"  # one line each: a CR/LF in a value shows as \x0d\x0a
 
 
 def _lat(d: dict[str, Any], short: bool = False) -> str:

@@ -13,6 +13,7 @@ from tui.core.quality.regression import _count, _dropped_text, compare
 from tui.core.quality.scoring import summarize
 from tui.core.quality.sets import QualitySet
 from tui.core.quality.vocab import DEFAULT_ALPHA, DEFAULT_MARGIN, DEFAULT_MIN_CASES, RESULT_SCHEMA, SAMPLING, SetError
+from tui.core.textsafe import term
 
 
 def run_section(rows: list[dict], *, target: Mapping | None = None, server: Mapping | None = None,
@@ -288,7 +289,7 @@ def format_result_text(doc: Mapping) -> str:
                 f"    {a.get('category')}: try {a.get('try')} (because {a.get('because')})")
     elif v.get("fallback"):
         add(f"  fallback: {v['fallback']}")
-    return "\n".join(out) + "\n"
+    return "\n".join(term(line) for line in out) + "\n"  # outside text stays on its line (tui.core.textsafe)
 
 
 def _decoding_text(dec: Mapping) -> str:
