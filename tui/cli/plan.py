@@ -219,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.core.capacity import budget_candidate, measure_capacity, snapshot_rows
     from tui.core.exitcodes import synthetic_exit
     from tui.core.grade import acceptance_grade
+    from tui.core.identity import evidence_identity
     from tui.core.runs import target_of
 
     if args.peak_rate is None and args.trace is None:
@@ -309,7 +310,8 @@ def run(args: argparse.Namespace) -> int:
         synthetic=synthetic, synthetic_demand=trace_synthetic, not_acceptance_grade=acceptance_grade(cfg),
         check_command=check_command(header, peak, args, cfg, url),
         trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),
-        sources=[src for src, _ in runs], evidence_problems=_evidence_problems(rows))
+        sources=[src for src, _ in runs], evidence_problems=_evidence_problems(rows),
+        identity_problems=evidence_identity([(src, s.header) for src, s in runs], shown_budget)["problems"])
     doc = P.build_plan(inputs)
     from tui.core.search import capacity_bracket as searched
 
