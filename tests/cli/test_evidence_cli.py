@@ -23,7 +23,6 @@ from tests.cli.test_accept import BUDGET, accept
 from tests.support import quality_files as QF
 from tests.support.paths import TESTS
 from tui.cli import main
-from tui.core import quality as Q
 from tui.core.grade import ALPHA_FLOOR, MIN_WINDOW_FLOOR_S, acceptance_grade, changed_settings
 from tui.core.monitor import MonitorConfig
 from tui.core.records import run_header

@@ -256,3 +256,22 @@ def test_accept_verifies_the_quality_files_digest_and_signature(tmp_path, capsys
     rc, doc, _, _ = accept(tmp_path, "--records", str(rec), "--quality", str(unsigned), "--params", "268M",
                            "--gpu-gib", "24")
     assert rc == 3 and any("carries no digest" in p for p in doc["quality"]["not_acceptance_grade"])
+
+
+def test_load_files_of_different_served_models_are_not_combined(tmp_path, capsys):
+    """The same --model on two runs against two different servers: one verdict cannot combine them."""
+    a = _records(tmp_path / "a.jsonl", model="prod")
+    lines = [json.loads(x) for x in a.read_text().splitlines()]
+    lines[0]["server_identity"] = QF.server_identity("/models/other.gguf")
+    lines[0]["environment"]["server"] = QF.server_env("/models/other.gguf")
+    lines[0]["run_id"] = "other-run"
+    lines[0]["started_at"] += 5000
+    for x in lines[1:]:
+        for k in ("t", "t_sent", "t_first_token", "t_end"):
+            if isinstance(x.get(k), float):
+                x[k] += 5000
+    b = write(tmp_path / "b.jsonl", lines)
+    a = _records(tmp_path / "a.jsonl", model="prod", sid=QF.server_identity(GEMMA))
+    rc = main(["accept", "--records", str(a), str(b), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "different served models" in err and "/models/other.gguf" in err

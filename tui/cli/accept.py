@@ -112,6 +112,14 @@ def one_target(runs: list, model: str | None, notes: list[str]) -> list:
         what = "models" if len(models) > 1 else "targets"
         raise UsageError(f"the record files are of different {what} (listed above): one verdict cannot combine "
                          "them; give the files of one deployment, or --model NAME")
+    from tui.core.identity import identity_of, same_model
+
+    served = [m for m in (identity_of(r.snapshot.header).served_model for r in runs) if m]
+    if any(not same_model(a, served[0]) for a in served[1:]):  # the same --model, different servers' models
+        for r in runs:
+            _err(f"  {r.source}: {identity_of(r.snapshot.header).line()}")
+        raise UsageError("the record files are of different served models (listed above): one verdict cannot "
+                         "combine them; give the files of one deployment")
     return runs
 
 

@@ -119,6 +119,13 @@ def _one_replica(runs: list[tuple[str, Any]]) -> None:
                          for src, s in runs)
         raise UsageError(f"the record files are of different targets ({what}): a plan reads the evidence of ONE "
                          "replica")
+    from tui.core.identity import identity_of, same_model
+
+    served = [(src, identity_of(s.header).served_model) for src, s in runs]
+    known = [(src, m) for src, m in served if m]
+    if any(not same_model(m, known[0][1]) for _src, m in known[1:]):
+        raise UsageError("the record files are of different served models ("
+                         + ", ".join(f"{src}: {m}" for src, m in known) + "): a plan reads the evidence of ONE replica")
     modes = {((s.header.get("load") or {}).get("mode")) for _, s in runs} - {None}
     if len(modes) > 1:
         raise UsageError("the record files mix loop modes (" + ", ".join(sorted(modes)) + "): give the sweep "

@@ -15,8 +15,9 @@ A quality PASS counts towards "ready" only when
 - the model each side claimed is the model its server said it serves, and the candidate's served model is the load
   runs' served model (tied by what the servers said, never by ``--model``);
 - candidate and baseline are different configurations by their servers' own facts (engine, build, model file or
-  name, quantization, context, slots, parameters; ``tui.core.identity.server_facts``), or by a setting stated with
-  ``--setting`` / ``--baseline-setting`` that the servers do not show; never by URL strings;
+  name, quantization, context, slots, parameters; ``tui.core.identity.server_facts``), or by a setting stated on
+  both sides (``--setting`` / ``--baseline-setting``) with different values that the servers do not show; never by
+  URL strings;
 - no category FAILs and every required category is itself PASS.
 Anything short is "quality: not acceptance-grade (why)", never "ready".
 """
