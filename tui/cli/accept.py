@@ -30,6 +30,7 @@ from tui.cli.quality import _err, _httpx_version, _now_iso
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
+from tui.core.textsafe import term
 
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
                    "3 evidence missing, 2 bad usage or unreadable input")
@@ -117,7 +118,7 @@ def one_target(runs: list, model: str | None, notes: list[str]) -> list:
     served = [m for m in (identity_of(r.snapshot.header).served_model for r in runs) if m]
     if any(not same_model(a, served[0]) for a in served[1:]):  # the same --model, different servers' models
         for r in runs:
-            _err(f"  {r.source}: {identity_of(r.snapshot.header).line()}")
+            _err(term(f"  {r.source}: {identity_of(r.snapshot.header).line()}"))
         raise UsageError("the record files are of different served models (listed above): one verdict cannot "
                          "combine them; give the files of one deployment")
     return runs
@@ -263,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         if x.get("workload"):
             print(f"  workload of {x['source']}: {x['workload']}")
     for x in doc["identity"]["runs"]:
-        print(f"  identity of {x['source']}: {x['line']}")
+        print(term(f"  identity of {x['source']}: {x['line']}"))
     if doc["quality"].get("tied"):
         print(f"  {doc['quality']['tied']}")
     if doc["quality"].get("integrity"):

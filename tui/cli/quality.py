@@ -286,13 +286,14 @@ def run(args: argparse.Namespace) -> int:
     except ProbeError as exc:
         raise UsageError(f"quality: {exc}") from None
     from tui.core.identity import identity_of, model_mismatch
+    from tui.core.textsafe import term
 
     for name, runner in (("candidate", cand), ("baseline", base)):
         if runner is not None:  # printed at start; the run goes on, its verdict is not acceptance-grade
             why = model_mismatch(identity_of({"target": runner.target, "server_identity": runner.identity,
                                               "environment": {"server": runner.server}}))
             if why:
-                _err(f"WARNING: {name}: {why.replace('the run claims', 'it claims', 1)}; not acceptance-grade")
+                _err(term(f"WARNING: {name}: {why.replace('the run claims', 'it claims', 1)}; not acceptance-grade"))
 
     lc_given = (baseline_doc or {}).get("long_context") or {}
     cpt_saved = lc_given.get("chars_per_token")

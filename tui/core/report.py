@@ -25,6 +25,7 @@ from tui.core.redact import header_secrets, scrub, url_secrets
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.textfmt import fmt_level, fmt_pct
+from tui.core.textsafe import term
 
 
 def exit_code(state: str) -> ExitCode:
@@ -349,9 +350,9 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"target: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
     ident = rep.get("identity") or {}
     if ident.get("line"):
-        add(f"identity: {ident['line']}")
+        add(term(f"identity: {ident['line']}"))
     for why in ident.get("not_acceptance_grade") or ():
-        add(f"WARNING: {why}: not acceptance-grade")
+        add(term(f"WARNING: {why}: not acceptance-grade"))
     if rep.get("workload"):
         add(f"workload: {rep['workload']['text']}")
         if rep["workload"].get("dataset"):

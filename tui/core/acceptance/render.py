@@ -14,6 +14,7 @@ from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES, latency_cell
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 from tui.core.search import format_bracket
+from tui.core.textsafe import md
 from tui.core.token_counts import TOLERANCE_RULE
 
 _MISSING = "not recorded"
@@ -220,11 +221,11 @@ def _md_identity(ident: Any) -> list[str]:
     if not isinstance(ident, Mapping):
         return []
     out = ["- Identity (the model the server said it serves, against --model and the budget):"]
-    out += [f"  - `{x['source']}`: {x['line']}" for x in ident.get("runs") or ()]
-    out += [f"  - NOT acceptance-grade: {p}" for p in ident.get("problems") or ()]
+    out += [f"  - `{x['source']}`: {md(x['line'])}" for x in ident.get("runs") or ()]
+    out += [f"  - NOT acceptance-grade: {md(p)}" for p in ident.get("problems") or ()]
     b = ident.get("budget") or {}
-    out += [f"  - checked: {c}" for c in b.get("checked") or ()]
-    out += [f"  - not checked: {c}" for c in b.get("not_checked") or ()]
+    out += [f"  - checked: {md(c)}" for c in b.get("checked") or ()]
+    out += [f"  - not checked: {md(c)}" for c in b.get("not_checked") or ()]
     return out
 
 

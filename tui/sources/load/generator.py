@@ -39,6 +39,7 @@ from tui.core.monitor import Monitor
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
+from tui.core.textsafe import term
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
@@ -554,7 +555,7 @@ class LoadGenerator:
                 self.emit({"type": "budget", **c.budget})  # the budget inputs given for this run
             self.say(f"target {self.label}, model {self.model}, api {c.api}")
             for why in identity_problems(identity_of(hdr)):  # printed at start; the run goes on (not acceptance-grade)
-                self.say(f"WARNING: {why}; not acceptance-grade")
+                self.say(term(f"WARNING: {why}; not acceptance-grade"))
             self.say(f"note: {self.prompts.note}")
             if self.server_capacity is not None:
                 from tui.sources.server_info import describe_capacity
