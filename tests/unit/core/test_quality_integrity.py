@@ -58,6 +58,13 @@ def test_the_honest_file_is_acceptance_grade_and_verifies():
     assert verify(json.loads(json.dumps(signed, indent=2)), KEY).signature == "verified"
 
 
+def test_a_bare_case_list_is_unverified_never_broken():
+    """`--baseline FILE` also takes a bare list of {"id", "passed"} rows (hand-made): no digest to check."""
+    rows = [{"id": "a", "passed": True}]
+    assert verify(rows).state == "unverified" and verify(rows).problems == ()
+    assert verify(rows, KEY).signature == "failed" and verify(rows, KEY).problems
+
+
 def test_finding_8_a_row_that_passed_with_a_failed_check_counts_as_failed_and_is_named():
     doc = honest(sealed=False)
     doc["candidate"]["cases"][0]["failed_check"] = {"index": 0, "type": "contains", "detail": "x"}
