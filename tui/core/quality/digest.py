@@ -86,9 +86,9 @@ def _hex(v: Any, n: int = 64) -> bool:
 def verify(doc: Any, key: bytes | None = None, name: str = "the quality file") -> QualityIntegrity:
     """Verify ``doc`` (a parsed quality result) against its ``integrity`` field, and its MAC with ``key``."""
     if not isinstance(doc, Mapping):  # a bare case list (a hand-made baseline) has nowhere to carry a digest
-        problems = (f"{name} is not signed (a bare case list) and a key was given",) if key is not None else ()
+        bare = (f"{name} is not signed (a bare case list) and a key was given",) if key is not None else ()
         return QualityIntegrity("unverified", f"{name}: a bare case list carries no digest: its content is unverified",
-                                problems, "failed" if key is not None else None, None)
+                                bare, "failed" if key is not None else None, None)
     field = doc.get(FIELD)
     want = None if key is None else key_id(key)
     if field is None:
