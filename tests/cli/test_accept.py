@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import quality_files as QF
 from tests.support.paths import REPO, TESTS
 from tui.cli import main
 from tui.core import acceptance as A
@@ -26,17 +27,25 @@ SECRET_KEY = "TOPSECRET-key-999"
 # ------------------------------------------------------------------ builders
 
 
+#: the run's GPU as NVML recorded it: the 24 GiB GPU the budget flags (BUDGET) divide (a GPU budget for a run whose
+#: header says no GPU is not acceptance-grade, issue 35)
+GPU_24 = {"gpu": "nvidia", "driver_version": "550.54", "cuda_version": "12.4",
+          "devices": [{"index": 0, "name": "NVIDIA L4", "memory_total": 24 * 2**30}]}
+NO_GPU = {"gpu": "none", "reason": "NVML not available"}
+
+
 def _header(synthetic=False, headers=None, url="http://127.0.0.1:8000/v1", model="test-model", gpu=None,
-            started_at=T0):
+            started_at=T0, served="/models/test-model.gguf"):
+    """The server serves the model the run names (``served``: what its /props and /v1/models said)."""
     return run_header(
         target={"url": url, "model": model, "api": "chat"},
         load={"mode": "closed", "levels": [1, 2, 4, 8], "level_unit": "concurrency", "arrival": None,
               "input_tokens": {"min": 128, "max": 128}, "output_tokens": {"min": 20, "max": 20}, "warmup": 4,
               "requests": 120, "duration": None, "rounds": 1, "seed": 7},
         environment={"python": "3.11.9", "httpx": "0.28.1", "servewatch": "0.1.0", "os": "Linux",
-                     "server": {"engine": "llamacpp", "build": "b1234-abcdef", "model": "/models/m.gguf",
+                     "server": {"engine": "llamacpp", "build": "b1234-abcdef", "model": served,
                                 "slots": 4, "n_ctx_per_slot": 2048},
-                     "gpu": gpu or {"gpu": "none", "reason": "NVML not available"}},
+                     "gpu": gpu or GPU_24},
         synthetic=synthetic, started_at=started_at, headers=headers or {"Authorization": "<redacted>"},
     )
 
@@ -76,27 +85,21 @@ def write_records(path: Path, steps, *, header=True, **hkw) -> Path:
 
 
 def write_quality(path: Path, cand, base="same", n=60) -> Path:
-    """A quality result with n cases; cand/base are pass lists (base "same" = cand, None = no baseline).
+    """A quality result with n key-task cases (cand/base are pass lists; base "same" = cand, None = no baseline)
+    and 60 long-context cases both sides pass at 25/50/90% of the candidate server's 2048-token context, as
+    `servewatch quality` writes it (each side's served model, sealed with its digest; tests.support.quality_files).
 
-    n=60: with every pair concordant PASS needs 59 usable pairs at the default margin and alpha."""
+    n=60: with every pair concordant PASS needs 59 usable pairs at the default margin and alpha (each required
+    category too: the long-context one is required, issue 35)."""
     if isinstance(cand, bool):
         cand = [cand] * n
-    # the first three are long-context cases: accept requires one in the set (issue 17)
-    rows_c = [{"id": f"q{i}", "category": "long_context" if i < 3 else "key", "fingerprint": f"f{i}", "passed": p}
-              for i, p in enumerate(cand)]
+    rows_c = QF.key_rows(cand) + QF.lc_rows(True)
     base_rows = None
     if base == "same":
         base_rows = [dict(r) for r in rows_c]
     elif base is not None:
-        base_rows = [{"id": f"q{i}", "category": "long_context" if i < 3 else "key", "fingerprint": f"f{i}",
-                      "passed": p} for i, p in enumerate(base)]
-    doc = Q.build_result(
-        qset=Q.QualitySet([], []), set_source="ours.jsonl", set_sha256=None,
-        candidate=Q.run_section(rows_c, target={"url": "http://127.0.0.1:8000", "model": "test-model"}),
-        baseline=None if base_rows is None else Q.run_section(base_rows, target={"url": "http://b:8000", "model": "big"}),
-    )
-    path.write_text(json.dumps(doc))
-    return path
+        base_rows = QF.key_rows(base) + QF.lc_rows(True)
+    return QF.write_doc(path, QF.quality_doc(rows_c, base_rows, base_url="http://b:8000"))
 
 
 PASSING = [{"level": 1}, {"level": 2}, {"level": 4}]
@@ -405,13 +408,13 @@ def test_environment_and_load_configuration_from_headers(tmp_path):
     lc = doc["load_configuration"][0]
     assert (lc["mode"], lc["input_tokens"], lc["output_tokens"], lc["levels"], lc["warmup"], lc["rounds"], lc["seed"]) \
         == ("closed", "128", "20", [1, 2, 4, 8], 4, 1, 7)
-    nog = write_records(tmp_path / "n.jsonl", PASSING)
+    nog = write_records(tmp_path / "n.jsonl", PASSING, gpu=NO_GPU)
     _, doc, md, _ = accept(tmp_path, "--records", str(nog), "--min-window-minutes", "0")
     assert "no GPU telemetry (NVML not available)" in md
 
 
 def test_quality_section_rechecks_the_file_and_flags_model_mismatch(tmp_path):
-    rec = write_records(tmp_path / "r.jsonl", PASSING, model="other-model")
+    rec = write_records(tmp_path / "r.jsonl", PASSING, model="other-model", served="/models/other-model.gguf")
     q = write_quality(tmp_path / "q.json", True)
     doc_q = json.loads(q.read_text())
     doc_q["verdict"]["state"] = "FAIL"  # tampered: the cases say PASS
@@ -421,8 +424,9 @@ def test_quality_section_rechecks_the_file_and_flags_model_mismatch(tmp_path):
     assert doc["quality"]["state"] == "PASS" and rc == 3 and not doc["conclusion"]["ready_for_traffic"]
     notes = " ".join(doc["quality"]["notes"])
     assert "the recomputed verdict is used" in notes
-    why = " ".join(doc["quality"]["not_acceptance_grade"])
-    assert "model test-model" in why and "other-model" in why
+    why = " ".join(doc["quality"]["not_acceptance_grade"])  # tied by the model the servers said they serve
+    assert "served model /models/test-model.gguf, the load against /models/other-model.gguf" in why
+    assert "edited after it was written" in why  # and the verdict edited in the file breaks its digest
 
 
 def test_bad_lines_and_empty_files_never_crash_and_never_disappear(tmp_path):
@@ -454,7 +458,8 @@ def test_accept_shows_the_quality_state_as_it_is_never_a_stale_pass(tmp_path, ca
             for i in range(22)]
     for name, cand, base in (("dead", dead, dead),
                              ("same22", None, None)):
-        q = write_quality(tmp_path / f"{name}.json", True, n=22) if cand is None else tmp_path / f"{name}.json"
+        q = (QF.write_doc(tmp_path / f"{name}.json", QF.quality_doc(QF.key_rows(True, 22), QF.key_rows(True, 22)))
+             if cand is None else tmp_path / f"{name}.json")
         if cand is not None:
             doc_q = Q.build_result(qset=Q.QualitySet([], []), set_source="s", set_sha256=None,
                                    candidate=Q.run_section(cand), baseline=Q.run_section(base))
@@ -474,15 +479,15 @@ def test_quality_section_shows_category_states_suite_and_long_context_reached(tm
     """Issue 24: a required category without a PASS keeps quality from counting, each category's own state and the
     suite and long-context lengths the file recorded are shown."""
     rec = write_records(tmp_path / "r.jsonl", PASSING_1MIN)
-    q = write_quality(tmp_path / "q.json", True, n=80)
-    doc_q = json.loads(q.read_text())
-    for r in doc_q["candidate"]["cases"][:3]:
-        r["prompt_tokens"] = 3100
-        r["generated"] = {"kind": "long_context", "target_tokens": 3000, "depth": 0.5, "needles": 1}
+    lc = [QF.row(f"lc{i}", True, "long_context", prompt_tokens=3100,
+                 generated={"kind": "long_context", "target_tokens": 3000, "depth": 0.5, "needles": 1})
+          for i in range(3)]
+    doc_q = QF.quality_doc(QF.key_rows(True, 77) + lc, QF.key_rows(True, 77) + lc, ctx=4096, sealed=False)
     doc_q["candidate"]["long_context_reached"] = {}  # an older file: accept reads the rows
     doc_q["set"]["required"] = ["long_context"]
     doc_q["set"]["suite"] = {"name": "standard", "version": 1, "seed": 5, "cases": 80, "level": "default",
                              "context_tokens": 4096}
+    q = tmp_path / "q.json"
     q.write_text(json.dumps(doc_q))
     rc, doc, md, _ = accept(tmp_path, "--records", str(rec), "--quality", str(q), *BUDGET)
     qs = doc["quality"]
@@ -500,7 +505,7 @@ def test_quality_section_shows_category_states_suite_and_long_context_reached(tm
     # the same file with a failing category: a problem accept names
     doc_q["set"]["required"] = []
     for r in doc_q["candidate"]["cases"][3:33]:
-        r["passed"] = False
+        r["passed"], r["failed_check"] = False, {"index": 0, "type": "contains", "detail": "missing"}
     q.write_text(json.dumps(doc_q))
     _, doc, _, _ = accept(tmp_path, "--records", str(rec), "--quality", str(q), *BUDGET)
     assert doc["quality"]["state"] == "FAIL"

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_accept import BUDGET, accept
+from tests.support import quality_files as QF
 from tests.support.paths import TESTS
 from tui.cli import main
-from tui.core import quality as Q
 from tui.core.grade import ALPHA_FLOOR, MIN_WINDOW_FLOOR_S, acceptance_grade, changed_settings
 from tui.core.monitor import MonitorConfig
 from tui.core.records import run_header
@@ -33,10 +33,12 @@ T0 = 1_780_000_000.0
 
 
 def _header(model="test-model", url="http://127.0.0.1:8000/v1", run_id=None, synthetic=False, started_at=T0):
+    """The server serves the model the run names (its /props and /v1/models, as `run` records them)."""
     extra = {"run_id": run_id} if run_id else {}
     return run_header(target={"url": url, "model": model, "api": "chat"},
                       load={"mode": "closed", "levels": [1], "level_unit": "concurrency", "rounds": 1},
-                      environment={"python": "3.11"}, synthetic=synthetic, started_at=started_at, **extra)
+                      environment={"python": "3.11", "server": QF.server_env(f"/models/{model}.gguf")},
+                      synthetic=synthetic, started_at=started_at, **extra)
 
 
 def run_lines(*, n=700, gap=1.0, t0=T0, level=1, fail_every=0, prefix="r", header=True, **hkw) -> list[dict]:
@@ -75,18 +77,18 @@ def report_json(capsys, *argv) -> tuple[int, dict, str]:
     return rc, (json.loads(cap.out) if cap.out.strip() else {}), cap.err
 
 
-def lc_quality(path: Path, n=60, *, lc=True, model="test-model", base_target=None, settings=None) -> Path:
-    """A quality result of n passing paired cases, the first three long-context ones (``lc``)."""
-    rows = [{"id": f"q{i}", "category": "long_context" if (lc and i < 3) else "key", "fingerprint": f"f{i}",
-             "passed": True} for i in range(n)]
-    doc = Q.build_result(
-        qset=Q.QualitySet([], []), set_source="ours.jsonl", set_sha256=None,
-        candidate=Q.run_section(rows, target={"url": "http://127.0.0.1:8000", "model": model}),
-        baseline=Q.run_section([dict(r) for r in rows],
-                               target=base_target or {"url": "http://127.0.0.1:9000", "model": "bigger"}),
-        **(settings or {}))
-    path.write_text(json.dumps(doc))
-    return path
+def lc_quality(path: Path, n=60, *, lc=60, model="test-model", same_server=False, settings=None) -> Path:
+    """A quality result of n passing paired key-task cases and ``lc`` long-context ones at the suite's shares of the
+    candidate server's context, each side's served model recorded, sealed (tests.support.quality_files).
+    ``same_server``: the baseline is the candidate's own server (the same facts under another URL)."""
+    rows = QF.key_rows(True, n) + (QF.lc_rows(True, lc) if lc else [])
+    served = f"/models/{model}.gguf"
+    same = {}
+    if same_server:
+        same = {"base_model": model, "base_served": served, "base_identity": QF.server_identity(served),
+                "base_server": dict(QF.server_env(served), context_tokens=QF.CTX)}
+    return QF.write_doc(path, QF.quality_doc(rows, rows, model=model, served=served, settings=settings,
+                                             base_url="http://localhost:8000", **same))
 
 
 # ------------------------------------------------------------------ honest input still passes
@@ -107,8 +109,8 @@ def test_honest_file_passes_report_and_accept_with_the_defaults(tmp_path, capsys
     assert rc == 0 and doc["conclusion"]["ready_for_traffic"] is True, doc["conclusion"]
     assert doc["quality"]["not_acceptance_grade"] == []
     tied = doc["quality"]["tied"]
-    assert f"{rec} (model test-model, endpoint http://127.0.0.1:8000/v1)" in tied
-    assert "tied to quality" in tied and "model test-model, endpoint http://127.0.0.1:8000" in tied
+    assert f"{rec} (served model /models/test-model.gguf, --model test-model, endpoint http://127.0.0.1:8000/v1)" in tied
+    assert "tied to quality" in tied and "--model test-model, endpoint http://127.0.0.1:8000)" in tied
 
 
 def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, capsys):
@@ -120,7 +122,7 @@ def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, cap
     rec = tmp_path / "run.jsonl"
     with FaultServer() as fs:
         for _ in range(2):
-            rc = main(["run", "--url", fs.url("ok", tokens=1), "--model", "m", "--concurrency", "1", "--requests",
+            rc = main(["run", "--url", fs.url("ok", tokens=1), "--model", "fault-model", "--concurrency", "1", "--requests",
                        "100", "--no-gpu", "--record", str(rec), "--min-window-minutes", "0"])
             out = capsys.readouterr().out
             assert rc == 0, out
@@ -332,7 +334,7 @@ def test_acceptance_grade_floors():
 def test_accept_applies_its_own_quality_policy_not_the_files(tmp_path):
     """Before: a 3-case file with margin 0.9 and alpha 0.5 inside it gave "ready"."""
     rec = write(tmp_path / "run.jsonl", run_lines())
-    weak = lc_quality(tmp_path / "weak.json", n=3, settings={"margin": 0.9, "alpha": 0.5, "min_cases": 1})
+    weak = lc_quality(tmp_path / "weak.json", n=3, lc=3, settings={"margin": 0.9, "alpha": 0.5, "min_cases": 1})
     assert json.loads(weak.read_text())["verdict"]["state"] == "PASS"  # the file's own word
     rc, doc, _, _ = accept(tmp_path, "--records", str(rec), "--quality", str(weak), *BUDGET)
     assert rc == 3 and doc["quality"]["state"] == "NO_EVIDENCE" and not doc["conclusion"]["ready_for_traffic"]
@@ -345,10 +347,10 @@ def test_accept_applies_its_own_quality_policy_not_the_files(tmp_path):
 
 
 @pytest.mark.parametrize("kw, why", [
-    ({"lc": False}, "no long-context case in the set"),
-    ({"model": "other-model"}, "quality was run against model other-model, the load runs against test-model"),
-    ({"base_target": {"url": "http://127.0.0.1:8000", "model": "test-model"}},
-     "candidate and baseline are the same configuration"),
+    ({"lc": 0}, "no long-context case in the set"),
+    ({"model": "other-model"}, "quality was run against the served model /models/other-model.gguf, the load "
+                               "against /models/test-model.gguf"),
+    ({"same_server": True}, "candidate and baseline are the same configuration by their servers' own facts"),
 ])
 def test_quality_short_of_the_policy_is_not_acceptance_grade(tmp_path, kw, why):
     """Before: no long-context case, another model or candidate == baseline was at most a note beside "ready"."""

@@ -7,7 +7,8 @@ of the base URL, with optional ``,key=value`` parameters::
     fs.url("ok", tokens=5, first_delay=0.3)  ->  http://127.0.0.1:PORT/ok,tokens=5,first_delay=0.3/v1
 
 It answers ``/v1/chat/completions`` and ``/v1/completions`` (streamed, chunked, and it closes the
-connection after every response like llama-server), ``/v1/models``, and ``/tokenize`` when the
+connection after every response like llama-server), ``/v1/models`` (with ``engine=``: that engine's own
+self-description too, ``tests.support.engine_pages``), and ``/tokenize`` when the
 scenario has ``tokenize=1`` (one token per whitespace-separated word). It logs every completion
 request it receives (``fs.log``) with its arrival time, the request id found in the prompt
 (``[id]`` prefix written by the load generator), the headers and the JSON body, so tests can
@@ -68,6 +69,18 @@ def _parse_scenario(seg: str) -> tuple[str, dict[str, str]]:
         k, _, v = item.partition("=")
         params[k] = v
     return name, params
+
+
+def _described(path: str, params: dict[str, str]) -> dict | None:
+    """With ``engine=llamacpp|vllm|sglang|tgi`` (and ``served=NAME``, ``params=N``, ``ctx=N``): that engine's
+    ``/v1/models`` and own pages (tests.support.engine_pages), else None."""
+    if not params.get("engine"):
+        return None
+    from tests.support.engine_pages import pages
+
+    n = params.get("params")
+    return pages(params["engine"], params.get("served") or "fault-model", params=int(n) if n else None,
+                 ctx=int(params.get("ctx") or 2048)).get(path)
 
 
 class FaultServer:
@@ -160,7 +173,10 @@ class FaultServer:
         scen, params = _parse_scenario(parts[0]) if parts and parts[0] else ("ok", {})
         rest = "/" + "/".join(parts[1:])
         try:
-            if rest == "/v1/models":
+            described = _described(rest, params)  # engine=..., served=...: the engine's self-description
+            if described is not None:
+                await self._json(writer, 200, described)
+            elif rest == "/v1/models":
                 await self._json(writer, 200, {"object": "list", "data": [{"id": "fault-model", "object": "model"}]})
             elif rest == "/tokenize" and params.get("tokenize") == "1":
                 try:

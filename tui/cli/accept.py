@@ -26,7 +26,7 @@ from tui.cli.options import (
     non_negative_float,
     positive_int,
 )
-from tui.cli.quality import _err, _httpx_version, _now_iso, _read_json
+from tui.cli.quality import _err, _httpx_version, _now_iso
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
@@ -113,6 +113,14 @@ def one_target(runs: list, model: str | None, notes: list[str]) -> list:
         what = "models" if len(models) > 1 else "targets"
         raise UsageError(f"the record files are of different {what} (listed above): one verdict cannot combine "
                          "them; give the files of one deployment, or --model NAME")
+    from tui.core.identity import identity_of, same_model
+
+    served = [m for m in (identity_of(r.snapshot.header).served_model for r in runs) if m]
+    if any(not same_model(a, served[0]) for a in served[1:]):  # the same --model, different servers' models
+        for r in runs:
+            _err(term(f"  {r.source}: {identity_of(r.snapshot.header).line()}"))
+        raise UsageError("the record files are of different served models (listed above): one verdict cannot "
+                         "combine them; give the files of one deployment")
     return runs
 
 
@@ -155,10 +163,13 @@ def run(args: argparse.Namespace) -> int:
             user_rules = read_rollback_file(args.rollback)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    quality_doc = None
+    quality_doc = quality_integrity = None
     if args.quality:
-        try:
-            quality_doc = _read_json(args.quality, "quality result")
+        from tui.cli.chainopts import verify_key
+        from tui.cli.quality import read_quality_file
+
+        try:  # the digest (and with --verify-key-env the signature) is checked by the report, never skipped
+            quality_doc, quality_integrity = read_quality_file(args.quality, verify_key(args)[0])
             Q.recheck(quality_doc)
         except (ValueError, Q.SetError) as exc:
             raise UsageError(f"{args.quality}: {exc}") from None
@@ -221,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
         not_acceptance_grade=acceptance_grade(cfg),
         input_notes=input_notes,
         server_log=server_log,
+        quality_integrity=quality_integrity,
     )
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
@@ -251,8 +263,12 @@ def run(args: argparse.Namespace) -> int:
     for x in doc.get("load_configuration") or ():  # issue 23: each run's workload, one line
         if x.get("workload"):
             print(term(f"  workload of {x['source']}: {x['workload']}"))
+    for x in doc["identity"]["runs"]:
+        print(term(f"  identity of {x['source']}: {x['line']}"))
     if doc["quality"].get("tied"):
         print(f"  {term(doc['quality']['tied'])}")
+    if doc["quality"].get("integrity"):
+        print(f"  {term(doc['quality']['integrity']['summary'])}")
     if doc["measured"].get("judged"):
         print(f"  {term(doc['measured']['judged']['text'])}")
     if doc["budget"].get("capacity_vs_server"):

@@ -72,7 +72,9 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
     t = parser.add_argument_group("target")
     t.add_argument("--url", required=True, metavar="URL",
                    help="server base URL, with or without a trailing /v1 (required; no default)")
-    t.add_argument("--model", default=None, metavar="NAME", help="model name (default: the first id of /v1/models)")
+    t.add_argument("--model", default=None, metavar="NAME",
+                   help="model name sent (default: the first id of /v1/models); the model the server says it serves "
+                        "is recorded beside it, and a name it does not serve is printed and not acceptance-grade")
     t.add_argument("--api", choices=APIS, default=defaults.LOAD_API,
                    help="/v1/chat/completions (default) or /v1/completions")
 

@@ -120,6 +120,13 @@ def _one_replica(runs: list[tuple[str, Any]]) -> None:
                          for src, s in runs)
         raise UsageError(f"the record files are of different targets ({what}): a plan reads the evidence of ONE "
                          "replica")
+    from tui.core.identity import identity_of, same_model
+
+    served = [(src, identity_of(s.header).served_model) for src, s in runs]
+    known = [(src, m) for src, m in served if m]
+    if any(not same_model(m, known[0][1]) for _src, m in known[1:]):
+        raise UsageError("the record files are of different served models ("
+                         + ", ".join(f"{src}: {m}" for src, m in known) + "): a plan reads the evidence of ONE replica")
     modes = {((s.header.get("load") or {}).get("mode")) for _, s in runs} - {None}
     if len(modes) > 1:
         raise UsageError("the record files mix loop modes (" + ", ".join(sorted(modes)) + "): give the sweep "
@@ -220,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.core.capacity import budget_candidate, measure_capacity, snapshot_rows
     from tui.core.exitcodes import synthetic_exit
     from tui.core.grade import acceptance_grade
+    from tui.core.identity import evidence_identity
     from tui.core.runs import target_of
 
     if args.peak_rate is None and args.trace is None:
@@ -309,7 +317,8 @@ def run(args: argparse.Namespace) -> int:
         synthetic=synthetic, synthetic_demand=trace_synthetic, not_acceptance_grade=acceptance_grade(cfg),
         check_command=check_command(header, peak, args, cfg, url),
         trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),
-        sources=[src for src, _ in runs], evidence_problems=_evidence_problems(rows))
+        sources=[src for src, _ in runs], evidence_problems=_evidence_problems(rows),
+        identity_problems=evidence_identity([(src, s.header) for src, s in runs], shown_budget)["problems"])
     doc = P.build_plan(inputs)
     from tui.core.search import capacity_bracket as searched
 

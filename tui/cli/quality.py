@@ -127,6 +127,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c = add_http_arguments(parser, title="credentials, headers and TLS (both endpoints)")
     c.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
                    help="API key variable for the baseline endpoint (default: --api-key-env)")
+    k = parser.add_argument_group("integrity (the result's digest is written either way)")
+    k.add_argument("--sign-key-env", metavar="VAR", default=None,
+                   help="sign the result: its integrity field also carries an HMAC-SHA256 with the key in environment "
+                        "variable VAR (the key is never recorded; the file names only a key id) (default: unsigned)")
+    k.add_argument("--verify-key-env", metavar="VAR", default=None,
+                   help="verify the --baseline FILE's signature with the key in environment variable VAR: a file not "
+                        "signed with that key is refused (default: its digest is checked, its signature not)")
+
+
+def read_quality_file(path: str, key: bytes | None, what: str = "quality result") -> tuple[Any, Any]:
+    """(document, its verification: ``tui.core.quality.digest.QualityIntegrity``) of a saved quality result.
+    ValueError when it cannot be read or is not JSON (the caller makes it bad usage)."""
+    from tui.core.quality.digest import verify
+
+    doc = _read_json(path, what)
+    try:
+        return doc, verify(doc, key, name=path)
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise ValueError(f"{what} {path} cannot be verified: {type(exc).__name__}") from None
+
+
+def _checked_baseline(path: str, key: bytes | None) -> tuple[Any, dict]:
+    """A saved baseline, verified (digest, signature with ``--verify-key-env``, rows against themselves): a
+    broken, unsigned-with-a-key or self-contradicting file is refused (UsageError); a file without a digest is
+    used, said (its rows cannot be shown to be the ones written) and recorded as unverified."""
+    from tui.core.quality.filecheck import file_problems
+
+    try:
+        raw_doc, integrity = read_quality_file(path, key, "baseline file")
+    except ValueError as exc:
+        raise UsageError(exc) from None
+    if integrity.problems:
+        raise UsageError(f"{path}: {integrity.problems[0]}")
+    problems = file_problems(raw_doc) if isinstance(raw_doc, dict) and "candidate" in raw_doc else []
+    if problems:
+        for pr in problems[1:20]:
+            _err(f"{path}: {pr}")
+        raise UsageError(f"{path}: {problems[0]} (a baseline that contradicts itself is not used)")
+    return raw_doc, integrity.to_dict()
 
 
 def _headers_for(url: str, env_var: str | None, extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -195,11 +234,18 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
     elif args.suite == "none":
         raise UsageError("--suite none needs --set FILE (nothing to run)")
+    from tui.cli.chainopts import key_from_env
+
+    sign = key_from_env(args.sign_key_env, "--sign-key-env")
+    verify_key = key_from_env(args.verify_key_env, "--verify-key-env")
+    if verify_key is not None and not args.baseline:
+        raise UsageError("--verify-key-env verifies a saved baseline: give --baseline FILE")
     baseline_doc = None
     base_spec = None
+    base_integrity = None
     if args.baseline:
+        raw_doc, base_integrity = _checked_baseline(args.baseline, verify_key)
         try:
-            raw_doc = _read_json(args.baseline, "baseline file")
             baseline_doc = Q.baseline_from_result(raw_doc)
         except Q.SetError as exc:
             raise UsageError(f"{args.baseline}: {exc}") from None
@@ -210,6 +256,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"the baseline {args.baseline} ran no standard suite: pass the set it ran (--set FILE)")
         if base_spec is not None and args.suite == "none":
             raise UsageError("the baseline ran the standard suite: drop --suite none (the candidate runs its cases)")
+        if base_integrity["state"] == "unverified":
+            _err(f"{base_integrity['summary']}; the comparison is not acceptance-grade")
 
     cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
     base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
@@ -238,6 +286,15 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(probe_all())
     except ProbeError as exc:
         raise UsageError(f"quality: {exc}") from None
+    from tui.core.identity import identity_of, model_mismatch
+    from tui.core.textsafe import term
+
+    for name, runner in (("candidate", cand), ("baseline", base)):
+        if runner is not None:  # printed at start; the run goes on, its verdict is not acceptance-grade
+            why = model_mismatch(identity_of({"target": runner.target, "server_identity": runner.identity,
+                                              "environment": {"server": runner.server}}))
+            if why:
+                _err(term(f"WARNING: {name}: {why.replace('the run claims', 'it claims', 1)}; not acceptance-grade"))
 
     lc_given = (baseline_doc or {}).get("long_context") or {}
     cpt_saved = lc_given.get("chars_per_token")
@@ -272,7 +329,8 @@ def run(args: argparse.Namespace) -> int:
 
     def side(runner, rows, config) -> dict:
         return Q.run_section(rows, target=runner.target, server=runner.server, headers=runner.headers,
-                             started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes, config=config)
+                             started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes, config=config,
+                             server_identity=runner.identity)
 
     candidate = side(cand, cand_rows, config_of(args.setting, "--setting"))
     baseline = None
@@ -281,6 +339,7 @@ def run(args: argparse.Namespace) -> int:
     elif baseline_doc is not None:
         baseline = dict(baseline_doc)
         baseline["source"] = f"file: {args.baseline}"
+        baseline["integrity"] = base_integrity  # what was verified when it was read (accept reads it)
         if args.baseline_setting:
             baseline["config"] = {**(baseline.get("config") or {}), **config_of(args.baseline_setting,
                                                                               "--baseline-setting")}
@@ -300,6 +359,10 @@ def run(args: argparse.Namespace) -> int:
     doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
     doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header
     doc = scrub_doc(doc, secrets)
+    doc["acceptance_grade"] = acceptance_block(doc)
+    from tui.core.quality.digest import seal
+
+    doc = seal(doc, sign)  # the integrity field: the digest of the canonical content (and the MAC with a key)
     text = json.dumps(doc, indent=2)  # ensure_ascii: no raw control, C1 or bidi character in the file or on the terminal
     if args.out:
         try:
@@ -315,6 +378,21 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             print(f"result written to {args.out}")
     return int(doc["verdict"]["exit_code"])
+
+
+def acceptance_block(doc: dict) -> dict:
+    """Whether this result can count towards "ready" as `accept` judges it (its default policy, no load runs): the
+    problems found in the document itself (the same configuration on both sides, a model claimed but not served,
+    long-context cases short of the server's context, a required category without a PASS). Informational: accept
+    recomputes everything from the rows."""
+    from tui.core.quality.policy import QualityPolicy, configuration_problems, policy_problems
+
+    try:
+        problems = policy_problems(doc, QualityPolicy(), check_integrity=False)
+    except Q.SetError as exc:
+        problems = [str(exc)]
+    return {"acceptance_grade": not problems, "problems": problems, "notes": configuration_problems(doc)[1],
+            "policy": "accept's defaults (margin 0.05, alpha 0.05, min cases 20); recomputed by accept"}
 
 
 def _httpx_version() -> str | None:

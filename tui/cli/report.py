@@ -184,7 +184,9 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         from tui.core.importers.limits import describe_source
 
         line = describe_source(snap.header)
-        text = mark_verdict_line(format_report(rep), state, rep["settings"], synthetic_why)
+        weak = {**rep["settings"], "not_acceptance_grade": rep["settings"]["not_acceptance_grade"]
+                + list((rep.get("identity") or {}).get("not_acceptance_grade") or [])}  # + a model claimed, not served
+        text = mark_verdict_line(format_report(rep), state, weak, synthetic_why)
         text = text if line is None else f"{term(line)}\n" + text
         if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
             text = _with_integrity(text, snap.records_integrity)

@@ -19,6 +19,7 @@ import tui.core.workload as _workload
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.budgetview import with_server_log as _with_server_log
 from tui.core.exitcodes import ExitCode
+from tui.core.identity import identity_of, identity_problems
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.redact import header_secrets, scrub, url_secrets
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
@@ -188,6 +189,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
                 "slos": {"ttft_ms": snap.slos.ttft_ms, "tpot_ms": snap.slos.tpot_ms, "itl_ms": snap.slos.itl_ms,
                          "e2e_ms": snap.slos.e2e_ms, "ttft_of": snap.slos.ttft_shown()},
                 "in_force": list(snap.slos.in_force()), "text": snap.slos.describe()},
+        "identity": _identity(snap.header),
         "budget": None,
         "budget_view": view.as_dict(),
         "judged": None if j is None else {
@@ -324,6 +326,15 @@ def _format_memory(mem: dict[str, Any] | None) -> list[str]:
     return out + [""]
 
 
+def _identity(header: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The run's identity as the report shows it (tui.core.identity): the model claimed and served, the engine,
+    GPU and host, and what forbids acceptance-grade (a claimed model the server does not serve)."""
+    ident = identity_of(header)
+    return {"line": ident.line(), "claimed_model": ident.claimed_model, "served_model": ident.served_model,
+            "engine": ident.engine, "build": ident.build, "gpu": ident.gpu, "host": ident.host,
+            "not_acceptance_grade": identity_problems(ident)}
+
+
 def format_report(rep: dict[str, Any]) -> str:
     out: list[str] = []
     add = out.append
@@ -336,6 +347,11 @@ def format_report(rep: dict[str, Any]) -> str:
     tgt = hdr.get("target") if isinstance(hdr.get("target"), dict) else {}  # a record file may get it wrong
     if tgt:
         add(f"target: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
+    ident = rep.get("identity") or {}
+    if ident.get("line"):
+        add(term(f"identity: {ident['line']}"))
+    for why in ident.get("not_acceptance_grade") or ():
+        add(term(f"WARNING: {why}: not acceptance-grade"))
     if rep.get("workload"):
         add(f"workload: {rep['workload']['text']}")
         if rep["workload"].get("dataset"):

@@ -61,6 +61,7 @@ class QualityRunner:
         self.insecure = bool(insecure)
         self.scrub = Scrubber(list(self.headers.values()) + url_secrets(url) + list(extra_secrets))
         self.server: dict = {}
+        self.identity: dict | None = None  # the model the server says it serves (tui.sources.server_info)
         self.notes: list[str] = []
         self.chars_per_token: float | None = None
         self._dropped: set[str] = set()
@@ -90,6 +91,9 @@ class QualityRunner:
                     self.model = models[0]
                 else:
                     self.notes.append("the server lists no model and none was given: requests name no model")
+            from tui.sources.server_info import server_identity
+
+            self.identity = await server_identity(self.root, client, claimed=self.model, api_base=self.api_base)
             if calibrate:
                 self.chars_per_token = await self._calibrate(client)
 

@@ -214,8 +214,22 @@ def md_environment(doc: Mapping) -> list[str]:
             add(f"  - request headers sent (values never shown): {', '.join(md(h) for h in r['request_headers'])}")
         if r.get("note"):
             add(f"  - note: {md(r['note'])}")
+    L += _md_identity(doc.get("identity"))
     add("")
     return L
+
+
+def _md_identity(ident: Any) -> list[str]:
+    """What the servers said they serve, against --model and the budget (tui.core.identity.evidence_identity)."""
+    if not isinstance(ident, Mapping):
+        return []
+    out = ["- Identity (the model the server said it serves, against --model and the budget):"]
+    out += [f"  - {md_code(x['source'])}: {md(x['line'])}" for x in ident.get("runs") or ()]
+    out += [f"  - NOT acceptance-grade: {md(p)}" for p in ident.get("problems") or ()]
+    b = ident.get("budget") or {}
+    out += [f"  - checked: {md(c)}" for c in b.get("checked") or ()]
+    out += [f"  - not checked: {md(c)}" for c in b.get("not_checked") or ()]
+    return out
 
 
 def md_load(doc: Mapping) -> list[str]:
@@ -451,6 +465,8 @@ def md_quality(doc: Mapping) -> list[str]:
             add("")
         if q.get("tied"):
             add(f"- Tied: {md(q['tied'])}")
+        if q.get("integrity"):
+            add(f"- Integrity: {md(q['integrity']['summary'])}")
         if q.get("policy"):
             pol = q["policy"]
             add(f"- Judged with accept's own policy: margin {pol['margin']:g}, alpha {pol['alpha']:g}, "

@@ -34,10 +34,12 @@ import httpx
 
 import tui.sources.openai_http as oh
 from tui import __version__
+from tui.core.identity import identity_of, identity_problems
 from tui.core.monitor import Monitor
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
+from tui.core.textsafe import term
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
@@ -109,6 +111,7 @@ class LoadGenerator:
         self._endpoint = self.api_base + ("/chat/completions" if self._chat else "/completions")
         self.server: dict = {}
         self.server_capacity: dict | None = None  # what the server says it allocated (tui.sources.server_info)
+        self.server_identity: dict | None = None  # the model the server says it serves (the same module)
         self.status_line = ""
         self.dataset: Any = None  # the prepared --dataset (tui.sources.load.dataset.Dataset), read at setup
         self.workload: Workload | None = self._workload() if _shaped(config) else None
@@ -187,13 +190,14 @@ class LoadGenerator:
         if self._executor is not None:
             self._executor.model = self.model
         self._make_monitor()  # judges steps (until decided, --stop-on-fail) and feeds the progress line
-        from tui.sources.server_info import server_capacity
+        from tui.sources.server_info import server_capacity, server_identity
 
         try:
             self.server_capacity = await server_capacity(self.root, self.server, client=client, headers=self.headers,
                                                          metrics_url=self.cfg.metrics_url)
         except Exception:  # noqa: BLE001 (a side channel must not stop the run)
             self.server_capacity = None
+        self.server_identity = await server_identity(self.root, client, self.headers, self.model, self.api_base)
         sizes = [self.cfg.input_tokens[1] if self.cfg.input_lengths is None else self.cfg.input_lengths.typical_max()]
         await self.prompts.calibrate(client, self.root, prompt_prefix("00000000-000000"), sizes)
         if self.cfg.dataset is not None:
@@ -326,6 +330,7 @@ class LoadGenerator:
             run_id=self.run_id,
             source=source_block("run"),
             server_capacity=self.server_capacity,
+            server_identity=self.server_identity,
         )
         if c.trace is not None:  # a trace replay: its arrivals and lengths, and the trace file it came from
             (i0, i1), (o0, o1) = c.trace.input_range, c.trace.output_range
@@ -553,6 +558,8 @@ class LoadGenerator:
             if c.budget:
                 self.emit({"type": "budget", **c.budget})  # the budget inputs given for this run
             self.say(f"target {self.label}, model {self.model}, api {c.api}")
+            for why in identity_problems(identity_of(hdr)):  # printed at start; the run goes on (not acceptance-grade)
+                self.say(term(f"WARNING: {why}; not acceptance-grade"))
             self.say(f"note: {self.prompts.note}")
             if self.server_capacity is not None:
                 from tui.sources.server_info import describe_capacity
