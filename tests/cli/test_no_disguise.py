@@ -54,7 +54,7 @@ def test_a_bug_in_a_command_is_exit_70_with_one_line_and_a_log_file(cache, monke
     assert len(lines) == 1, lines
     line = lines[0]
     assert line.startswith("servewatch: internal error")
-    assert " at tui/cli/report.py:run_report:" in line  # the failing place: the innermost frame of servewatch
+    assert " at tui/cli/report.py:report_at_settings:" in line  # the failing place: the innermost servewatch frame
     assert "ValueError: cannot convert float NaN to integer" in line
     assert "sk-abcdef1234567890" not in line  # scrubbed
     logs = list((cache / "servewatch").glob("crash-*.log"))

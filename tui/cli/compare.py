@@ -13,9 +13,10 @@ import sys
 
 import tui.core.defaults as D
 from tui.cli.chainopts import verify_key
-from tui.cli.options import slos_from_args
+from tui.cli.options import judge_at_from_args, slos_from_args
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
+from tui.core.verdict_settings import GOOD_FIELDS, worst_exit
 from tui.sources.evidence_monitor import NoRequests, compare_run
 from tui.sources.evidence_reader import ReadSettings, open_evidence
 
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         html_sampler(args.html)  # the folder checked before the files are read
     slos = slos_from_args(args)
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
+    judge_at = judge_at_from_args(args, GOOD_FIELDS)  # compare judges which request is good: the SLOs alone
     runs = []
     chains = []
     for path, pick in ((args.base, args.base_run), (args.cand, args.cand_run)):
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
             with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain
-                runs.append(compare_run(ev, slo_ttft_ms, slos))
+                runs.append(compare_run(ev, slo_ttft_ms, slos, judge_at=judge_at))
                 chains.append(ev.integrity)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -100,8 +102,16 @@ def run(args: argparse.Namespace) -> int:
             raise runs_problem(exc) from None
         except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
+    slos, sides = judged_at(runs, judge_at)
+    slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos,
                      allow_different_workload=bool(getattr(args, "allow_different_workload", False)))
+    result["verdict_settings"] = {"judged_at": slos.describe(),
+                                  **{side: res.to_dict() for side, res in zip(("base", "candidate"), sides)}}
+    code, why = worst_exit(result["exit_code"], zip(("base", "candidate"), sides))
+    if why:  # re-judged at weaker SLOs than a run's: its verdict is not the runs' (exit 3)
+        result["exit_code"] = code
+        result["settings_exit"] = "; ".join(why)
     integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
@@ -119,6 +129,18 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"servewatch: {SYNTHETIC_NEVER_0}", file=sys.stderr)
     return int(result["exit_code"])
+
+
+def judged_at(runs: list, judge_at) -> tuple[Slos, list]:
+    """The SLOs both runs are judged at (issue 35): each run's own where they agree, the flags given, and where
+    the runs were judged at different SLOs, both at the strictest of them (``common_values``); and each side's
+    ``Resolution`` (what it states, what changed, whether weaker)."""
+    from tui.core.verdict_settings import common_values, read_header, resolve
+
+    files = [read_header(r.get("header")) for r in runs]
+    at = common_values(files, judge_at)
+    sides = [resolve(f, at) for f in files]
+    return sides[0].effective.slos, sides
 
 
 def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:

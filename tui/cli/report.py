@@ -20,10 +20,12 @@ from tui.cli.options import (
     add_server_log_argument,
     add_teaching_argument,
     epilog,
+    judge_at_from_args,
     slos_from_args,
 )
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
+from tui.core.verdict_settings import settings_exit
 from tui.sources.evidence_monitor import monitor_of, not_records_problem
 from tui.sources.evidence_probe import input_problem
 from tui.sources.evidence_reader import LAST_RUN, WATCH, EvidenceRun, ReadSettings, open_evidence
@@ -73,14 +75,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None,
                  pick_run: int | None = None, verify_key: bytes | None = None,
-                 key_name: str = "the key given") -> Monitor:
+                 key_name: str = "the key given", judge_at=None) -> Monitor:
     """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable): the
     evidence reader (``tui.sources.evidence_reader``, a watch recording read as records) and its Monitor
     (``tui.sources.evidence_monitor.monitor_of``). ``pick_run``: run N (1-based), ``LAST_RUN``, None (a file
     of several runs raises ``SeveralRuns``)."""
     settings = ReadSettings(pick_run=pick_run, verify_key=verify_key, key_name=key_name, watch=False)
     with open_evidence(path, settings) as ev:
-        return monitor_of(ev, config, budget, budget_origin)
+        return monitor_of(ev, config, budget, budget_origin, judge_at=judge_at)
 
 
 def runs_problem(exc: Exception) -> UsageError:
@@ -145,7 +147,9 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
                     raise UsageError(f"--html: {path} is a watch recording; its report has no HTML form (a record "
                                      "file's has)")
                 return _report_watch(ev, args, out)
-            mon = monitor_of(ev, cfg, budget, origin, tap=None if sampler is None else sampler.add_many)
+            mon = monitor_of(ev, cfg, budget, origin, tap=None if sampler is None else sampler.add_many,
+                             judge_at=judge_at_from_args(args),
+                             settled=None if sampler is None else (lambda m: sampler.use_slos(m.cfg.slos)))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
@@ -158,10 +162,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     from tui.core.importers.limits import limit_snapshot
 
     snap = limit_snapshot(mon.snapshot())  # imported data without a time axis, or a sample: no verdict
-    try:
-        rep = build_report(snap, level=getattr(args, "required_level", None), server_log=server_log)
-    except LevelNotInFile as exc:
-        raise UsageError(exc) from None
+    cfg = mon.cfg  # the settings the file is judged at (issue 35: its run's own, re-judged where a flag differs)
+    rep, level_missing = report_at_settings(snap, getattr(args, "required_level", None), server_log=server_log)
     if snap.budget is not None:
         rep["budget"]["title"] = budget_title(snap.budget)
     if snap.records_integrity is not None:  # the digest chain (tui.core.chain)
@@ -174,9 +176,14 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     from tui.core.exitcodes import synthetic_exit
 
     state = rep["measured"]["verdict"]["state"]
-    code, synthetic_why = synthetic_exit(exit_code(state), snap.synthetic)
+    code, settings_why = settings_exit(exit_code(state), snap.settings)  # re-judged weaker: 3
+    if level_missing and code == 0:
+        code, settings_why = 3, level_missing
+    code, synthetic_why = synthetic_exit(code, snap.synthetic)
     rep["settings"] = settings_dict(cfg)
-    rep["exit"] = {"code": code, "synthetic": synthetic_why}
+    if snap.settings is not None:
+        rep["verdict_settings"] = snap.settings.to_dict(run_state(snap))
+    rep["exit"] = {"code": code, "synthetic": synthetic_why, "settings": settings_why}
     if getattr(args, "json", False):
         out.write(json.dumps(rep, indent=2, default=str) + "\n")
     else:
@@ -187,12 +194,60 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         text = text if line is None else f"{line}\n" + text
         if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
             text = _with_integrity(text, snap.records_integrity)
+        text = with_settings_lines(text, (rep.get("verdict_settings") or {}).get("lines") or []
+                                   + ([f"  {level_missing}"] if level_missing else []))
         out.write(text)
     if html_out:
         write_report_html(html_out, rep, snap, sampler, cfg)
     if synthetic_why:
         print(f"servewatch: {synthetic_why}", file=sys.stderr)
     return code
+
+
+def report_at_settings(snap, flag_level: float | None, **kw) -> tuple[dict, str | None]:
+    """``build_report`` at the required level the file is judged at (the run's own, or ``--required-level``):
+    a level the flag names that is not in the file is bad usage; one the RUN names (its verdict_settings) that is
+    not in the file is judged at the highest level tested, and returns why it cannot exit 0."""
+    res = snap.settings
+    level = res.effective.required_level if res is not None else flag_level
+    try:
+        return build_report(snap, level=level, **kw), None
+    except LevelNotInFile as exc:
+        if res is None or not res.from_run("required_level") or level is None:
+            raise UsageError(exc) from None
+    return build_report(snap, level=None, **kw), (f"the run's required level {level:g} is not in the file: judged at "
+                                                   "the highest level tested; it cannot exit 0")
+
+
+def run_state(snap) -> str | None:
+    """The verdict the run had at its OWN settings, when re-judged (at the run's required level)."""
+    res = snap.settings
+    if res is None or not res.rejudged or snap.run_levels is None or res.run is None:
+        return None
+    from tui.core.levels import judge_level
+    from tui.core.report import row_mode
+
+    try:
+        j = judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.run_levels),
+                        res.run.required_level)
+    except LevelNotInFile:
+        j = None
+    if j is not None:
+        return j.state
+    return None if snap.run_verdict is None else snap.run_verdict.state
+
+
+def with_settings_lines(text: str, lines: list[str]) -> str:
+    """The report text with what it was judged at (``tui.core.verdict_settings.Resolution.lines``) in its header
+    block: after the ``data from:`` line and the records-integrity lines (else after the first line)."""
+    if not lines:
+        return text
+    rows = text.split("\n")
+    at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
+    while at + 1 < len(rows) and (rows[at + 1].startswith(("records ", "  ")) and rows[at + 1].strip()):
+        at += 1
+    rows[at + 1:at + 1] = lines
+    return "\n".join(rows)
 
 
 def add_html_argument(parser: argparse.ArgumentParser, what: str) -> None:

@@ -34,10 +34,11 @@ import httpx
 
 import tui.sources.openai_http as oh
 from tui import __version__
-from tui.core.monitor import Monitor
+from tui.core.monitor import Monitor, settings_of
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
+from tui.core.verdict_settings import header_block as verdict_settings_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
@@ -323,6 +324,8 @@ class LoadGenerator:
             insecure=bool(c.insecure),
             headers=dict(self.header_names),
             slo=slo_header_block(c.monitor.slos, c.monitor.target),  # every SLO in force (tui.core.slos)
+            # issue 35: what this run is judged at, read back by every reader (tui.core.verdict_settings)
+            verdict_settings=verdict_settings_block(settings_of(c.monitor)),
             run_id=self.run_id,
             source=source_block("run"),
             server_capacity=self.server_capacity,
