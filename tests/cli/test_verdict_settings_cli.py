@@ -66,8 +66,11 @@ def test_a_real_run_is_judged_by_report_at_the_settings_it_was_run_at(tmp_path, 
                    "--requests", "24", "--no-gpu", "--record", str(rec), *judge])
     out = capsys.readouterr().out
     assert rc == 1 and "verdict=FAIL" in out, out
-    hdr = json.loads(rec.read_text().splitlines()[0])
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    hdr = lines[0]
     vs = hdr["verdict_settings"]
+    ends = [x for x in lines if x.get("type") == "step" and x.get("event") == "end"]
+    assert ends and all(x["verdict_settings"] == vs for x in ends)  # each step states what it was judged at
     assert (vs["ttft_ms"], vs["target"], vs["min_window_s"], vs["alpha"], vs["min_requests"], vs["ttft_of"]) == \
         (50.0, 0.99, 0.0, 0.05, None, "answer")
     rc, rep, _ = _report(capsys, str(rec))

@@ -72,7 +72,15 @@ from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictS
 from tui.core.textfmt import fmt_minutes
 from tui.core.token_counts import TokenTally
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
-from tui.core.verdict_settings import NO_SETTINGS, JudgeAt, Resolution, VerdictSettings, read_header
+from tui.core.verdict_settings import (
+    NO_SETTINGS,
+    VERDICT_SETTINGS,
+    FileSettings,
+    JudgeAt,
+    Resolution,
+    VerdictSettings,
+    read_header,
+)
 from tui.core.verdict_settings import resolve as resolve_settings
 
 GIB = 2**30
@@ -363,6 +371,7 @@ class Monitor:
         #: request); None: ``config`` as given (the load generator's own Monitor, which writes the header)
         self._judge_at = judge_at
         self.settings: Resolution | None = None
+        self._file_settings: FileSettings | None = None  # what the run header states (held against step records)
         #: when a reader re-judges at other settings: a second Monitor at the run's own, for "the run was judged
         #: at 50 ms: FAIL" (fed the same records; only while re-judging)
         self._shadow: Monitor | None = None
@@ -478,13 +487,33 @@ class Monitor:
     def _adopt(self, header: dict | None) -> None:
         at = self._judge_at
         assert at is not None
-        res = resolve_settings(read_header(header), at)
+        self._file_settings = fs = read_header(header)
+        res = resolve_settings(fs, at)
         self.settings = res
         self._use_config(config_at(self.cfg, res.effective))
         if res.rejudged and res.run is not None:
             self._shadow = Monitor(config_at(self.cfg, res.run), source=self.source)
         for problem in res.problems:
             self.block_pass(problem)
+
+    def _check_step_settings(self, s: StepRecord, block: Any) -> None:
+        """A step end record states the settings its step was judged at (as `run` writes them): held against the
+        run header's; a difference, or settings the header no longer states, forbids PASS run-wide."""
+        step = read_header({"verdict_settings": block})
+        own = self._file_settings
+        name = evidence.level_name(s.level, s.round, s.mode)
+        if step.problems:
+            self.block_pass(f"{name}: its step end record's verdict_settings is malformed: the settings it was "
+                            "judged at are unknown")
+        elif own is None or own.origin != VERDICT_SETTINGS:
+            self.block_pass(f"{name}: its step end record states verdict settings ({block.get('text')}) and the run "
+                            "header does not: the header's settings were removed or edited")
+        else:
+            diff = [k for k in step.values if step.values[k] != own.values.get(k)]
+            if diff:
+                self.block_pass(f"{name}: its step end record states other verdict settings than the run header ("
+                                + "; ".join(f"{k}: {step.values[k]!r} vs {own.values.get(k)!r}" for k in diff)
+                                + "): the settings were edited")
 
     def run_settings_monitor(self) -> Monitor:
         """The Monitor that judges at the run's own settings: this one, or the second one when re-judging."""
@@ -740,6 +769,8 @@ class Monitor:
             lp = info.get("lateness_p99_ms")
             if isinstance(lp, (int, float)):
                 st.lateness_p99_ms = float(lp)
+            if self._judge_at is not None and "verdict_settings" in info:
+                self._check_step_settings(s, info["verdict_settings"])
             self.step_info[(s.level, s.round)] = dict(info)
 
     def add_many(self, items: Iterable) -> None:

@@ -275,3 +275,51 @@ def test_the_monitor_judges_at_the_header_and_keeps_the_run_verdict_when_re_judg
     plain = Monitor(MonitorConfig())  # no judge_at: the config as given (the load generator's own Monitor)
     plain.add_many(_records(strict))
     assert plain.snapshot().settings is None and plain.cfg.slos.ttft_ms == D.SLO_TTFT_MS
+
+
+def _stream(rng: random.Random, n: int, p_slow: float, bursty: bool) -> list:
+    """``n`` complete requests about a second apart; a share ``p_slow`` slow (TTFT 0.3-2.5 s, else 0.05-0.6 s),
+    independently or in runs of 5 (bursty)."""
+    out = []
+    t = 1_767_225_600.0
+    left = 0
+    for i in range(n):
+        if bursty:
+            if left == 0 and rng.random() < p_slow / 5:
+                left = 5
+            slow, left = left > 0, max(0, left - 1)
+        else:
+            slow = rng.random() < p_slow
+        ttft = rng.uniform(0.3, 2.5) if slow else rng.uniform(0.05, 0.6)
+        out.append(parse_object({"type": "request", "id": f"r{i}", "t_sent": t, "t_first_token": t + ttft,
+                                 "t_end": t + ttft + 0.5, "complete": True, "output_tokens": 8, "level": 1,
+                                 "phase": "measure"}))
+        t += rng.uniform(0.5, 1.5)
+    return out
+
+
+def _state(vs: VerdictSettings, items: list) -> str:
+    mon = Monitor(config_at(MonitorConfig(), vs))
+    mon.add_many(items)
+    mon.finish()
+    return mon.snapshot().verdict.state
+
+
+def test_property_a_re_judgement_at_least_as_strict_never_makes_a_pass():
+    """Seeded simulation: the premise of the exit rule. On 100 random runs (independent and bursty misses), a
+    re-judgement at settings at least as strict on every setting (a lower TTFT SLO, a higher target, a lower alpha,
+    a longer window) is never PASS where the run's own settings were not."""
+    rng = random.Random(3535)
+    for case in range(100):
+        items = _stream(rng, rng.choice([300, 800, 1500]), rng.choice([0.0, 0.01, 0.03, 0.08]), rng.random() < 0.5)
+        run = VerdictSettings(slos=Slos(ttft_ms=rng.choice([500.0, 800.0, 1000.0, 2000.0])),
+                              target=rng.choice([0.9, 0.95, 0.97]), alpha=rng.choice([0.05, 0.1]),
+                              min_window_s=rng.choice([0.0, 60.0, 300.0]))
+        strict = VerdictSettings(slos=Slos(ttft_ms=run.slos.ttft_ms * rng.choice([1.0, 0.9, 0.7])),
+                                 target=min(0.99, run.target + rng.choice([0.0, 0.01, 0.02])),
+                                 alpha=run.alpha * rng.choice([1.0, 0.5, 0.2]),
+                                 min_window_s=run.min_window_s + rng.choice([0.0, 60.0, 600.0]))
+        res = resolve(_file(run), JudgeAt(strict, frozenset(FIELDS) - {"required_level", "min_requests"}))
+        assert not res.weaker, case
+        if _state(strict, items) == "PASS":
+            assert _state(run, items) == "PASS", (case, run, strict)

@@ -504,7 +504,11 @@ class LoadGenerator:
             except Exception:  # noqa: BLE001 (a side channel must not stop the run)
                 verdict = None
         assert step.t1 is not None
-        return step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms)
+        end = step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms)
+        if step.phase == "measure":  # issue 35: the settings this step was judged at, as the header states them (a
+            # reader holds one against the other: an edit of the header's settings alone is detected)
+            end["verdict_settings"] = verdict_settings_block(settings_of(self.cfg.monitor))
+        return end
 
     async def _ticker(self) -> None:
         t0 = perf_counter()
