@@ -32,7 +32,8 @@ from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
 
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
-                   "3 evidence missing, 2 bad usage or unreadable input")
+                   "3 evidence missing or not acceptance-grade (a window under 10 min, a target under 0.9, alpha "
+                   "above 0.05; a file re-judged at weaker settings than its run's), 2 bad usage or unreadable input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

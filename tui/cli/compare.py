@@ -23,7 +23,7 @@ from tui.sources.evidence_reader import ReadSettings, open_evidence
 __all__ = ["NoRequests", "add_arguments", "load_run", "run"]
 
 COMPARE_EXIT_DOC = ("exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE (also: the workloads differ, "
-                    "without --allow-different-workload), 2 bad usage or input")
+                    "without --allow-different-workload; re-judged at weaker SLOs than a run's), 2 bad usage or input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -29,7 +29,8 @@ from tui.cli.options import (
 )
 
 PLAN_EXIT_DOC = ("exit codes: 0 the plan stands on the evidence, 1 no level met the SLO, 3 evidence missing "
-                 "(SYNTHETIC, settings not acceptance-grade, no level decided), 2 bad usage or unreadable input")
+                 "(SYNTHETIC, settings not acceptance-grade: a window under 10 min, a target under 0.9, alpha above "
+                 "0.05; re-judged weaker than a run's settings; no level decided), 2 bad usage or unreadable input")
 FLEET_URL = "FLEET_URL"  # the placeholder of the check command without --fleet-url
 
 
