@@ -258,3 +258,21 @@ def _open_sweep(tmp: Path) -> Path:
                    output_tokens={"min": 32, "max": 32}, ignore_eos=True)
     hdr["run_id"] = "sweep"
     return E.write(tmp / "sweep.jsonl", E.assemble(hdr, steps))
+
+
+def test_the_runs_required_level_is_judged_and_one_not_in_the_file_never_exits_0(tmp_path, capsys):
+    f = _file(tmp_path, "lv4.jsonl", VerdictSettings(required_level=4.0))
+    rc, rep, _ = _report(capsys, f)
+    assert rc == 0 and rep["judged"]["level"] == 4 and rep["verdict_settings"]["judged_at"]["required_level"] == 4
+    f = _file(tmp_path, "lv8.jsonl", VerdictSettings(required_level=8.0))  # the file holds level 4 only
+    rc, rep, _ = _report(capsys, f)
+    assert rc == 3 and rep["measured"]["verdict"]["state"] == "PASS"
+    assert rep["exit"]["settings"].startswith("the run's required level 8 is not in the file")
+    rc, out = _text(capsys, f)
+    assert rc == 3 and "the run's required level 8 is not in the file" in out
+    assert main(["report", f, "--required-level", "16"]) == 2  # a flag naming a level not there: bad usage
+    capsys.readouterr()
+    rc = main(["accept", "--records", f, "--out", str(tmp_path / "acc"), "--no-html", "--params", "7e9",
+               "--gpu-gib", "24"])
+    out = capsys.readouterr().out
+    assert rc == 3 and "the runs' required level 8 is not in the files" in out and "NOT ready" in out

@@ -201,7 +201,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         A.measured_section(runs, None, required_level)  # a level not in the files: exit 2 before writing
     except A.LevelNotInFile as exc:
-        raise UsageError(str(exc)) from None
+        from tui.cli.options import given_settings
+
+        if required_level is None or "required_level" in given_settings(args):
+            raise UsageError(str(exc)) from None
+        # the level the RUNS name (their verdict_settings) is not in them: the highest tested, never "ready"
+        weaker.append(f"the runs' required level {required_level:g} is not in the files: judged at the highest "
+                      "level tested")
+        required_level = None
     doc = A.build_acceptance(
         runs=runs,
         budget=budget,
@@ -278,8 +285,8 @@ def judged_settings(runs: list, cfg, flag_level: float | None) -> tuple:
     file its ``verdict_settings`` document, the files re-judged weaker than their runs' with the reason). Files
     judged at different settings (standard input, whose header is read once, by the judging pass, stating others)
     are refused: one verdict is judged at one setting. Also `plan`'s."""
-    from tui.cli.report import run_state
     from tui.core.monitor import config_at
+    from tui.core.report import run_state
     from tui.core.verdict_settings import settings_exit
 
     docs, weaker, effective = [], [], []

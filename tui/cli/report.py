@@ -24,7 +24,7 @@ from tui.cli.options import (
     slos_from_args,
 )
 from tui.core.monitor import Monitor, MonitorConfig
-from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
+from tui.core.report import exit_code, format_report, report_at_settings, run_state
 from tui.core.verdict_settings import settings_exit
 from tui.sources.evidence_monitor import monitor_of, not_records_problem
 from tui.sources.evidence_probe import input_problem
@@ -194,7 +194,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         text = text if line is None else f"{line}\n" + text
         if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
             text = _with_integrity(text, snap.records_integrity)
-        text = with_settings_lines(text, (rep.get("verdict_settings") or {}).get("lines") or []
+        text = with_settings_lines(text, list((rep.get("verdict_settings") or {}).get("lines") or ())
                                    + ([f"  {level_missing}"] if level_missing else []))
         out.write(text)
     if html_out:
@@ -202,39 +202,6 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     if synthetic_why:
         print(f"servewatch: {synthetic_why}", file=sys.stderr)
     return code
-
-
-def report_at_settings(snap, flag_level: float | None, **kw) -> tuple[dict, str | None]:
-    """``build_report`` at the required level the file is judged at (the run's own, or ``--required-level``):
-    a level the flag names that is not in the file is bad usage; one the RUN names (its verdict_settings) that is
-    not in the file is judged at the highest level tested, and returns why it cannot exit 0."""
-    res = snap.settings
-    level = res.effective.required_level if res is not None else flag_level
-    try:
-        return build_report(snap, level=level, **kw), None
-    except LevelNotInFile as exc:
-        if res is None or not res.from_run("required_level") or level is None:
-            raise UsageError(exc) from None
-    return build_report(snap, level=None, **kw), (f"the run's required level {level:g} is not in the file: judged at "
-                                                   "the highest level tested; it cannot exit 0")
-
-
-def run_state(snap) -> str | None:
-    """The verdict the run had at its OWN settings, when re-judged (at the run's required level)."""
-    res = snap.settings
-    if res is None or not res.rejudged or snap.run_levels is None or res.run is None:
-        return None
-    from tui.core.levels import judge_level
-    from tui.core.report import row_mode
-
-    try:
-        j = judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.run_levels),
-                        res.run.required_level)
-    except LevelNotInFile:
-        j = None
-    if j is not None:
-        return j.state
-    return None if snap.run_verdict is None else snap.run_verdict.state
 
 
 def with_settings_lines(text: str, lines: list[str]) -> str:
