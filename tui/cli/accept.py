@@ -33,7 +33,8 @@ from tui.core.quality.policy import QualityPolicy
 from tui.core.textsafe import term
 
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
-                   "3 evidence missing, 2 bad usage or unreadable input")
+                   "3 evidence missing or not acceptance-grade (a window under 10 min, a target under 0.9, alpha "
+                   "above 0.05; a file re-judged at weaker settings than its run's), 2 bad usage or unreadable input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -181,11 +182,13 @@ def run(args: argparse.Namespace) -> int:
     pending = isinstance(budget, MemoryMissing)
     input_notes: list[str] = []
     samplers: dict[str, object] = {}  # per record file, the HTML charts' bounded sample (tui.core.chartdata)
-    from tui.cli.evidence_files import judged_monitors
+    from tui.cli.evidence_files import files_judge_at, judged_monitors
     from tui.core.chartdata import RunSampler
 
     tap_for = None if args.no_html else (lambda: RunSampler(cfg.slos))
-    for mon, sampler in judged_monitors(args, cfg, budget, budget_origin, input_notes, tap_for):
+    # issue 35: each file judged at its run's settings, the flags given, or one common setting (files_judge_at)
+    for mon, sampler in judged_monitors(args, cfg, budget, budget_origin, input_notes, tap_for,
+                                        judge_at=files_judge_at(args)):
         from tui.core.importers.limits import limit_snapshot
 
         snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict
@@ -197,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         runs.append(A.RunInput(source=mon.source, snapshot=snap, received=snap.tokens))  # counted tokens, run-wide
         samplers[mon.source] = sampler
     runs = one_target(runs, args.model, input_notes)
+    cfg, required_level, settings_docs, weaker = judged_settings(runs, cfg, args.required_level)
     if pending:
         budget, budget_origin = record_budget if record_budget is not None else (None, None)
     elif budget is None and record_budget is not None:  # the first file's budget record (verified on load)
@@ -207,9 +211,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
     try:
-        A.measured_section(runs, None, args.required_level)  # a level not in the files: exit 2 before writing
+        A.measured_section(runs, None, required_level)  # a level not in the files: exit 2 before writing
     except A.LevelNotInFile as exc:
-        raise UsageError(str(exc)) from None
+        from tui.cli.options import given_settings
+
+        if required_level is None or "required_level" in given_settings(args):
+            raise UsageError(str(exc)) from None
+        # the level the RUNS name (their verdict_settings) is not in them: the highest tested, never "ready"
+        weaker.append(f"the runs' required level {required_level:g} is not in the files: judged at the highest "
+                      "level tested")
+        required_level = None
     doc = A.build_acceptance(
         runs=runs,
         budget=budget,
@@ -224,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         target=cfg.target,
         alpha=cfg.alpha,
         min_window_s=cfg.min_window_s,
-        required_level=args.required_level,
+        required_level=required_level,
         generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
         generated_at=_now_iso(),
         quality_policy=QualityPolicy(args.quality_margin, args.quality_alpha, args.quality_min_cases),
@@ -233,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
         input_notes=input_notes,
         server_log=server_log,
         quality_integrity=quality_integrity,
+        verdict_settings=settings_docs,
+        rejudged_weaker=weaker,
     )
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
@@ -271,6 +284,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {term(doc['quality']['integrity']['summary'])}")
     if doc["measured"].get("judged"):
         print(f"  {term(doc['measured']['judged']['text'])}")
+    for vs in settings_docs:  # what each file was judged at (issue 35)
+        for line in vs["lines"]:
+            print(term(f"  {vs['source']}: {line.strip()}"))
     if doc["budget"].get("capacity_vs_server"):
         print(f"  {term(doc['budget']['capacity_vs_server'])}")
     for line in c["missing_or_failed"]:
@@ -279,6 +295,36 @@ def run(args: argparse.Namespace) -> int:
         print(term(f"  {src}: {ri.summary}"))
     print(term("wrote " + ", ".join(written)))
     return int(doc["exit_code"])
+
+
+def judged_settings(runs: list, cfg, flag_level: float | None) -> tuple:
+    """What the record files were judged at together (issue 35): (the Monitor settings, the required level, per
+    file its ``verdict_settings`` document, the files re-judged weaker than their runs' with the reason). Files
+    judged at different settings (standard input, whose header is read once, by the judging pass, stating others)
+    are refused: one verdict is judged at one setting. Also `plan`'s."""
+    from tui.core.monitor import config_at
+    from tui.core.report import run_state
+    from tui.core.verdict_settings import settings_exit
+
+    docs, weaker, effective = [], [], []
+    for r in runs:
+        src, snap = (r.source, r.snapshot) if hasattr(r, "snapshot") else r
+        res = snap.settings
+        if res is None:
+            continue
+        docs.append({"source": src, **res.to_dict(run_state(snap))})
+        _code, why = settings_exit(0, res)
+        if why:
+            weaker.append(f"{src}: {why}")
+        effective.append(res.effective)
+    if not effective:
+        return cfg, flag_level, docs, weaker
+    if any(e != effective[0] for e in effective[1:]):
+        raise UsageError("the record files are judged at different settings ("
+                         + "; ".join(f"{d['source']}: " + next(x for x in d["lines"] if x.startswith("settings:"))
+                                     for d in docs)
+                         + "): give the settings to judge all of them at as flags")
+    return config_at(cfg, effective[0]), effective[0].required_level, docs, weaker
 
 
 def accept_chart_data(doc: dict, runs: list, samplers: dict, cfg) -> dict:

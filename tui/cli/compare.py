@@ -14,10 +14,11 @@ import sys
 import tui.core.defaults as D
 from tui.cli.chainopts import verify_key
 from tui.cli.evidence_files import same_file_as
-from tui.cli.options import slos_from_args
+from tui.cli.options import judge_at_from_args, slos_from_args
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
 from tui.core.textsafe import term
+from tui.core.verdict_settings import GOOD_FIELDS, worst_exit
 from tui.sources.evidence_monitor import NoRequests, compare_run
 from tui.sources.evidence_reader import ReadSettings, open_evidence
 
@@ -25,7 +26,7 @@ __all__ = ["NoRequests", "add_arguments", "load_run", "run"]
 
 COMPARE_EXIT_DOC = ("exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE (also: the same run on both "
                     "sides; a different served model, engine or workload, or an unknown workload, without "
-                    "--allow-different FIELD), 2 bad usage or input")
+                    "--allow-different FIELD; re-judged at weaker SLOs than a run's), 2 bad usage or input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     slos = slos_from_args(args)
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     allow = _allowed(args)
+    judge_at = judge_at_from_args(args, GOOD_FIELDS)  # compare judges which request is good: the SLOs alone
     runs = []
     chains = []
     seen: dict[object, str] = {}
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
             with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain
-                runs.append(compare_run(ev, slo_ttft_ms, slos))
+                runs.append(compare_run(ev, slo_ttft_ms, slos, judge_at=judge_at))
                 chains.append(ev.integrity)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -114,8 +116,16 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(exc) from None
     if same_file is not None and (args.base_run or args.cand_run) and args.base_run != args.cand_run:
         same_file = None  # two different runs of one file: the run ids and the request data still say if they are one
+    slos, sides = judged_at(runs, judge_at)
+    slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos,
                      allow_different=allow, same_file=same_file)
+    result["verdict_settings"] = {"judged_at": slos.describe(),
+                                  **{side: res.to_dict() for side, res in zip(("base", "candidate"), sides)}}
+    code, why = worst_exit(result["exit_code"], zip(("base", "candidate"), sides))
+    if why:  # re-judged at weaker SLOs than a run's: its verdict is not the runs' (exit 3)
+        result["exit_code"] = code
+        result["settings_exit"] = "; ".join(why)
     integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
     if args.out:
@@ -147,6 +157,18 @@ def _allowed(args: argparse.Namespace) -> frozenset[str]:
     if getattr(args, "allow_different_workload", False):
         allow |= {"workload"}
     return allow
+
+
+def judged_at(runs: list, judge_at) -> tuple[Slos, list]:
+    """The SLOs both runs are judged at (issue 35): each run's own where they agree, the flags given, and where
+    the runs were judged at different SLOs, both at the strictest of them (``common_values``); and each side's
+    ``Resolution`` (what it states, what changed, whether weaker)."""
+    from tui.core.verdict_settings import common_values, read_header, resolve
+
+    files = [read_header(r.get("header")) for r in runs]
+    at = common_values(files, judge_at)
+    sides = [resolve(f, at) for f in files]
+    return sides[0].effective.slos, sides
 
 
 def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:

@@ -23,6 +23,44 @@ from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-expo
 from tui.core.lengths import LengthDist, parse_lengths
 from tui.core.slos import TTFT_OF, Slos
 from tui.core.thinktime import ThinkDist, parse_think_time
+from tui.core.verdict_settings import TARGET_USAGE_FLOOR, JudgeAt
+
+#: the namespace attribute holding the verdict flags the user GAVE (issue 35: a flag that differs from the run's
+#: own setting re-judges; one left at its default does not): set by the ``Given`` action
+GIVEN = "verdict_flags_given"
+#: each verdict flag's argparse dest -> the setting it sets (``tui.core.verdict_settings.FIELDS``)
+DEST_TO_SETTING = {"slo_ttft_ms": "ttft_ms", "slo_tpot_ms": "tpot_ms", "slo_itl_ms": "itl_ms", "slo_e2e_ms": "e2e_ms",
+                   "ttft_of": "ttft_of", "target": "target", "alpha": "alpha", "min_window_minutes": "min_window_s",
+                   "min_requests": "min_requests", "required_level": "required_level"}
+
+
+class Given(argparse.Action):
+    """Stores the value (as ``store`` does) and remembers that the flag was given (``GIVEN``): the defaults stay
+    the values (``--help`` and every reader of ``args.target`` unchanged), and a reader knows which were given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, GIVEN, frozenset(getattr(namespace, GIVEN, frozenset())) | {self.dest})
+
+
+def given_settings(args: argparse.Namespace) -> frozenset[str]:
+    """The verdict settings the user gave as flags (``tui.core.verdict_settings.FIELDS`` names)."""
+    return frozenset(DEST_TO_SETTING[d] for d in getattr(args, GIVEN, frozenset()) if d in DEST_TO_SETTING)
+
+
+def judge_at_from_args(args: argparse.Namespace, fields: tuple[str, ...] | None = None) -> JudgeAt:
+    """What a reader's flags ask (``tui.core.verdict_settings.JudgeAt``): every setting's value (the defaults
+    where not given) and which were given. ``fields``: the settings the command judges on (default: all)."""
+    from tui.core.verdict_settings import FIELDS, VerdictSettings
+
+    slos = slos_from_args(args)
+    values = VerdictSettings(slos=slos, target=getattr(args, "target", D.TARGET),
+                             alpha=getattr(args, "alpha", D.ALPHA),
+                             min_window_s=getattr(args, "min_window_minutes", D.MIN_WINDOW_MINUTES) * 60.0,
+                             min_requests=getattr(args, "min_requests", None),
+                             required_level=getattr(args, "required_level", None))
+    return JudgeAt(values=values, given=given_settings(args), fields=fields or FIELDS)
 
 # ------------------------------------------------------------------ help
 
@@ -86,6 +124,15 @@ def fraction(text: str) -> float:
     v = positive_float(text)
     if not v < 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return v
+
+
+def target_fraction(text: str) -> float:
+    """``--target``: from 0.5 up to below 1 (a good fraction under one half is no target: bad usage everywhere)."""
+    v = _number(text)
+    if not TARGET_USAGE_FLOOR <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least {TARGET_USAGE_FLOOR:g} and below 1 (a good fraction under "
+                                         f"one half is no target), got {text}")
     return v
 
 
@@ -174,13 +221,14 @@ def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
     """The SLO / verdict flags shared by report, replay, run, live, sweep and accept."""
     g = parser.add_argument_group("acceptance target")
     add_slo_arguments(g)
-    g.add_argument("--target", type=fraction, default=D.TARGET, metavar="FRACTION",
-                   help=f"required good fraction (default {D.TARGET:g})")
-    g.add_argument("--alpha", type=fraction, default=D.ALPHA, metavar="FRACTION",
+    g.add_argument("--target", type=target_fraction, default=D.TARGET, metavar="FRACTION", action=Given,
+                   help=f"required good fraction, at least {TARGET_USAGE_FLOOR:g} (default {D.TARGET:g})")
+    g.add_argument("--alpha", type=fraction, default=D.ALPHA, metavar="FRACTION", action=Given,
                    help=f"error level of the anytime-valid verdict test (default {D.ALPHA:g})")
     g.add_argument("--min-window-minutes", type=non_negative_float, default=D.MIN_WINDOW_MINUTES, metavar="MINUTES",
+                   action=Given,
                    help=f"minimum observation time before PASS can be declared (default {D.MIN_WINDOW_MINUTES:g})")
-    g.add_argument("--min-requests", type=positive_int, default=None, metavar="N",
+    g.add_argument("--min-requests", type=positive_int, default=None, metavar="N", action=Given,
                    help="minimum measured requests (default: the fewest with which PASS is possible)")
 
 
@@ -203,18 +251,18 @@ def slos_from_args(args: argparse.Namespace) -> Slos:
 
 def add_slo_arguments(g: argparse._ActionsContainer) -> None:
     """The SLO flags (``slos_from_args`` turns them into ``Slos``): in ``add_acceptance_arguments``, and `compare`."""
-    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS",
+    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS", action=Given,
                    help="a request is good when it completes AND meets every SLO given: time to first (answer) "
                         f"token at most this (default {D.SLO_TTFT_MS:g}; off: not judged)")
-    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS",
+    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
                    help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
                         "(default: off)")
-    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS",
+    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
                    help="the largest gap between two consecutive tokens at most this (a stall the user sees; "
                         "default: off)")
-    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS",
+    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
                    help="request sent to last token at most this (default: off; MS or off)")
-    g.add_argument("--ttft-of", choices=TTFT_OF, default="answer",
+    g.add_argument("--ttft-of", choices=TTFT_OF, default="answer", action=Given,
                    help="what the TTFT SLO judges on a reasoning model: the first answer token (answer, the "
                         "stricter: fast reasoning must not look fast) or the first token of any kind (any, when "
                         "the product shows the reasoning) (default answer)")
@@ -223,7 +271,7 @@ def add_slo_arguments(g: argparse._ActionsContainer) -> None:
 def add_required_level_argument(parser: argparse.ArgumentParser) -> None:
     """--required-level (alias --level): the level the measured verdict judges. Same flag in report and accept."""
     parser.add_argument("--required-level", "--level", dest="required_level", type=positive_float, default=None,
-                        metavar="LEVEL",
+                        metavar="LEVEL", action=Given,
                         help="the load the deployment must carry (concurrency or req/s); the measured verdict judges "
                              "this level (default: the highest level tested); a level not in the file is refused "
                              "(exit 2). --level is an alias")

@@ -100,7 +100,10 @@ def run(args: argparse.Namespace) -> int:
     recorded = record_run(cfg)
     if recorded.failed is not None:
         return recorded.failed
-    mon = analyse_file(cfg.record, monitor_config_from_args(args), given, pick_run=LAST_RUN)  # this run only
+    from tui.cli.options import judge_at_from_args
+
+    mon = analyse_file(cfg.record, monitor_config_from_args(args), given, pick_run=LAST_RUN,  # this run only,
+                       judge_at=judge_at_from_args(args))  # at the settings its header states (the flags')
     summary = sweep_summary(mon.snapshot(), mon.budget if isinstance(given, MemoryMissing) else budget, cfg.record)
     summary["record"] = cfg.record
     if summary.get("capacity_bracket") is not None:

@@ -84,6 +84,10 @@ class RunSampler:
         self.steps: list[tuple[float, str, float | None, int]] = []
         self.t0: float | None = None
 
+    def use_slos(self, slos: Slos) -> None:
+        """Classify by ``slos`` from now on (the settings the Monitor settled on, before any request came)."""
+        self.classify = slo_rule(slos)
+
     def add_many(self, items: Iterable) -> None:
         """The hot path (every record of a 1M-request report passes here once): per request a type check, the
         level's box (the last one reused while the level stays the same) and the stride test inline."""

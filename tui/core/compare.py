@@ -415,6 +415,18 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "N/A" if v is None else fmt.format(v)
 
 
+def _settings_markdown(cmp: dict) -> list[str]:
+    """What each run was judged at (issue 35: ``cmp["verdict_settings"]``, set by the command line)."""
+    vs = cmp.get("verdict_settings") or {}
+    out = []
+    for side in ("base", "candidate"):
+        for line in (vs.get(side) or {}).get("lines") or ():
+            out.append(f"- {side} {str(line).strip()}")
+    if cmp.get("settings_exit"):
+        out.append(f"- exit 3: {cmp['settings_exit']}")
+    return out
+
+
 def to_markdown(cmp: dict) -> str:
     b, c = cmp["base"], cmp["candidate"]
     title = (cmp["verdict"] + (f" ({cmp['verdict_note']})" if cmp.get("verdict_note") else "")
@@ -428,6 +440,7 @@ def to_markdown(cmp: dict) -> str:
              f"- good = completed AND {_good_text(cmp)}; margin {100 * cmp['margin']:.1f} points; "
              f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
              *_workload_markdown(cmp),
+             *_settings_markdown(cmp),
              f"- {md(cmp['reason'])}", ""]
     for w in cmp["warnings"]:
         lines.append(f"> WARNING: {md(w)}")

@@ -75,6 +75,16 @@ from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictS
 from tui.core.textfmt import fmt_minutes, fmt_span
 from tui.core.token_counts import TokenTally
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
+from tui.core.verdict_settings import (
+    NO_SETTINGS,
+    VERDICT_SETTINGS,
+    FileSettings,
+    JudgeAt,
+    Resolution,
+    VerdictSettings,
+    read_header,
+)
+from tui.core.verdict_settings import resolve as resolve_settings
 
 GIB = 2**30
 EVIDENCE_CAP = evidence.EVIDENCE_CAP
@@ -125,6 +135,21 @@ class MonitorConfig:
             raise ValueError("alpha must be between 0 and 1 (for example 0.05)")
         if self.min_window_s < 0:
             raise ValueError("min_window_s must be >= 0")
+
+
+def config_at(cfg: MonitorConfig, vs: VerdictSettings) -> MonitorConfig:
+    """``cfg`` with the verdict settings ``vs`` (``tui.core.verdict_settings``); the views (rolling window, ...)
+    kept."""
+    s = vs.slos
+    return dataclasses.replace(cfg, slo_ttft_ms=defaults.SLO_TTFT_MS if s.ttft_ms is None else s.ttft_ms, slos=s,
+                               target=vs.target, alpha=vs.alpha, min_window_s=vs.min_window_s,
+                               min_requests=vs.min_requests)
+
+
+def settings_of(cfg: MonitorConfig, required_level: float | None = None) -> VerdictSettings:
+    """The verdict settings of ``cfg`` (and the required level): what a load command writes into its header."""
+    return VerdictSettings(slos=cfg.slos, target=cfg.target, alpha=cfg.alpha, min_window_s=cfg.min_window_s,
+                           min_requests=cfg.min_requests, required_level=required_level)
 
 
 def _episode_note(judge: LevelJudge) -> str:
@@ -357,8 +382,17 @@ class Monitor:
     with ``tui.sources.base.MonitorSink`` when a source thread feeds it."""
 
     def __init__(self, config: MonitorConfig | None = None, budget: Any = None, source: str = "",
-                 budget_origin: str | None = None) -> None:
-        self.cfg = cfg = config or MonitorConfig()
+                 budget_origin: str | None = None, judge_at: JudgeAt | None = None) -> None:
+        cfg = config or MonitorConfig()
+        #: issue 35: a reader's Monitor judges a file at the settings its run header states (``judge_at``: what
+        #: the reader's flags change, ``tui.core.verdict_settings.resolve``), settled at the header (before any
+        #: request); None: ``config`` as given (the load generator's own Monitor, which writes the header)
+        self._judge_at = judge_at
+        self.settings: Resolution | None = None
+        self._file_settings: FileSettings | None = None  # what the run header states (held against step records)
+        #: when a reader re-judges at other settings: a second Monitor at the run's own, for "the run was judged
+        #: at 50 ms: FAIL" (fed the same records; only while re-judging)
+        self._shadow: Monitor | None = None
         #: a budget given without its memory input (issue 22): completed from the run header (NVML, else the
         #: engine's own KV space) when it comes; until then, and when neither is there, the budget is unknown
         self.memory_pending: MemoryMissing | None = budget if isinstance(budget, MemoryMissing) else None
@@ -377,11 +411,7 @@ class Monitor:
         self._budget_view_key: tuple | None = None
         self._budget_view: BudgetView | None = None
         self.source = source
-        self.test = MixtureTest(cfg.target, cfg.alpha)
-        self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
-        self.slo_s = cfg.slo_ttft_ms / 1000.0
-        self._slo_ms = cfg.slo_ttft_ms
-        self._classify = slo_rule(cfg.slos)  # the one rule (tui.core.slos)
+        self._use_config(cfg)
         # measured requests cancelled (by the user or by servewatch), per (level, round): still open
         # (excluded from the good fraction and the verdict) / already past the SLO (counted as failed)
         self.cancelled_open: dict[tuple, int] = {}
@@ -451,11 +481,70 @@ class Monitor:
         self.contradictions = 0
         self.finished = False  # ``finish()`` ran: the whole file has been read
 
+    def _use_config(self, cfg: MonitorConfig) -> None:
+        """The verdict settings in force (before any request is judged)."""
+        self.cfg = cfg
+        self.test = MixtureTest(cfg.target, cfg.alpha)
+        self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
+        self.slo_s = cfg.slo_ttft_ms / 1000.0
+        self._slo_ms = cfg.slo_ttft_ms
+        self._classify = slo_rule(cfg.slos)  # the one rule (tui.core.slos)
+
+    # ------------------------------------------------------------------ the run's settings (issue 35)
+    def _settle(self, items: Iterable) -> list:
+        """Before the first request: the settings this file is judged at, from its run header (or none)."""
+        items = list(items)
+        for it in items:
+            if isinstance(it, RunHeader):
+                self._adopt(it.data)
+                break
+            if type(it) is RequestRecord:
+                self._adopt(None)
+                break
+        return items
+
+    def _adopt(self, header: dict | None) -> None:
+        at = self._judge_at
+        assert at is not None
+        self._file_settings = fs = read_header(header)
+        res = resolve_settings(fs, at)
+        self.settings = res
+        self._use_config(config_at(self.cfg, res.effective))
+        if res.rejudged and res.run is not None:
+            self._shadow = Monitor(config_at(self.cfg, res.run), source=self.source)
+        for problem in res.problems:
+            self.block_pass(problem)
+
+    def _check_step_settings(self, s: StepRecord, block: Any) -> None:
+        """A step end record states the settings its step was judged at (as `run` writes them): held against the
+        run header's; a difference, or settings the header no longer states, forbids PASS run-wide."""
+        step = read_header({"verdict_settings": block})
+        own = self._file_settings
+        name = evidence.level_name(s.level, s.round, s.mode)
+        if step.problems:
+            self.block_pass(f"{name}: its step end record's verdict_settings is malformed: the settings it was "
+                            "judged at are unknown")
+        elif own is None or own.origin != VERDICT_SETTINGS:
+            self.block_pass(f"{name}: its step end record states verdict settings ({block.get('text')}) and the run "
+                            "header does not: the header's settings were removed or edited")
+        else:
+            diff = [k for k in step.values if step.values[k] != own.values.get(k)]
+            if diff:
+                self.block_pass(f"{name}: its step end record states other verdict settings than the run header ("
+                                + "; ".join(f"{k}: {step.values[k]!r} vs {own.values.get(k)!r}" for k in diff)
+                                + "): the settings were edited")
+
+    def run_settings_monitor(self) -> Monitor:
+        """The Monitor that judges at the run's own settings: this one, or the second one when re-judging."""
+        return self._shadow if self._shadow is not None else self
+
     # ------------------------------------------------------------------ evidence problems
     def block_pass(self, reason: str, key: tuple | None = None) -> None:
         """Record an evidence problem that forbids PASS: for the level ``key`` = (level, round), or for every
         level when ``key`` is None. A PASS becomes UNDECIDED with the reason; FAIL stands (a failing server is
         still failing); the reason is listed in the snapshot's ``evidence_problems``."""
+        if self._shadow is not None:
+            self._shadow.block_pass(reason, key)
         reasons = self._pass_blocks.setdefault(key, [])
         if reason not in reasons:
             reasons.append(reason)
@@ -519,6 +608,8 @@ class Monitor:
         contradiction as a reason that forbids PASS. Readers of complete files call it once at the end; a live
         run does not (its steps are still being written)."""
         self.finished = True
+        if self._shadow is not None:
+            self._shadow.finish()
         header = self.header
         load = header.get("load")
         ld: dict = load if isinstance(load, dict) else {}
@@ -603,6 +694,8 @@ class Monitor:
         """The digest chain's verification of the file (``tui.core.chain.RecordsIntegrity``): shown in every view;
         each of its problems (a broken chain, a signature that does not verify) forbids PASS run-wide."""
         self.records_integrity = integrity
+        if self._shadow is not None:
+            self._shadow.set_records_integrity(integrity)
         for problem in integrity.problems:
             self.block_pass(f"records integrity: {problem}")
 
@@ -625,6 +718,10 @@ class Monitor:
             self._add_gpu(item)
         elif isinstance(item, RunHeader):
             if not self.header:
+                if (self.settings is not None and self.settings.origin == NO_SETTINGS and self.requests_total
+                        and read_header(item.data).origin != NO_SETTINGS):
+                    self.block_pass("the run header came after request records: the verdict settings it states "
+                                    "were not applied")
                 self.header = item.data
                 self._resolve_memory()
                 label = ttft_of_label(item.data)  # an import's TTFT is its tool's, never "answer" (issue 37)
@@ -715,6 +812,8 @@ class Monitor:
             lp = info.get("lateness_p99_ms")
             if isinstance(lp, (int, float)):
                 st.lateness_p99_ms = float(lp)
+            if self._judge_at is not None and "verdict_settings" in info:
+                self._check_step_settings(s, info["verdict_settings"])
             self.step_info[(s.level, s.round)] = dict(info)
 
     def add_many(self, items: Iterable) -> None:
@@ -723,6 +822,13 @@ class Monitor:
         The hot path of every reader (1M-record reports and replays): per request a few attribute
         reads, the outcome rule (``tui.core.records.outcome_rule``, its one definition), the level's
         judge and two tuples; what does not change within a batch is looked up once per batch."""
+        if self._judge_at is not None:  # a reader: the run's settings first (once), then both judges when re-judging
+            if self.settings is None:
+                items = self._settle(items)
+            if self._shadow is not None:
+                if not isinstance(items, (list, tuple)):
+                    items = list(items)
+                self._shadow.add_many(items)
         classify = self._classify
         answer_judged = self.cfg.slos.ttft_of == "answer"
         recent_append = self._recent.append
@@ -1386,6 +1492,9 @@ class Monitor:
             capacity=cap,
             evidence_problems=self.evidence_problems(),
             records_integrity=self.records_integrity,
+            settings=self.settings,
+            run_levels=None if self._shadow is None else self._shadow.level_rows(),
+            run_verdict=None if self._shadow is None else self._shadow.verdict_for(self._shadow.current),
         )
 
 

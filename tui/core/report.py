@@ -18,7 +18,7 @@ import tui.core.turns as _turns
 import tui.core.workload as _workload
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.budgetview import with_server_log as _with_server_log
-from tui.core.exitcodes import ExitCode
+from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.identity import identity_of, identity_problems
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.redact import header_secrets, scrub, url_secrets
@@ -46,6 +46,38 @@ def select_row(snap: Snapshot, level: float | None = None) -> LevelRow | None:
 def judge(snap: Snapshot, required_level: float | None = None) -> JudgedLevel | None:
     """The judged level of one snapshot (tui.core.levels.judge_level; the same rule `accept` uses)."""
     return judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.levels), required_level)
+
+
+def report_at_settings(snap: Snapshot, flag_level: float | None, **kw: Any) -> tuple[dict[str, Any], str | None]:
+    """``build_report`` at the required level the file is judged at (the run's own, or ``--required-level``):
+    a level the flag names that is not in the file is bad usage; one the RUN names (its verdict_settings) that is
+    not in the file is judged at the highest level tested, and returns why it cannot exit 0."""
+    res = snap.settings
+    level = res.effective.required_level if res is not None else flag_level
+    try:
+        return build_report(snap, level=level, **kw), None
+    except LevelNotInFile as exc:
+        if res is None or not res.from_run("required_level") or level is None:
+            raise UsageError(str(exc)) from None
+    return build_report(snap, level=None, **kw), (f"the run's required level {level:g} is not in the file: judged at "
+                                                   "the highest level tested; it cannot exit 0")
+
+
+def run_state(snap: Snapshot) -> str | None:
+    """The verdict the run had at its OWN settings, when a reader re-judged it (issue 35): at the run's required
+    level, from the level rows the Monitor judged at the run's settings beside the re-judged ones; None when not
+    re-judged."""
+    res = snap.settings
+    if res is None or not res.rejudged or snap.run_levels is None or res.run is None:
+        return None
+    try:
+        j = judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.run_levels),
+                        res.run.required_level)
+    except LevelNotInFile:
+        j = None
+    if j is not None:
+        return j.state
+    return None if snap.run_verdict is None else snap.run_verdict.state
 
 
 def latency_dict(ps: tuple[Percentile, ...]) -> dict[str, Any]:

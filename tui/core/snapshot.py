@@ -259,6 +259,11 @@ class Snapshot:
     #: tui.core.chain.RecordsIntegrity of the file read (digest chain verified, broken, unverified); None: not
     #: verified by this view (a live run, a stream still being read)
     records_integrity: Any = None
+    #: issue 35: what the file was judged at (``tui.core.verdict_settings.Resolution``; None: a Monitor that
+    #: judges at its config as given); when re-judged, the level rows and the current verdict at the run's own
+    run_levels: tuple[LevelRow, ...] | None = None
+    run_verdict: Verdict | None = None
+    settings: Any = None
     #: the SLOs in force (tui.core.slos.Slos): ``slos.describe()`` names them wherever the verdict is shown
     slos: Slos = field(default_factory=Slos)
     #: counted tokens over every measured level (``TokenTally.summary()``); None: none measured / not computed

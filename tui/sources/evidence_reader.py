@@ -28,7 +28,7 @@ from tui.sources.evidence_probe import IMPORT, MAX_DOCUMENT_BYTES, RECORDS, STDI
 from tui.sources.importing import ImportProblem, import_file, records_of
 
 __all__ = ["IMPORT", "LAST_RUN", "RECORDS", "WATCH", "EvidenceRun", "ReadSettings", "ReplayPlan", "check_runs",
-           "open_evidence", "plan_replay", "replay_check"]
+           "open_evidence", "plan_replay", "replay_check", "run_header_of"]
 
 LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appended
 IMPORT_BATCH = 4096  # converted records handed on in blocks of this many
@@ -141,6 +141,29 @@ def open_evidence(path: str, settings: ReadSettings | None = None) -> EvidenceRu
         raise ImportProblem(f"{path}: {why}")
     return EvidenceRun(kind=probe.kind, path=path, name=STDIN_NAME if path == STDIN else path, format=probe.format,
                        settings=s, handle=fh, document=probe.document)
+
+
+def run_header_of(path: str, pick_run: int | None = None) -> dict | None:
+    """The run header of a servewatch record file's run (``pick_run`` as ``ReadSettings``: None the first), read
+    up to that header only; None for standard input (read once, by the judging pass), another tool's file, a
+    watch recording, a run without a header, or a file that cannot be read (the judging pass says why)."""
+    from tui.core.records import RequestRecord, RunHeader
+
+    if path == STDIN:
+        return None
+    try:
+        with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
+            if ev.kind != RECORDS:
+                return None
+            for items in ev.blocks():
+                for it in items:
+                    if isinstance(it, RunHeader):
+                        return it.data
+                    if type(it) is RequestRecord:
+                        return None
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def check_runs(path: str, pick_run: int | None) -> None:

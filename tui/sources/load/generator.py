@@ -35,11 +35,12 @@ import httpx
 import tui.sources.openai_http as oh
 from tui import __version__
 from tui.core.identity import identity_of, identity_problems
-from tui.core.monitor import Monitor
+from tui.core.monitor import Monitor, settings_of
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
 from tui.core.textsafe import term
+from tui.core.verdict_settings import header_block as verdict_settings_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
@@ -327,6 +328,8 @@ class LoadGenerator:
             insecure=bool(c.insecure),
             headers=dict(self.header_names),
             slo=slo_header_block(c.monitor.slos, c.monitor.target),  # every SLO in force (tui.core.slos)
+            # issue 35: what this run is judged at, read back by every reader (tui.core.verdict_settings)
+            verdict_settings=verdict_settings_block(settings_of(c.monitor)),
             run_id=self.run_id,
             source=source_block("run"),
             server_capacity=self.server_capacity,
@@ -510,7 +513,11 @@ class LoadGenerator:
             except Exception:  # noqa: BLE001 (a side channel must not stop the run)
                 verdict = None
         assert step.t1 is not None
-        return step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms)
+        end = step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms)
+        if step.phase == "measure":  # issue 35: the settings this step was judged at, as the header states them (a
+            # reader holds one against the other: an edit of the header's settings alone is detected)
+            end["verdict_settings"] = verdict_settings_block(settings_of(self.cfg.monitor))
+        return end
 
     async def _ticker(self) -> None:
         t0 = perf_counter()
