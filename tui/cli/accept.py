@@ -240,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None
     c = doc["conclusion"]
+    for src, ri in integrity:  # the first lines: what was verified, in the threat model's words (issue 36)
+        print(f"records {src}: {ri.summary}")
     if doc.get("banner"):
         print(doc["banner"])
     for note in input_notes:
@@ -258,8 +260,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {doc['budget']['capacity_vs_server']}")
     for line in c["missing_or_failed"]:
         print(f"  {line}")
-    for src, ri in integrity:
-        print(f"  {src}: {ri.summary}")
     print("wrote " + ", ".join(written))
     return int(doc["exit_code"])
 

@@ -164,8 +164,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         raise UsageError(exc) from None
     if snap.budget is not None:
         rep["budget"]["title"] = budget_title(snap.budget)
-    if snap.records_integrity is not None:  # the digest chain (tui.core.chain)
-        rep["records_integrity"] = snap.records_integrity.to_dict()
+    if snap.records_integrity is not None:  # the digest chain (tui.core.chain): the JSON's first key (issue 36)
+        rep = {"records_integrity": snap.records_integrity.to_dict(), **rep}
     for issue in snap.malformed_examples:
         print(f"servewatch: {issue}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
@@ -185,7 +185,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         line = describe_source(snap.header)
         text = mark_verdict_line(format_report(rep), state, rep["settings"], synthetic_why)
         text = text if line is None else f"{line}\n" + text
-        if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
+        if snap.records_integrity is not None:  # the digest chain's verification: the first line (issue 36)
             text = _with_integrity(text, snap.records_integrity)
         out.write(text)
     if html_out:
@@ -268,11 +268,13 @@ def mark_verdict_line(text: str, state: str, settings: dict, synthetic_why: str 
 
 
 def _with_integrity(text: str, integrity) -> str:
-    """The report text with the records-integrity line (and its details) after its ``data from:`` line (else
-    after its first line)."""
+    """The report text with the records-integrity line first (what was verified, in the threat model's words:
+    issue 36), its details and problems under it; only a SYNTHETIC banner comes before it."""
     rows = text.split("\n")
-    at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
-    rows[at + 1:at + 1] = [integrity.summary] + [f"  {d}" for d in integrity.details]
+    at = next((i for i, row in enumerate(rows) if row.startswith("servewatch report")), 0)
+    add = [integrity.summary] + [f"  {d}" for d in integrity.details]
+    add += [f"  integrity problem: {p}" for p in integrity.problems[1:]]
+    rows[at:at] = add
     return "\n".join(rows)
 
 

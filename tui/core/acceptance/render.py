@@ -14,6 +14,7 @@ from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES, latency_cell
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 from tui.core.search import format_bracket
+from tui.core.textsafe import md
 from tui.core.token_counts import TOLERANCE_RULE
 
 _MISSING = "not recorded"
@@ -84,6 +85,10 @@ def md_title(doc: Mapping) -> list[str]:
     L: list[str] = []
     add = L.append
     c = doc["conclusion"]
+    for it in doc.get("records_integrity") or ():  # the first lines: what was verified, per record file (issue 36)
+        add(f"> Records {md(it.get('source'))}: {md(it.get('summary'))}")
+    if doc.get("records_integrity"):
+        add("")
     if doc.get("banner"):
         add(f"> **{doc['banner']}**")
         add("")

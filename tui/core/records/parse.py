@@ -520,6 +520,8 @@ def parse_lines(
         if isinstance(rec, UnknownRecord):
             yield _unknown_issue(source, lineno, rec)
             continue
+        if type(rec) is RunHeader:  # where each run starts (tui.core.runs: the span whose integrity is judged)
+            rec.line = lineno
         yield rec
 
 
@@ -573,6 +575,8 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
                         append(parse_request(obj))
                     else:
                         rec = parse_object(obj)
+                        if type(rec) is RunHeader:
+                            rec.line = i
                         append(_unknown_issue(source, i, rec) if type(rec) is UnknownRecord else rec)
                 except _LINE_ERRORS as exc:  # RecordError: worded as parse_lines words it
                     append(_line_issue(source, i, exc, True, obj))
