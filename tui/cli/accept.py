@@ -266,6 +266,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None
     c = doc["conclusion"]
+    for src, ri in integrity:  # the first lines: what was verified, in the threat model's words (issue 36)
+        print(term(f"records {src}: {ri.summary}"))
     if doc.get("banner"):
         print(term(doc["banner"]))
     for note in input_notes:
@@ -291,8 +293,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {term(doc['budget']['capacity_vs_server'])}")
     for line in c["missing_or_failed"]:
         print(f"  {term(line)}")
-    for src, ri in integrity:
-        print(term(f"  {src}: {ri.summary}"))
     print(term("wrote " + ", ".join(written)))
     return int(doc["exit_code"])
 

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     if getattr(args, "html", None):
         write_compare_html(args.html, result, runs, slos, slo_ttft_ms)
-    sys.stdout.write(text + "\n" if args.json else to_markdown(result) + integrity)
+    sys.stdout.write(text + "\n" if args.json else integrity + to_markdown(result))
     if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
         from tui.core.exitcodes import SYNTHETIC_NEVER_0
 
@@ -177,20 +177,26 @@ def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
     NOT ENOUGH EVIDENCE (exit 3) with the reason. Returns the markdown lines saying so."""
     from tui.core.compare import EXIT, NOT_ENOUGH, NOT_WORSE
 
-    lines = ["", "Records integrity (digest chain):"]
+    first: list[str] = []
+    lines = ["Records integrity (digest chain), per run judged:"]
     found: dict = {}
     problems: list[str] = []
     for (side, path), ri in zip((("base", args.base), ("candidate", args.cand)), chains, strict=True):
         found[side] = ri.to_dict()
+        first.append(term(f"{side}: {ri.summary}"))
         lines.append(term(f"  {side} {path}: {ri.summary}"))
+        lines.extend(term(f"    {d}") for d in ri.details)
         problems.extend(f"{side} {path}: {p}" for p in ri.problems)
-    result["records_integrity"] = found
-    if problems and result.get("verdict") == NOT_WORSE:
+    # the first line of the output says what was verified, in the threat model's words (issue 36)
+    rest = {k: v for k, v in result.items() if k != "records_integrity"}
+    result.clear()
+    result.update({"records_integrity": found, **rest})
+    if problems and result.get("verdict") in (NOT_WORSE, NOT_ENOUGH):  # (the levels may have said so already)
         result["verdict"] = NOT_ENOUGH
         result["exit_code"] = EXIT[NOT_ENOUGH]
         result["reason"] = f"cannot say NOT WORSE: records integrity: {problems[0]}"
         lines.append(term(f"  => {result['reason']} (exit {EXIT[NOT_ENOUGH]})"))
-    return "\n".join(lines) + "\n"
+    return "; ".join(first) + "\n" + "\n".join(lines) + "\n\n"
 
 
 def write_compare_html(path: str, result: dict, runs: list, slos: Slos, slo_ttft_ms: float) -> None:

@@ -167,8 +167,8 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     rep, level_missing = report_at_settings(snap, getattr(args, "required_level", None), server_log=server_log)
     if snap.budget is not None:
         rep["budget"]["title"] = budget_title(snap.budget)
-    if snap.records_integrity is not None:  # the digest chain (tui.core.chain)
-        rep["records_integrity"] = snap.records_integrity.to_dict()
+    if snap.records_integrity is not None:  # the digest chain (tui.core.chain): the JSON's first key (issue 36)
+        rep = {"records_integrity": snap.records_integrity.to_dict(), **rep}
     for issue in snap.malformed_examples:
         print(f"servewatch: {term(issue)}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
@@ -195,7 +195,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
                 + list((rep.get("identity") or {}).get("not_acceptance_grade") or [])}  # + a model claimed, not served
         text = mark_verdict_line(format_report(rep), state, weak, synthetic_why)
         text = text if line is None else f"{term(line)}\n" + text
-        if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
+        if snap.records_integrity is not None:  # the digest chain's verification: the first line (issue 36)
             text = _with_integrity(text, snap.records_integrity)
         text = with_settings_lines(text, list((rep.get("verdict_settings") or {}).get("lines") or ())
                                    + ([f"  {level_missing}"] if level_missing else []))
@@ -293,11 +293,13 @@ def mark_verdict_line(text: str, state: str, settings: dict, synthetic_why: str 
 
 
 def _with_integrity(text: str, integrity) -> str:
-    """The report text with the records-integrity line (and its details) after its ``data from:`` line (else
-    after its first line)."""
+    """The report text with the records-integrity line first (what was verified, in the threat model's words:
+    issue 36), its details and problems under it; only a SYNTHETIC banner comes before it."""
     rows = text.split("\n")
-    at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
-    rows[at + 1:at + 1] = [term(integrity.summary)] + [f"  {term(d)}" for d in integrity.details]
+    at = next((i for i, row in enumerate(rows) if row.startswith("servewatch report")), 0)
+    add = [term(integrity.summary)] + [f"  {term(d)}" for d in integrity.details]
+    add += [f"  integrity problem: {term(p)}" for p in integrity.problems[1:]]
+    rows[at:at] = add
     return "\n".join(rows)
 
 

@@ -407,10 +407,10 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
                               "records_integrity": integrity.to_dict()},
                              indent=2, default=_json_default) + "\n")
     else:
+        out.write(f"{term(integrity.summary)}\n")  # the first line: what was verified (issue 36)
         out.write(term(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}") + "\n")
         out.write(term(f"  engine {engine}, {j.windows} windows, scope: "
                        f"{(header.get('watch') or {}).get('scope', 'unknown')}") + "\n")
-        out.write(f"{term(integrity.summary)}\n")
         for line in slo_lines(v):
             out.write(term(line) + "\n")
         out.write(term(f"verdict: {v.state}: {v.reason}") + "\n")

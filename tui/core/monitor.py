@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import tui.core.advice as advice
+import tui.core.completeness as completeness
 import tui.core.defaults as defaults
 import tui.core.evidence as evidence
 import tui.core.importers.crosscheck as crosscheck
@@ -263,7 +264,7 @@ class _LevelState:
         "waiting_sum", "waiting_n", "peak_kv_usage", "order",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
-        "tokens", "sessions", "turns", "pcache",
+        "tokens", "sessions", "turns", "pcache", "ttft0", "err_classes", "step_over",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -308,6 +309,12 @@ class _LevelState:
         self.rec_n = self.rec_err = self.rec_incomplete = 0
         self.times = array("d")  # (t_sent, t_end, t_sent - t_intended) per record, interleaved: one extend each
         self.delivered_cache: tuple[int, evidence.Delivered] | None = None
+        # what the level's step end record is recomputed from (tui.core.completeness): the TTFT (t_first_token -
+        # t_sent, +inf without one) of its records without an error, the first EVIDENCE_CAP; the error classes;
+        # the values past the cap (the generator's histogram, created only then)
+        self.ttft0 = array("d")
+        self.err_classes: dict[str, int] = {}
+        self.step_over: completeness.StepValues | None = None
         # issue 23: session workloads (records that carry ``session`` / ``turn``): the sessions' spans for the
         # delivered-load rule in sessions, the per-turn table; None while no record of the level carries them
         self.sessions: evidence.SessionSpans | None = None
@@ -354,6 +361,16 @@ class _LevelState:
         s = array("d", sorted(exact))  # kept between snapshots: 8 bytes a value
         self._sorted_cache = (len(exact), s)
         return s
+
+
+_INF = math.inf
+
+
+def _step_over(st: _LevelState) -> completeness.StepValues:
+    """A level's values past EVIDENCE_CAP, for its step record's percentiles (created at the first of them)."""
+    if st.step_over is None:
+        st.step_over = completeness.StepValues()
+    return st.step_over
 
 
 def _store(st: _LevelState | None, ttfts: list[float], lat: tuple[list, list, list]) -> None:
@@ -469,6 +486,8 @@ class Monitor:
         self._host: dict = {}
         self._notes: list[str] = []
         self.step_info: dict[tuple, dict] = {}
+        #: every step end record in file order: ((level, round), search probe, its fields, its mode)
+        self.step_ends: list[tuple[tuple, bool, dict, str | None]] = []
         # every verdict state change a watcher re-checking after each request would have seen
         self._timeline_head: list[tuple] = []
         self._timeline_tail: deque = deque(maxlen=TIMELINE_TAIL)
@@ -614,26 +633,49 @@ class Monitor:
         load = header.get("load")
         ld: dict = load if isinstance(load, dict) else {}
         by_key = {(st.level, st.round): st for st in self.levels.values()}
+        load_run = completeness.is_load_run(header)  # issue 35: complete or not PASS
+        # a step record's verdict was reached at the run's own settings: held against the level judged at those
+        # (the second monitor when this one re-judges at a reader's flags), never against a re-judgement
+        rs = self.run_settings_monitor()
+        settings = rs._settings_words()
+
+        def recomputed(key: tuple) -> str:
+            return rs._recomputed_state(rs.levels.get(key) if rs is not self else by_key.get(key))
         # step end records against the request records of their level and round
         if self.step_info:
             for key, info in self.step_info.items():
                 st = by_key.get(key)
-                name = evidence.level_name(key[0], key[1], info.get("mode") or (st.mode if st is not None else None))
+                name = self._name_of(*key)
                 n, err, inc = (st.rec_n, st.rec_err, st.rec_incomplete) if st is not None else (0, 0, 0)
                 problem = evidence.step_count_problem(name, info, n, err, err + inc)
                 if problem:
+                    self.block_pass(problem, key)
+                if load_run and not all(isinstance(info.get(k), int) for k in ("requests", "completed", "failed")):
+                    self.block_pass(f"{name}: the step record holds no request counts (requests, completed, failed): "
+                                    "its request records cannot be checked against it", key)
+                for problem in completeness.step_problems(
+                        name, info, (n, err, inc),
+                        st.err_classes if st is not None else {}, st.times[2::3] if st is not None else (),
+                        st.ttft0 if st is not None else (), st.step_over if st is not None else None,
+                        recomputed(key), settings):
                     self.block_pass(problem, key)
             for key, st in by_key.items():
                 if st.rec_n and key not in self.step_info:
                     name = evidence.level_name(key[0], key[1], self._mode_of(st))
                     self.block_pass(f"{name}: {st.rec_n} request records but no step end record for them (the "
                                     "file has step records for other levels): records added or relabelled", key)
-        elif self.requests_total and (provenance.source_block(header) or {}).get("kind") in ("run", "trace"):
-            self._notes.append("no step records: the file is judged on what its request records hold")
-        # planned rounds against those present (a sweep that stopped at a FAIL legitimately has fewer)
+        if load_run:  # its planned steps present in order (or a recorded stop), and its seal
+            ends = [(key, probe, info) for key, probe, info, _mode in self.step_ends]
+            for problem in completeness.plan_problems(header, ends, self._name_of, recomputed):
+                self.block_pass(problem)
+            problem = completeness.seal_problem(self.records_integrity)
+            if problem:
+                self.block_pass(problem)
+        # planned rounds against those present (a sweep that stopped at a FAIL legitimately has fewer; a load
+        # run's plan is held against its steps above)
         stopped_on_fail = bool(ld.get("stop_on_fail")) and any(
             self.verdict_for(st).state == FAIL for st in self.levels.values() if st.n)
-        if not stopped_on_fail:
+        if not stopped_on_fail and not load_run:
             rounds: dict[float | None, list[int]] = {}
             for (lv, rnd), st in by_key.items():
                 if st.rec_n:
@@ -686,6 +728,27 @@ class Monitor:
         for problem in problems:
             self.block_pass(problem)
         self._notes.extend(n for n in notes if n not in self._notes)
+
+    def _name_of(self, level: float | None, rnd: int) -> str:
+        """'concurrency 4 round 1' (the level's own loop mode, else the header's)."""
+        st = self.levels.get((level, rnd))
+        return evidence.level_name(level, rnd, row_mode(st.mode if st is not None else None, self.header))
+
+    def _recomputed_state(self, st: _LevelState | None) -> str:
+        """A level's verdict from its request records alone (its judge, and the unreadable lines that may be
+        its requests), before any evidence problem holds it back: what its step record's verdict is held against."""
+        if st is None or st.n == 0:
+            return INSUFFICIENT_WINDOW
+        v = verdict_from_judge(st.judge, self.cfg)
+        lost = self.unreadable_requests((st.level, st.round))
+        if lost:
+            v = self._hold_against_unreadable(st.judge, v, lost)
+        return v.state
+
+    def _settings_words(self) -> str:
+        cfg = self.cfg
+        return (f"{cfg.slos.describe()}, target {cfg.target:.0%}, window {fmt_minutes(cfg.min_window_s)}, "
+                f"alpha {cfg.alpha:g}")
 
     # ------------------------------------------------------------------ records integrity (tui.core.chain)
     records_integrity: Any = None  # the RecordsIntegrity of the file read; None: not verified
@@ -815,6 +878,7 @@ class Monitor:
             if self._judge_at is not None and "verdict_settings" in info:
                 self._check_step_settings(s, info["verdict_settings"])
             self.step_info[(s.level, s.round)] = dict(info)
+            self.step_ends.append(((s.level, s.round), info.get("search_probe") is True, info, s.mode))
 
     def add_many(self, items: Iterable) -> None:
         """Ingest records and line issues in order: the one ingest path (``add`` is a batch of one).
@@ -900,12 +964,22 @@ class Monitor:
                 rn = st.rec_n = st.rec_n + 1
                 if err is not None:
                     st.rec_err += 1
-                elif not r.complete:
-                    st.rec_incomplete += 1
-                elif outcome == FAILED:
-                    self._contradiction(r)
+                    ec = st.err_classes
+                    ec[err] = ec.get(err, 0) + 1
+                else:
+                    if not r.complete:
+                        st.rec_incomplete += 1
+                    elif outcome == FAILED:
+                        self._contradiction(r)
+                    tf = r.t_first_token  # the step record's TTFT (tui.core.completeness)
+                    if len(st.ttft0) < EVIDENCE_CAP:
+                        st.ttft0.append(_INF if tf is None else tf - t_sent)
+                    else:
+                        _step_over(st).add_ttft(_INF if tf is None else tf - t_sent)
                 if rn <= EVIDENCE_CAP:  # rec_n == len(times) / 3 up to the cap
                     st.times.extend((t_sent, t_end, t_sent - r.t_intended))
+                else:
+                    _step_over(st).add_lateness(t_sent - r.t_intended)
                 if r.session is not None:  # a session workload (issue 23): its spans, bounded by EVIDENCE_CAP
                     sp = st.sessions
                     if sp is None:

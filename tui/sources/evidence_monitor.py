@@ -81,6 +81,8 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
                 issues += 1
     if not reqs:
         raise NoRequests(f"{run.path}: no usable request records ({issues} problem lines)")
+    if run.integrity is not None:  # the run's digest chain: its problems, and a load run's seal (issue 35)
+        mon.set_records_integrity(run.integrity)
     mon.finish()
     problems: dict = {}
     for (level, rnd), _st in mon.levels.items():

@@ -28,7 +28,7 @@ from tui.sources.evidence_probe import IMPORT, MAX_DOCUMENT_BYTES, RECORDS, STDI
 from tui.sources.importing import ImportProblem, import_file, records_of
 
 __all__ = ["IMPORT", "LAST_RUN", "RECORDS", "WATCH", "EvidenceRun", "ReadSettings", "ReplayPlan", "check_runs",
-           "open_evidence", "plan_replay", "replay_check", "run_header_of"]
+           "judged_integrity", "open_evidence", "plan_replay", "replay_check", "run_header_of"]
 
 LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appended
 IMPORT_BATCH = 4096  # converted records handed on in blocks of this many
@@ -96,7 +96,7 @@ class EvidenceRun:
                 yield kept
         splitter.check(self.name)
         self.runs = splitter.runs
-        self.integrity = verifier.finish()  # another tool's file: "unverified (no digest)"
+        self.integrity = judged_integrity(verifier, splitter)  # another tool's file: "unverified (no digest)"
 
     def _imported(self, verifier: ChainVerifier) -> Iterator[list[Item]]:
         data = self.document
@@ -126,6 +126,17 @@ class EvidenceRun:
                 splitter.feed(items)
             self.handle.seek(0)
         return splitter.runs
+
+
+def judged_integrity(verifier: ChainVerifier, splitter: RunSplitter) -> RecordsIntegrity:
+    """The digest chain's verdict on the run judged (issue 36: a signature verifies a run, or nothing): the lines
+    of the run ``splitter`` kept, from its first line to the next run's header; the whole file when those lines are
+    not known (an import: its records were made, not read from lines)."""
+    span = splitter.kept_span()
+    if span is None:
+        return verifier.finish()
+    first, last, header_line = span
+    return verifier.run_result(first, last, header_line)
 
 
 def open_evidence(path: str, settings: ReadSettings | None = None) -> EvidenceRun:

@@ -16,7 +16,8 @@ kept and the recorder's memory does not grow with the run.
 The digest chain (``tui.core.chain``, docs/record-format.md "Digest chain"): each run header written starts a
 chain (its ``chain`` object says how it is kept); every line written after it, the header included, goes into one
 SHA-256; each ``step`` record carries the checkpoint of the lines before it, and ``close()`` (also reached on
-Ctrl-C / SIGTERM) ends the run with a ``seal`` record. A second header in the same file seals the run before it and
+Ctrl-C / SIGTERM) ends the run with a ``seal`` record (which repeats the header's planned levels and rounds, and
+whose MAC, when signed, is in a domain of its own: no step checkpoint can stand in for it). A second header in the same file seals the run before it and
 starts its own chain. ``sign_key``: each checkpoint also carries an HMAC with that key (never written anywhere).
 """
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import os
 import threading
 
-from tui.core.chain import ChainWriter, seal_line
+from tui.core.chain import ChainWriter, planned_of, seal_line
 from tui.core.records import dumps
 
 #: record types that carry a checkpoint of the chain (besides the final ``seal``)
@@ -48,6 +49,7 @@ class Recorder:
         self.requests_written = 0
         self.duplicates_refused = 0
         self._chain: ChainWriter | None = ChainWriter(sign_key) if chain else None
+        self._planned: dict | None = None  # the chained run's planned levels and rounds, repeated in its seal
         if chain:
             self._end_cut_line()
 
@@ -110,6 +112,7 @@ class Recorder:
                 if chain.active:
                     self._seal_locked(chain)
                 chain.start()
+                self._planned = planned_of(record)
                 record = {**record, "chain": chain.header_field()}
             elif chain.active:
                 record = {**record, "chain": chain.checkpoint()}
@@ -121,7 +124,7 @@ class Recorder:
 
     def _seal_locked(self, chain: ChainWriter) -> None:
         """The final record of a chained run: the checkpoint of every line of it."""
-        line = seal_line(chain.checkpoint())
+        line = seal_line(chain.seal_checkpoint(), self._planned)
         self._write_line(line)
         chain.end()
 

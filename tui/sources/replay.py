@@ -469,8 +469,12 @@ class ReplaySource:
                 return False
             if reader.verifier is not None:
                 set_integrity = getattr(sink, "set_records_integrity", None)
-                if set_integrity is not None:
-                    set_integrity(reader.verifier.finish())
+                if set_integrity is not None:  # the run replayed (issue 36: integrity is per run)
+                    from tui.sources.evidence_reader import judged_integrity
+
+                    splitter = reader.splitter
+                    set_integrity(reader.verifier.finish() if splitter is None
+                                  else judged_integrity(reader.verifier, splitter))
             finish = getattr(sink, "finish", None)  # the whole file is in: the cross-checks (Monitor.finish)
             if finish is not None:
                 finish()

@@ -88,6 +88,10 @@ def md_title(doc: Mapping) -> list[str]:
     L: list[str] = []
     add = L.append
     c = doc["conclusion"]
+    for it in doc.get("records_integrity") or ():  # the first lines: what was verified, per record file (issue 36)
+        add(f"> Records {md(it.get('source'))}: {md(it.get('summary'))}")
+    if doc.get("records_integrity"):
+        add("")
     if doc.get("banner"):
         add(f"> **{md(doc['banner'])}**")
         add("")

@@ -403,6 +403,7 @@ def parse_object(d: Any) -> Record:
         ev = d.get("event")
         if ev not in ("start", "end"):
             raise RecordError("field 'event' of a step must be 'start' or 'end'")
+        _check_step_fields(d, ev)
         info = {k: v for k, v in d.items() if k not in ("type", "t", "event", "level", "round", "mode")}
         sh = d.get("server_histograms")
         if sh is not None and not isinstance(sh, dict):
@@ -442,6 +443,77 @@ def parse_object(d: Any) -> Record:
     if typ is None:
         raise RecordError("missing required field 'type'")
     return UnknownRecord(str(typ)[:40], d)
+
+
+#: the fields of a step record and their types (what the load generator writes: tui.sources.load.steps); a step
+#: record with one of the wrong type is a bad line (file and line, counted), never a cross-check silently skipped
+_STEP_COUNTS = ("completed", "failed", "worker_lost")
+_STEP_NUMBERS = ("duration_s", "output_tok_per_s", "client_cpu_s", "process_cpu_s", "coordinator_cpu_s")
+_STEP_OPT_NUMBERS = ("ttft_p50_ms", "lateness_p50_ms", "lateness_p99_ms", "send_overhead_p50_ms",
+                     "send_overhead_p99_ms", "duration", "rate")
+_STEP_FLAGS = ("saturated", "degraded", "search_probe")
+_STEP_TEXTS = ("verdict_reason", "note", "arrival")
+_STEP_OBJECTS = ("sessions", "prefix_cache")
+_STEP_VERDICTS = ("PASS", "FAIL", "UNDECIDED", "INSUFFICIENT_WINDOW")
+
+
+def _is_count(v: object) -> bool:
+    return type(v) is int and 0 <= v <= _COUNT_MAX
+
+
+def _check_step_fields(d: dict, ev: str) -> None:
+    """The step record's fields, type by type (docs/record-format.md, ``step``); an end record's counts agree
+    with each other (``completed + failed == requests``, the ``errors`` classes add up to ``failed``)."""
+    req = d.get("requests")
+    if req is not None and not _is_count(req):
+        raise RecordError(f"field 'requests' of a step must be a whole number, got {req!r:.40}")
+    for k in _STEP_COUNTS:
+        v = d.get(k)
+        if v is not None and not _is_count(v):
+            raise RecordError(f"field {k!r} of a step must be a whole number, got {v!r:.40}")
+    for k in _STEP_NUMBERS:
+        v = d.get(k)
+        if v is not None and (type(v) not in _NUM_TYPES or not _isfinite(v)):
+            raise RecordError(f"field {k!r} of a step must be a finite number, got {v!r:.40}")
+    for k in _STEP_OPT_NUMBERS:
+        v = d.get(k)
+        if v is not None and (type(v) not in _NUM_TYPES or not _isfinite(v)):
+            raise RecordError(f"field {k!r} of a step must be a finite number or null, got {v!r:.40}")
+    for k in _STEP_FLAGS:
+        v = d.get(k)
+        if v is not None and type(v) is not bool:
+            raise RecordError(f"field {k!r} of a step must be true or false, got {v!r:.40}")
+    for k in _STEP_TEXTS:
+        v = d.get(k)
+        if v is not None and type(v) is not str:
+            raise RecordError(f"field {k!r} of a step must be a string, got {v!r:.40}")
+    for k in _STEP_OBJECTS:
+        v = d.get(k)
+        if v is not None and type(v) is not dict:
+            raise RecordError(f"field {k!r} of a step must be an object, got {v!r:.40}")
+    phase = d.get("phase")
+    if phase is not None and phase not in PHASES:
+        raise RecordError(f"field 'phase' of a step must be one of {PHASES}, got {phase!r:.40}")
+    verdict = d.get("verdict")
+    if verdict is not None and verdict not in _STEP_VERDICTS:
+        raise RecordError(f"field 'verdict' of a step must be one of {', '.join(_STEP_VERDICTS)}, got {verdict!r:.40}")
+    rel = d.get("percentiles_rel_error")
+    if rel is not None and (type(rel) not in _NUM_TYPES or not 0.0 < rel < 1.0):
+        raise RecordError(f"field 'percentiles_rel_error' of a step must be a fraction in (0, 1), got {rel!r:.40}")
+    stop = d.get("stop")
+    if stop is not None and not (type(stop) is dict and type(stop.get("cause")) is str):
+        raise RecordError(f"field 'stop' of a step must be an object with a 'cause', got {stop!r:.60}")
+    errors = d.get("errors")
+    if errors is not None and not (type(errors) is dict and all(type(k) is str and _is_count(v)
+                                                                for k, v in errors.items())):
+        raise RecordError(f"field 'errors' of a step must map error classes to whole numbers, got {errors!r:.60}")
+    if ev != "end":
+        return
+    done, failed = d.get("completed"), d.get("failed")
+    if done is not None and failed is not None and done + failed != req:
+        raise RecordError(f"the step record counts {req} requests but {done} completed and {failed} failed")
+    if errors is not None and failed is not None and sum(errors.values()) != failed:
+        raise RecordError(f"the step record's error classes add up to {sum(errors.values())}, its 'failed' is {failed}")
 
 
 _decode = json.JSONDecoder().decode
@@ -520,6 +592,8 @@ def parse_lines(
         if isinstance(rec, UnknownRecord):
             yield _unknown_issue(source, lineno, rec)
             continue
+        if type(rec) is RunHeader:  # where each run starts (tui.core.runs: the span whose integrity is judged)
+            rec.line = lineno
         yield rec
 
 
@@ -573,6 +647,8 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
                         append(parse_request(obj))
                     else:
                         rec = parse_object(obj)
+                        if type(rec) is RunHeader:
+                            rec.line = i
                         append(_unknown_issue(source, i, rec) if type(rec) is UnknownRecord else rec)
                 except _LINE_ERRORS as exc:  # RecordError: worded as parse_lines words it
                     append(_line_issue(source, i, exc, True, obj))

@@ -55,6 +55,7 @@ from tui.sources.load.sizing import raise_fd_limit
 from tui.sources.load.steps import (
     Step,
     describe_step,
+    ladder_stop,
     pool_fields,
     step_end_record,
     step_start_record,
@@ -451,7 +452,7 @@ class LoadGenerator:
 
     async def _run_step(self, level: float, rnd: int, phase: Phase, n_requests: int | None,
                         duration: float | None, mode: Mode, label: str, concurrency: int | None = None,
-                        probe: bool = False) -> dict:
+                        probe: bool = False, ladder: bool = False) -> dict:
         step = Step(level, rnd, phase, mode)
         self._step = step
         c = self.cfg
@@ -496,6 +497,9 @@ class LoadGenerator:
                 if pc is not None:
                     end["prefix_cache"] = pc
             end.update(probe_flag)
+            stop = ladder_stop(end, c.stop_on_fail, c.search is not None) if ladder and phase == "measure" else None
+            if stop is not None:  # a reader holds the header's planned levels against the steps present
+                end["stop"] = stop
             if phase == "measure":
                 self.emit(end)
                 self.summary.steps.append(end)
@@ -642,7 +646,8 @@ class LoadGenerator:
                 if c.trace is not None:
                     limits.append(f"the trace's {len(c.trace):,} arrivals")
                 end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.step_duration, c.mode,
-                                           f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})")
+                                           f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})",
+                                           ladder=True)
                 if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
                     self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
                              f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")
