@@ -169,7 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
         return code
     except UsageError as exc:
-        print(f"servewatch: {exc}", file=sys.stderr)
+        from tui.cli.crash import scrub_line
+
+        print(f"servewatch: {scrub_line(str(exc), argv)}", file=sys.stderr)  # no secret, no URL user info / query
         return ExitCode.USAGE
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED

@@ -30,6 +30,7 @@ from tui.cli.options import (
     add_acceptance_arguments,
     add_budget_arguments,
     add_http_arguments,
+    extra_headers,
     levels,
     non_negative_float,
     non_negative_int,
@@ -39,6 +40,7 @@ from tui.cli.options import (
     slos_from_args,
     think_time,
     token_lengths,
+    url_credentials,
 )
 from tui.core.exitcodes import ExitCode
 from tui.core.lengths import LengthDist
@@ -270,8 +272,9 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         connect_timeout=float(args.connect_timeout),
         read_timeout=float(args.read_timeout),
         api_key_env=args.api_key_env,
+        url_credentials_env=args.url_credentials_env if url_credentials(args) else None,  # checked: set, user:password
         sign_key_env=args.sign_key_env,
-        headers=list(args.headers),
+        headers=extra_headers(args),  # --header, --header-file, --header-env
         insecure=bool(args.insecure),
         seed=args.seed,
         monitor=monitor_config(
