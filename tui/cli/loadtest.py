@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import errno
 import math
 import os
 import signal
@@ -490,6 +491,9 @@ def record_run(cfg: LoadConfig) -> int | None:
                     pass
             raise UsageError(exc) from None
         except OSError as exc:  # the record file could not be written (disk full, removed folder)
+            if exc.errno in (errno.EMFILE, errno.ENFILE):  # not the file: this process is out of descriptors
+                raise UsageError(f"the client ran out of file descriptors ({exc.strerror or exc}): raise the open-file "
+                                 "limit (ulimit -n)") from None
             raise UsageError(f"writing {cfg.record} failed: {exc.strerror or exc}") from None
     finally:
         rec.close()

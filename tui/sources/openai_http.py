@@ -310,6 +310,9 @@ async def probe(client: httpx.AsyncClient, url: str, *, scrub: Scrubber | None =
     try:
         r = await client.get(api_base + "/models", timeout=timeout)
     except httpx.HTTPError as exc:
+        if exception_class(exc) == "client":  # this machine's limit, not the server: say so (issue 36)
+            raise ProbeError(f"could not open a connection to {label}: {scrub(describe_exception(exc))}: raise the "
+                             "open-file limit (ulimit -n) or free local ports") from None
         raise ProbeError(f"cannot reach {label}: {scrub(describe_exception(exc))}") from None
     out = ProbeResult()
     code = r.status_code

@@ -142,3 +142,17 @@ def test_the_fd_limit_block_and_the_shortfall_warning():
     assert sizing.fd_shortfall({"soft": 64}, 100).startswith("up to 100 connections at once need about 132")
     assert sizing.fd_shortfall({"soft": 65536}, 100) is None
     assert sizing.fd_shortfall({"soft": None}, 100) is None
+
+
+async def test_a_probe_that_cannot_open_a_connection_says_it_is_this_machine():
+    def handler(request):
+        raise _raised_from(httpx.ConnectError("connect failed"), _oserr(errno.EMFILE))
+
+    client = oh.make_client(transport=httpx.MockTransport(handler))
+    try:
+        with pytest.raises(oh.ProbeError) as got:
+            await oh.probe(client, "http://127.0.0.1:9/v1", facts=False)
+    finally:
+        await client.aclose()
+    msg = str(got.value)
+    assert msg.startswith("could not open a connection to http://127.0.0.1:9/v1: EMFILE") and "ulimit -n" in msg
