@@ -219,9 +219,11 @@ def _main(argv: list[str], debug: bool) -> int:
             return ExitCode.BROKEN_PIPE
         return code
     except UsageError as exc:
+        from tui.cli.crash import scrub_line
         from tui.core.textsafe import term
 
-        print(f"servewatch: {term(exc)}", file=sys.stderr)  # one line, whatever a server's answer in it holds
+        # one line, whatever a server's answer in it holds; no secret, no URL user info / query
+        print(f"servewatch: {term(scrub_line(str(exc), argv))}", file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import errno
 import math
 import os
 import signal
@@ -31,6 +32,7 @@ from tui.cli.options import (
     add_acceptance_arguments,
     add_budget_arguments,
     add_http_arguments,
+    extra_headers,
     levels,
     non_negative_float,
     non_negative_int,
@@ -40,6 +42,7 @@ from tui.cli.options import (
     slos_from_args,
     think_time,
     token_lengths,
+    url_credentials,
 )
 from tui.core.exitcodes import ExitCode
 from tui.core.lengths import LengthDist
@@ -274,8 +277,9 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         connect_timeout=float(args.connect_timeout),
         read_timeout=float(args.read_timeout),
         api_key_env=args.api_key_env,
+        url_credentials_env=args.url_credentials_env if url_credentials(args) else None,  # checked: set, user:password
         sign_key_env=args.sign_key_env,
-        headers=list(args.headers),
+        headers=extra_headers(args),  # --header, --header-file, --header-env
         insecure=bool(args.insecure),
         seed=args.seed,
         monitor=monitor_config(
@@ -512,6 +516,9 @@ def record_run(cfg: LoadConfig) -> Recorded:
                     pass
             raise UsageError(exc) from None
         except OSError as exc:  # the record file could not be written (disk full, removed folder)
+            if exc.errno in (errno.EMFILE, errno.ENFILE):  # not the file: this process is out of descriptors
+                raise UsageError(f"the client ran out of file descriptors ({exc.strerror or exc}): raise the open-file "
+                                 "limit (ulimit -n)") from None
             raise UsageError(f"writing {cfg.record} failed: {exc.strerror or exc}") from None
     finally:
         rec.close()

@@ -2,7 +2,7 @@
 
 Every placeholder name comes from one vocabulary (``FILE``, ``DIR``, ``URL``, ``NAME``, ``MS``, ``SECONDS``,
 ``MINUTES``, ``FRACTION``, ``N``, ``LIST``, ``GIB``, ``TOKENS``, ``FACTOR``, ``USD``, ``VAR``, ``FORMAT``,
-``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``, ``START-END``), and every option's help states its default (or that it
+``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``, ``NAME=VAR``, ``START-END``), and every option's help states its default (or that it
 has none): :class:`HelpFormatter` appends ``(default: X)`` where the text does not say it already.
 
 Every float type refuses ``nan`` and ``inf`` (and negatives where a negative means nothing) with one line.
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import stat
 from typing import Any
 
 import tui.core.defaults as D
@@ -209,9 +211,101 @@ def header_arg(text: str) -> tuple[str, str]:
     """``'Name: value'`` (the value is never echoed in an error)."""
     name, sep, value = str(text).partition(":")
     name = name.strip()
-    if not sep or not name or any(c in name for c in " \t\r\n"):
+    if not sep or not _header_name_ok(name):
         raise argparse.ArgumentTypeError("expected 'Name: value'")
     return name, value.strip()
+
+
+def _header_name_ok(name: str) -> bool:
+    return bool(name) and not any(c in name for c in " \t\r\n:")
+
+
+def header_env_arg(text: str) -> tuple[str, str]:
+    """``--header-env NAME=VAR``: the header NAME, its value read from the environment variable VAR (when the
+    command runs: :func:`extra_headers`)."""
+    name, sep, var = str(text).partition("=")
+    name, var = name.strip(), var.strip()
+    if not sep or not _header_name_ok(name) or not var:
+        raise argparse.ArgumentTypeError("expected NAME=VAR (a header name and an environment variable's name)")
+    return name, var
+
+
+HEADER_FILE_MAX_BYTES = 64 * 1024  # a --header-file larger than this is not a header file
+
+
+def read_header_file(path: str) -> list[tuple[str, str]]:
+    """The headers of a ``--header-file``: one ``Name: value`` per line; blank lines and ``#`` comments skipped.
+
+    Refused (UsageError, one line naming the file and the line number, never a value): not a regular file, larger
+    than :data:`HEADER_FILE_MAX_BYTES`, readable or writable by other users (``chmod 600 FILE``: a file of secrets
+    every user of the machine can read is no safer than the command line; group access is allowed, for a team's
+    shared secret), not UTF-8, a line that is not ``Name: value``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UsageError(f"--header-file {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"--header-file {path}: not a regular file")
+        if os.name == "posix" and st.st_mode & (stat.S_IROTH | stat.S_IWOTH):
+            raise UsageError(f"--header-file {path}: readable or writable by every user (mode "
+                             f"{stat.S_IMODE(st.st_mode):04o}): chmod 600 {path}, or pass the value with --header-env")
+        if st.st_size > HEADER_FILE_MAX_BYTES:
+            raise UsageError(f"--header-file {path}: larger than {HEADER_FILE_MAX_BYTES // 1024} KiB")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(HEADER_FILE_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"--header-file {path}: not UTF-8 text") from None
+    out: list[tuple[str, str]] = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            out.append(header_arg(line))
+        except argparse.ArgumentTypeError:
+            raise UsageError(f"--header-file {path}:{i}: expected 'Name: value'") from None
+    return out
+
+
+def env_value(var: str, flag: str) -> str:
+    """The value of environment variable ``var`` for ``flag``; UsageError (naming the variable, never a value)
+    when it is not set or empty."""
+    value = os.environ.get(var)
+    if not value:
+        raise UsageError(f"{flag} {var}: the environment variable {var} is not set or empty")
+    return value
+
+
+def extra_headers(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Every extra request header the flags give: ``--header`` (visible in ``ps``), ``--header-file FILE`` and
+    ``--header-env NAME=VAR`` (not visible), in that order (a later one replaces an earlier one of the same name)."""
+    out = list(getattr(args, "headers", None) or [])
+    for path in getattr(args, "header_files", None) or []:
+        out += read_header_file(path)
+    for name, var in getattr(args, "header_envs", None) or []:
+        value = env_value(var, "--header-env")
+        if any(c in value for c in "\r\n\x00"):
+            raise UsageError(f"--header-env {name}={var}: the value holds a line break or NUL")
+        out.append((name, value.strip()))
+    return out
+
+
+def url_credentials(args: argparse.Namespace, attr: str = "url_credentials_env",
+                    flag: str = "--url-credentials-env") -> str | None:
+    """``user:password`` from the variable ``--url-credentials-env VAR`` names (None without the flag); UsageError
+    when the variable is not set or holds no ``:``."""
+    var = getattr(args, attr, None)
+    if not var:
+        return None
+    value = env_value(var, flag)
+    if ":" not in value:
+        raise UsageError(f"{flag} {var}: expected user:password in {var}")
+    return value
 
 
 # ------------------------------------------------------------------ acceptance target (SLO and verdict)
@@ -450,14 +544,29 @@ def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------ HTTP: endpoint, credentials, TLS, headers
 
 
+def add_header_arguments(c: argparse._ArgumentGroup) -> None:
+    """--header, --header-file and --header-env (run, live, sweep, quality, watch): :func:`extra_headers`."""
+    c.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
+                   help="extra request header, repeatable; visible in ps: prefer --header-env or --header-file for "
+                        "a secret (default: none; values never recorded)")
+    c.add_argument("--header-env", dest="header_envs", action="append", type=header_env_arg, default=[],
+                   metavar="NAME=VAR", help="extra request header NAME with the value of environment variable VAR, "
+                                            "repeatable (default: none; values never recorded)")
+    c.add_argument("--header-file", dest="header_files", action="append", default=[], metavar="FILE",
+                   help="extra request headers from FILE, one 'Name: value' per line (# comments); refused when "
+                        "other users may read it: chmod 600 (default: none; values never recorded)")
+
+
 def add_http_arguments(parser: argparse.ArgumentParser, *, title: str = "connection") -> argparse._ArgumentGroup:
     """Credentials, extra headers and TLS, as `run`, `live`, `sweep` and `quality` take them."""
     c = parser.add_argument_group(title)
     c.add_argument("--api-key-env", default=D.API_KEY_ENV, metavar="VAR",
                    help="environment variable holding the API key, sent as Authorization: Bearer "
                         f"(default {D.API_KEY_ENV}; never recorded)")
-    c.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
-                   help="extra request header, repeatable (default: none; values never recorded)")
+    c.add_argument("--url-credentials-env", default=None, metavar="VAR",
+                   help="user:password for the URL's Basic authentication, read from environment variable VAR "
+                        "(user:password@ in --url is visible in ps; never recorded) (default: none)")
+    add_header_arguments(c)
     c.add_argument("--insecure", action="store_true",
                    help="do not verify TLS certificates (recorded; SSL_CERT_FILE / SSL_CERT_DIR add trusted CAs)")
     return c

@@ -22,10 +22,12 @@ from tui.cli.options import (
     UsageError,
     add_http_arguments,
     epilog,
+    extra_headers,
     fraction,
     margin_fraction,
     positive_float,
     positive_int,
+    url_credentials,
 )
 from tui.cli.quality_setup import SETTING_KEYS, baseline_spec, build_plan, config_of, server_context, setting
 from tui.core import quality as Q
@@ -127,6 +129,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c = add_http_arguments(parser, title="credentials, headers and TLS (both endpoints)")
     c.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
                    help="API key variable for the baseline endpoint (default: --api-key-env)")
+    c.add_argument("--baseline-url-credentials-env", default=None, metavar="VAR",
+                   help="user:password for the baseline URL's Basic authentication, from environment variable VAR "
+                        "(default: --url-credentials-env when the baseline is the same URL, else none)")
     k = parser.add_argument_group("integrity (the result's digest is written either way)")
     k.add_argument("--sign-key-env", metavar="VAR", default=None,
                    help="sign the result: its integrity field also carries an HMAC-SHA256 with the key in environment "
@@ -168,11 +173,13 @@ def _checked_baseline(path: str, key: bytes | None) -> tuple[Any, dict]:
     return raw_doc, integrity.to_dict()
 
 
-def _headers_for(url: str, env_var: str | None, extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from the URL's user info."""
+def _headers_for(url: str, env_var: str | None, extra: dict[str, str],
+                 credentials: str | None = None) -> tuple[dict[str, str], list[str]]:
+    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from ``credentials``
+    (``--url-credentials-env``) or the URL's user info."""
     from tui.sources.openai_http import auth_headers
 
-    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()))
+    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()), credentials=credentials)
 
 
 def _check_url(url: str, flag: str) -> None:
@@ -217,7 +224,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--concurrency must be from 1 to 64")
     if args.repeat > 25:
         raise UsageError("--repeat must be from 1 to 25")
-    extra = dict(args.headers)
+    extra = dict(extra_headers(args))  # --header, --header-file, --header-env
+    creds = url_credentials(args)
+    base_creds = url_credentials(args, "baseline_url_credentials_env", "--baseline-url-credentials-env")
+    if base_creds is None and not args.baseline_url:
+        base_creds = creds  # the baseline is the same URL
+    for flag, url, given in (("--url-credentials-env", args.url, creds),
+                             ("--baseline-url-credentials-env", args.baseline_url, base_creds)):
+        if given and url and ("@" in url.split("://", 1)[-1].split("/", 1)[0]):
+            raise UsageError(f"{flag}: the URL carries user:password too; give the credentials once")
     team_text: str | None = None
     set_sha: str | None = None
     if args.set_path:
@@ -259,9 +274,9 @@ def run(args: argparse.Namespace) -> int:
         if base_integrity["state"] == "unverified":
             _err(f"{base_integrity['summary']}; the comparison is not acceptance-grade")
 
-    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
+    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra, creds)
     base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
-                                              args.baseline_api_key_env or args.api_key_env, extra)
+                                              args.baseline_api_key_env or args.api_key_env, extra, base_creds)
     secrets = cand_secrets + base_secrets + list(cand_headers.values()) + list(base_headers.values())
     insecure = bool(getattr(args, "insecure", False))
     cand = QualityRunner(args.url, model=args.model, headers=cand_headers, concurrency=args.concurrency,

@@ -27,7 +27,13 @@ EXIT_INSUFFICIENT = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from tui.cli.options import add_acceptance_arguments, epilog, header_arg, non_negative_float, positive_float
+    from tui.cli.options import (
+        add_acceptance_arguments,
+        add_header_arguments,
+        epilog,
+        non_negative_float,
+        positive_float,
+    )
 
     p.epilog = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
                       "servewatch watch --metrics-url http://127.0.0.1:8000/metrics --probe-rate 0.2 --url "
@@ -71,18 +77,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     n = p.add_argument_group("connection")
     n.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding a key sent as Authorization: Bearer (never written anywhere) (default: none)")
-    n.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
-                   help="extra request header, repeatable (values never written anywhere; default: none)")
+    add_header_arguments(n)  # --header, --header-env, --header-file (values never written anywhere)
     n.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     add_acceptance_arguments(p)
 
 
 def settings_from_args(args: argparse.Namespace) -> WatchSettings:
     """The watch's settings from its parsed flags (the sources never see the namespace)."""
+    from tui.cli.options import extra_headers
+
     return WatchSettings(
         prometheus_url=args.prometheus_url, metrics_url=args.metrics_url, selector=args.selector,
         interval=args.interval, url=args.url, probe_rate=args.probe_rate, model=args.model,
-        api_key_env=args.api_key_env, headers=tuple(args.headers), insecure=args.insecure,
+        api_key_env=args.api_key_env, headers=tuple(extra_headers(args)), insecure=args.insecure,
         slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
         min_window_minutes=args.min_window_minutes, min_requests=args.min_requests,
         slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import tui.core.advice as advice
+import tui.core.clientlimit as clientlimit
 import tui.core.completeness as completeness
 import tui.core.defaults as defaults
 import tui.core.evidence as evidence
@@ -49,7 +50,7 @@ from tui.core.budgetview import (
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.importers.limits import ttft_of_label
 from tui.core.levels import fmt_level, row_mode
-from tui.core.outcomes import EXCLUDED, FAILED, SLOW
+from tui.core.outcomes import CLIENT, EXCLUDED, FAILED, SLOW
 from tui.core.prefix_cache import PrefixTally
 from tui.core.prefix_cache import by_level as prefix_cache_by_level
 from tui.core.prefix_cache import is_known as prefix_cache_known
@@ -264,7 +265,8 @@ class _LevelState:
         "waiting_sum", "waiting_n", "peak_kv_usage", "order",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
-        "tokens", "sessions", "turns", "pcache", "ttft0", "err_classes", "step_over",
+        "tokens", "sessions", "turns", "pcache", "ttft0", "err_classes", "step_over", "client", "client_kinds",
+        "client_step",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -284,6 +286,11 @@ class _LevelState:
         self.combos: dict[int, int] = {}
         self.good_out_tokens = 0
         self.unjudged = 0  # completed, nothing missed, an SLO in force not judgeable: unknown (judged as good for FAIL)
+        # the client's own resources ran out (error "client", tui.core.clientlimit): unknown, judged as good for FAIL
+        # only, never in n / good / failed; per errno name; and whether a step end record says client_limited
+        self.client = 0
+        self.client_kinds: dict[str, int] = {}
+        self.client_step = False
         self.lat_cache: dict[str, tuple[int, tuple[Percentile, ...]]] = {}
         self.tokens = TokenTally()  # counted tokens: asked vs received, server vs client (tui.core.token_counts)
         self.pcache = PrefixTally()  # the server's prefix-cache counts per request (tui.core.prefix_cache)
@@ -868,6 +875,9 @@ class Monitor:
             info = s.info
             if info.get("saturated"):
                 st.saturated = True
+            if info.get("client_limited"):  # the records say so too (derived there); a step record can only add it
+                st.client_step = True
+                st.verdict_cache = None
             if info.get("degraded"):
                 st.degraded = (f"degraded: a load worker was lost during this step ({info.get('worker_lost', '?')} "
                                "requests in flight recorded as worker_lost); the level was not held, so it cannot PASS")
@@ -991,6 +1001,9 @@ class Monitor:
                         self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
                         continue
                     self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
+                elif err == CLIENT and outcome == EXCLUDED:  # the client's own resources ran out: unknown
+                    self._client_unknown(st, r, t_sent, t_end)
+                    continue
                 # counted tokens: one tuple and one dict update (TokenTally.pending, tallied when read)
                 tk = st.tokens.pending
                 # a session's turn asked its whole prompt (context_tokens), not only its user message
@@ -1113,6 +1126,52 @@ class Monitor:
                 _store(st, ttfts, lat)
             self.seq_no = seq
             self.requests_total += requests
+
+    def _client_unknown(self, st: _LevelState, r: RequestRecord, t_sent: float, t_end: float) -> None:
+        """A measured request the client itself could not carry out (``error: "client"``, outcome still open):
+        counted per errno name, never in the level's n / good / failed (not the server's outcome); the judge counts
+        it good, so a FAIL is one the server's failures alone prove (``_client_limited`` forbids PASS)."""
+        st.client += 1
+        kind = clientlimit.kind_of(r.error_detail)
+        st.client_kinds[kind] = st.client_kinds.get(kind, 0) + 1
+        judge = st.judge
+        before = judge.state
+        judge.add(t_end, True, t_sent)
+        if judge.state != before or judge.n == 1:
+            self._timeline_add(st, judge.state, judge.n, t_end)
+
+    def client_limited_text(self, st: _LevelState) -> str | None:
+        """The client_limited sentence of a level (what ran out, what to do), or None when it is not."""
+        if st.client:
+            return clientlimit.describe(st.client, st.client_kinds, clientlimit.fd_limit_of(self.header),
+                                        self._mode_of(st), of=st.client + st.n)
+        if st.client_step:
+            return ("client_limited: the step record says the client ran out of its own resources (no request record "
+                    "of the level shows it)")
+        return None
+
+    def _client_limited(self, st: _LevelState, v: Verdict) -> Verdict:
+        """A client-limited level: it cannot PASS; FAIL only when the server's failures alone prove it (the judge
+        counted the client's failures good); otherwise UNDECIDED with what ran out and what to do."""
+        text = self.client_limited_text(st)
+        if text is None:
+            return v
+        if v.state == FAIL:
+            if not st.client:
+                return v
+            return dataclasses.replace(v, reason=(
+                f"FAIL on the server's failures alone ({text}). The {st.client:,} requests that failed in the client "
+                f"are counted good here (their outcome at the server is unknown: the most favourable case) and the "
+                f"evidence still shows FAIL: {v.reason}"))
+        if st.n:
+            server = (f"the server's own outcomes ({st.good:,} good of the {st.n:,} requests it answered or failed) "
+                      "do not show FAIL")
+        else:
+            server = "the server saw none of them"
+        prev = v.reason if v.reason.startswith("cannot PASS: ") else None
+        return dataclasses.replace(v, state=UNDECIDED, missing=None, reason=(
+            f"cannot PASS: {text}. Their outcome at the server is unknown, so the level cannot PASS, and {server}."
+            + (f" Also {prev}" if prev else "")))
 
     def _timeline_add(self, st: _LevelState, state: VerdictState, n: int, t: float) -> None:
         entry = (st.level, st.round, state, n, t)
@@ -1286,7 +1345,7 @@ class Monitor:
         request (the console, report, run, sweep and accept all read it from here)."""
         cfg = self.cfg
         thr = self.test.threshold
-        if st is None or st.n == 0:
+        if st is None or (st.n == 0 and not st.client):
             return Verdict(
                 state=INSUFFICIENT_WINDOW, reason="no measured requests yet",
                 missing=f"need {self.min_requests} more requests, {fmt_minutes(cfg.min_window_s)} more",
@@ -1317,6 +1376,8 @@ class Monitor:
             if st.unjudged and v.state == FAIL:
                 v = dataclasses.replace(v, reason=v.reason + f" This holds even counting the {st.unjudged} requests "
                                         "not judgeable on an SLO as good (they are not shown as good).")
+            if st.client or st.client_step:
+                v = self._client_limited(st, v)
             c = st.verdict_cache = (key, v)
         return c[1]
 
@@ -1375,11 +1436,14 @@ class Monitor:
     def level_rows(self) -> tuple[LevelRow, ...]:
         rows = []
         for st in self.levels.values():
-            if st.n == 0:
+            if st.n == 0 and not st.client:
                 continue
             d = self.delivered(st)
             problems = self.pass_blocks((st.level, st.round))
             problems = problems + [p for p in self.unjudgeable_problems(st) if p not in problems]
+            limited = self.client_limited_text(st)
+            if limited is not None:
+                problems.append(limited)
             rows.append(LevelRow(
                 level=st.level, round=st.round, mode=st.mode, window=self._window_from_state(st),
                 verdict=self.verdict_for(st), saturated=st.saturated, lateness_p99_ms=st.lateness_p99_ms,
@@ -1396,6 +1460,7 @@ class Monitor:
                     st.pcache, (self.step_info.get((st.level, st.round), {}).get("prefix_cache"),)),
                 search_probe=bool(self.step_info.get((st.level, st.round), {}).get("search_probe")),
                 step_s=_step_seconds(self.step_info.get((st.level, st.round), {})),
+                client_limited=st.client, client_limited_kinds=dict(st.client_kinds) if st.client else None,
             ))
         return tuple(rows)
 

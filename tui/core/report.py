@@ -232,6 +232,8 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             "level": None if row is None else row.level,
             "round": None if row is None else row.round,
             "cancelled_open": 0 if row is None else row.cancelled_open,
+            # issue 36: requests that failed in the client (its own resources ran out): unknown, not the server's
+            "client_limited": 0 if row is None else row.client_limited,
             "good_fraction": frac,
             "latency_success_gate": None if frac is None else frac >= snap.target,
             "window": window_dict(w, snap.slos.ttft_of),
@@ -248,6 +250,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             {"level": r.level, "round": r.round, "mode": r.mode, "verdict": r.verdict.state,
              "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
              "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open,
+             "client_limited": r.client_limited, "client_limited_kinds": r.client_limited_kinds,
              "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
              **({"search_probe": True} if r.search_probe else {}),
              **window_dict(r.window, snap.slos.ttft_of)}
@@ -435,6 +438,9 @@ def format_report(rep: dict[str, Any]) -> str:
         f"target {slo['target']:.0%})")
     add(f"  level={fmt_level(m['level'])} round={m['round'] or '-'}  measured requests={w['n']}  "
         f"warmup excluded={rep['warmup_total']}")
+    if m.get("client_limited"):
+        add(f"  CLIENT-LIMITED: {m['client_limited']} more measured requests failed in the client (its own resources "
+            "ran out): not the server's outcome, not counted above, and the level cannot PASS")
     gf = m["good_fraction"]
     lo, hi = w["wilson_95_descriptive"]
     add(f"  good_fraction={fmt_pct(gf)} ({w['good']}/{w['n']}; completed {w['completed']}, slow {w['slow']}, "
@@ -507,6 +513,7 @@ def format_report(rep: dict[str, Any]) -> str:
             add(f"  {fmt_level(r['level']):>5} {r['round']:>5} {r['n']:>6} {fmt_pct(r['good_fraction'], 1):>7} "
                 f"{ms('P50'):>8} {ms('P95'):>8} {ms('P99'):>8} {_f(r['req_per_s']):>6} {_f(r['goodput_per_s']):>9} "
                 f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else "")
+                + (f"  CLIENT-LIMITED ({r['client_limited']} failed in the client)" if r.get("client_limited") else "")
                 + ("  NOT REACHED" if r.get("not_reached") else ""))
         add(f"  ({INSUFFICIENT_LEGEND})")
         if rep.get("capacity_bracket"):

@@ -209,6 +209,10 @@ class LevelRow:
     search_probe: bool = False
     #: the step's recorded duration (its end record's ``duration_s``); None: no step end record
     step_s: float | None = None
+    #: issue 36: measured requests of the level that failed in the client (its own resources ran out: error
+    #: ``client``, outcome unknown, not in ``window``); with any the level cannot PASS. Per errno name when > 0
+    client_limited: int = 0
+    client_limited_kinds: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)

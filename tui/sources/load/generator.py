@@ -51,7 +51,7 @@ from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.ray_workers import ray_links
 from tui.sources.load.runner import Clock, StepRunner, lengths_block
 from tui.sources.load.sessions import SessionCounts
-from tui.sources.load.sizing import raise_fd_limit
+from tui.sources.load.sizing import fd_shortfall, raise_fd_limit
 from tui.sources.load.steps import (
     Step,
     describe_step,
@@ -107,6 +107,7 @@ class LoadGenerator:
         self.pool: WorkerPool | None = None  # when the load runs in worker processes (tui.sources.load.coordinator)
         self._step_hist: Any = None  # tui.sources.metrics.StepHistograms when metrics are on (issue 21)
         self.workers = 1  # resolved --workers (1: the load runs in this process)
+        self.fd_limit: dict = {}  # the open-file limit this process runs under (sizing.raise_fd_limit), in the header
         self.workers_info: list[dict] = []
         self._pool_sent = 0
         self._chat = config.api == "chat"
@@ -319,6 +320,7 @@ class LoadGenerator:
                 "read_timeout": c.read_timeout,
                 "connection": "new connection per request",
                 "client_pid": os.getpid(),
+                "fd_limit": dict(self.fd_limit),  # issue 36: the open-file limit the load ran under (ulimit -n)
                 "workers": self._workers_block(),
                 **self._workload_blocks(),
                 **({"search": c.search.block()} if c.search is not None else {}),
@@ -507,6 +509,8 @@ class LoadGenerator:
         self.say("  " + describe_step(end))
         if end.get("saturated"):
             self.say(f"note: {step.mode} loop {step.level:g} req/s round {step.round}: {end['note']}")
+        if end.get("client_limited"):  # issue 36: what ran out in the client, what to do
+            self.say(f"note: {step.mode} loop {step.level:g} round {step.round}: {end['client_limited_note']}")
         return end
 
     def _step_end(self, step: Step) -> dict:
@@ -517,7 +521,10 @@ class LoadGenerator:
             except Exception:  # noqa: BLE001 (a side channel must not stop the run)
                 verdict = None
         assert step.t1 is not None
-        end = step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms)
+        st = self._monitor.levels.get((float(step.level), step.round)) if self._monitor is not None else None
+        client_text = self._monitor.client_limited_text(st) if st is not None else None  # what ran out, what to do
+        end = step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms,
+                              client_text=client_text)
         if step.phase == "measure":  # issue 35: the settings this step was judged at, as the header states them (a
             # reader holds one against the other: an edit of the header's settings alone is detected)
             end["verdict_settings"] = verdict_settings_block(settings_of(self.cfg.monitor))
@@ -547,7 +554,7 @@ class LoadGenerator:
 
     async def run(self, gpu_sampler: Any = None) -> RunSummary:
         c = self.cfg
-        raise_fd_limit()
+        self.fd_limit = raise_fd_limit()
         self._use_client(self._make_client())
         client = self._client
         assert client is not None
@@ -566,6 +573,9 @@ class LoadGenerator:
             hdr = self.header(gpu_env)
             self.summary.header = hdr
             self.emit(hdr)
+            short = fd_shortfall(self.fd_limit, -(-int(max(c.levels)) // self.workers)) if c.mode == "closed" else None
+            if short:  # issue 36: the connections a level needs do not fit the open-file limit
+                self.say("note: " + short)
             if c.budget:
                 self.emit({"type": "budget", **c.budget})  # the budget inputs given for this run
             self.say(f"target {self.label}, model {self.model}, api {c.api}")

@@ -33,6 +33,8 @@ from tui.core.stepstats import PCT_REL_ERR, STEP_EXACT_VALUES, StepQuantiles, pc
 from tui.sources.load.kinds import Mode, Phase
 
 SATURATION_LATENESS_MS = 10.0
+CLIENT_BACKOFF_S = 0.01  # closed loop: a loop whose request failed in the client waits this long before its next ...
+CLIENT_BACKOFF_MAX_S = 1.0  # ... doubling per failure in a row up to this (no hot spin on EMFILE), reset by a success
 CLIENT_BUSY_LIMIT = 0.9  # closed loop: client CPU-seconds per wall second that flag the step as saturated
 
 
@@ -95,11 +97,15 @@ def step_start_record(t: float, level: float, rnd: int, mode: Mode, phase: Phase
     return d
 
 
-def step_end_record(step: Step, t1_epoch: float, verdict: Any = None, slo_ms: float | None = None) -> dict:
+def step_end_record(step: Step, t1_epoch: float, verdict: Any = None, slo_ms: float | None = None,
+                    client_text: str | None = None) -> dict:
     """The ``step`` end record. ``step.t1`` must be set (perf_counter); ``verdict`` is the core
     monitor's verdict of the step (its ``state`` and ``reason`` are recorded) or None. With ``slo_ms`` an open-loop
     step is ``saturated`` by the delivered-load bounds the verdict uses (tui.core.evidence: lateness p99 within
-    the SLO, p99 - p50 within one arrival gap); without it by the fixed SATURATION_LATENESS_MS."""
+    the SLO, p99 - p50 within one arrival gap); without it by the fixed SATURATION_LATENESS_MS. A step with any
+    request that failed in the client (error class ``client``: its own resources ran out) is ``client_limited``
+    (issue 36; readers derive it from the request records too); ``client_text``: the monitor's sentence for it
+    (what ran out, what to do), else a generic one."""
     t1 = step.t1 or perf_counter()
     secs = max(1e-9, t1 - step.t0)
     late50, p99 = step.lateness.quantiles((0.5, 0.99))
@@ -145,6 +151,11 @@ def step_end_record(step: Step, t1_epoch: float, verdict: Any = None, slo_ms: fl
             d["saturated"] = True
             d["note"] = (f"client saturated, results not valid: the load generator used {busy:.2f} CPU-seconds "
                          f"per second (>= {CLIENT_BUSY_LIMIT:g}); its own delays are inside the measured TTFT")
+    client = step.errors.get("client", 0)
+    if client:
+        d["client_limited"] = True
+        note = client_text or (f"client_limited: {client} requests failed in the client (its own resources ran out)")
+        d["client_limited_note"] = note + "; not the server's failures, and the level cannot PASS"
     if verdict is not None:
         d["verdict"] = verdict.state
         d["verdict_reason"] = verdict.reason
@@ -181,6 +192,8 @@ def describe_step(end: dict) -> str:
         line += f"; verdict {end['verdict']}"
     if end.get("saturated"):
         line += "  [CLIENT SATURATED: results not valid]"
+    if end.get("client_limited"):
+        line += f"  [CLIENT-LIMITED: {(end.get('errors') or {}).get('client', '?')} requests failed in the client]"
     return line
 
 
@@ -218,15 +231,18 @@ def pool_fields(end: dict, pooled: Any, mode: str) -> None:
 
 
 async def closed_loops(step: Step, concurrency: int, n_units: int | None, duration: float | None,
-                       stop: Callable[[], bool], unit: Callable[[float], Awaitable[None]]) -> None:
+                       stop: Callable[[], bool], unit: Callable[[float], Awaitable[Any]]) -> None:
     """A closed-loop step: ``concurrency`` loops from the common start ``step.t0``, each starting its next unit
     (``unit(now)``: a request, or a session) when its last one ended, until ``n_units`` were started by all the loops,
-    ``duration`` passed or ``stop()``."""
+    ``duration`` passed or ``stop()``. A unit that returns True failed in the client (its own resources ran out):
+    that loop waits :data:`CLIENT_BACKOFF_S`, doubling while it keeps failing so (at most
+    :data:`CLIENT_BACKOFF_MAX_S`), instead of spinning out failures the server never saw."""
     end_at = step.t0 + duration if duration else None
     started = 0
 
     async def loop() -> None:
         nonlocal started
+        backoff = 0.0
         while True:
             if n_units is not None and started >= n_units:
                 return
@@ -236,7 +252,12 @@ async def closed_loops(step: Step, concurrency: int, n_units: int | None, durati
             if stop():
                 return
             started += 1
-            await unit(now)
+            if await unit(now) is True:
+                backoff = min(CLIENT_BACKOFF_MAX_S, backoff * 2.0 if backoff else CLIENT_BACKOFF_S)
+                wait = backoff if end_at is None else min(backoff, max(0.0, end_at - perf_counter()))
+                await asyncio.sleep(wait)
+            else:
+                backoff = 0.0
 
     if concurrency <= 0:
         return
