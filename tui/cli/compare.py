@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 import tui.core.defaults as D
@@ -17,6 +16,7 @@ from tui.cli.options import slos_from_args
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
 from tui.sources.evidence_monitor import NoRequests, compare_run
+from tui.sources.evidence_probe import input_problem
 from tui.sources.evidence_reader import ReadSettings, open_evidence
 
 __all__ = ["NoRequests", "add_arguments", "load_run", "run"]
@@ -87,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     chains = []
     for path, pick in ((args.base, args.base_run), (args.cand, args.cand_run)):
-        if not os.path.isfile(path):
-            raise UsageError(f"cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}")
+        problem = input_problem(path) if path != "-" else f"cannot read {path}: compare reads two files, not standard input"
+        if problem:  # a FIFO, a device, a folder, a missing file: one line before anything is read
+            raise UsageError(problem)
         settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
             with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain

@@ -17,6 +17,7 @@ import tui.core.importers.guidellm as guidellm
 import tui.core.importers.inference_perf as inference_perf
 import tui.core.importers.llmperf as llmperf
 import tui.core.importers.vllm as vllm
+from tui.core.bounds import MAX_JSON_DEPTH, json_too_deep
 from tui.core.importers.common import ImportResult
 from tui.core.records.schema import KNOWN_TYPES, LineIssue
 
@@ -80,7 +81,7 @@ def detect_format(text: str) -> str | None:
         first = body.split("\n", 1)[0].strip()
         try:
             obj = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the decoder's limit: not a format it knows
             obj = None
         if obj is not None:
             fmt = detect_object(obj)
@@ -121,7 +122,7 @@ def fmt_from_lines(body: str) -> str | None:
     first = body.split("\n", 1)[0].strip()
     try:
         return detect_object(json.loads(first))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -142,6 +143,15 @@ def _numbered(text: str) -> Iterator[tuple[int, str, bool]]:
         yield i, line.rstrip("\r"), True
 
 
+def _document(text: str) -> Any:
+    """A whole JSON document decoded, no deeper than ``MAX_JSON_DEPTH`` (a ValueError otherwise: the import
+    reports a document that does not decode, as for damaged JSON)."""
+    doc = json.loads(text)
+    if json_too_deep(doc):
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels of objects and lists")
+    return doc
+
+
 def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sha256: str | None = None,
                  doc: Any = None, **opts: Any) -> ImportResult:
     """Convert a whole file's text (``doc``: the already decoded document, e.g. from YAML)."""
@@ -153,16 +163,16 @@ def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sh
         return res
     if fmt == "vllm-bench":
         try:
-            return vllm.convert_runs([(1, json.loads(text) if doc is None else doc)], label, file=file, sha256=sha256)
-        except ValueError:
+            return vllm.convert_runs([(1, _document(text) if doc is None else doc)], label, file=file, sha256=sha256)
+        except (ValueError, RecursionError):
             objs: list[tuple[int, Any]] = []
-            bad: list[tuple[int, str, bool, ValueError]] = []
+            bad: list[tuple[int, str, bool, Exception]] = []
             for n, line, term in _numbered(text):
                 if not line.strip():
                     continue
                 try:
-                    objs.append((n, json.loads(line)))
-                except ValueError as decode_error:
+                    objs.append((n, _document(line)))
+                except (ValueError, RecursionError) as decode_error:
                     bad.append((n, line, term, decode_error))
             res = vllm.convert_runs(objs, label, file=file, sha256=sha256, whole_document=False)
             for n, _line, term, exc in bad:
@@ -172,7 +182,7 @@ def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sh
                 res.issues.append(LineIssue(label, n, reason if term else f"truncated final line ({reason})", kind))
             return res
     if doc is None:
-        doc = json.loads(text)
+        doc = _document(text)
     if fmt in ("guidellm", "guidellm-yaml"):
         res = guidellm.convert(doc, label, file=file, sha256=sha256, version=opts.get("version"))
         res.format = fmt
