@@ -81,8 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_rollback_file(path: str) -> list[str]:
     """User rollback rules: a JSON list (strings or objects) or one rule per line (# comments). Raises ValueError."""
+    from tui.core.bounds import MAX_SMALL_FILE_BYTES
+    from tui.sources.infiles import read_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, MAX_SMALL_FILE_BYTES, "rollback file").decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read rollback file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     from tui.core.acceptance import parse_rollback_rules

@@ -14,7 +14,6 @@ import json
 import os
 import platform
 import sys
-from pathlib import Path
 from typing import Any
 
 from tui import __version__
@@ -144,14 +143,22 @@ def _check_url(url: str, flag: str) -> None:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A quality result (``--quality``, ``--baseline``): a regular file of at most ``MAX_QUALITY_FILE_BYTES``,
+    JSON nested no deeper than ``MAX_JSON_DEPTH``; ValueError (one line) otherwise."""
+    from tui.core.bounds import MAX_JSON_DEPTH, MAX_QUALITY_FILE_BYTES, json_too_deep
+    from tui.sources.infiles import read_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, MAX_QUALITY_FILE_BYTES, what).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{what} {path} is not valid JSON: {str(exc)[:80]}") from None
+    if json_too_deep(doc):
+        raise ValueError(f"{what} {path} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return doc
 
 
 def _progress(label: str):
@@ -182,7 +189,10 @@ def run(args: argparse.Namespace) -> int:
     set_sha: str | None = None
     if args.set_path:
         try:
-            raw = Path(args.set_path).read_bytes()
+            from tui.core.bounds import MAX_QUALITY_FILE_BYTES
+            from tui.sources.infiles import read_input
+
+            raw = read_input(args.set_path, MAX_QUALITY_FILE_BYTES, "quality set")
             team_text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the set {args.set_path}: {getattr(exc, 'strerror', None) or exc}") from None

@@ -8,12 +8,14 @@ a config, a dataset, a trace, a server log) can make a command hang, exhaust mem
   a step, a budget record, a config); the decoder itself stops at the interpreter's recursion limit (a
   ``RecursionError``, caught wherever JSON is decoded).
 - ``MAX_LEVELS`` (1,000): the distinct (level, round) steps one run is judged on; the records of further levels are
-  counted and reported, never judged, and the run cannot PASS.
+  counted and reported, never judged, and the run cannot PASS. Likewise bounded: the error classes counted by name
+  (``MAX_ERROR_CLASSES``, the rest as one "other" class) and the GPU devices kept (``MAX_GPU_DEVICES``).
 - ``MAX_DOCUMENT_BYTES`` (256 MiB): a whole-document import (GuideLLM JSON, vllm bench, LLMPerf, inference-perf);
   ``MAX_YAML_BYTES`` (32 MiB) for GuideLLM YAML, whose parser needs far more memory per byte.
 - ``MAX_SMALL_FILE_BYTES`` (16 MiB): a budget JSON, a model config.json, a rollback file, a theme, a quality set, a
   tool's summary file beside an import; ``MAX_QUALITY_FILE_BYTES`` (64 MiB): a quality result.
-- ``MAX_DATASET_BYTES`` (2 GiB): a ``--dataset`` file (its rows are held in memory for the run).
+- ``MAX_DATASET_BYTES`` (1 GiB): a ``--dataset`` file (its rows are held in memory for the run); one row (a JSON
+  Lines line, a ShareGPT list item) is at most ``MAX_LINE_BYTES``.
 
 ``json_too_deep`` checks a decoded value without recursion.
 """
@@ -25,11 +27,16 @@ from typing import Any
 MAX_LINE_BYTES = 1 << 20
 MAX_JSON_DEPTH = 64
 MAX_LEVELS = 1000
+#: distinct error classes counted by name (a record's ``error`` is any string): the rest under ``OTHER_ERRORS``
+MAX_ERROR_CLASSES = 100
+OTHER_ERRORS = "other (error classes beyond the first 100)"
+#: GPU devices shown (a sample's ``device`` is any number): samples of further devices are not kept
+MAX_GPU_DEVICES = 64
 MAX_DOCUMENT_BYTES = 256 << 20
 MAX_YAML_BYTES = 32 << 20
 MAX_SMALL_FILE_BYTES = 16 << 20
 MAX_QUALITY_FILE_BYTES = 64 << 20
-MAX_DATASET_BYTES = 2 << 30
+MAX_DATASET_BYTES = 1 << 30
 
 
 def size_text(n: int) -> str:

@@ -54,8 +54,7 @@ def kind_of(mode: int) -> str | None:
 
 
 def _refusal_text(kind: str, what: str) -> str:
-    pipe = " (to read a pipe, give - and pipe it to standard input)" if "pipe" in kind else ""
-    return f"{kind}, not a {what}: servewatch reads regular files only{pipe}"
+    return f"{kind}, not a {what}: servewatch reads regular files only"
 
 
 def input_refusal(path: str | os.PathLike, what: str = "file") -> str | None:
