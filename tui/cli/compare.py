@@ -12,7 +12,7 @@ import sys
 
 import tui.core.defaults as D
 from tui.cli.chainopts import verify_key
-from tui.cli.options import slos_from_args
+from tui.cli.options import INPUT, OUTPUT, path_arg, slos_from_args
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
 from tui.sources.evidence_monitor import NoRequests, compare_run
@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.options import epilog
 
     parser.epilog = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
-    parser.add_argument("base", help="the base run (record file or another tool's output)")
-    parser.add_argument("cand", help="the candidate run")
+    path_arg(parser, "base", role=INPUT, help="the base run (record file or another tool's output)")
+    path_arg(parser, "cand", role=INPUT, help="the candidate run")
     add_slo_arguments(parser)
     parser.add_argument("--margin", type=fraction, default=D.COMPARE_MARGIN, metavar="FRACTION",
                         help=f"largest acceptable drop in good fraction (default {D.COMPARE_MARGIN:g} = "
@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "dataset, prompt cache); the differences are printed as a warning (default: off: such "
                              "runs are not comparable, NOT ENOUGH EVIDENCE, exit 3)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
-    parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
+    path_arg(parser, "--out", role=OUTPUT, metavar="FILE", default=None,
+             help="also write the JSON comparison to FILE (default: none)")
     from tui.cli.report import add_html_argument
 
     add_html_argument(parser, "the comparison")
@@ -82,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
         from tui.cli.report import html_sampler
 
         html_sampler(args.html)  # the folder checked before the files are read
+    if args.out:
+        from tui.sources.outfiles import output_file_problem
+
+        problem = output_file_problem(args.out)
+        if problem:
+            raise UsageError(f"--out {args.out}: {problem}")
     slos = slos_from_args(args)
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     runs = []
@@ -105,15 +112,21 @@ def run(args: argparse.Namespace) -> int:
                      allow_different_workload=bool(getattr(args, "allow_different_workload", False)))
     integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
+    files = []  # the JSON and the page of one comparison: written together (tui.sources.outfiles.write_set)
     if args.out:
-        try:
-            from tui.sources.outfiles import write_text_atomic
-
-            write_text_atomic(args.out, text + "\n")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+        files.append((args.out, text + "\n"))
     if getattr(args, "html", None):
-        write_compare_html(args.html, result, runs, slos, slo_ttft_ms)
+        files.append((args.html, compare_page(result, runs, slos, slo_ttft_ms)))
+    if files:
+        from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
+
+        try:
+            write_set(files)
+        except (OutputRefused, SetIncomplete) as exc:
+            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc.strerror or exc}; "
+                             "nothing was replaced") from None
     sys.stdout.write(text + "\n" if args.json else to_markdown(result) + integrity)
     if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
         from tui.core.exitcodes import SYNTHETIC_NEVER_0
@@ -144,13 +157,13 @@ def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_compare_html(path: str, result: dict, runs: list, slos: Slos, slo_ttft_ms: float) -> None:
+def compare_page(result: dict, runs: list, slos: Slos, slo_ttft_ms: float) -> str:
     """The comparison's HTML page (``tui.html.compare_html``): the result and, for the TTFT distribution at the
     judged level, both runs' requests (``tui.core.chartdata.compare_cdf``)."""
-    from tui.cli.report import write_html
     from tui.core.chartdata import compare_cdf, compare_levels
     from tui.html import compare_html
 
     doc = json.loads(json.dumps(result, default=str))
     cd = compare_cdf(doc, runs[0]["requests"], runs[1]["requests"], slos)
-    write_html(path, compare_html(doc, compare_levels(doc), cd, slos.ttft_ms))
+    return compare_html(doc, compare_levels(doc), cd, slos.ttft_ms)
+

@@ -18,11 +18,14 @@ from typing import Any
 
 from tui import __version__
 from tui.cli.options import (
+    INPUT,
+    OUTPUT,
     UsageError,
     add_http_arguments,
     epilog,
     fraction,
     margin_fraction,
+    path_arg,
     positive_float,
     positive_int,
 )
@@ -75,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--baseline-url", default=None, metavar="URL",
                    help="baseline endpoint: the set is run there too (default: none; without it or --baseline the "
                         "verdict is NO_BASELINE)")
-    b.add_argument("--baseline", default=None, metavar="FILE",
+    path_arg(b, "--baseline", role=INPUT, default=None, metavar="FILE",
                    help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
     parser.add_argument("--baseline-model", default=None, metavar="NAME",
                         help="model name on the baseline endpoint (default: the first of its /v1/models)")
@@ -89,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="difficulty of the standard suite: default (sized for small models; the default) or hard")
     parser.add_argument("--suite-seed", type=int, default=None, metavar="N",
                         help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the result)")
-    parser.add_argument("--set", dest="set_path", default=None, metavar="FILE",
+    path_arg(parser, "--set", role=INPUT, dest="set_path", default=None, metavar="FILE",
                         help="the team's regression set (JSON Lines, quality/README.md; default: none): replaces the "
                              "suite, or adds to it with --suite standard")
     parser.add_argument("--max-context", "--long-context-tokens", dest="max_context", type=positive_int, default=None,
@@ -106,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              + ", ".join(SETTING_KEYS) + "; default: none, the server's own facts only)")
     parser.add_argument("--baseline-setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
                         help="the same for the baseline (default: none; a saved baseline keeps the settings it was run with)")
-    parser.add_argument("--out", default="quality-result.json", metavar="FILE",
+    path_arg(parser, "--out", role=OUTPUT, default="quality-result.json", metavar="FILE",
                         help="write the result JSON here (default quality-result.json)")
     parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
     parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
