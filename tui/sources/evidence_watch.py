@@ -52,11 +52,15 @@ def watch_lines(run: EvidenceRun, tap: Callable[[bytes], None] | None = None) ->
         yield from _decoded([last])
 
 
+class NotRead(ValueError):
+    """A line not decoded: longer than ``MAX_LINE_BYTES``, or nested deeper than ``MAX_JSON_DEPTH`` (its words)."""
+
+
 def _decoded(segments: list[tuple[int, bytes | int]]) -> Iterator[tuple[int, Any]]:
     for first, body in segments:
         if isinstance(body, int):
-            yield first, ValueError(f"line longer than the {size_text(MAX_LINE_BYTES)} limit ({body:,} bytes): "
-                                    "skipped unread")
+            yield first, NotRead(f"line longer than the {size_text(MAX_LINE_BYTES)} limit ({body:,} bytes): "
+                                 "skipped unread")
             continue
         for n, raw in enumerate(body.split(b"\n"), first):
             line = raw.decode("utf-8", errors="surrogateescape")
@@ -65,12 +69,12 @@ def _decoded(segments: list[tuple[int, bytes | int]]) -> Iterator[tuple[int, Any
             try:
                 d = json.loads(line)
             except RecursionError:
-                yield n, ValueError("nested too deep")
+                yield n, NotRead("JSON nested too deep to decode")
                 continue
             except ValueError as exc:
                 yield n, exc
                 continue
-            yield n, (ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels") if json_too_deep(d) else d)
+            yield n, (NotRead(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") if json_too_deep(d) else d)
 
 
 def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
@@ -81,7 +85,7 @@ def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
     path = run.name
     for n, d in watch_lines(run, verifier.feed):
         if isinstance(d, ValueError):
-            out.problems.append(f"{path}:{n}: invalid JSON: {str(d)[:60]}")
+            out.problems.append(f"{path}:{n}: {d}" if isinstance(d, NotRead) else f"{path}:{n}: invalid JSON: {str(d)[:60]}")
             continue
         if not isinstance(d, dict):
             out.problems.append(f"{path}:{n}: line is not a JSON object")
