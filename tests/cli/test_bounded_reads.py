@@ -334,6 +334,32 @@ def test_nested_config_quality_and_rows_are_refused_or_counted(tmp_path):
     assert any(":6: not JSON" in p for p in load_trace(str(t)).problems)
 
 
+FIX = REPO / "tests" / "fixtures" / "imports"
+DOCUMENTS = {"guidellm": FIX / "guidellm" / "benchmarks.json",
+             "vllm-bench": FIX / "vllm" / "vllm_bench_c2_from_source.json",
+             "llmperf": FIX / "llmperf" / "gemma_128_32_from_source_individual_responses.json",
+             "inference-perf": FIX / "inference_perf" / "per_request_lifecycle_metrics.json"}
+
+
+@pytest.mark.parametrize("fmt", sorted(DOCUMENTS))
+def test_a_whole_document_nested_past_the_bound_is_not_imported(tmp_path, fmt):
+    doc = json.loads(DOCUMENTS[fmt].read_text(encoding="utf-8"))
+    deep: object = 1
+    for _ in range(80):
+        deep = {"x": deep}
+    if isinstance(doc, dict):
+        doc["extra"] = deep
+    else:
+        doc[0]["extra"] = deep
+    f = tmp_path / DOCUMENTS[fmt].name
+    f.write_text(json.dumps(doc), encoding="utf-8")
+    rc, _out, err = run_cli(["import", str(f), "--out", str(tmp_path / "o.jsonl")])
+    lines = err.splitlines()
+    assert rc == 2 and "nested deeper than 64 levels" in lines[0] and "nothing importable" in lines[-1], err
+    rc, _out, err = run_cli(["report", str(f)])
+    assert rc == 2 and "internal error" not in err, err
+
+
 # ====================================================================== config numbers, before any loop
 
 _CONFIG_SCRIPT = textwrap.dedent("""
@@ -359,22 +385,32 @@ def test_config_numbers_are_range_checked_before_any_loop(tmp_path, layers):
 
 # ====================================================================== plan on wrong-typed header fields
 
-WRONG = st.sampled_from([[1, 2], [], "x", 3, 1e308, True, [{"mode": "closed"}], {"mode": [1]}, {"url": [1]},
-                         {"levels": "x"}, {"input_tokens": [1]}, {"dataset": [1]}, {"shared_prefix": [1]}])
+WRONG = st.sampled_from([[1, 2], [], "x", 3, 1e308, True, None, [{"mode": "closed"}], {"a": [1]}])
+HEADER_FIELDS = ("target", "load", "environment", "slo", "server_capacity", "headers", "source")
+SUBFIELDS = {"load": ("mode", "levels", "input_tokens", "output_tokens", "dataset", "shared_prefix", "arrival",
+                      "burstiness", "rounds", "stop_on_fail", "sessions", "warmup", "workers"),
+             "target": ("api", "model", "url")}
 
 
-@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(field=st.sampled_from(["target", "load", "environment", "slo", "server_capacity", "headers", "source"]),
+@given(where=st.one_of(st.tuples(st.sampled_from(HEADER_FIELDS), st.none()),
+                       st.sampled_from([(f, k) for f, ks in SUBFIELDS.items() for k in ks])),
        value=WRONG)
-def test_plan_never_crashes_on_a_wrong_typed_header_field(tmp_path, field, value):
+def test_plan_never_crashes_on_a_wrong_typed_header_field(tmp_path, where, value):
+    """A header field (or a field inside target / load) of any type: plan exited 70 on a list-typed target or load
+    and on a list-typed load.mode; each reading command exits 0-3, never 70."""
+    field, sub = where
     recs = honest_closed(seconds=90.0)
-    recs[0] = {**recs[0], field: value}
+    if sub is None:
+        recs[0] = {**recs[0], field: value}
+    else:
+        recs[0] = {**recs[0], field: {**(recs[0].get(field) or {}), sub: value}}
     f = write(tmp_path / "sweep.jsonl", recs)
-    for argv in (["plan", "--records", str(f), "--peak-rate", "1"], ["plan", "--records", str(f), "--peak-rate", "1",
-                                                                     "--json"]):
+    for argv in (["plan", "--records", str(f), "--peak-rate", "1"], ["accept", "--records", str(f), "--out",
+                                                                     str(tmp_path / "acc")]):
         rc, _out, err = run_cli(argv)
-        assert rc in (0, 1, 2, 3) and "internal error" not in err and "Traceback" not in err, (field, value, err)
+        assert rc in (0, 1, 2, 3) and "internal error" not in err and "Traceback" not in err, (where, value, err)
 
 
 # ====================================================================== at most 1,000 levels, linear work

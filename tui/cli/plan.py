@@ -121,7 +121,7 @@ def _one_replica(runs: list[tuple[str, Any]]) -> None:
                          for src, s in runs)
         raise UsageError(f"the record files are of different targets ({what}): a plan reads the evidence of ONE "
                          "replica")
-    modes = {((s.header.get("load") or {}).get("mode")) for _, s in runs} - {None}
+    modes = {str(m) for _, s in runs if (m := (s.header.get("load") or {}).get("mode")) is not None}
     if len(modes) > 1:
         raise UsageError("the record files mix loop modes (" + ", ".join(sorted(modes)) + "): give the sweep "
                          "files of one mode")

@@ -440,6 +440,9 @@ def parse_object(d: Any) -> Record:
             v = d.get(key)
             if v is not None and type(v) is not dict:
                 raise RecordError(f"field {key!r} of a run header must be an object, got {type(v).__name__}")
+        load = d.get("load")
+        if load is not None and load.get("mode") is not None and type(load.get("mode")) is not str:
+            raise RecordError("field 'load.mode' of a run header must be a string (closed, open)")
         return RunHeader(d)
     if typ == "budget":
         return BudgetRecord(d)
