@@ -207,6 +207,7 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
     if data is None:
         data = _read_bytes(path)  # one read: the text and its SHA-256 are of the same bytes
     text, sha256 = data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
+    data = None  # the bytes are not needed again: the text alone is held while it is converted
     opts, notes = _sidecar_opts(path, fmt) if sidecars else ({}, [])
     doc = _load_yaml(text, path) if fmt == "guidellm-yaml" else None
     try:
