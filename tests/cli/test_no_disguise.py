@@ -215,22 +215,26 @@ def test_a_full_disk_while_importing_keeps_the_previous_output(tmp_path, monkeyp
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    assert main(["import", str(src), "--out", str(out)]) == 2
+    assert main(["import", str(src), "--out", str(out), "--force"]) == 2  # an existing --out needs --force
     assert "No space left on device" in capsys.readouterr().err
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert out.read_text() == "previous conversion\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile_export.jsonl", "run.jsonl"]
 
 
-def test_a_symlinked_output_is_written_through_the_link(tmp_path):
-    from tui.sources.outfiles import write_text_atomic
+def test_a_symlinked_output_is_refused_and_the_file_it_points_to_kept(tmp_path):
+    """Issue 36 finding 5: a link planted where an output goes redirected the report onto another file (it was
+    written through). Now refused, one line; the file it points to is untouched."""
+    from tui.sources.outfiles import OutputRefused, write_text_atomic
 
     real = tmp_path / "real.json"
     real.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    write_text_atomic(link, "new")
-    assert link.is_symlink() and real.read_text() == "new"
+    with pytest.raises(OutputRefused, match="symbolic link"):
+        write_text_atomic(link, "new")
+    assert link.is_symlink() and real.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json"]
 
 
 # ====================================================================== the console

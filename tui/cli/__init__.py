@@ -188,7 +188,7 @@ def _dispatch(argv: list[str]) -> int:
         raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
     from tui.cli.guard import own_input_refusal, theme_refusal
 
-    refusal = theme_refusal(args) or own_input_refusal(args)  # an unknown theme; a command writing onto its input
+    refusal = theme_refusal(args) or own_input_refusal(args, parser)  # an unknown theme; writing onto an input
     if refusal:
         raise UsageError(refusal)
     if args.command is None:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from tui import __version__
 from tui.cli.options import (
+    INPUT,
+    OUTPUT_DIR,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -24,6 +26,7 @@ from tui.cli.options import (
     fraction,
     margin_fraction,
     non_negative_float,
+    path_arg,
     positive_int,
 )
 from tui.cli.quality import _err, _httpx_version, _now_iso
@@ -32,6 +35,8 @@ from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
 from tui.core.textsafe import term
 
+#: the report files of one run, written together as one set (``tui.sources.outfiles.write_set``)
+REPORT_FILES = ("acceptance.md", "acceptance.json", "acceptance.html")
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
                    "3 evidence missing or not acceptance-grade (a window under 10 min, a target under 0.9, alpha "
                    "above 0.05; a file re-judged at weaker settings than its run's), 2 bad usage or unreadable input")
@@ -47,13 +52,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = epilog("servewatch accept --records run.jsonl --quality quality-result.json --params 8B "
                            "--gpu-gib 80 --out report/",
                            codes=ACCEPT_EXIT_DOC)
-    parser.add_argument("--records", nargs="+", required=True, metavar="FILE",
+    path_arg(parser, "--records", role=INPUT, nargs="+", required=True, metavar="FILE",
                         help="record files (JSON Lines, v1; required, no default; - reads standard input)")
-    parser.add_argument("--quality", default=None, metavar="FILE",
+    path_arg(parser, "--quality", role=INPUT, default=None, metavar="FILE",
                         help="result JSON of `servewatch quality` (default: none, quality is not run)")
-    parser.add_argument("--rollback", default=None, metavar="FILE",
+    path_arg(parser, "--rollback", role=INPUT, default=None, metavar="FILE",
                         help="extra rollback conditions: one rule per line, or a JSON list (default: none)")
-    parser.add_argument("--out", default=".", metavar="DIR", help="directory for the report files (default: .)")
+    path_arg(parser, "--out", role=OUTPUT_DIR, files=REPORT_FILES, default=".", metavar="DIR",
+             help="directory for the report files (default: .); they are written together: a run's "
+                  "acceptance.md, .json and .html replace the previous run's as one set (docs/acceptance.md)")
     parser.add_argument("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
                         help="price of one GPU-hour in USD (default: none, no cost figures)")
     parser.add_argument("--gpus", type=positive_int, default=None, metavar="N",
@@ -83,8 +90,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_rollback_file(path: str) -> list[str]:
     """User rollback rules: a JSON list (strings or objects) or one rule per line (# comments). Raises ValueError."""
+    from tui.core.bounds import MAX_SMALL_FILE_BYTES
+    from tui.sources.infiles import read_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, MAX_SMALL_FILE_BYTES, "rollback file").decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read rollback file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     from tui.core.acceptance import parse_rollback_rules
@@ -149,6 +159,12 @@ def run(args: argparse.Namespace) -> int:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    from tui.sources.outfiles import output_target_problem
+
+    for name in REPORT_FILES:  # a link planted in the output folder: refused before the records are read
+        problem = output_target_problem(Path(args.out) / name)
+        if problem:
+            raise UsageError(f"{Path(args.out) / name} {problem}")
     try:
         budget, budget_origin = view_budget(args, args.records)
     except (ValueError, OSError) as exc:
@@ -251,20 +267,23 @@ def run(args: argparse.Namespace) -> int:
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
         doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
     md = A.render_markdown(doc)
-    from tui.sources.outfiles import write_text_atomic
+    page = None
+    if not args.no_html:
+        from tui.html import accept_html
 
-    written = []
-    try:
-        for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2) + "\n")):
-            write_text_atomic(out_dir / name, content)
-            written.append(str(out_dir / name))
-        if not args.no_html:
-            from tui.html import accept_html
+        page = accept_html(doc, accept_chart_data(doc, runs, samplers, cfg))
+    contents = (md, json.dumps(doc, indent=2) + "\n", page)
+    files = [(out_dir / name, text) for name, text in zip(REPORT_FILES, contents, strict=True)]
+    from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
 
-            write_text_atomic(out_dir / "acceptance.html", accept_html(doc, accept_chart_data(doc, runs, samplers, cfg)))
-            written.append(str(out_dir / "acceptance.html"))
+    try:  # one set: all written first, then renamed together; never this run's md beside another run's html
+        removed = write_set(files)
+    except (OutputRefused, SetIncomplete) as exc:
+        raise UsageError(f"cannot write the report into {out_dir}: {exc}") from None
     except OSError as exc:
-        raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}; nothing was replaced (the "
+                         "report files there, if any, are still the previous run's, whole)") from None
+    written = [str(p) for p, text in files if text is not None]
     c = doc["conclusion"]
     for src, ri in integrity:  # the first lines: what was verified, in the threat model's words (issue 36)
         print(term(f"records {src}: {ri.summary}"))
@@ -294,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
     for line in c["missing_or_failed"]:
         print(f"  {term(line)}")
     print(term("wrote " + ", ".join(written)))
+    for path in removed:  # --no-html: the previous run's page must not stand beside this run's report
+        print(term(f"removed {path} (the previous run's; this run wrote no page)"))
     return int(doc["exit_code"])
 
 

@@ -13,11 +13,22 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tui.cli.options import UsageError
+from tui.sources.infiles import open_input
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open_input(path, "record file") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def same_file_as(path: str, seen: dict[object, str]) -> str | None:
     """The earlier path that is the same file as ``path`` (same path, same inode or identical content SHA-256),
-    or None (``path`` is then remembered in ``seen``). Standard input is never the same as a file."""
+    or None (``path`` is then remembered in ``seen``). Standard input is never the same as a file. The content is
+    hashed only when an earlier file has the same size (identical content needs it): a large file given once is
+    not read an extra time."""
     if path == "-":
         return None
     keys: list[object] = [("path", os.path.realpath(path))]
@@ -25,11 +36,16 @@ def same_file_as(path: str, seen: dict[object, str]) -> str | None:
         st = os.stat(path)
         keys.append(("inode", st.st_dev, st.st_ino))
         if stat.S_ISREG(st.st_mode):
-            h = hashlib.sha256()
-            with open(path, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            keys.append(("sha256", h.hexdigest()))
+            size_key = ("size", st.st_size)
+            earlier = seen.get(size_key)
+            if earlier is not None:
+                if ("hashed", earlier) not in seen:  # the earlier file of this size: hashed now, once
+                    seen[("sha256", _sha256(earlier))] = earlier
+                    seen[("hashed", earlier)] = earlier
+                keys.append(("sha256", _sha256(path)))
+                seen[("hashed", path)] = path
+            else:
+                seen[size_key] = path
     except OSError:
         pass
     for k in keys:

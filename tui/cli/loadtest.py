@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import tui.core.defaults as defaults
 from tui.cli.chainopts import add_sign_key_argument, key_from_env, sign_key
 from tui.cli.options import (
+    APPEND,
+    INPUT,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -36,6 +38,7 @@ from tui.cli.options import (
     levels,
     non_negative_float,
     non_negative_int,
+    path_arg,
     positive_float,
     positive_int,
     share,
@@ -88,7 +91,7 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
     m.add_argument("--rate", type=levels(float), metavar="LIST",
                    help="open loop: arrivals per second per step, such as 0.5,1,2 (no default: this or --concurrency)")
     if trace:
-        m.add_argument("--trace", default=None, metavar="FILE",
+        path_arg(m, "--trace", role=INPUT, default=None, metavar="FILE",
                        help="open loop: replay the arrival times and token lengths of a trace, one step at its mean "
                             "rate: a servewatch open-loop record file, an Azure LLM inference CSV, a BurstGPT CSV or "
                             "Mooncake JSONL, detected from the content (default: none)")
@@ -147,7 +150,7 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
                         "(default with --ray: one per CPU the cluster offers, at most 64)")
 
     o = parser.add_argument_group("recording and telemetry")
-    o.add_argument("--record", default=None, metavar="FILE",
+    path_arg(o, "--record", role=APPEND, default=None, metavar="FILE",
                    help="record file (default servewatch-YYYYmmdd-HHMMSS.jsonl here); appended to")
     o.add_argument("--metrics-url", default=None, metavar="URL", help="Prometheus endpoint (default URL/metrics)")
     o.add_argument("--metrics-interval", type=positive_float, default=defaults.METRICS_INTERVAL_S, metavar="SECONDS",
@@ -181,7 +184,7 @@ def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--prefix-groups", type=positive_int, default=None, metavar="N",
                    help="with --shared-prefix-tokens: N different system prompts, one drawn per session or "
                         "request (default 1)")
-    g.add_argument("--dataset", default=None, metavar="FILE",
+    path_arg(g, "--dataset", role=INPUT, default=None, metavar="FILE",
                    help="prompts from FILE: JSON Lines of prompts or chat messages, or ShareGPT JSON; order seeded "
                         "by --seed (default: synthetic prompts)")
     g.add_argument("--max-context", type=positive_int, default=None, metavar="TOKENS",

@@ -87,6 +87,32 @@ def epilog(*examples: str, codes: str = EXIT_CODES_DOC) -> str:
     return "\n".join(lines) + "\n\n" + codes
 
 
+# ------------------------------------------------------------------ path flags and their roles
+
+#: what a path flag is to its command (the own-input guard, ``tui.cli.guard``, reads the roles from the parser, so
+#: a path flag declared without one fails tests/cli/test_outputs.py and a new one cannot be forgotten)
+INPUT = "input"  # read
+OUTPUT = "output"  # written whole (replaced)
+APPEND = "append"  # appended to (a record file)
+OUTPUT_DIR = "output-dir"  # a folder the command writes files into
+INPUT_DIR = "input-dir"  # a folder the command reads files from
+PATH_ROLES = (INPUT, OUTPUT, APPEND, OUTPUT_DIR, INPUT_DIR)
+
+
+def path_arg(container: argparse._ActionsContainer, *flags: str, role: str, files: tuple[str, ...] = (),
+             default_from: Any = None, **kw: Any) -> argparse.Action:
+    """Declare a path flag (``add_argument``) with its ``role`` (one of ``PATH_ROLES``): the one list of what each
+    command reads and writes. ``files``: for an OUTPUT_DIR, the names written inside it; ``default_from``: for an
+    output whose default is derived from other flags (``import``'s ``FILE.servewatch.jsonl``), ``f(args) -> path``."""
+    if role not in PATH_ROLES:
+        raise ValueError(f"unknown path role {role!r}")
+    action = container.add_argument(*flags, **kw)
+    setattr(action, "path_role", role)  # noqa: B010 (an attribute argparse does not declare)
+    setattr(action, "path_files", tuple(files))  # noqa: B010
+    setattr(action, "path_default", default_from)  # noqa: B010
+    return action
+
+
 # ------------------------------------------------------------------ value types
 
 
@@ -416,16 +442,16 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-num-batched-tokens", dest="max_num_batched_tokens", default=None, metavar="TOKENS",
                    help="the engine's scheduler chunk (vLLM --max-num-batched-tokens): the blocks a sliding-window "
                    "layer group needs per request depend on it (default: unknown: the concurrency is a range)")
-    g.add_argument("--config", default=None, metavar="FILE",
-                   help="Hugging Face config.json; other flags override it (default: none)")
-    g.add_argument("--budget", default=None, metavar="FILE",
+    path_arg(g, "--config", role=INPUT, default=None, metavar="FILE",
+             help="Hugging Face config.json; other flags override it (default: none)")
+    path_arg(g, "--budget", role=INPUT, default=None, metavar="FILE",
                    help="load, recompute and verify a saved budget JSON (default: none)")
 
 
 def add_server_log_argument(parser: argparse.ArgumentParser) -> None:
     """``--server-log FILE``: the engine's own startup log (vLLM's "Maximum concurrency for N tokens per request")."""
-    parser.add_argument(
-        "--server-log", dest="server_log", default=None, metavar="FILE",
+    path_arg(
+        parser, "--server-log", role=INPUT, dest="server_log", default=None, metavar="FILE",
         help="the serving engine's log (vLLM): its \"KV cache size: N tokens\" and \"Maximum concurrency for N "
         "tokens per request: Xx\" lines are shown beside the memory-only candidate (default: none)",
     )
@@ -505,9 +531,9 @@ def add_console_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("console")
     g.add_argument("--theme", default=None, metavar="NAME",
                    help="dark, light, high-contrast or one from --themes-dir (default: dark)")
-    g.add_argument("--themes-dir", dest="themes_dir", default=None, metavar="DIR",
+    path_arg(g, "--themes-dir", role=INPUT_DIR, dest="themes_dir", default=None, metavar="DIR",
                    help="extra theme TOML files (default: none)")
-    g.add_argument("--export-dir", dest="export_dir", default=D.EXPORT_DIR, metavar="DIR",
+    path_arg(g, "--export-dir", role=OUTPUT_DIR, dest="export_dir", default=D.EXPORT_DIR, metavar="DIR",
                    help=f"where ctrl+s writes the SVG screenshot and JSON snapshot (default ./{D.EXPORT_DIR})")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import tui.core.defaults as D
 from tui.cli.options import (
+    INPUT,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -24,6 +25,7 @@ from tui.cli.options import (
     epilog,
     non_negative_float,
     non_negative_int,
+    path_arg,
     positive_float,
     positive_int,
 )
@@ -45,12 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "--gpu-hour-usd 2.5",
                            "servewatch plan --records sweep.jsonl --trace azure.csv --demand-window-minutes 15 --json",
                            codes=PLAN_EXIT_DOC)
-    parser.add_argument("--records", nargs="+", required=True, metavar="FILE",
+    path_arg(parser, "--records", role=INPUT, nargs="+", required=True, metavar="FILE",
                         help="sweep record files of ONE replica (required, no default; - reads standard input)")
     d = parser.add_argument_group("demand (one of)")
     d.add_argument("--peak-rate", type=positive_float, default=None, metavar="RATE",
                    help="the peak demand in requests per second (default: none; or --trace)")
-    d.add_argument("--trace", default=None, metavar="FILE",
+    path_arg(d, "--trace", role=INPUT, default=None, metavar="FILE",
                    help="a trace whose arrival rate over windows gives the demand over time: any format `run "
                         "--trace` reads (default: none; or --peak-rate)")
     d.add_argument("--demand-window-minutes", type=positive_float, default=D.DEMAND_WINDOW_MINUTES,
@@ -128,7 +130,7 @@ def _one_replica(runs: list[tuple[str, Any]]) -> None:
     if any(not same_model(m, known[0][1]) for _src, m in known[1:]):
         raise UsageError("the record files are of different served models ("
                          + ", ".join(f"{src}: {m}" for src, m in known) + "): a plan reads the evidence of ONE replica")
-    modes = {((s.header.get("load") or {}).get("mode")) for _, s in runs} - {None}
+    modes = {str(m) for _, s in runs if (m := (s.header.get("load") or {}).get("mode")) is not None}
     if len(modes) > 1:
         raise UsageError("the record files mix loop modes (" + ", ".join(sorted(modes)) + "): give the sweep "
                          "files of one mode")

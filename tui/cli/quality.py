@@ -14,17 +14,19 @@ import json
 import os
 import platform
 import sys
-from pathlib import Path
 from typing import Any
 
 from tui import __version__
 from tui.cli.options import (
+    INPUT,
+    OUTPUT,
     UsageError,
     add_http_arguments,
     epilog,
     extra_headers,
     fraction,
     margin_fraction,
+    path_arg,
     positive_float,
     positive_int,
     url_credentials,
@@ -79,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--baseline-url", default=None, metavar="URL",
                    help="baseline endpoint: the set is run there too (default: none; without it or --baseline the "
                         "verdict is NO_BASELINE)")
-    b.add_argument("--baseline", default=None, metavar="FILE",
+    path_arg(b, "--baseline", role=INPUT, default=None, metavar="FILE",
                    help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
     parser.add_argument("--baseline-model", default=None, metavar="NAME",
                         help="model name on the baseline endpoint (default: the first of its /v1/models)")
@@ -93,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="difficulty of the standard suite: default (sized for small models; the default) or hard")
     parser.add_argument("--suite-seed", type=int, default=None, metavar="N",
                         help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the result)")
-    parser.add_argument("--set", dest="set_path", default=None, metavar="FILE",
+    path_arg(parser, "--set", role=INPUT, dest="set_path", default=None, metavar="FILE",
                         help="the team's regression set (JSON Lines, quality/README.md; default: none): replaces the "
                              "suite, or adds to it with --suite standard")
     parser.add_argument("--max-context", "--long-context-tokens", dest="max_context", type=positive_int, default=None,
@@ -110,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              + ", ".join(SETTING_KEYS) + "; default: none, the server's own facts only)")
     parser.add_argument("--baseline-setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
                         help="the same for the baseline (default: none; a saved baseline keeps the settings it was run with)")
-    parser.add_argument("--out", default="quality-result.json", metavar="FILE",
+    path_arg(parser, "--out", role=OUTPUT, default="quality-result.json", metavar="FILE",
                         help="write the result JSON here (default quality-result.json)")
     parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
     parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
@@ -191,14 +193,22 @@ def _check_url(url: str, flag: str) -> None:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A quality result (``--quality``, ``--baseline``): a regular file of at most ``MAX_QUALITY_FILE_BYTES``,
+    JSON nested no deeper than ``MAX_JSON_DEPTH``; ValueError (one line) otherwise."""
+    from tui.core.bounds import MAX_JSON_DEPTH, MAX_QUALITY_FILE_BYTES, json_too_deep
+    from tui.sources.infiles import read_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, MAX_QUALITY_FILE_BYTES, what).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{what} {path} is not valid JSON: {str(exc)[:80]}") from None
+    if json_too_deep(doc):
+        raise ValueError(f"{what} {path} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return doc
 
 
 def _progress(label: str):
@@ -237,7 +247,10 @@ def run(args: argparse.Namespace) -> int:
     set_sha: str | None = None
     if args.set_path:
         try:
-            raw = Path(args.set_path).read_bytes()
+            from tui.core.bounds import MAX_QUALITY_FILE_BYTES
+            from tui.sources.infiles import read_input
+
+            raw = read_input(args.set_path, MAX_QUALITY_FILE_BYTES, "quality set")
             team_text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the set {args.set_path}: {getattr(exc, 'strerror', None) or exc}") from None

@@ -13,6 +13,7 @@ from typing import Any
 
 import tui.core.defaults as D
 from tui.cli.options import (
+    INPUT,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -22,6 +23,7 @@ from tui.cli.options import (
     add_speed_arguments,
     add_teaching_argument,
     epilog,
+    path_arg,
     positive_int,
     slos_from_args,
 )
@@ -38,14 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "servewatch replay run.jsonl --follow --rolling-requests 200",
                            codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
                                  "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or unreadable input")
-    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
+    path_arg(parser, "file", role=INPUT, metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
     add_speed_arguments(parser, f"default: {D.REPLAY_SPEED:g}, as recorded")
     g = parser.add_argument_group("replay")
     g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
     g.add_argument("--run", dest="run", type=positive_int, default=None, metavar="N",
                    help="replay run N (1-based) of a file holding several runs (default: none; such a file is "
                         "refused, exit 2, with the list; with --follow the first run, runs appended later left out)")
-    g.add_argument("--baseline", metavar="FILE", default=None,
+    path_arg(g, "--baseline", role=INPUT, metavar="FILE", default=None,
                    help="a base run (any importable format): its per-level good fraction is drawn beside this "
                         "run's in the sweep pane (default: none)")
     add_console_arguments(parser)

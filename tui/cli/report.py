@@ -12,6 +12,8 @@ import sys
 
 import tui.core.defaults as D
 from tui.cli.options import (
+    INPUT,
+    OUTPUT,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -21,6 +23,7 @@ from tui.cli.options import (
     add_teaching_argument,
     epilog,
     judge_at_from_args,
+    path_arg,
     slos_from_args,
 )
 from tui.core.monitor import Monitor, MonitorConfig
@@ -60,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "The headless verdict on a record file: measured verdict, budget and quality kept apart."
     parser.epilog = epilog("servewatch report run.jsonl --slo-ttft-ms 500 --target 0.99",
                            "servewatch report - --json < run.jsonl")
-    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, record format v1); - reads standard input")
+    path_arg(parser, "file", role=INPUT, metavar="FILE",
+             help="record file (JSON Lines, record format v1); - reads standard input")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_html_argument(parser, "the report")
     add_required_level_argument(parser)
@@ -221,7 +225,7 @@ def with_settings_lines(text: str, lines: list[str]) -> str:
 
 
 def add_html_argument(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--html", metavar="FILE", default=None,
+    path_arg(parser, "--html", role=OUTPUT, metavar="FILE", default=None,
                         help=f"also write {what} as one self-contained HTML page with charts to FILE (opens from "
                              "file://, fetches nothing; default: none)")
 

@@ -18,6 +18,7 @@ import sys
 import time
 
 import tui.core.defaults as D
+from tui.cli.options import APPEND, path_arg
 from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.report import exit_code
 from tui.core.textsafe import term
@@ -63,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--duration", type=non_negative_float, default=None, metavar="SECONDS",
                    help="stop after S seconds (headless; default: until Ctrl-C)")
     w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
-    w.add_argument("--record", metavar="FILE", default=None,
+    path_arg(w, "--record", role=APPEND, metavar="FILE", default=None,
                    help="write the windows (and canary requests) as records, for replay and report (default: none)")
     from tui.cli.chainopts import add_sign_key_argument
 

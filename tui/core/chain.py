@@ -29,6 +29,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.core.bounds import MAX_LINE_BYTES
 from tui.core.textsafe import md, md_code
 
 FORMAT = "servewatch.chain/1"
@@ -232,6 +233,7 @@ class ChainVerifier:
         self._key_id = key_id(key) if key is not None else None
         self._key_name = key_name
         self._partial = b""
+        self._long = False  # the partial line is longer than MAX_LINE_BYTES: hashed as it passes (``_long_part``)
         self._line = 1  # number of the next line to be scanned
         self._run = RunChain(header_line=None)
         self._runs: list[RunChain] = []
@@ -244,10 +246,20 @@ class ChainVerifier:
         if not data:
             return
         start = 0
-        if self._partial:  # the line cut by the last block: completed and scanned alone (no copy of the block)
+        if self._long:  # inside a line longer than the readers' cap: hashed as it passes, never held
+            i = data.find(b"\n")
+            if i < 0:
+                self._long_part(data)
+                return
+            self._long_part(data[:i + 1])
+            self._long_end()
+            start = i + 1
+        elif self._partial:  # the line cut by the last block: completed and scanned alone (no copy of the block)
             i = data.find(b"\n")
             if i < 0:
                 self._partial += data
+                if len(self._partial) > MAX_LINE_BYTES:
+                    self._long_start()
                 return
             line = self._partial + data[:i + 1]
             self._partial = b""
@@ -256,9 +268,11 @@ class ChainVerifier:
         cut = data.rfind(b"\n", start)
         if cut < 0:
             self._partial = data[start:]
-            return
-        self._partial = data[cut + 1:]
-        self._scan(data, start, cut + 1)
+        else:
+            self._partial = data[cut + 1:]
+            self._scan(data, start, cut + 1)
+        if len(self._partial) > MAX_LINE_BYTES:
+            self._long_start()
 
     def _scan(self, buf: bytes, pos: int, end: int) -> None:
         """One ``find`` pass for the chain marker: chained headers and checkpoints carry it. A header without a
@@ -300,6 +314,32 @@ class ChainVerifier:
             run._h.update(memoryview(buf)[a:b])
             run._covered += n
         run.tail += n
+
+    def _long_start(self) -> None:
+        """The partial line outgrew ``MAX_LINE_BYTES``: an ordinary line of its run (the readers report it as a
+        malformed line; no header or checkpoint is that long), hashed as it passes instead of kept."""
+        self._long = True
+        self._header_may_follow = False
+        part, self._partial = self._partial, b""
+        self._long_part(part)
+
+    def _long_part(self, data: bytes) -> None:
+        run = self._run
+        if run.sealed_at is None and run.chained and run.broken is None:
+            run._h.update(data)
+
+    def _long_end(self) -> None:
+        self._long = False
+        run = self._run
+        first = self._line
+        self._line += 1
+        run.lines += 1
+        if run.sealed_at is not None:
+            self._after_seal(run, first, 1)
+            return
+        if run.chained and run.broken is None:
+            run._covered += 1
+        run.tail += 1
 
     def _after_seal(self, run: RunChain, first: int, n: int) -> None:
         if run.first_after_seal is None:
@@ -433,7 +473,8 @@ class ChainVerifier:
         if self._closed:
             return
         self._closed = True
-        if self._partial:  # an unterminated last line (a crash, a full disk, a file still being written)
+        if self._partial or self._long:  # an unterminated last line (a crash, a full disk, a file still being written)
+            self._long = False
             run = self._run
             run.lines += 1
             if run.sealed_at is not None:

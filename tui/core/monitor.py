@@ -31,6 +31,7 @@ import tui.core.provenance as provenance
 import tui.core.slos as slo_defs
 import tui.core.stats as stats
 import tui.core.turns as turns
+from tui.core.bounds import MAX_ERROR_CLASSES, MAX_GPU_DEVICES, MAX_LEVELS, OTHER_ERRORS
 from tui.core.budget import BudgetError
 from tui.core.budget.memory import (
     ENGINE_KV_LABEL,
@@ -451,6 +452,7 @@ class Monitor:
         self.truncated = 0
         self.unknown_types = 0
         self.duplicates = 0
+        self.levels_over_cap = 0  # measured request and step records of levels beyond MAX_LEVELS (never judged)
         #: refused lines that may have been measured requests (``LineIssue.request`` not False), by the
         #: (level, round) the line still names, or under None when it names none (it may belong to any level)
         self.unreadable: dict[tuple | None, int] = {}
@@ -574,6 +576,11 @@ class Monitor:
         reasons = self._pass_blocks.setdefault(key, [])
         if reason not in reasons:
             reasons.append(reason)
+            if key is not None:  # one level's problem: only its verdict changes (per-level work stays linear)
+                one = self.levels.get(key)
+                if one is not None:
+                    one.verdict_cache = None
+                return
             for st in self.levels.values():
                 st.verdict_cache = None
 
@@ -853,20 +860,39 @@ class Monitor:
             self.malformed += 1
         if issue.kind in ("malformed", "truncated") and issue.request is not False:
             key = issue.level_round
+            if key is not None and key not in self.unreadable and len(self.unreadable) >= MAX_LEVELS:
+                key = None  # beyond the level cap: counted against every level (the stricter), never dropped
             self.unreadable[key] = self.unreadable.get(key, 0) + 1
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(str(issue))
 
-    def _state_for(self, level: float | None, rnd: int) -> _LevelState:
+    def _state_for(self, level: float | None, rnd: int) -> _LevelState | None:
+        """The state of level (level, round), made on its first record; None beyond ``MAX_LEVELS`` distinct ones
+        (the caller counts the record as over the cap: ``_over_cap``)."""
         key = (level, rnd)
         st = self.levels.get(key)
         if st is None:
+            if len(self.levels) >= MAX_LEVELS:
+                return None
             st = self.levels[key] = _LevelState(level, rnd, self.test, self.cfg, self.min_requests)
             st.order = len(self.levels)
         return st
 
+    def _over_cap(self, level: float | None, rnd: int) -> None:
+        """A record of a level beyond the first ``MAX_LEVELS``: counted, never judged, and no level of the run can
+        PASS (a file that holds more levels than are judged is not judged whole)."""
+        self.levels_over_cap += 1
+        if self.levels_over_cap == 1:
+            name = evidence.level_name(level, rnd, None)
+            self.block_pass(f"the run holds more than {MAX_LEVELS:,} distinct levels (level, round), the most "
+                            f"servewatch judges: the records of the levels after the first {MAX_LEVELS:,} (from "
+                            f"{name} on) are counted and reported, never judged")
+
     def _add_step(self, s: StepRecord) -> None:
         st = self._state_for(s.level, s.round)
+        if st is None:
+            self._over_cap(s.level, s.round)
+            return
         if s.mode:
             st.mode = s.mode
         if s.event == "start":
@@ -953,7 +979,11 @@ class Monitor:
                     self.last_t = t_end
                 err = r.error
                 if err is not None:
-                    errors[err] = errors.get(err, 0) + 1
+                    c = errors.get(err)
+                    if c is None and len(errors) >= MAX_ERROR_CLASSES:  # a class named per record: bounded
+                        errors[OTHER_ERRORS] = errors.get(OTHER_ERRORS, 0) + 1
+                    else:
+                        errors[err] = 1 if c is None else c + 1
                 outcome, ttft_ms, misses = classify(r)  # the one rule: tui.core.slos.slo_rule
                 recent_append((r, outcome, ttft_ms))  # rows are built at snapshot time only
                 if r.phase != "measure":
@@ -969,7 +999,11 @@ class Monitor:
                         ttfts = []
                         lat = ([], [], [])
                         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
-                    st = self.current = self._state_for(r.level, r.round)
+                    nst = self._state_for(r.level, r.round)
+                    if nst is None:  # beyond MAX_LEVELS distinct levels: counted, never judged
+                        self._over_cap(r.level, r.round)
+                        continue
+                    st = self.current = nst
                 # what the file says about this level, for the cross-checks (tui.core.evidence)
                 rn = st.rec_n = st.rec_n + 1
                 if err is not None:
@@ -1231,6 +1265,8 @@ class Monitor:
             self._running_series.append(q.running)
 
     def _add_gpu(self, g: GpuSample) -> None:
+        if g.device not in self._gpu and len(self._gpu) >= MAX_GPU_DEVICES:
+            return  # a device number per sample would grow without end: the first MAX_GPU_DEVICES are shown
         d = self._gpu.setdefault(g.device, {"series": deque(maxlen=SERIES_LEN), "peak": None})
         d["name"] = g.name
         d["util"] = g.utilization
@@ -1630,6 +1666,7 @@ class Monitor:
             cancelled_late=sum(self.cancelled_late.values()),
             capacity=cap,
             evidence_problems=self.evidence_problems(),
+            levels_over_cap=self.levels_over_cap,
             records_integrity=self.records_integrity,
             settings=self.settings,
             run_levels=None if self._shadow is None else self._shadow.level_rows(),

@@ -16,6 +16,7 @@ import tui.core.server_timing as _server_timing
 import tui.core.token_counts as _token_counts
 import tui.core.turns as _turns
 import tui.core.workload as _workload
+from tui.core.bounds import MAX_LEVELS
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.budgetview import with_server_log as _with_server_log
 from tui.core.exitcodes import ExitCode, UsageError
@@ -268,6 +269,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
                       "note": snap.cancelled_note},
         "input_problems": {"malformed": snap.malformed, "truncated": snap.truncated,
                            "unknown_types": snap.unknown_types, "duplicate_request_ids": snap.duplicates,
+                           "records_of_levels_over_cap": snap.levels_over_cap,
                            "examples": list(snap.malformed_examples)},
         "quality": quality or "not run",
         "conclusion": {"ready_for_traffic": ready, "missing_or_failed": missing,
@@ -537,6 +539,9 @@ def format_report(rep: dict[str, Any]) -> str:
             "(counted once)")
         for e in ip["examples"]:
             add(f"    {e}")
+    if ip.get("records_of_levels_over_cap"):
+        add(f"  input problems: {ip['records_of_levels_over_cap']:,} records of levels beyond the first "
+            f"{MAX_LEVELS:,} distinct levels: counted, not judged; the run cannot PASS")
     for n in rep["notes"]:
         add(f"  note: {n}")
     out.extend(_prefix_cache.report_lines(rep))  # issue 23: per level and round, or "unknown"

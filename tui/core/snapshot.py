@@ -275,6 +275,9 @@ class Snapshot:
     #: the console's prefix-cache line for the current level (``tui.core.prefix_cache.short_text``); None: nothing
     #: known there (no request said cached tokens, no step counters), the line is not shown
     prefix_cache_text: str | None = None
+    #: measured request and step records of levels beyond ``tui.core.bounds.MAX_LEVELS`` distinct ones: counted,
+    #: never judged; any such record forbids PASS (an evidence problem says so)
+    levels_over_cap: int = 0
 
     @property
     def cancelled_note(self) -> str | None:

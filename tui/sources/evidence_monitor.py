@@ -70,10 +70,13 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
     issues = 0
     cfg = MonitorConfig(slo_ttft_ms=slo_ttft_ms) if slos is None else MonitorConfig(slos=slos)
     mon = Monitor(cfg, source=run.path, judge_at=judge_at)  # the cross-checks of the file (at its run's settings)
+    judged = mon.levels
     for kept in run.blocks():
         mon.add_many(kept)
         for it in kept:
             if type(it) is RequestRecord:
+                if it.phase == "measure" and (it.level, it.round) not in judged:
+                    continue  # a level beyond MAX_LEVELS: counted by the Monitor (it forbids NOT WORSE), not compared
                 reqs.append(it)
             elif isinstance(it, RunHeader):
                 header = header or it.data

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from tui.core.bounds import size_text
 from tui.core.chain import ChainVerifier, RecordsIntegrity
 from tui.core.exitcodes import UsageError
 from tui.core.records import iter_blocks
@@ -101,10 +102,11 @@ class EvidenceRun:
     def _imported(self, verifier: ChainVerifier) -> Iterator[list[Item]]:
         data = self.document
         if data is None:
-            if os.fstat(self.handle.fileno()).st_size > MAX_DOCUMENT_BYTES:
-                raise ImportProblem(f"{self.path}: larger than {MAX_DOCUMENT_BYTES >> 20} MiB; too big to import "
-                                    "as one document")
-            data = self.handle.read()
+            size = os.fstat(self.handle.fileno()).st_size
+            data = self.handle.read(MAX_DOCUMENT_BYTES + 1) if size <= MAX_DOCUMENT_BYTES else b""
+            if size > MAX_DOCUMENT_BYTES or len(data) > MAX_DOCUMENT_BYTES:
+                raise ImportProblem(f"{self.path}: larger than {size_text(MAX_DOCUMENT_BYTES)}, the most servewatch "
+                                    "imports (an import is read whole; README.md, \"Limits on input\")")
         if self.settings.verify_imported:
             for i in range(0, len(data), 1 << 20):
                 verifier.feed(data[i:i + (1 << 20)])

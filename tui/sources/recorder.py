@@ -23,7 +23,9 @@ starts its own chain. ``sign_key``: each checkpoint also carries an HMAC with th
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 
 from tui.core.chain import ChainWriter, planned_of, seal_line
@@ -31,6 +33,30 @@ from tui.core.records import dumps
 
 #: record types that carry a checkpoint of the chain (besides the final ``seal``)
 CHECKPOINT_TYPES = ("step", "watch")
+
+
+def open_record_file(path: str) -> int:
+    """The record file opened for appending (created 0644): never through a symlink (``O_NOFOLLOW``), never a
+    FIFO, a device or a folder (``O_NONBLOCK`` for the open, so a FIFO cannot block it; then checked). Raises
+    OSError with a one-line ``strerror``."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise OSError(errno.ELOOP, "is a symbolic link: refusing to append through it (servewatch never "
+                                       "follows a link to an output file); remove the link, or give the file it "
+                                       "points to") from None
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise OSError(errno.ENXIO, "is a named pipe (FIFO), not a regular file: refusing to record into it") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "is not a regular file (a FIFO, a device or a socket): refusing to record into it")
+    os.set_blocking(fd, True)
+    return fd
 
 
 class Recorder:
@@ -42,7 +68,7 @@ class Recorder:
         then no id is remembered and ``duplicates_refused`` stays 0. ``chain``: keep the digest chain (from the
         first run header written on); ``sign_key``: make its checkpoints HMACs with that key too."""
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = open_record_file(path)
         self._lock = threading.Lock()
         self._ids: set[str] | None = None if ids_unique else set()
         self.records_written = 0

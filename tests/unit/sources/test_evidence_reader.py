@@ -105,7 +105,15 @@ def test_report_opens_the_file_once(tmp_path, monkeypatch, capsys):
             opened.append(p)
         return real_open(file, *a, **k)
 
+    real_os_open = os.open
+
+    def counting_os_open(file, *a, **k):  # tui.sources.infiles opens regular files with os.open (O_NONBLOCK)
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file) == p:
+            opened.append(p)
+        return real_os_open(file, *a, **k)
+
     monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(os, "open", counting_os_open)
     main(["report", p, "--min-window-minutes", "0"])
     assert "verdict=" in capsys.readouterr().out
     assert opened == [p]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from itertools import repeat
 from typing import Any, NoReturn
 
+from tui.core.bounds import MAX_JSON_DEPTH, MAX_LINE_BYTES, json_too_deep, size_text
 from tui.core.provenance import check_source_block
 from tui.core.records.model import (
     BudgetRecord,
@@ -365,6 +366,11 @@ def _check_token_claims(rec: RequestRecord) -> None:
                               "(t_last_token - t_first_token over output_chunks - 1)")
 
 
+#: the run header's fields that are JSON objects when present (docs/record-format.md): a list or a number there is a
+#: malformed header line, reported and counted, never handed to the commands that read inside them
+HEADER_OBJECTS = ("target", "load", "environment", "slo", "server_capacity", "headers")
+
+
 def parse_object(d: Any) -> Record:
     """Turn one decoded JSON value into a record; raises RecordError."""
     if not isinstance(d, dict):
@@ -399,6 +405,8 @@ def parse_object(d: Any) -> Record:
             memory_total=_int(d, "memory_total"),
             client_cpu_percent=_num(d, "client_cpu_percent"),
         )
+    if json_too_deep(d):  # the records below are kept whole (a header, a step's info): never nested without end
+        raise RecordError(f"nested deeper than {MAX_JSON_DEPTH} levels of objects and lists")
     if typ == "step":
         ev = d.get("event")
         if ev not in ("start", "end"):
@@ -429,6 +437,13 @@ def parse_object(d: Any) -> Record:
             problem = check_source_block(src)
             if problem:
                 raise RecordError(problem)
+        for key in HEADER_OBJECTS:  # every reader looks inside these: one of another type is a bad header
+            v = d.get(key)
+            if v is not None and type(v) is not dict:
+                raise RecordError(f"field {key!r} of a run header must be an object, got {type(v).__name__}")
+        load = d.get("load")
+        if load is not None and load.get("mode") is not None and type(load.get("mode")) is not str:
+            raise RecordError("field 'load.mode' of a run header must be a string (closed, open)")
         return RunHeader(d)
     if typ == "budget":
         return BudgetRecord(d)
@@ -569,15 +584,27 @@ def _unknown_issue(source: str, lineno: int, rec: UnknownRecord) -> LineIssue:
     return LineIssue(source, lineno, f"unknown record type {rec.type!r} skipped", "unknown_type")
 
 
+def long_line_issue(source: str, lineno: int, nbytes: int, terminated: bool = True) -> LineIssue:
+    """A line longer than ``MAX_LINE_BYTES`` (read past, never held): malformed, counted, and it may have been a
+    measured request of any level (``request`` None), as any line that cannot be read."""
+    end = "" if terminated else ", the last line, unterminated"
+    return LineIssue(source, lineno, f"line longer than the {size_text(MAX_LINE_BYTES)} limit ({nbytes:,} bytes{end}): "
+                     "skipped unread", "malformed")
+
+
 def parse_lines(
-    numbered: Iterable[tuple[int, bytes | str, bool]], source: str
+    numbered: Iterable[tuple[int, bytes | str | int, bool]], source: str
 ) -> Iterator[Record | LineIssue]:
     """Parse numbered lines ``(line_number, line, terminated)``; yields records and LineIssue
     objects, never raises. The reference line-by-line reader: ``parse_block`` reports exactly what
-    this reports for the same lines (a property test checks it)."""
+    this reports for the same lines (a property test checks it). A line given as an int is the length
+    of a line longer than the cap (``LineCut``): reported, never parsed; so is a longer line given whole."""
     decode = _decode
     for lineno, line, terminated in numbered:
         obj = None
+        if isinstance(line, int) or len(line) > MAX_LINE_BYTES:
+            yield long_line_issue(source, lineno, line if isinstance(line, int) else len(line), terminated)
+            continue
         try:
             obj = decode(line) if type(line) is str else json.loads(line)
             if type(obj) is dict and obj.get("type") == "request":
