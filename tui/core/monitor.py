@@ -536,6 +536,11 @@ class Monitor:
         assert at is not None
         self._file_settings = fs = read_header(header)
         res = resolve_settings(fs, at)
+        label = ttft_of_label(header)  # an import's TTFT is its tool's: said wherever its settings are (issue 37)
+        if label is not None:
+            eff = res.effective
+            res = dataclasses.replace(res, effective=dataclasses.replace(
+                eff, slos=dataclasses.replace(eff.slos, ttft_label=label)))
         self.settings = res
         self._use_config(config_at(self.cfg, res.effective))
         if res.rejudged and res.run is not None:
