@@ -109,7 +109,9 @@ def convert_run(obj: dict, label: str, *, where: str = "", line: int = 0, rnd: i
                     raise ValueError("ttfts entry is not a number")
                 t_first = t_sent + float(ttft)
                 t_end = t_first + sum(float(x) for x in itl)
-            rec = C.request(rid=f"vllm-r{rnd}-{i:06d}", t_sent=t_sent, t_end=t_end, t_first=t_first,
+            # the level is in the id: appended results (one per level) number their requests from 0 each
+            rec = C.request(rid=f"vllm-{'' if level is None else f'{level:g}-'}r{rnd}-{i:06d}", t_sent=t_sent,
+                            t_end=t_end, t_first=t_first,
                             complete=not failed,
                             error=C.classify_error(message=str(err or "")) if failed else None,
                             error_detail=(str(err) or "failed, no error text") if failed else None, input_tokens=at("input_lens"),
