@@ -29,6 +29,7 @@ from tui.core.budget import BudgetResult
 from tui.core.console_seams import ConsoleFeed, SnapshotFeed
 from tui.core.exitcodes import ExitCode
 from tui.core.records import LineIssue, Record
+from tui.core.textsafe import console
 from tui.screens.commands import console_commands
 from tui.screens.console import ConsoleScreen
 from tui.screens.driver_watch import STOP_TIMEOUT_S, DriverWatch, start_backstop
@@ -126,13 +127,13 @@ class ServewatchApp(App[int]):
     # ------------------------------------------------------------------ the source and the driver
     def on_mount(self) -> None:
         for problem in self.theme_problems:
-            self.notify(problem, title="Theme problem", severity="warning", timeout=12)
+            self.notify(console(problem), title="Theme problem", severity="warning", timeout=12)
         if self.start_source and self.source is not None:
             try:
                 self.source.start(self.sink if isinstance(self.sink, MonitorSink) else _no_records)
                 self._source_started = True
             except Exception as exc:
-                self.notify(f"source did not start: {exc}", title="Source", severity="error", timeout=15)
+                self.notify(console(f"source did not start: {exc}"), title="Source", severity="error", timeout=15)
         self.console_screen.begin()
         if not self.is_headless:
             self._driver_watch.start()

@@ -39,7 +39,7 @@ MINIMAL = {
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
 METAVARS = {"FILE", "DIR", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
             "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
-            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
+            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE", "NAME=VAR"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -66,7 +66,7 @@ def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
                "    rc = main(['budget', '--json'])\n"
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual', 'rich'))\n"
                "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash'))\n"  # shared flags and checks, no command
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
                "print(rc, heavy, cmds)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]
@@ -79,7 +79,7 @@ def test_top_level_help_imports_no_command_module_and_lists_every_command():
                "with contextlib.redirect_stdout(buf):\n"
                "    rc = main(['--help'])\n"
                "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash'))\n"  # shared flags and checks, no command
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual'))\n"
                "print(repr(buf.getvalue()))\n"
                "print(rc, cmds, heavy)")

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_accept import BUDGET, accept
+from tests.support import quality_files as QF
 from tests.support.paths import TESTS
 from tui.cli import main
-from tui.core import quality as Q
 from tui.core.grade import ALPHA_FLOOR, MIN_WINDOW_FLOOR_S, acceptance_grade, changed_settings
 from tui.core.monitor import MonitorConfig
 from tui.core.records import run_header
@@ -33,10 +33,12 @@ T0 = 1_780_000_000.0
 
 
 def _header(model="test-model", url="http://127.0.0.1:8000/v1", run_id=None, synthetic=False, started_at=T0):
+    """The server serves the model the run names (its /props and /v1/models, as `run` records them)."""
     extra = {"run_id": run_id} if run_id else {}
     return run_header(target={"url": url, "model": model, "api": "chat"},
                       load={"mode": "closed", "levels": [1], "level_unit": "concurrency", "rounds": 1},
-                      environment={"python": "3.11"}, synthetic=synthetic, started_at=started_at, **extra)
+                      environment={"python": "3.11", "server": QF.server_env(f"/models/{model}.gguf")},
+                      synthetic=synthetic, started_at=started_at, **extra)
 
 
 def run_lines(*, n=700, gap=1.0, t0=T0, level=1, fail_every=0, prefix="r", header=True, **hkw) -> list[dict]:
@@ -75,18 +77,18 @@ def report_json(capsys, *argv) -> tuple[int, dict, str]:
     return rc, (json.loads(cap.out) if cap.out.strip() else {}), cap.err
 
 
-def lc_quality(path: Path, n=60, *, lc=True, model="test-model", base_target=None, settings=None) -> Path:
-    """A quality result of n passing paired cases, the first three long-context ones (``lc``)."""
-    rows = [{"id": f"q{i}", "category": "long_context" if (lc and i < 3) else "key", "fingerprint": f"f{i}",
-             "passed": True} for i in range(n)]
-    doc = Q.build_result(
-        qset=Q.QualitySet([], []), set_source="ours.jsonl", set_sha256=None,
-        candidate=Q.run_section(rows, target={"url": "http://127.0.0.1:8000", "model": model}),
-        baseline=Q.run_section([dict(r) for r in rows],
-                               target=base_target or {"url": "http://127.0.0.1:9000", "model": "bigger"}),
-        **(settings or {}))
-    path.write_text(json.dumps(doc))
-    return path
+def lc_quality(path: Path, n=60, *, lc=60, model="test-model", same_server=False, settings=None) -> Path:
+    """A quality result of n passing paired key-task cases and ``lc`` long-context ones at the suite's shares of the
+    candidate server's context, each side's served model recorded, sealed (tests.support.quality_files).
+    ``same_server``: the baseline is the candidate's own server (the same facts under another URL)."""
+    rows = QF.key_rows(True, n) + (QF.lc_rows(True, lc) if lc else [])
+    served = f"/models/{model}.gguf"
+    same = {}
+    if same_server:
+        same = {"base_model": model, "base_served": served, "base_identity": QF.server_identity(served),
+                "base_server": dict(QF.server_env(served), context_tokens=QF.CTX)}
+    return QF.write_doc(path, QF.quality_doc(rows, rows, model=model, served=served, settings=settings,
+                                             base_url="http://localhost:8000", **same))
 
 
 # ------------------------------------------------------------------ honest input still passes
@@ -107,8 +109,8 @@ def test_honest_file_passes_report_and_accept_with_the_defaults(tmp_path, capsys
     assert rc == 0 and doc["conclusion"]["ready_for_traffic"] is True, doc["conclusion"]
     assert doc["quality"]["not_acceptance_grade"] == []
     tied = doc["quality"]["tied"]
-    assert f"{rec} (model test-model, endpoint http://127.0.0.1:8000/v1)" in tied
-    assert "tied to quality" in tied and "model test-model, endpoint http://127.0.0.1:8000" in tied
+    assert f"{rec} (served model /models/test-model.gguf, --model test-model, endpoint http://127.0.0.1:8000/v1)" in tied
+    assert "tied to quality" in tied and "--model test-model, endpoint http://127.0.0.1:8000)" in tied
 
 
 def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, capsys):
@@ -120,18 +122,21 @@ def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, cap
     rec = tmp_path / "run.jsonl"
     with FaultServer() as fs:
         for _ in range(2):
-            rc = main(["run", "--url", fs.url("ok", tokens=1), "--model", "m", "--concurrency", "1", "--requests",
+            # 20 ms to the first token: a request longer than the client's own send overhead (the server holds
+            # the concurrency it is labelled with; tui.core.evidence)
+            rc = main(["run", "--url", fs.url("ok", tokens=1, first_delay=0.02), "--model", "fault-model", "--concurrency", "1",
+                       "--requests",
                        "100", "--no-gpu", "--record", str(rec), "--min-window-minutes", "0"])
             out = capsys.readouterr().out
             assert rc == 0, out
-            assert "verdict=PASS (not acceptance-grade: window 0 min)" in out
+            assert "verdict=PASS (not acceptance-grade: window 0 min < 10 min)" in out
             assert re.search(r"measured requests=100\b", out), out  # this run's 100, never 200
     rc, _, err = report_json(capsys, str(rec), "--min-window-minutes", "0")
     assert rc == 2 and "holds 2 runs" in err and "run 1:" in err and "run 2:" in err
     for n in ("1", "2"):
         rc, rep, _ = report_json(capsys, str(rec), "--min-window-minutes", "0", "--run", n)
         assert rc == 0 and rep["measured"]["window"]["n"] == 100
-        assert rep["settings"]["not_acceptance_grade"] == ["window 0 min"]
+        assert rep["settings"]["not_acceptance_grade"] == ["window 0 min < 10 min"]
     rc, doc, _, _ = accept(tmp_path, "--records", str(rec), "--run", "2", "--min-window-minutes", "0", *BUDGET)
     assert doc["measured"]["state"] == "PASS"  # the measured state is unchanged ...
     assert rc == 3 and doc["conclusion"]["ready_for_traffic"] is False  # ... but window 0 is never "ready"
@@ -265,9 +270,11 @@ def test_accept_refuses_files_of_different_models_unless_model_picks(tmp_path, c
 
 def test_synthetic_never_exits_0(tmp_path, capsys):
     """Before: `report sample_logs/seed.jsonl --min-window-minutes 0 --target 0.01` was PASS, exit 0; `compare`
-    on a synthetic file NOT WORSE, exit 0."""
-    seed = str(sample_path("seed.jsonl"))
-    rc = main(["report", seed, "--min-window-minutes", "0", "--target", "0.01"])
+    on a synthetic file NOT WORSE, exit 0. (A target below 0.5 is bad usage since issue 35: 0.5 here.)"""
+    assert main(["report", str(sample_path("seed.jsonl")), "--target", "0.01"]) == 2  # issue 35: bad usage
+    capsys.readouterr()
+    syn = write(tmp_path / "syn.jsonl", run_lines(synthetic=True, prefix="s"))
+    rc = main(["report", str(syn), "--min-window-minutes", "0", "--target", "0.5"])
     cap = capsys.readouterr()
     assert rc == 3
     assert "SYNTHETIC" in cap.err and "never exits 0" in cap.err
@@ -297,7 +304,7 @@ def test_weakened_settings_are_named_and_marked(tmp_path, capsys):
     rc = main(["report", str(rec), "--min-window-minutes", "0", "--alpha", "0.5", "--target", "0.5"])
     out = capsys.readouterr().out
     assert rc == 0  # a quick check may still PASS ...
-    assert "verdict=PASS (not acceptance-grade: window 0 min, alpha 0.5)" in out  # ... marked
+    assert "verdict=PASS (not acceptance-grade: window 0 min < 10 min, target 0.5 < 0.9, alpha 0.5 > 0.05)" in out
     assert "[settings not default: target 0.5, alpha 0.5, window 0 min]" in out
 
 
@@ -312,17 +319,22 @@ def test_accept_never_says_ready_on_weakened_settings(tmp_path, capsys):
     c = doc["conclusion"]
     assert doc["measured"]["state"] == "PASS" and doc["quality"]["state"] == "PASS"
     assert rc == 3 and c["ready_for_traffic"] is False and "NOT ready" in out
-    assert c["not_acceptance_grade"] == ["window 0 min", "alpha 0.5", "min requests 1 (the test needs 3)"]
+    assert c["not_acceptance_grade"] == ["window 0 min < 10 min", "target 0.5 < 0.9", "alpha 0.5 > 0.05",
+                                         "min requests 1 < 3 (what the test needs)"]
     assert "[settings not default: target 0.5, alpha 0.5, window 0 min, min requests 1]" in out
     assert any(line.startswith("Settings: not acceptance-grade") for line in c["missing_or_failed"])
 
 
 def test_acceptance_grade_floors():
+    """Issue 35, "Floors": a window of at least the default 10 min, a target of at least 0.9, alpha at most the
+    default 0.05 (before: alpha 0.1 and a 1-minute window were the floors, and the target had none)."""
     assert acceptance_grade(MonitorConfig()) == [] and changed_settings(MonitorConfig()) == []
-    assert acceptance_grade(MonitorConfig(alpha=ALPHA_FLOOR)) == []
-    assert acceptance_grade(MonitorConfig(alpha=0.11)) == ["alpha 0.11"]
-    assert acceptance_grade(MonitorConfig(min_window_s=MIN_WINDOW_FLOOR_S)) == []
-    assert acceptance_grade(MonitorConfig(min_window_s=59)) == ["window 0.983333 min"]
+    assert acceptance_grade(MonitorConfig(alpha=ALPHA_FLOOR)) == [] and ALPHA_FLOOR == 0.05
+    assert acceptance_grade(MonitorConfig(alpha=0.051)) == ["alpha 0.051 > 0.05"]
+    assert acceptance_grade(MonitorConfig(min_window_s=MIN_WINDOW_FLOOR_S)) == [] and MIN_WINDOW_FLOOR_S == 600
+    assert acceptance_grade(MonitorConfig(min_window_s=599.4)) == ["window 9.99 min < 10 min"]
+    assert acceptance_grade(MonitorConfig(target=0.9)) == []
+    assert acceptance_grade(MonitorConfig(target=0.89)) == ["target 0.89 < 0.9"]
     assert changed_settings(MonitorConfig(slo_ttft_ms=500)) == ["SLO 500 ms"]
 
 
@@ -332,7 +344,7 @@ def test_acceptance_grade_floors():
 def test_accept_applies_its_own_quality_policy_not_the_files(tmp_path):
     """Before: a 3-case file with margin 0.9 and alpha 0.5 inside it gave "ready"."""
     rec = write(tmp_path / "run.jsonl", run_lines())
-    weak = lc_quality(tmp_path / "weak.json", n=3, settings={"margin": 0.9, "alpha": 0.5, "min_cases": 1})
+    weak = lc_quality(tmp_path / "weak.json", n=3, lc=3, settings={"margin": 0.9, "alpha": 0.5, "min_cases": 1})
     assert json.loads(weak.read_text())["verdict"]["state"] == "PASS"  # the file's own word
     rc, doc, _, _ = accept(tmp_path, "--records", str(rec), "--quality", str(weak), *BUDGET)
     assert rc == 3 and doc["quality"]["state"] == "NO_EVIDENCE" and not doc["conclusion"]["ready_for_traffic"]
@@ -345,10 +357,10 @@ def test_accept_applies_its_own_quality_policy_not_the_files(tmp_path):
 
 
 @pytest.mark.parametrize("kw, why", [
-    ({"lc": False}, "no long-context case in the set"),
-    ({"model": "other-model"}, "quality was run against model other-model, the load runs against test-model"),
-    ({"base_target": {"url": "http://127.0.0.1:8000", "model": "test-model"}},
-     "candidate and baseline are the same configuration"),
+    ({"lc": 0}, "no long-context case in the set"),
+    ({"model": "other-model"}, "quality was run against the served model /models/other-model.gguf, the load "
+                               "against /models/test-model.gguf"),
+    ({"same_server": True}, "candidate and baseline are the same configuration by their servers' own facts"),
 ])
 def test_quality_short_of_the_policy_is_not_acceptance_grade(tmp_path, kw, why):
     """Before: no long-context case, another model or candidate == baseline was at most a note beside "ready"."""

@@ -16,8 +16,8 @@ from tui.core import quality as Q
 N = 80
 
 
-def _qset(ctx: int = 2048) -> Q.QualitySet:
-    return Q.build_suite(Q.SuiteSpec(cases=N, context_tokens=ctx, chars_per_token=4.0))
+def _qset(ctx: int = 2048, n: int = N) -> Q.QualitySet:
+    return Q.build_suite(Q.SuiteSpec(cases=n, context_tokens=ctx, chars_per_token=4.0))
 
 
 def _rc(argv: list[str]) -> int:
@@ -34,18 +34,24 @@ def _run(tmp_path, name, *argv) -> tuple[int, dict]:
 
 
 def test_suite_is_the_default_context_from_the_server_and_same_config_passes(tmp_path):
-    with FakeOpenAI(_qset()) as srv:
-        rc, base = _run(tmp_path, "base", "--url", srv.url, "--cases", str(N), "--setting", "kv_cache=f16")
+    n = 150  # 60 long-context cases: the required long_context category can PASS on its own (59 pairs needed)
+    with FakeOpenAI(_qset(n=n)) as srv:
+        rc, base = _run(tmp_path, "base", "--url", srv.url, "--cases", str(n), "--setting", "kv_cache=f16")
         assert rc == 3 and base["verdict"]["state"] == Q.NO_BASELINE
-        assert base["set"]["suite"]["context_tokens"] == 2048 and base["set"]["suite"]["cases"] == N
+        assert base["set"]["suite"]["context_tokens"] == 2048 and base["set"]["suite"]["cases"] == n
         assert base["candidate"]["server"]["context_tokens"] == 2048
         assert "n_ctx" in base["candidate"]["server"]["context_source"]
-        assert base["candidate"]["overall"]["passed"] == N  # the fake answers every case right
+        assert base["candidate"]["overall"]["passed"] == n  # the fake answers every case right
         assert base["decoding"]["deterministic"] is True and base["decoding"]["repeat"] == 1
         rc, same = _run(tmp_path, "same", "--url", srv.url, "--baseline", str(tmp_path / "base.json"))
     assert rc == 0 and same["verdict"]["state"] == Q.PASS
     assert same["set"]["fingerprint"] == base["set"]["fingerprint"]
     assert set(same["comparison"]["per_category"]) == set(Q.CATEGORIES)
+    assert same["set"]["required"] == ["long_context"] and same["comparison"]["per_category"]["long_context"]["state"] == Q.PASS
+    # the same server against itself: the regression verdict PASSes, and it is not acceptance-grade (issue 35)
+    why = " ".join(same["acceptance_grade"]["problems"])
+    assert same["acceptance_grade"]["acceptance_grade"] is False
+    assert "the same configuration by their servers' own facts" in why
 
 
 def test_short_context_candidate_fails_long_context_sent_not_skipped(tmp_path):

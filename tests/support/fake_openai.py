@@ -9,18 +9,22 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.support.engine_pages import pages
 from tests.support.json_reply import send_json
 from tui.core import quality as Q
 
 
 class FakeOpenAI:
     def __init__(self, qset: Q.QualitySet, *, n_ctx: int | None = 2048, wrong: frozenset[str] = frozenset(),
-                 chars_per_token: float = 4.0) -> None:
+                 chars_per_token: float = 4.0, engine: str | None = None, served: str = "fake-model",
+                 params: int | None = None) -> None:
         refs = Q.reference_answers(qset)
         self.answers = {json.dumps(list(c.messages or ()), sort_keys=True): (c.category, refs.get(c.id, ""))
                         for c in qset.cases}
         self.n_ctx, self.wrong, self.cpt = n_ctx, wrong, chars_per_token
         self.requests = 0
+        # engine=...: that engine's self-description (tests.support.engine_pages) instead of the llama.cpp-like default
+        self.described = {} if engine is None else pages(engine, served, params=params, ctx=n_ctx or 2048)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -31,7 +35,10 @@ class FakeOpenAI:
                 send_json(self, code, obj)
 
             def do_GET(self) -> None:
-                if self.path.startswith("/v1/models"):
+                if fake.described:
+                    page = fake.described.get(self.path.split("?", 1)[0])
+                    self._send(200, page) if page is not None else self._send(404, {"error": "not found"})
+                elif self.path.startswith("/v1/models"):
                     self._send(200, {"data": [{"id": "fake-model", "owned_by": "llamacpp"}]})
                 elif self.path.startswith("/props") and fake.n_ctx is not None:
                     self._send(200, {"default_generation_settings": {"n_ctx": fake.n_ctx}, "total_slots": 1,

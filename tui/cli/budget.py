@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tui.cli.options import UsageError, add_budget_arguments, epilog
+from tui.cli.options import OUTPUT, UsageError, add_budget_arguments, epilog, path_arg
 from tui.core.budget.allocation import KvPrediction, predict_allocation
 from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu, teaching_case
 from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
@@ -28,6 +28,7 @@ from tui.core.budget.serialize import budget_to_dict, budget_to_json
 from tui.core.budget.vocab import CANDIDATE_NOTE, GIB, BudgetError
 from tui.core.budgetview import ORIGIN_TEACHING
 from tui.core.exitcodes import ExitCode
+from tui.core.textsafe import term
 from tui.sources.budget_files import load_budget, load_hf_config
 
 # flag attribute -> BudgetInputs field, and how to read it
@@ -263,7 +264,7 @@ def format_budget_text(result: BudgetResult) -> str:
     lines += ["", "Assumptions (not measured):"]
     lines += [f"  - {a}" for a in result.assumptions]
     lines += ["", CANDIDATE_NOTE]
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,7 +290,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(24 GiB GPU, 3 GiB margin), labelled; without it and without --gpu-gib/--kv-cache-gib "
                              "a model's budget shows its KV figures and no candidate")
     parser.add_argument("--json", action="store_true", help="print the budget as JSON (loadable with --budget FILE)")
-    parser.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE (default: none)")
+    path_arg(parser, "--out", role=OUTPUT, default=None, metavar="FILE",
+             help="also save the budget JSON to FILE (default: none)")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -326,7 +328,7 @@ def format_allocation_text(pred: KvPrediction) -> str:
     if not pred.concurrency_exact:
         lines.append("  - sliding-window groups need cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), "
                      "block) + 1 blocks per request: give --max-num-batched-tokens for one figure")
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
 def run(args: argparse.Namespace) -> int:
@@ -396,7 +398,7 @@ def format_memory_missing_text(m: MemoryMissing) -> str:
              "", f"memory input missing: {WHY_NOT_GIVEN}; give {MEMORY_FLAGS} for a memory-only candidate "
              "(`servewatch budget` with nothing given, or --teaching, shows the teaching case's 24 GiB GPU).",
              "No candidate is computed from a GPU size nobody gave.", ""]
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
 def _print_memory_missing(m: MemoryMissing, args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import sys
 from tui.cli.loadtest import add_load_arguments, config_or_usage, console_monitor_config, trace_lines
 from tui.cli.options import UsageError, add_console_arguments, add_rolling_arguments, epilog
 from tui.core.exitcodes import ExitCode
+from tui.core.textsafe import term
 
 EPILOG = epilog("servewatch live --url http://127.0.0.1:8080 --concurrency 1,2,4 --theme light",
                 codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = config_or_usage(args)
     for line in trace_lines(cfg):
-        print(line, flush=True)
+        print(term(line), flush=True)
     try:
         budget, budget_origin = view_budget(args)  # no budget flags: unknown, never the teaching case
         mcfg = console_monitor_config(args, cfg)
@@ -55,15 +56,15 @@ def run(args: argparse.Namespace) -> int:
     candidate = getattr(budget, "candidate", None)  # None: unknown, or the memory input still missing
     log_line = server_log_sentence(candidate if isinstance(candidate, int) else None, server_log)
     if log_line:
-        print(log_line, flush=True)
+        print(term(log_line), flush=True)
     source = LiveSource(cfg)
     code = open_console(source, args, budget, mcfg, budget_origin=budget_origin, server_log=server_log)
     try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
-        print(f"record file: {source.record_path}", flush=True)
+        print(term(f"record file: {source.record_path}"), flush=True)
         if log_line:
-            print(log_line, flush=True)
+            print(term(log_line), flush=True)
         if source.error:
-            print(f"servewatch: {source.error}", file=sys.stderr)
+            print(f"servewatch: {term(source.error)}", file=sys.stderr)
     except OSError:
         pass
     return ExitCode.INSUFFICIENT if code is None else int(code)

@@ -14,22 +14,27 @@ import json
 import os
 import platform
 import sys
-from pathlib import Path
 from typing import Any
 
 from tui import __version__
 from tui.cli.options import (
+    INPUT,
+    OUTPUT,
     UsageError,
     add_http_arguments,
     epilog,
+    extra_headers,
     fraction,
     margin_fraction,
+    path_arg,
     positive_float,
     positive_int,
+    url_credentials,
 )
 from tui.cli.quality_setup import SETTING_KEYS, baseline_spec, build_plan, config_of, server_context, setting
 from tui.core import quality as Q
 from tui.core.defaults import QUALITY_REPEAT
+from tui.core.textsafe import term
 
 QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop is below the margin), 1 FAIL "
                     "(candidate worse than the baseline by more than the margin), 3 NO_EVIDENCE or no baseline, "
@@ -46,7 +51,7 @@ def default_set_path() -> str | None:
 
 def _err(msg: str) -> None:
     """A warning line on stderr (the command goes on); bad usage raises UsageError instead."""
-    print(f"servewatch: {msg}", file=sys.stderr)
+    print(f"servewatch: {term(msg)}", file=sys.stderr)
 
 
 def _now_iso() -> str:
@@ -76,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--baseline-url", default=None, metavar="URL",
                    help="baseline endpoint: the set is run there too (default: none; without it or --baseline the "
                         "verdict is NO_BASELINE)")
-    b.add_argument("--baseline", default=None, metavar="FILE",
+    path_arg(b, "--baseline", role=INPUT, default=None, metavar="FILE",
                    help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
     parser.add_argument("--baseline-model", default=None, metavar="NAME",
                         help="model name on the baseline endpoint (default: the first of its /v1/models)")
@@ -90,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="difficulty of the standard suite: default (sized for small models; the default) or hard")
     parser.add_argument("--suite-seed", type=int, default=None, metavar="N",
                         help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the result)")
-    parser.add_argument("--set", dest="set_path", default=None, metavar="FILE",
+    path_arg(parser, "--set", role=INPUT, dest="set_path", default=None, metavar="FILE",
                         help="the team's regression set (JSON Lines, quality/README.md; default: none): replaces the "
                              "suite, or adds to it with --suite standard")
     parser.add_argument("--max-context", "--long-context-tokens", dest="max_context", type=positive_int, default=None,
@@ -107,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              + ", ".join(SETTING_KEYS) + "; default: none, the server's own facts only)")
     parser.add_argument("--baseline-setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
                         help="the same for the baseline (default: none; a saved baseline keeps the settings it was run with)")
-    parser.add_argument("--out", default="quality-result.json", metavar="FILE",
+    path_arg(parser, "--out", role=OUTPUT, default="quality-result.json", metavar="FILE",
                         help="write the result JSON here (default quality-result.json)")
     parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
     parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
@@ -126,13 +131,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c = add_http_arguments(parser, title="credentials, headers and TLS (both endpoints)")
     c.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
                    help="API key variable for the baseline endpoint (default: --api-key-env)")
+    c.add_argument("--baseline-url-credentials-env", default=None, metavar="VAR",
+                   help="user:password for the baseline URL's Basic authentication, from environment variable VAR "
+                        "(default: --url-credentials-env when the baseline is the same URL, else none)")
+    k = parser.add_argument_group("integrity (the result's digest is written either way)")
+    k.add_argument("--sign-key-env", metavar="VAR", default=None,
+                   help="sign the result: its integrity field also carries an HMAC-SHA256 with the key in environment "
+                        "variable VAR (the key is never recorded; the file names only a key id) (default: unsigned)")
+    k.add_argument("--verify-key-env", metavar="VAR", default=None,
+                   help="verify the --baseline FILE's signature with the key in environment variable VAR: a file not "
+                        "signed with that key is refused (default: its digest is checked, its signature not)")
 
 
-def _headers_for(url: str, env_var: str | None, extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from the URL's user info."""
+def read_quality_file(path: str, key: bytes | None, what: str = "quality result") -> tuple[Any, Any]:
+    """(document, its verification: ``tui.core.quality.digest.QualityIntegrity``) of a saved quality result.
+    ValueError when it cannot be read or is not JSON (the caller makes it bad usage)."""
+    from tui.core.quality.digest import verify
+
+    doc = _read_json(path, what)
+    try:
+        return doc, verify(doc, key, name=path)
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise ValueError(f"{what} {path} cannot be verified: {type(exc).__name__}") from None
+
+
+def _checked_baseline(path: str, key: bytes | None) -> tuple[Any, dict]:
+    """A saved baseline, verified (digest, signature with ``--verify-key-env``, rows against themselves): a
+    broken, unsigned-with-a-key or self-contradicting file is refused (UsageError); a file without a digest is
+    used, said (its rows cannot be shown to be the ones written) and recorded as unverified."""
+    from tui.core.quality.filecheck import file_problems
+
+    try:
+        raw_doc, integrity = read_quality_file(path, key, "baseline file")
+    except ValueError as exc:
+        raise UsageError(exc) from None
+    if integrity.problems:
+        raise UsageError(f"{path}: {integrity.problems[0]}")
+    problems = file_problems(raw_doc) if isinstance(raw_doc, dict) and "candidate" in raw_doc else []
+    if problems:
+        for pr in problems[1:20]:
+            _err(f"{path}: {pr}")
+        raise UsageError(f"{path}: {problems[0]} (a baseline that contradicts itself is not used)")
+    return raw_doc, integrity.to_dict()
+
+
+def _headers_for(url: str, env_var: str | None, extra: dict[str, str],
+                 credentials: str | None = None) -> tuple[dict[str, str], list[str]]:
+    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from ``credentials``
+    (``--url-credentials-env``) or the URL's user info."""
     from tui.sources.openai_http import auth_headers
 
-    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()))
+    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()), credentials=credentials)
 
 
 def _check_url(url: str, flag: str) -> None:
@@ -144,20 +193,28 @@ def _check_url(url: str, flag: str) -> None:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A quality result (``--quality``, ``--baseline``): a regular file of at most ``MAX_QUALITY_FILE_BYTES``,
+    JSON nested no deeper than ``MAX_JSON_DEPTH``; ValueError (one line) otherwise."""
+    from tui.core.bounds import MAX_JSON_DEPTH, MAX_QUALITY_FILE_BYTES, json_too_deep
+    from tui.sources.infiles import read_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, MAX_QUALITY_FILE_BYTES, what).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{what} {path} is not valid JSON: {str(exc)[:80]}") from None
+    if json_too_deep(doc):
+        raise ValueError(f"{what} {path} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return doc
 
 
 def _progress(label: str):
     def cb(done: int, total: int, row: dict) -> None:
         mark = "pass" if row.get("passed") else ("ERROR " + str(row.get("error")) if row.get("error") else "fail")
-        print(f"  [{label} {done}/{total}] {row['id']}: {mark}", file=sys.stderr)
+        print(term(f"  [{label} {done}/{total}] {row['id']}: {mark}"), file=sys.stderr)
 
     return cb
 
@@ -177,12 +234,23 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--concurrency must be from 1 to 64")
     if args.repeat > 25:
         raise UsageError("--repeat must be from 1 to 25")
-    extra = dict(args.headers)
+    extra = dict(extra_headers(args))  # --header, --header-file, --header-env
+    creds = url_credentials(args)
+    base_creds = url_credentials(args, "baseline_url_credentials_env", "--baseline-url-credentials-env")
+    if base_creds is None and not args.baseline_url:
+        base_creds = creds  # the baseline is the same URL
+    for flag, url, given in (("--url-credentials-env", args.url, creds),
+                             ("--baseline-url-credentials-env", args.baseline_url, base_creds)):
+        if given and url and ("@" in url.split("://", 1)[-1].split("/", 1)[0]):
+            raise UsageError(f"{flag}: the URL carries user:password too; give the credentials once")
     team_text: str | None = None
     set_sha: str | None = None
     if args.set_path:
         try:
-            raw = Path(args.set_path).read_bytes()
+            from tui.core.bounds import MAX_QUALITY_FILE_BYTES
+            from tui.sources.infiles import read_input
+
+            raw = read_input(args.set_path, MAX_QUALITY_FILE_BYTES, "quality set")
             team_text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the set {args.set_path}: {getattr(exc, 'strerror', None) or exc}") from None
@@ -194,11 +262,18 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
     elif args.suite == "none":
         raise UsageError("--suite none needs --set FILE (nothing to run)")
+    from tui.cli.chainopts import key_from_env
+
+    sign = key_from_env(args.sign_key_env, "--sign-key-env")
+    verify_key = key_from_env(args.verify_key_env, "--verify-key-env")
+    if verify_key is not None and not args.baseline:
+        raise UsageError("--verify-key-env verifies a saved baseline: give --baseline FILE")
     baseline_doc = None
     base_spec = None
+    base_integrity = None
     if args.baseline:
+        raw_doc, base_integrity = _checked_baseline(args.baseline, verify_key)
         try:
-            raw_doc = _read_json(args.baseline, "baseline file")
             baseline_doc = Q.baseline_from_result(raw_doc)
         except Q.SetError as exc:
             raise UsageError(f"{args.baseline}: {exc}") from None
@@ -209,10 +284,12 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"the baseline {args.baseline} ran no standard suite: pass the set it ran (--set FILE)")
         if base_spec is not None and args.suite == "none":
             raise UsageError("the baseline ran the standard suite: drop --suite none (the candidate runs its cases)")
+        if base_integrity["state"] == "unverified":
+            _err(f"{base_integrity['summary']}; the comparison is not acceptance-grade")
 
-    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
+    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra, creds)
     base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
-                                              args.baseline_api_key_env or args.api_key_env, extra)
+                                              args.baseline_api_key_env or args.api_key_env, extra, base_creds)
     secrets = cand_secrets + base_secrets + list(cand_headers.values()) + list(base_headers.values())
     insecure = bool(getattr(args, "insecure", False))
     cand = QualityRunner(args.url, model=args.model, headers=cand_headers, concurrency=args.concurrency,
@@ -237,6 +314,15 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(probe_all())
     except ProbeError as exc:
         raise UsageError(f"quality: {exc}") from None
+    from tui.core.identity import identity_of, model_mismatch
+    from tui.core.textsafe import term
+
+    for name, runner in (("candidate", cand), ("baseline", base)):
+        if runner is not None:  # printed at start; the run goes on, its verdict is not acceptance-grade
+            why = model_mismatch(identity_of({"target": runner.target, "server_identity": runner.identity,
+                                              "environment": {"server": runner.server}}))
+            if why:
+                _err(term(f"WARNING: {name}: {why.replace('the run claims', 'it claims', 1)}; not acceptance-grade"))
 
     lc_given = (baseline_doc or {}).get("long_context") or {}
     cpt_saved = lc_given.get("chars_per_token")
@@ -258,9 +344,9 @@ def run(args: argparse.Namespace) -> int:
         qset.long_context["context_source"] = plan.context_source
 
     async def go() -> tuple[list[dict], list[dict] | None]:
-        print(f"servewatch quality: {len(qset.cases)} cases ({plan.set_source}) against {cand.label}"
-              + (f" and baseline {base.label}" if base else "")
-              + (f", {args.repeat} attempts each" if args.repeat > 1 else ""), file=sys.stderr)
+        print(term(f"servewatch quality: {len(qset.cases)} cases ({plan.set_source}) against {cand.label}"
+                   + (f" and baseline {base.label}" if base else "")
+                   + (f", {args.repeat} attempts each" if args.repeat > 1 else "")), file=sys.stderr)
         cand_rows = await cand.run(qset.cases, progress=_progress("candidate"), repeat=args.repeat)
         base_rows = None
         if base is not None:
@@ -271,7 +357,8 @@ def run(args: argparse.Namespace) -> int:
 
     def side(runner, rows, config) -> dict:
         return Q.run_section(rows, target=runner.target, server=runner.server, headers=runner.headers,
-                             started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes, config=config)
+                             started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes, config=config,
+                             server_identity=runner.identity)
 
     candidate = side(cand, cand_rows, config_of(args.setting, "--setting"))
     baseline = None
@@ -280,6 +367,7 @@ def run(args: argparse.Namespace) -> int:
     elif baseline_doc is not None:
         baseline = dict(baseline_doc)
         baseline["source"] = f"file: {args.baseline}"
+        baseline["integrity"] = base_integrity  # what was verified when it was read (accept reads it)
         if args.baseline_setting:
             baseline["config"] = {**(baseline.get("config") or {}), **config_of(args.baseline_setting,
                                                                               "--baseline-setting")}
@@ -299,7 +387,11 @@ def run(args: argparse.Namespace) -> int:
     doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
     doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header
     doc = scrub_doc(doc, secrets)
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    doc["acceptance_grade"] = acceptance_block(doc)
+    from tui.core.quality.digest import seal
+
+    doc = seal(doc, sign)  # the integrity field: the digest of the canonical content (and the MAC with a key)
+    text = json.dumps(doc, indent=2)  # ensure_ascii: no raw control, C1 or bidi character in the file or on the terminal
     if args.out:
         try:
             from tui.sources.outfiles import write_text_atomic
@@ -314,6 +406,21 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             print(f"result written to {args.out}")
     return int(doc["verdict"]["exit_code"])
+
+
+def acceptance_block(doc: dict) -> dict:
+    """Whether this result can count towards "ready" as `accept` judges it (its default policy, no load runs): the
+    problems found in the document itself (the same configuration on both sides, a model claimed but not served,
+    long-context cases short of the server's context, a required category without a PASS). Informational: accept
+    recomputes everything from the rows."""
+    from tui.core.quality.policy import QualityPolicy, configuration_problems, policy_problems
+
+    try:
+        problems = policy_problems(doc, QualityPolicy(), check_integrity=False)
+    except Q.SetError as exc:
+        problems = [str(exc)]
+    return {"acceptance_grade": not problems, "problems": problems, "notes": configuration_problems(doc)[1],
+            "policy": "accept's defaults (margin 0.05, alpha 0.05, min cases 20); recomputed by accept"}
 
 
 def _httpx_version() -> str | None:

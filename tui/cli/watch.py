@@ -18,15 +18,23 @@ import sys
 import time
 
 import tui.core.defaults as D
+from tui.cli.options import APPEND, path_arg
 from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.report import exit_code
+from tui.core.textsafe import term
 from tui.sources.watch_setup import WatchSettings, build_session
 
 EXIT_INSUFFICIENT = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from tui.cli.options import add_acceptance_arguments, epilog, header_arg, non_negative_float, positive_float
+    from tui.cli.options import (
+        add_acceptance_arguments,
+        add_header_arguments,
+        epilog,
+        non_negative_float,
+        positive_float,
+    )
 
     p.epilog = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
                       "servewatch watch --metrics-url http://127.0.0.1:8000/metrics --probe-rate 0.2 --url "
@@ -56,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--duration", type=non_negative_float, default=None, metavar="SECONDS",
                    help="stop after S seconds (headless; default: until Ctrl-C)")
     w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
-    w.add_argument("--record", metavar="FILE", default=None,
+    path_arg(w, "--record", role=APPEND, metavar="FILE", default=None,
                    help="write the windows (and canary requests) as records, for replay and report (default: none)")
     from tui.cli.chainopts import add_sign_key_argument
 
@@ -70,18 +78,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     n = p.add_argument_group("connection")
     n.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding a key sent as Authorization: Bearer (never written anywhere) (default: none)")
-    n.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
-                   help="extra request header, repeatable (values never written anywhere; default: none)")
+    add_header_arguments(n)  # --header, --header-env, --header-file (values never written anywhere)
     n.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     add_acceptance_arguments(p)
 
 
 def settings_from_args(args: argparse.Namespace) -> WatchSettings:
     """The watch's settings from its parsed flags (the sources never see the namespace)."""
+    from tui.cli.options import extra_headers
+
     return WatchSettings(
         prometheus_url=args.prometheus_url, metrics_url=args.metrics_url, selector=args.selector,
         interval=args.interval, url=args.url, probe_rate=args.probe_rate, model=args.model,
-        api_key_env=args.api_key_env, headers=tuple(args.headers), insecure=args.insecure,
+        api_key_env=args.api_key_env, headers=tuple(extra_headers(args)), insecure=args.insecure,
         slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
         min_window_minutes=args.min_window_minutes, min_requests=args.min_requests,
         slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)
@@ -199,7 +208,7 @@ def format_state(session, out_json: bool = False) -> str:
         lines.append(f"  PASS blocked: {b}")
     for note in v.notes:
         lines.append(f"  note: {note}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # outside text stays on its line (tui.core.textsafe)
 
 
 def slo_lines(v) -> list[str]:
@@ -288,7 +297,7 @@ async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
                         v = session.verdict()
                         lw = session.last_window
                         extra = f" gap: {session.last_gap}" if session.last_gap and (lw is None or lw.ttft is None) else ""
-                        print(f"[{time.strftime('%H:%M:%S')}] {v.state}: {v.reason}{extra}", flush=True)
+                        print(term(f"[{time.strftime('%H:%M:%S')}] {v.state}: {v.reason}{extra}"), flush=True)
 
                 try:
                     await session.run(stop, first_window_s=args.min_window_minutes * 60.0 or None, on_update=tick)
@@ -386,7 +395,7 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
     got = read_watch(ev, cfg)
     j, engine, header, problems = got.judgement, got.engine, got.header, got.problems
     for p in problems[:5]:
-        print(f"servewatch: {p}", file=sys.stderr)
+        print(f"servewatch: {term(p)}", file=sys.stderr)
     if len(problems) > 5:
         print(f"servewatch: ... and {len(problems) - 5} more problem lines", file=sys.stderr)
     if engine is None:
@@ -406,14 +415,15 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
                               "records_integrity": integrity.to_dict()},
                              indent=2, default=_json_default) + "\n")
     else:
-        out.write(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}\n")
-        out.write(f"  engine {engine}, {j.windows} windows, scope: {(header.get('watch') or {}).get('scope', 'unknown')}\n")
-        out.write(f"{integrity.summary}\n")
+        out.write(f"{term(integrity.summary)}\n")  # the first line: what was verified (issue 36)
+        out.write(term(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}") + "\n")
+        out.write(term(f"  engine {engine}, {j.windows} windows, scope: "
+                       f"{(header.get('watch') or {}).get('scope', 'unknown')}") + "\n")
         for line in slo_lines(v):
-            out.write(line + "\n")
-        out.write(f"verdict: {v.state}: {v.reason}\n")
+            out.write(term(line) + "\n")
+        out.write(term(f"verdict: {v.state}: {v.reason}") + "\n")
         for b in v.blocked:
-            out.write(f"  PASS blocked: {b}\n")
+            out.write(f"  PASS blocked: {term(b)}\n")
         for note in v.notes:
-            out.write(f"  note: {note}\n")
+            out.write(f"  note: {term(note)}\n")
     return exit_code(v.state) if has_ttft or canary else EXIT_INSUFFICIENT

@@ -25,17 +25,18 @@ from typing import Any
 
 import tui.core.compare_guard as guard
 import tui.core.defaults as defaults
+import tui.core.evidence as evidence
 import tui.core.prefix_cache as prefix_cache
 import tui.core.stats as stats
 import tui.core.workload as workload
 from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
-from tui.core.outcomes import EXCLUDED, GOOD
+from tui.core.outcomes import CLIENT, EXCLUDED, GOOD
 from tui.core.records.request import RequestRecord
 from tui.core.slos import Slos, metric_values, slo_rule
 from tui.core.stats import latency_cell, latency_json
 from tui.core.textfmt import fmt_pct
-from tui.core.textsafe import md
+from tui.core.textsafe import md, md_code
 from tui.core.verdict import BATCH_MULTS
 
 NOT_WORSE, WORSE, NOT_ENOUGH = "NOT WORSE", "WORSE", "NOT ENOUGH EVIDENCE"
@@ -57,6 +58,7 @@ class LevelStats:
     good: int = 0
     excluded_open: int = 0
     unjudged: int = 0  # nothing missed, an SLO in force not judgeable: unknown, not compared (said)
+    client: int = 0  # failed in the client (its own resources ran out, issue 36): unknown, never the server's
     ttft_ms: list[float] = field(default_factory=list)
     tpot_ms: list[float] = field(default_factory=list)
     outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (t_end, good)
@@ -98,6 +100,7 @@ class LevelStats:
             "good_fraction": self.good / self.n if self.n else None, "wilson_95": [lo, hi],
             "excluded_cancelled_open": self.excluded_open,
             "not_judgeable": self.unjudged,
+            "client_limited": self.client,
             "ttft_ms": {p.label: {"value": p.value_ms, "n": p.n, "supported": p.supported, "n_needed": p.n_needed}
                         for p in pct},
             "tpot_ms_p50": stats.nearest_rank(tp, 0.5) if tp else None,
@@ -118,15 +121,19 @@ def _upper_factor(df: int, conf: float = 0.95) -> float:
     return df / q
 
 
-def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
-                slos: Slos | None = None) -> dict[tuple[float | None, str | None], LevelStats]:
+def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float, slos: Slos | None = None,
+                dups: evidence.Duplicates | None = None) -> dict[tuple[float | None, str | None], LevelStats]:
     """Measured requests grouped by (level, mode=None), judged by the one rule (``tui.core.slos.slo_rule``: every
     SLO in ``slos``, else the TTFT SLO ``slo_ttft_s`` alone); cancelled requests whose outcome was still open are
-    excluded (counted), as the Monitor does."""
+    excluded (counted), as the Monitor does. Each request counts once: the one duplicate rule
+    (``tui.core.evidence.Duplicates``, ``dups``: a fresh one when not given) leaves out and counts the copies."""
     in_force = Slos(ttft_ms=slo_ttft_s * 1000.0) if slos is None else slos
     rule = slo_rule(in_force)
+    check = (dups if dups is not None else evidence.Duplicates()).check
     out: dict[Any, LevelStats] = {}
     for r in requests:
+        if check(r.id, r.t_sent, r.t_first_token, r.t_end):
+            continue  # a duplicate: counted by ``dups``, never judged twice
         if r.phase != "measure":
             continue
         st = out.get(r.level)
@@ -136,6 +143,8 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
         if outcome == EXCLUDED:
             if r.error is None:  # completed, nothing missed, an SLO in force not judgeable on the record
                 st.unjudged += 1
+            elif r.error == CLIENT:  # the client's own resources ran out: unknown (hold_client_limited)
+                st.client += 1
             else:
                 st.excluded_open += 1
             continue
@@ -227,6 +236,22 @@ def hold_against_unreadable(j: dict[str, Any], base: dict, cand: dict, lost_base
         f"against this verdict they would change {v}; judged on the readable lines: {j['reason']}")}
 
 
+def hold_client_limited(j: dict[str, Any], base: dict, cand: dict, margin: float, alpha: float) -> dict[str, Any]:
+    """Requests that failed in the client (issue 36: unknown outcomes, never the server's) on either side: NOT WORSE
+    is not possible (a client-limited run cannot PASS); WORSE stands only if it holds with the candidate's counted
+    good and the base's counted failed; otherwise NOT ENOUGH EVIDENCE, naming the counts."""
+    cb, cc = int(base.get("client_limited") or 0), int(cand.get("client_limited") or 0)
+    v = j["verdict"]
+    if not (cb or cc) or v not in (WORSE, NOT_WORSE):
+        return j
+    what = (f"client_limited: {cb + cc} requests failed in the client (base {cb}, candidate {cc}; the client's own "
+            "resources ran out, their outcome at the server is unknown)")
+    if v == WORSE and judge(_plus(base, 0, cb), _plus(cand, cc, cc), margin, alpha)["verdict"] == WORSE:
+        return {**j, "reason": j["reason"] + f"; holds whatever their outcome ({what})"}
+    return {**j, "verdict": NOT_ENOUGH, "reason": f"{what}: a {v} cannot rest on them; judged without them: "
+                                                  f"{j['reason']}"}
+
+
 def same_level(a: float | None, b: float | None, tol: float = LEVEL_TOLERANCE) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -259,10 +284,12 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         header = run.get("header") or {}
         axis = source_of(header).get("time_axis", "epoch")
         lim = verdict_limit(header)
-        lv = level_stats(run["requests"], slo, slos)
+        dups = evidence.Duplicates(times=axis != "none")  # the one duplicate rule (compare_run has applied it)
+        lv = level_stats(run["requests"], slo, slos, dups)
         mode = _mode(header)
         sides.append({"label": run["label"], "header": header, "has_axis": axis != "none", "limit": lim,
-                      "mode": mode,
+                      "mode": mode, "duplicates": run.get("duplicates", 0) + dups.copies,
+                      "duplicates_problem": run.get("duplicates_problem") or dups.problem(),
                       "levels": {k: v.summary(axis != "none") for k, v in sorted(
                           lv.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))}})
     b, c = sides
@@ -280,6 +307,9 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         for side, run, lvl in (("base", base, lb), ("candidate", cand, match)):
             for p in (run.get("problems") or {}).get(lvl, ()):  # the file held against itself (issue 17)
                 reasons.append(f"{side}: {p}")
+        for side, s in (("base", b), ("candidate", c)):
+            if s["duplicates_problem"]:  # copies left out (by compare_run, or here): counted once, not evidence
+                reasons.append(f"{side}: {s['duplicates_problem']}")
         for side, st in (("base", sb), ("candidate", sc)):
             if st.get("not_judgeable"):  # unknown requests left out would bias the comparison either way
                 reasons.append(f"{side}: {st['not_judgeable']} requests not judgeable on an SLO in force "
@@ -290,6 +320,7 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
             j = judge(sb, sc, margin, alpha)
             j = hold_against_unreadable(j, sb, sc, (base.get("unreadable") or {}).get(lb, 0),
                                         (cand.get("unreadable") or {}).get(match, 0), margin, alpha)
+            j = hold_client_limited(j, sb, sc, margin, alpha)
         rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j,
                      "latency": latency_change(sb["latency"], sc["latency"])})
         pcb, pcc = (base.get("prefix_cache") or {}).get(lb), (cand.get("prefix_cache") or {}).get(match)
@@ -331,9 +362,11 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
     return {
         "schema": "servewatch.compare/1",
         "base": {"file": b["label"], "tool": tb, "ttft_definition": db, "time_axis": b["has_axis"],
-                 "source": source_of(b["header"]) or None, "issues": base.get("issues", 0)},
+                 "source": source_of(b["header"]) or None, "issues": base.get("issues", 0),
+                 "duplicates": b["duplicates"]},
         "candidate": {"file": c["label"], "tool": tc, "ttft_definition": dc, "time_axis": c["has_axis"],
-                      "source": source_of(c["header"]) or None, "issues": cand.get("issues", 0)},
+                      "source": source_of(c["header"]) or None, "issues": cand.get("issues", 0),
+                      "duplicates": c["duplicates"]},
         "slo_ttft_ms": slo_ttft_ms, "margin": margin, "alpha": alpha,
         "slos": (slos or Slos(ttft_ms=slo_ttft_ms)).describe(),
         "levels": rows,
@@ -415,22 +448,35 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "N/A" if v is None else fmt.format(v)
 
 
+def _settings_markdown(cmp: dict) -> list[str]:
+    """What each run was judged at (issue 35: ``cmp["verdict_settings"]``, set by the command line)."""
+    vs = cmp.get("verdict_settings") or {}
+    out = []
+    for side in ("base", "candidate"):
+        for line in (vs.get(side) or {}).get("lines") or ():
+            out.append(f"- {side} {str(line).strip()}")
+    if cmp.get("settings_exit"):
+        out.append(f"- exit 3: {cmp['settings_exit']}")
+    return out
+
+
 def to_markdown(cmp: dict) -> str:
     b, c = cmp["base"], cmp["candidate"]
     title = (cmp["verdict"] + (f" ({cmp['verdict_note']})" if cmp.get("verdict_note") else "")
              + (" (SYNTHETIC input: never exits 0)" if cmp.get("synthetic") else ""))
     ident = cmp.get("identity") or {}
     lines = [f"# servewatch compare: {title}", "",
-             f"- base: `{b['file']}` ({b['tool']}{'' if b['time_axis'] else ', no time axis'})",
-             f"- candidate: `{c['file']}` ({c['tool']}{'' if c['time_axis'] else ', no time axis'})",
+             f"- base: {md_code(b['file'])} ({md(b['tool'])}{'' if b['time_axis'] else ', no time axis'})",
+             f"- candidate: {md_code(c['file'])} ({md(c['tool'])}{'' if c['time_axis'] else ', no time axis'})",
              *_identity_markdown(ident),
              *([f"- **the same run on both sides**: {md(cmp['same_run'])}"] if cmp.get("same_run") else []),
              f"- good = completed AND {_good_text(cmp)}; margin {100 * cmp['margin']:.1f} points; "
              f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
              *_workload_markdown(cmp),
-             f"- {cmp['reason']}", ""]
+             *_settings_markdown(cmp),
+             f"- {md(cmp['reason'])}", ""]
     for w in cmp["warnings"]:
-        lines.append(f"> WARNING: {w}")
+        lines.append(f"> WARNING: {md(w)}")
         lines.append("")
     lines.append("| level | run | n | good fraction (Wilson 95%) | TTFT P50 / P95 / P99 ms | TPOT P50 ms | goodput/s "
                  "| VIF | verdict |")
@@ -451,7 +497,7 @@ def to_markdown(cmp: dict) -> str:
         tail = "" if diff is None else (f"difference {100 * diff:+.1f} points, interval "
                                         f"{100 * r['interval'][0]:+.1f} to {100 * r['interval'][1]:+.1f}; ")
         lines.append(f"- level {'-' if r['level_base'] is None else format(r['level_base'], 'g')}: "
-                     f"**{r['verdict']}**: {tail}{r['reason']}")
+                     f"**{r['verdict']}**: {tail}{md(r['reason'])}")
         for name, s in (("base", r["base"]), ("candidate", r["cand"])):
             if s["excluded_cancelled_open"]:
                 lines.append(f"  - {name}: {s['excluded_cancelled_open']} cancelled while still open, not judged")
@@ -487,7 +533,7 @@ def _workload_markdown(cmp: dict) -> list[str]:
     wl = cmp.get("workload")
     if not wl:
         return []
-    return [f"- base workload: {wl['base']}", f"- candidate workload: {wl['candidate']}"]
+    return [f"- base workload: {md(wl['base'])}", f"- candidate workload: {md(wl['candidate'])}"]
 
 
 def _good_text(cmp: dict) -> str:
@@ -523,7 +569,8 @@ def baseline_levels(requests: Iterable[RequestRecord], slo_ttft_ms: float, heade
                     label: str = "", slos: Slos | None = None) -> dict:
     """Per-level good fraction of a base run, for the console's sweep pane (`replay CAND --baseline BASE`):
     {"label", "limit", "levels": {level: {"good", "n", "fraction", "lo", "hi"}}}."""
-    lv = level_stats(requests, slo_ttft_ms / 1000.0, slos)
+    axis = source_of(header or {}).get("time_axis", "epoch")
+    lv = level_stats(requests, slo_ttft_ms / 1000.0, slos, evidence.Duplicates(times=axis != "none"))
     out = {}
     for level, st in lv.items():
         lo, hi = stats.wilson(st.good, st.n)

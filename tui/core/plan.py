@@ -27,6 +27,7 @@ from tui.core.capacity import Capacity, CapRow
 from tui.core.levels import level_key
 from tui.core.snapshot import LevelRow
 from tui.core.states import PASS
+from tui.core.textsafe import term
 
 HOURS_PER_MONTH = 730.0  # 365 x 24 / 12
 ANCHOR_FACTOR = 1.2  # llm-d's planner rule: ceil(1.2 x QPS / qps_per_replica)
@@ -234,6 +235,9 @@ class PlanInputs:
     #: what the records say against themselves (a broken digest chain, a load not delivered...): the problems that
     #: forbid PASS at some level, once each; any of them and the plan is not one to act on
     evidence_problems: list[str] = field(default_factory=list)
+    #: what the servers said against the evidence's claims (tui.core.identity.evidence_identity): a model claimed
+    #: but not served, a budget of another model, a GPU budget for a run without a GPU; any of them: exit 3
+    identity_problems: list[str] = field(default_factory=list)
 
 
 def _cost(replicas: int | None, gpus: int, price: float | None) -> float | None:
@@ -424,6 +428,8 @@ def warnings(p: PlanInputs) -> list[str]:
     if p.not_acceptance_grade:
         out.append("evidence judged at settings that are not acceptance-grade ("
                    + ", ".join(p.not_acceptance_grade) + "): a quick check, not a plan to buy hardware on")
+    for why in p.identity_problems:
+        out.append(f"identity: {why}: not acceptance-grade")
     if p.trace_lengths is not None and p.evidence_lengths is not None:
         for name, t, e in zip(("input", "output"), p.trace_lengths, p.evidence_lengths):
             if e is not None and e > 0 and not 0.8 <= t / e <= 1.25:
@@ -453,6 +459,8 @@ def exit_decision(p: PlanInputs, need: Mapping[str, Any]) -> tuple[int, str]:
         return 3, "SYNTHETIC demand (the trace is labelled synthetic): never a plan to act on (exit 3)"
     if p.not_acceptance_grade:
         return 3, "settings not acceptance-grade: " + ", ".join(p.not_acceptance_grade)
+    if p.identity_problems:
+        return 3, "not acceptance-grade: " + "; ".join(p.identity_problems)
     if any(n.startswith("non-monotonic") for n in b.notes):
         return 3, "non-monotonic results: repeat the sweep"
     if b.mode == "closed":  # the rate is Little's law on a concurrency that PASSed, never an arrival rate judged
@@ -559,7 +567,7 @@ def format_plan(doc: Mapping[str, Any]) -> str:
     if doc["check"].get("trace_command"):
         lines.append(f"    $ {doc['check']['trace_command']}   (the trace's own arrivals and lengths)")
     lines.append(f"plan: exit {doc['exit']['code']}: {doc['exit']['why']}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # outside text stays on its line (tui.core.textsafe)
 
 
 def _rate(v: float | None) -> str:

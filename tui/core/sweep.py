@@ -16,6 +16,7 @@ from tui.core.snapshot import LevelRow, Snapshot
 from tui.core.states import FAIL
 from tui.core.stats import latency_value
 from tui.core.textfmt import fmt_level, fmt_pct
+from tui.core.textsafe import term
 
 #: Top of the default sweep ladder when no budget (so no memory-only candidate) is given: 1, 2, 4, ..., 64.
 DEFAULT_MAX_LEVEL = 64
@@ -133,4 +134,4 @@ def format_sweep(s: dict[str, Any]) -> str:
     lines += [f"  - {line}" for line in s["limits"]]
     if s.get("capacity_bracket"):
         lines += format_bracket(s["capacity_bracket"])
-    return "\n".join(lines) + "\n"
+    return "\n".join(term(line) for line in lines) + "\n"  # outside text stays on its line (tui.core.textsafe)

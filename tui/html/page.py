@@ -9,12 +9,12 @@ renderer prints sharp).
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tui.core.textsafe import script_json, term
 from tui.html.charts import Chart, Missing
 
 VENDOR = Path(__file__).resolve().parent / "vendor"
@@ -93,7 +93,8 @@ def echarts_js() -> str:
 
 
 def esc(v: Any) -> str:
-    return html.escape("" if v is None else str(v))
+    """HTML text of an outside value: escaped, its control and format characters (bidi overrides) shown visibly."""
+    return html.escape("" if v is None else term(v, keep_newlines=True))
 
 
 def cell(v: Any) -> str:
@@ -208,8 +209,9 @@ def _labelled(option: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json_for_script(obj: Any) -> str:
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    """The chart data inside its <script> element: still valid JSON (``JSON.parse`` reads it) whatever a GPU name
+    or a model id holds (``<!--``, ``</script>``: ``<`` ``>`` ``&`` as ``\\u`` escapes; tui.core.textsafe)."""
+    return script_json(obj, separators=(",", ":"), allow_nan=False, default=str)  # ASCII: no raw C1 or bidi in the file
 
 
 def page(title: str, body: str, charts: Sequence[Chart | Missing], synthetic: bool = False) -> str:

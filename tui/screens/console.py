@@ -45,6 +45,8 @@ from tui.core.budget import BudgetResult
 from tui.core.console_seams import ConsoleFeed, ReplayControls, SourceView
 from tui.core.report import exit_code
 from tui.core.snapshot import Snapshot
+from tui.core.textsafe import console
+from tui.core.verdict_settings import settings_exit
 from tui.screens.export import export_json, free_base
 from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets.panes import PANES, BudgetPane, GoodFractionPane, GpuPane, QueuePane, RequestsPane, TtftPane
@@ -240,7 +242,7 @@ class ConsoleScreen(Screen[None]):
         except Exception as exc:  # a bug in the core must not kill the console
             if not self._error_shown:
                 self._error_shown = True
-                self.notify(f"snapshot failed: {type(exc).__name__}: {exc}", severity="error", timeout=15)
+                self.notify(console(f"snapshot failed: {type(exc).__name__}: {exc}"), severity="error", timeout=15)
             return
         self._show_source_notices()
         changed = force or snap.seq != self.last_seq or in_flight_changed
@@ -280,7 +282,7 @@ class ConsoleScreen(Screen[None]):
         if not notices:
             return
         while self._notices_seen < len(notices):
-            self.notify(str(notices[self._notices_seen]), title="Source", severity="warning", timeout=10)
+            self.notify(console(notices[self._notices_seen]), title="Source", severity="warning", timeout=10)
             self._notices_seen += 1
 
     def _refresh_header(self) -> None:
@@ -289,7 +291,10 @@ class ConsoleScreen(Screen[None]):
 
     def exit_code(self) -> int:
         """The verdict shown, as the command's exit code (3 before any snapshot)."""
-        return exit_code(self.snapshot.verdict.state) if self.snapshot is not None else 3
+        if self.snapshot is None:
+            return 3
+        code, _why = settings_exit(exit_code(self.snapshot.verdict.state), self.snapshot.settings)
+        return code  # re-judged at weaker settings than the run's: 3 (tui.core.verdict_settings)
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -357,9 +362,9 @@ class ConsoleScreen(Screen[None]):
         try:
             svg, js = self.export()
         except OSError as exc:
-            self.notify(f"export failed: {exc}", title="Export", severity="error", timeout=10)
+            self.notify(console(f"export failed: {exc}"), title="Export", severity="error", timeout=10)
             return
-        self.notify(f"{svg}\n{js}", title="Exported", timeout=8)
+        self.notify(f"{console(svg)}\n{console(js)}", title="Exported", timeout=8)
 
     # ------------------------------------------------------------------ export
     def export(self, directory: Path | None = None) -> tuple[Path, Path]:

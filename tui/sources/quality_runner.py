@@ -61,6 +61,7 @@ class QualityRunner:
         self.insecure = bool(insecure)
         self.scrub = Scrubber(list(self.headers.values()) + url_secrets(url) + list(extra_secrets))
         self.server: dict = {}
+        self.identity: dict | None = None  # the model the server says it serves (tui.sources.server_info)
         self.notes: list[str] = []
         self.chars_per_token: float | None = None
         self._dropped: set[str] = set()
@@ -90,6 +91,9 @@ class QualityRunner:
                     self.model = models[0]
                 else:
                     self.notes.append("the server lists no model and none was given: requests name no model")
+            from tui.sources.server_info import server_identity
+
+            self.identity = await server_identity(self.root, client, claimed=self.model, api_base=self.api_base)
             if calibrate:
                 self.chars_per_token = await self._calibrate(client)
 
@@ -158,7 +162,7 @@ class QualityRunner:
         latency = time.perf_counter() - t0
         if r.status_code != 200:
             return case_result(case, None, latency_s=latency, error=oh.status_class(r.status_code),
-                               error_detail=self.scrub(f"HTTP {r.status_code}: {r.text[:300]}"))
+                               error_detail=self.scrub(f"HTTP {r.status_code}: {r.text[:4096]}", cut=len(r.text) > 4096))
         try:
             data = r.json()
             choice = data["choices"][0]
@@ -170,7 +174,7 @@ class QualityRunner:
                 raise TypeError("answer is not text")
         except Exception as exc:
             return case_result(case, None, latency_s=latency, error="malformed_response",
-                               error_detail=self.scrub(f"{type(exc).__name__}: {r.text[:200]}"))
+                               error_detail=self.scrub(f"{type(exc).__name__}: {r.text[:4096]}", cut=len(r.text) > 4096))
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
         return case_result(

@@ -254,5 +254,109 @@ def describe_capacity(cap: dict | None) -> str:
     return f"the server allocated {what} ({extra}{cap.get('note', '')}; from {cap.get('source', '?')})"
 
 
+# ------------------------------------------------------------------ the served model (issue 35, "Identity")
+
+MAX_LISTED_MODELS = 50
+
+
+def _text(v: Any, limit: int = 200) -> str | None:
+    """A bounded string from the server (data, never markup: the writers escape it), or None."""
+    return v.strip()[:limit] if isinstance(v, str) and v.strip() else None
+
+
+def parse_server_identity(*, props: Any = None, models: Any = None, model_info: Any = None, tgi_info: Any = None,
+                          version: Any = None, claimed: str | None = None) -> dict:
+    """The run header's ``server_identity`` block from what the server answered (each argument a parsed JSON body
+    or None): ``{"model", "models", "engine", "build", "quantization", "source", "params", "layers",
+    "context_train", "context", "slots", "model_size_bytes", "root", "model_file"}``. ``model`` is the model the requests reach:
+    the listed id that names ``claimed`` (the ``--model`` sent), else the only model listed or loaded (llama.cpp
+    serves its one model whatever name a request carries), else None with every listed id in ``models``.
+    Nothing is invented: a figure the server does not state is None."""
+    from tui.core.identity import same_model
+
+    out: dict[str, Any] = {"model": None, "models": [], "engine": None, "build": None, "quantization": None,
+                           "source": None, "params": None, "layers": None, "context_train": None, "context": None,
+                           "slots": None, "model_size_bytes": None, "root": None, "model_file": None}
+    entries = []
+    if isinstance(models, dict) and isinstance(models.get("data"), list):
+        entries = [m for m in models["data"] if isinstance(m, dict) and _text(m.get("id"))]
+    ids = [t for t in (_text(m.get("id")) for m in entries) if t][:MAX_LISTED_MODELS]
+    out["models"] = ids
+    owners = {m.get("owned_by") for m in entries}
+    for owner in ("vllm", "sglang", "llamacpp"):
+        if owner in owners:
+            out["engine"] = owner
+    chosen: dict | None = None
+    if claimed:
+        chosen = next((m for m in entries if same_model(str(m.get("id")), claimed)), None)
+    if chosen is None and len(entries) == 1:
+        chosen = entries[0]
+    if chosen is not None:
+        out["model"], out["source"] = _text(chosen.get("id")), "/v1/models"
+        out["root"] = _text(chosen.get("root"))
+        out["context"] = _pos_int(chosen.get("max_model_len"))
+        meta = chosen.get("meta")
+        if isinstance(meta, dict):  # llama.cpp: the GGUF's own figures
+            out["params"] = _pos_int(meta.get("n_params"))
+            out["layers"] = _pos_int(meta.get("n_layer"))
+            out["context_train"] = _pos_int(meta.get("n_ctx_train"))
+            out["model_size_bytes"] = _pos_int(meta.get("size"))
+            out["quantization"] = _text(meta.get("ftype"))
+            out["context"] = out["context"] or _pos_int(meta.get("n_ctx"))
+            out["source"] = "/v1/models (meta)"
+    if isinstance(props, dict) and ("build_info" in props or "default_generation_settings" in props):
+        out["engine"] = "llamacpp"
+        out["build"] = _text(props.get("build_info"))
+        out["quantization"] = _text(props.get("model_ftype")) or out["quantization"]
+        out["slots"] = _pos_int(props.get("total_slots"))
+        dgs = props.get("default_generation_settings")
+        if isinstance(dgs, dict):
+            out["context"] = _pos_int(dgs.get("n_ctx")) or out["context"]
+        loaded = _text(props.get("model_alias")) or _text(props.get("model_path"))
+        if out["model"] is None and loaded and (not ids or len(ids) == 1):
+            out["model"], out["source"] = loaded, "/props"
+        if _text(props.get("model_path")):
+            out["model_file"] = _text(props.get("model_path"))
+    if isinstance(model_info, dict) and _text(model_info.get("model_path")):  # SGLang /get_model_info
+        out["engine"] = out["engine"] or "sglang"
+        if out["model"] is None and (not ids or len(ids) == 1):
+            out["model"], out["source"] = _text(model_info.get("model_path")), "/get_model_info"
+    if isinstance(tgi_info, dict) and _text(tgi_info.get("model_id")):  # TGI /info
+        out["engine"] = out["engine"] or "tgi"
+        out["build"] = out["build"] or _text(tgi_info.get("version"))
+        out["quantization"] = out["quantization"] or _text(tgi_info.get("model_dtype"))
+        if out["model"] is None:
+            out["model"], out["source"] = _text(tgi_info.get("model_id")), "/info"
+    if isinstance(version, dict) and out["build"] is None:
+        out["build"] = _text(version.get("version"))
+    return out
+
+
+async def server_identity(root: str, client: Any, headers: dict | None = None, claimed: str | None = None,
+                          api_base: str | None = None, timeout: float = 5.0) -> dict:
+    """Ask the server which model it serves (``/v1/models``, llama.cpp ``/props``, SGLang ``/get_model_info``, TGI
+    ``/info``, ``/version``) and return :func:`parse_server_identity`'s block. Never raises: what did not answer
+    stays None (the block's ``source`` None: the server stated no model)."""
+    hdrs = dict(headers or {})
+
+    async def get_json(url: str) -> Any:
+        try:
+            r = await client.get(url, headers=hdrs, timeout=timeout)
+            if r.status_code != 200:
+                return None
+            return r.json()
+        except Exception:
+            return None
+
+    try:
+        props, models, model_info, tgi_info, version = await asyncio.gather(
+            get_json(root + "/props"), get_json((api_base or root + "/v1") + "/models"),
+            get_json(root + "/get_model_info"), get_json(root + "/info"), get_json(root + "/version"))
+    except Exception:
+        props = models = model_info = tgi_info = version = None
+    return parse_server_identity(props=props, models=models, model_info=model_info, tgi_info=tgi_info,
+                                 version=version, claimed=claimed)
+
+
 __all__ = ["server_capacity", "parse_llamacpp_props", "parse_vllm_metrics", "parse_sglang_server_info",
-           "describe_capacity", "VLLM_KEYS"]
+           "describe_capacity", "VLLM_KEYS", "parse_server_identity", "server_identity"]

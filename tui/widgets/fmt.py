@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from textual.markup import escape
+from tui.core.textsafe import console
 
 NA_TEXT = "N/A"
 
@@ -26,8 +26,10 @@ VERDICT_STYLE = {
 
 
 def esc(text: object) -> str:
-    """Escape outside text (ids, file names, reasons) for Textual markup."""
-    return escape(str(text))
+    """Escape outside text (ids, file names, reasons) for Textual markup: ``tui.core.textsafe.console`` (every ``[``
+    escaped, a trailing backslash shown as ``\\x5c``, control and format characters shown visibly). Textual's own
+    ``escape`` left ``gpu[`` and ``x\\`` able to break the console's markup (a MarkupError: exit 70)."""
+    return console(text)
 
 
 def sev(text: str, severity: str | None, bold: bool = False) -> str:

@@ -19,6 +19,7 @@ from textual.strip import Strip
 
 import tui.widgets.fmt as fmt
 from tui.core.snapshot import RequestRow
+from tui.core.textsafe import term
 
 #: (title, width) of each column; the last one takes what is left.
 COLUMNS = (("id", 18), ("level", 7), ("phase", 7), ("TTFT", 9), ("latency", 9), ("out tok", 8), ("outcome", 32))
@@ -35,10 +36,10 @@ def header_text() -> str:
 def row_cells(r: RequestRow) -> list[tuple[str, str | None]]:
     """(text, theme variable or None) per column, already padded to the column widths."""
     lvl = fmt.level(r.level) + (f" r{r.round}" if r.round != 1 else "")
-    outcome = r.outcome + (f" · {r.missed}" if r.missed else "") + (f" · {r.error}" if r.error else "")
+    outcome = term(r.outcome + (f" · {r.missed}" if r.missed else "") + (f" · {r.error}" if r.error else ""))
     w = dict(COLUMNS)
-    return [
-        (fmt.clip(str(r.id), w["id"] - 1).ljust(w["id"]), None),
+    return [  # drawn as segments, not markup: outside text (a request id) only needs its control characters shown
+        (fmt.clip(term(r.id), w["id"] - 1).ljust(w["id"]), None),
         (fmt.clip(lvl, w["level"] - 1).ljust(w["level"]), None),
         (("warmup" if r.phase != "measure" else "").ljust(w["phase"]), "sw-na"),
         (fmt.ms(r.ttft_ms).rjust(w["TTFT"] - 1) + " ", "sw-na" if r.ttft_ms is None else None),

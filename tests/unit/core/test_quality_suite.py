@@ -83,7 +83,7 @@ def test_team_set_merged_required_categories_and_duplicates():
                        ' "max_tokens": 8, "checks": [{"type": "number", "value": 3}]}\n', "team.jsonl")
     assert team.required == ("billing",) and not team.problems
     merged = Q.merge_sets(_suite(cases=20), team)
-    assert len(merged.cases) == 21 and merged.required == ("billing",) and merged.suite and not merged.problems
+    assert len(merged.cases) == 21 and merged.required == ("long_context", "billing") and merged.suite and not merged.problems
     dup = Q.parse_set('{"id": "std1-ar-001", "category": "x", "prompt": "p", "max_tokens": 4,'
                       ' "checks": [{"type": "exact", "value": "a"}]}\n', "dup.jsonl")
     assert any("std1-ar-001" in p for p in Q.merge_sets(_suite(cases=20), dup).problems)

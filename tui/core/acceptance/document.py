@@ -36,6 +36,7 @@ from tui.core.acceptance.sections import (
 )
 from tui.core.budgetview import server_capacity
 from tui.core.defaults import ALPHA, MIN_WINDOW_S, SLO_TTFT_MS, TARGET
+from tui.core.identity import evidence_identity, identity_of
 from tui.core.quality.policy import QualityPolicy
 from tui.core.redact import scrub
 from tui.core.report import conclusion as three_part_conclusion
@@ -66,6 +67,9 @@ def build_acceptance(
     input_notes: Sequence[str] = (),
     slos: Slos | None = None,
     server_log: Mapping | None = None,
+    quality_integrity: Any = None,
+    verdict_settings: Sequence[Mapping] = (),
+    rejudged_weaker: Sequence[str] = (),
 ) -> dict:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
 
@@ -73,7 +77,13 @@ def build_acceptance(
     ``not_acceptance_grade``: those weaker than a floor (``tui.core.grade``): never "ready"; ``input_notes``:
     what was done with the inputs (a file given twice, files of other models left out); ``slos``: every SLO in
     force (``MonitorConfig.slos``; not given: the TTFT SLO ``slo_ttft_ms`` alone), named in full in ``slo``;
-    ``server_log``: the engine's startup-log figures (``tui.sources.server_log``), beside the budget."""
+    ``server_log``: the engine's startup-log figures (``tui.sources.server_log``), beside the budget;
+    ``quality_integrity``: the quality file's verification (``tui.core.quality.digest.verify``, with the key given;
+    None: verified here without a key). The identity (``tui.core.identity.evidence_identity``): a model claimed but
+    not served, a budget of another model, a GPU budget for a run without a GPU: never "ready".
+    ``verdict_settings``: per record file, what it was judged at (issue 35: ``Resolution.to_dict`` with its
+    ``source``); ``rejudged_weaker``: the files re-judged at weaker settings than their runs' (never "ready",
+    exit 3: ``tui.core.verdict_settings.settings_exit``)."""
     cost = cost or CostInputs()
     prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
              "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
@@ -100,7 +110,10 @@ def build_acceptance(
     models = sorted({m for r in runs for m in [
         _str((r.snapshot.header.get("target") or {}).get("model")) if isinstance(r.snapshot.header.get("target"), Mapping) else None
     ] if m})
-    qsec = quality_section(quality, quality_source, models, quality_policy)
+    ident = evidence_identity([(r.source, r.snapshot.header) for r in runs],
+                              None if bsec.get("teaching") else budget)  # the teaching case is an example
+    qsec = quality_section(quality, quality_source, models, quality_policy,
+                           load=[identity_of(r.snapshot.header) for r in runs], integrity=quality_integrity)
     if qsec["run"]:
         qsec["tied"] = tied_text(runs, qsec)
     measured["memory_queue"] = memory_queue_section(runs)
@@ -122,9 +135,13 @@ def build_acceptance(
     if problems:
         lines.append(f"Measured: the record files do not support a PASS at the judged level: {problems[0]}"
                      + (f" (and {len(problems) - 1} more evidence problems)" if len(problems) > 1 else "") + ".")
+    if ident["problems"]:
+        lines.append("Identity: not acceptance-grade (" + "; ".join(ident["problems"]) + ").")
     if not_acceptance_grade:
         lines.append(f"Settings: not acceptance-grade ({', '.join(not_acceptance_grade)}): fine for a quick check, "
                      "never 'ready'; use the defaults or stricter.")
+    for why in rejudged_weaker:
+        lines.append(f"Settings: {why}: never 'ready' (exit 3).")
     if synthetic:
         lines.append("Provenance: synthetic inputs can check the arithmetic but can never show readiness; "
                      "measure the real deployment.")
@@ -133,9 +150,11 @@ def build_acceptance(
                      "`servewatch run`.")
     if not runs:
         lines.append("Measured: no record files.")
-    ready = ready and not synthetic and not unknown and bool(runs) and not not_acceptance_grade
+    ready = ready and not synthetic and not unknown and bool(runs) and not not_acceptance_grade and not ident["problems"]
     failed = (bsec.get("fits") is False) or measured["state"] == FAIL or qstate == Q.FAIL
     exit_code = 0 if ready else (1 if failed else 3)
+    if rejudged_weaker:  # the re-judged verdict is not the run's: its code only when at least as strict
+        ready, exit_code = False, 3
     cap = measured["measured_capacity"]
     conclusion = {
         "budget": "unknown" if not bsec.get("given") else ("feasible" if bsec["fits"] else "does not fit"),
@@ -151,6 +170,7 @@ def build_acceptance(
         "missing_or_failed": lines,
         "settings_changed": list(settings_changed),
         "not_acceptance_grade": list(not_acceptance_grade),
+        "rejudged_weaker": list(rejudged_weaker),
     }
     doc = {
         "schema": SCHEMA,
@@ -163,8 +183,10 @@ def build_acceptance(
                    "rollback": rollback_source, "notes": list(input_notes)},
         "slo": slo_block(_with_files_ttft(slos if slos is not None else Slos(ttft_ms=slo_ttft_ms), runs), target,
                          alpha, min_window_s),
+        "verdict_settings": [dict(v) for v in verdict_settings],
         "budget": bsec,
         "environment": environment_section(runs, generator or {}),
+        "identity": ident,
         "load_configuration": load_section(runs),
         "measured": measured,
         "quality": qsec,

@@ -8,7 +8,15 @@ from collections.abc import Mapping, Sequence
 
 import tui.core.quality.vocab as Q
 from tui.core.acceptance.inputs import RunInput, _map, _str
-from tui.core.quality.policy import QualityPolicy, file_settings_note, policy_problems
+from tui.core.identity import Identity
+from tui.core.quality.digest import QualityIntegrity, verify
+from tui.core.quality.policy import (
+    QualityPolicy,
+    configuration_problems,
+    file_settings_note,
+    policy_problems,
+    side_identity,
+)
 from tui.core.quality.policy import recompute as recompute_quality
 from tui.core.quality.results import long_context_reached
 from tui.core.quality.scoring import summarize
@@ -24,12 +32,17 @@ QUALITY_PHRASES = {
 
 
 def quality_section(doc: Mapping | None, source: str | None, measured_models: Sequence[str],
-                    policy: QualityPolicy | None = None) -> dict:
+                    policy: QualityPolicy | None = None, *, load: Sequence[Identity] = (),
+                    integrity: QualityIntegrity | None = None) -> dict:
     """Section 5: the quality verdict recomputed from the file's per-case rows with accept's own policy (its
-    margin / alpha / minimum cases, never the file's), and why it is not acceptance-grade (tui.core.quality.policy)."""
+    margin / alpha / minimum cases, never the file's), and why it is not acceptance-grade (tui.core.quality.policy):
+    ``load`` the load runs' identities (tied by served model), ``integrity`` the file's verification (None: verified
+    here, without a key)."""
     if doc is None:
         return {"run": False, "state": "not run", "source": None}
     policy = policy or QualityPolicy()
+    if integrity is None:
+        integrity = verify(doc, None, name=str(source or "the quality file"))
     comparison, verdict = recompute_quality(doc, policy)
     notes: list[str] = []
     saved = _map(doc.get("verdict"))
@@ -45,7 +58,9 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
     s_b = summarize(base.get("cases") or []) if base else None
     tgt = _map(cand.get("target"))
     qmodel = _str(tgt.get("model"))
-    not_grade = policy_problems(doc, policy, measured_models)
+    not_grade = policy_problems(doc, policy, measured_models, load=load, integrity=integrity)
+    notes += configuration_problems(doc)[1]
+    served = side_identity(cand)
     st = _map(doc.get("set"))
     if st.get("starter"):
         notes.append("quality used the STARTER set: replace it with the team's own key tasks")
@@ -63,7 +78,9 @@ def quality_section(doc: Mapping | None, source: str | None, measured_models: Se
         "suite": _suite(st.get("suite")),
         "decoding": dict(_map(doc.get("decoding"))) or None,
         "long_context_reached": _reached(cand),
-        "target": {"url": redact_url(tgt.get("url")), "model": qmodel},
+        "target": {"url": redact_url(tgt.get("url")), "model": qmodel, "served_model": served.served_model,
+                   "identity": served.line()},
+        "integrity": integrity.to_dict(),
         "baseline": None if base is None else {
             "source": _str(base.get("source")),
             "url": redact_url((base.get("target") or {}).get("url")) if isinstance(base.get("target"), Mapping) else None,
@@ -104,12 +121,25 @@ def _reached(side: Mapping) -> dict:
 
 
 def tied_text(runs: Sequence[RunInput], qsec: Mapping) -> str:
-    """Which load files and which quality file were tied, by model and endpoint."""
+    """Which load files and which quality file were tied: by the model their servers said they serve (the model
+    claimed beside it when it differs), and the endpoint."""
+    from tui.core.identity import identity_of
+
     loads = []
     for r in runs:
         tgt = _map(r.snapshot.header.get("target"))
-        loads.append(f"{r.source} (model {_str(tgt.get('model')) or 'unknown'}, endpoint "
+        ident = identity_of(r.snapshot.header)
+        loads.append(f"{r.source} ({_model_words(ident.served_model, ident.claimed_model)}, endpoint "
                      f"{redact_url(tgt.get('url')) or 'unknown'})")
     t = _map(qsec.get("target"))
-    return (f"load {', '.join(loads) or 'none'} tied to quality {qsec.get('source')} (model "
-            f"{t.get('model') or 'unknown'}, endpoint {t.get('url') or 'unknown'})")
+    return (f"load {', '.join(loads) or 'none'} tied to quality {qsec.get('source')} "
+            f"({_model_words(t.get('served_model'), t.get('model'))}, endpoint {t.get('url') or 'unknown'}), "
+            "by the served model")
+
+
+def _model_words(served: object, claimed: object) -> str:
+    if served and claimed and served != claimed:
+        return f"served model {served}, --model {claimed}"
+    if served:
+        return f"served model {served}"
+    return f"model {claimed or 'unknown'} (claimed; the served model not recorded)"

@@ -6,6 +6,7 @@ statistic and decides nothing. Pure, standard library only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -15,9 +16,11 @@ from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 from tui.core.search import format_bracket
 from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_cell
+from tui.core.textsafe import md, md_code
 from tui.core.token_counts import TOLERANCE_RULE
 
 _MISSING = "not recorded"
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)((?:\\\\)*)\|")  # a pipe after an even number of backslashes
 
 
 def _pct(v: float | None, digits: int = 1) -> str:
@@ -51,7 +54,7 @@ def _f(v: float | None, digits: int = 2) -> str:
 
 def _md_cell(v: Any) -> str:
     s = "N/A" if v is None else str(v)
-    return s.replace("|", "\\|").replace("\n", " ")
+    return _UNESCAPED_PIPE.sub(r"\1\\|", s).replace("\n", " ")  # a pipe md() escaped stays escaped once
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
@@ -85,8 +88,12 @@ def md_title(doc: Mapping) -> list[str]:
     L: list[str] = []
     add = L.append
     c = doc["conclusion"]
+    for it in doc.get("records_integrity") or ():  # the first lines: what was verified, per record file (issue 36)
+        add(f"> Records {md(it.get('source'))}: {md(it.get('summary'))}")
+    if doc.get("records_integrity"):
+        add("")
     if doc.get("banner"):
-        add(f"> **{doc['banner']}**")
+        add(f"> **{md(doc['banner'])}**")
         add("")
     add("# Acceptance report" + (" (SYNTHETIC)" if doc.get("synthetic") else ""))
     add("")
@@ -95,21 +102,24 @@ def md_title(doc: Mapping) -> list[str]:
         f"(Python {g.get('python') or 'N/A'}, httpx {g.get('httpx') or 'N/A'}).")
     inp = doc["inputs"]
     add("")
-    add(f"- Record files: {', '.join(inp['records']) or 'none'}")
-    add(f"- Quality result: {inp['quality'] or 'not run'}")
-    add(f"- Budget: {inp['budget'] or 'none'}")
-    add(f"- Rollback rules file: {inp['rollback'] or 'none (defaults only)'}")
+    add(f"- Record files: {', '.join(md(x) for x in inp['records']) or 'none'}")
+    add(f"- Quality result: {md(inp['quality']) if inp['quality'] else 'not run'}")
+    add(f"- Budget: {md(inp['budget']) if inp['budget'] else 'none'}")
+    add(f"- Rollback rules file: {md(inp['rollback']) if inp['rollback'] else 'none (defaults only)'}")
     for n in inp.get("notes") or ():
-        add(f"- Input: {n}")
+        add(f"- Input: {md(n)}")
     slo = doc["slo"]
     add(f"- SLO: good = {slo['good']}; target {_pct(slo['target'], 0)} good; alpha {slo['alpha']:g}; "
         f"minimum observation window {slo['min_window_minutes']:g} min"
         + (f" (settings not default: {', '.join(c['settings_changed'])})" if c.get("settings_changed") else ""))
+    for vs in doc.get("verdict_settings") or ():  # issue 35: what each record file was judged at, and why
+        for line in vs.get("lines") or ():
+            add(f"- {vs.get('source')}: {str(line).strip()}")
     add("")
     add(f"**Conclusion: {c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "")
         + f" - budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']}")
     for line in c["missing_or_failed"]:
-        add(f"- {line}")
+        add(f"- {md(line)}")
     add("")
     return L
 
@@ -131,9 +141,9 @@ def md_budget(doc: Mapping) -> list[str]:
                 "model of this run.")
             add("")
         if b.get("model"):
-            add(f"Model: {b['model']}. Source: {b.get('source') or 'N/A'}.")
+            add(f"Model: {md(b['model'])}. Source: {md(b.get('source') or 'N/A')}.")
         else:
-            add(f"Source: {b.get('source') or 'N/A'}.")
+            add(f"Source: {md(b.get('source') or 'N/A')}.")
         add("")
         L += _table(("item", "value", "basis"), (
             (t["item"], f"{t['value']:.2f} {t['unit']}" if t["unit"] == "GiB" else f"{t['value']} {t['unit']}", t["basis"])
@@ -155,10 +165,10 @@ def md_budget(doc: Mapping) -> list[str]:
         add(b["note"])
     if b.get("capacity_vs_server"):
         add("")
-        add(f"Server allocation: {b['capacity_vs_server']}")
+        add(f"Server allocation: {md(b['capacity_vs_server'])}")
     if b.get("server_log_vs_candidate"):
         add("")
-        add(f"Server log: {b['server_log_vs_candidate']}")
+        add(f"Server log: {md(b['server_log_vs_candidate'])}")
     alloc = b.get("allocation_vs_engine")
     if isinstance(alloc, Mapping) and alloc.get("prediction"):
         add("")
@@ -172,7 +182,7 @@ def md_budget(doc: Mapping) -> list[str]:
                 add(f"- {x}")
     elif isinstance(alloc, Mapping):
         add("")
-        add(f"KV allocation vs the engine: {alloc['result']} ({alloc.get('problem') or 'nothing to compare'})")
+        add(f"KV allocation vs the engine: {md(alloc['result'])} ({md(alloc.get('problem') or 'nothing to compare')})")
     add("")
     return L
 
@@ -188,31 +198,45 @@ def md_environment(doc: Mapping) -> list[str]:
     add(f"- Report generator: servewatch {rg.get('servewatch') or 'N/A'}, Python {rg.get('python') or 'N/A'}, "
         f"httpx {rg.get('httpx') or 'N/A'}")
     for r in e["runs"]:
-        add(f"- Run `{r['source']}` (provenance: {r['provenance']}; data from: {r.get('data_from') or 'N/A'})")
-        lg = r["load_generator"]
+        add(f"- Run {md_code(r['source'])} (provenance: {md(r['provenance'])}; data from: {md(r.get('data_from') or 'N/A')})")
+        lg = {k: md(v) if v else v for k, v in r["load_generator"].items()}  # every string of a record is data
         add(f"  - load generator: servewatch {lg['servewatch'] or _MISSING}, Python {lg['python'] or _MISSING}, "
             f"httpx {lg['httpx'] or _MISSING}" + (f", {lg['os']}" if lg.get("os") else ""))
-        s = r["server"]
+        s = {k: md(v) if v else v for k, v in r["server"].items()}
         add(f"  - server: engine {s['engine'] or _MISSING}, build {s['build'] or _MISSING}, model {s['model'] or _MISSING}"
             + (f", quantization {s['quantization']}" if s.get("quantization") else "")
             + (f", {s['slots']} slots" if s.get("slots") else "")
             + (f", {s['context_per_slot']} tokens per slot" if s.get("context_per_slot") else ""))
-        t = r["target"]
+        t = {k: md(v) if v else v for k, v in r["target"].items()}
         add(f"  - target: {t['url'] or _MISSING}, model {t['model'] or _MISSING}" + (f", API {t['api']}" if t.get("api") else ""))
         gpu = r["gpu"]
         if gpu.get("available"):
-            devs = "; ".join(f"{d.get('name') or 'GPU'} {d['memory_gib']:.1f} GiB" if d.get("memory_gib") is not None
-                             else f"{d.get('name') or 'GPU'}" for d in gpu["devices"])
-            add(f"  - GPU ({gpu['from']}): {devs}" + (f", driver {gpu['driver']}" if gpu.get("driver") else "")
-                + (f", CUDA {gpu['cuda']}" if gpu.get("cuda") else ""))
+            devs = "; ".join(f"{md(d.get('name') or 'GPU')} {d['memory_gib']:.1f} GiB" if d.get("memory_gib") is not None
+                             else f"{md(d.get('name') or 'GPU')}" for d in gpu["devices"])
+            add(f"  - GPU ({md(gpu['from'])}): {devs}" + (f", driver {md(gpu['driver'])}" if gpu.get("driver") else "")
+                + (f", CUDA {md(gpu['cuda'])}" if gpu.get("cuda") else ""))
         else:
-            add(f"  - GPU: {gpu['note']}")
+            add(f"  - GPU: {md(gpu['note'])}")
         if r["request_headers"]:
-            add(f"  - request headers sent (values never shown): {', '.join(r['request_headers'])}")
+            add(f"  - request headers sent (values never shown): {', '.join(md(h) for h in r['request_headers'])}")
         if r.get("note"):
-            add(f"  - note: {r['note']}")
+            add(f"  - note: {md(r['note'])}")
+    L += _md_identity(doc.get("identity"))
     add("")
     return L
+
+
+def _md_identity(ident: Any) -> list[str]:
+    """What the servers said they serve, against --model and the budget (tui.core.identity.evidence_identity)."""
+    if not isinstance(ident, Mapping):
+        return []
+    out = ["- Identity (the model the server said it serves, against --model and the budget):"]
+    out += [f"  - {md_code(x['source'])}: {md(x['line'])}" for x in ident.get("runs") or ()]
+    out += [f"  - NOT acceptance-grade: {md(p)}" for p in ident.get("problems") or ()]
+    b = ident.get("budget") or {}
+    out += [f"  - checked: {md(c)}" for c in b.get("checked") or ()]
+    out += [f"  - not checked: {md(c)}" for c in b.get("not_checked") or ()]
+    return out
 
 
 def md_load(doc: Mapping) -> list[str]:
@@ -224,10 +248,10 @@ def md_load(doc: Mapping) -> list[str]:
     L += _table(("run", "mode", "arrival", "input tokens asked", "input received (min / P50 / max)",
                  "output tokens asked", "output received (min / P50 / max)", "server vs client counts disagree",
                  "levels", "requests/step", "duration s", "warmup", "rounds", "seed"), (
-        (f"`{x['source']}`", x["mode"] or _MISSING,
-         (x["arrival"] or "-") + (f" (burstiness {x['burstiness']:g})" if x.get("burstiness") is not None else ""),
+        (md_code(x["source"]), md(x["mode"]) if x["mode"] else _MISSING,
+         (md(x["arrival"]) if x["arrival"] else "-") + (f" (burstiness {x['burstiness']:g})" if x.get("burstiness") is not None else ""),
          _asked(x, "input"), _received(x, "input"), _asked(x, "output"), _received(x, "output"), _disagreements(x),
-         ", ".join(f"{v:g}" for v in x["levels"]) + (f" {x['level_unit']}" if x.get("level_unit") else "")
+         ", ".join(f"{v:g}" for v in x["levels"]) + (f" {md(x['level_unit'])}" if x.get("level_unit") else "")
          if x["levels"] else _MISSING,
          x["requests_per_step"] if x["requests_per_step"] is not None else "-",
          f"{x['duration_s']:g}" if x["duration_s"] is not None else "-",
@@ -242,10 +266,10 @@ def md_load(doc: Mapping) -> list[str]:
     for x in doc["load_configuration"]:
         if x.get("workload"):
             add("")
-            add(f"Workload of `{x['source']}`: {x['workload']}")
+            add(f"Workload of {md_code(x['source'])}: {md(x['workload'])}")
         if x.get("note"):
             add("")
-            add(f"Note on `{x['source']}`: {x['note']}")
+            add(f"Note on {md_code(x['source'])}: {md(x['note'])}")
     add("")
     return L
 
@@ -255,6 +279,7 @@ def _asked(x: Mapping, side: str) -> str:
     max) when they carry it."""
     cfg = x.get(f"{side}_tokens")
     seen = x.get(f"{side}_tokens_asked_seen")
+    cfg = md(cfg) if cfg else cfg  # the run header's own text
     if not isinstance(seen, Mapping):
         return cfg or _MISSING
     mpm = " / ".join("?" if seen.get(k) is None else f"{seen[k]:g}" for k in ("min", "p50", "max"))
@@ -291,7 +316,7 @@ def md_latency(m: Mapping) -> list[str]:
     """Per level: P50 / P95 / P99 of TTFT, TPOT, inter-token and end-to-end; goodput beside throughput."""
     L = _table(("run", "level", "round", *(f"{LATENCY_NAMES[k]} P50 / P95 / P99 ms" for k in LATENCY_KEYS),
                 "throughput req/s", "goodput req/s", "goodput tok/s", "missed"), (
-        (f"`{r['source']}`", _fmt_level(r["level"]), r["round"],
+        (md_code(r["source"]), _fmt_level(r["level"]), r["round"],
          *(latency_cell((r.get("latency") or {}).get(k)) for k in LATENCY_KEYS),
          _f(r.get("throughput_rps")), _f(r.get("goodput_rps")), _f(r.get("goodput_tok_s"), 1), _misses(r))
         for r in m["levels"]))
@@ -303,7 +328,7 @@ def md_latency(m: Mapping) -> list[str]:
     for r in m["levels"]:
         for name, n in (r.get("unjudgeable") or {}).items():
             if n:
-                L.append(f"- `{r['source']}` level {_fmt_level(r['level'])}: {name} not judgeable on {n} requests")
+                L.append(f"- {md_code(r['source'])} level {_fmt_level(r['level'])}: {md(name)} not judgeable on {n} requests")
     L.append("")
     return L
 
@@ -320,7 +345,7 @@ def md_measured(doc: Mapping) -> list[str]:
     else:
         L += _table(("run", "mode", "level", "round", "n", "good (Wilson 95%)", "TTFT P50", "TTFT P95", "TTFT P99",
                      "TPOT P50", "req/s", "out tok/s", "goodput/s", "verdict", "window"), (
-            (f"`{r['source']}`", r["mode"] or "-", _fmt_level(r["level"]), r["round"], r["n"],
+            (md_code(r["source"]), md(r["mode"]) if r["mode"] else "-", _fmt_level(r["level"]), r["round"], r["n"],
              f"{_pct(r['good_fraction'])} ({r['good']}/{r['n']}) [{_pct(r['wilson_95'][0], 0)}-{_pct(r['wilson_95'][1], 0)}]",
              _ms(r["ttft_ms"]["P50"]), _ms(r["ttft_ms"]["P95"]), _ms(r["ttft_ms"]["P99"]),
              "N/A" if r["tpot_ms_p50"] is None else f"{_num(r['tpot_ms_p50'], '.1f')} ms",
@@ -334,8 +359,8 @@ def md_measured(doc: Mapping) -> list[str]:
         add("")
         L += md_latency(m)
         for r in m["levels"]:
-            add(f"- `{r['source']}` level {_fmt_level(r['level'])} round {r['round']}: **{r['verdict']}**"
-                + (f" ({r['missing']})" if r["missing"] else "") + f". {r['reason']}")
+            add(f"- {md_code(r['source'])} level {_fmt_level(r['level'])} round {r['round']}: **{r['verdict']}**"
+                + (f" ({md(r['missing'])})" if r["missing"] else "") + f". {md(r['reason'])}")
     add("")
     cap = m["measured_capacity"]
     cand = m["memory_only_candidate"]
@@ -343,23 +368,23 @@ def md_measured(doc: Mapping) -> list[str]:
         f" | **memory-only candidate:** {cand if cand is not None else 'N/A'} sequences")
     add("")
     for s in m["capacity_vs_memory"]:
-        add(f"- {s}")
+        add(f"- {md(s)}")
     for b in m.get("capacity_brackets") or []:  # issue 26: `sweep --search`
         lines = format_bracket(b)
-        add(f"- `{b['source']}`: {lines[0]}")
+        add(f"- {md_code(b['source'])}: {lines[0]}")
         L.extend(f"  {ln.strip()}" if ln.strip().startswith("-") else f"  - {ln.strip()}" for ln in lines[1:])
     for s in m["notes"]:
-        add(f"- Note: {s}")
+        add(f"- Note: {md(s)}")
     for p in m.get("input_problems") or []:
         if p["malformed"] or p["truncated"] or p["unknown_types"]:
-            add(f"- Input problems in `{p['source']}`: {p['malformed']} malformed, {p['truncated']} truncated, "
+            add(f"- Input problems in {md_code(p['source'])}: {p['malformed']} malformed, {p['truncated']} truncated, "
                 f"{p['unknown_types']} unknown-type lines (counted, not used)"
-                + ("; e.g. " + "; ".join(p["examples"][:3]) if p["examples"] else ""))
+                + ("; e.g. " + "; ".join(md(x) for x in p["examples"][:3]) if p["examples"] else ""))
         for n in p["notes"]:
-            add(f"- Note on `{p['source']}`: {n}")
+            add(f"- Note on {md_code(p['source'])}: {md(n)}")
     add("")
     L += md_memory_queue(m)
-    add(f"Measured verdict: **{m['state']}**: {m['reason']}.")
+    add(f"Measured verdict: **{m['state']}**: {md(m['reason'])}.")
     add("")
     return L
 
@@ -371,14 +396,14 @@ def md_memory_queue(m: Mapping) -> list[str]:
         return []
     L = ["### Memory and queueing (measured)", ""]
     for r in mq.get("runs") or ():
-        L.append(f"- `{r['source']}`: {r['summary']}")
+        L.append(f"- {md_code(r['source'])}: {md(r['summary'])}")
     rows = [x for x in m.get("levels") or () if x.get("queue_samples") or x.get("peak_kv_usage") is not None
             or x.get("peak_gpu_gib") is not None]
     if rows:
         L.append("")
         L += _table(("run", "level", "round", "queue waiting peak", "queue waiting mean", "queue samples",
                      "engine KV peak", "GPU memory peak"), (
-            (f"`{x['source']}`", _fmt_level(x["level"]), x["round"],
+            (md_code(x["source"]), _fmt_level(x["level"]), x["round"],
              _MISSING if x.get("max_waiting") is None else f"{x['max_waiting']:g}",
              _MISSING if x.get("mean_waiting") is None else f"{x['mean_waiting']:.2f}", x.get("queue_samples") or 0,
              _MISSING if x.get("peak_kv_usage") is None else _pct(x["peak_kv_usage"]),
@@ -401,24 +426,26 @@ def md_quality(doc: Mapping) -> list[str]:
         add("Not run. Run `servewatch quality --url URL --baseline-url URL` (or `--baseline FILE`) and pass "
             "`--quality FILE`.")
     else:
-        add(f"Verdict: **{q['state']}**: {q['reason']}.")
+        add(f"Verdict: **{q['state']}**: {md(q['reason'])}.")
         if q.get("advice"):
             add("")
             add("Next configuration to try (from what was compared):")
             add("")
             for a in q["advice"]:
-                add(f"- {a.get('category')}: try {a.get('try')} (because {a.get('because')})")
+                add(f"- {md(a.get('category'))}: try {md(a.get('try'))} (because {md(a.get('because'))})")
         elif q.get("fallback"):
             add("")
-            add(f"Fallback: {q['fallback']}.")
+            add(f"Fallback: {md(q['fallback'])}.")
         add("")
         st = q["set"]
-        add(f"- Set: {st['source'] or 'N/A'} ({st['cases']} cases{', STARTER set' if st['starter'] else ''})")
+        add(f"- Set: {md(st['source'] or 'N/A')} ({st['cases']} cases{', STARTER set' if st['starter'] else ''})")
         L += _quality_facts(q)
-        add(f"- Candidate: {q['target']['url'] or 'N/A'}, model {q['target']['model'] or 'N/A'}: {_rate(q['candidate_overall'])}")
+        add(f"- Candidate: {md(q['target']['url'] or 'N/A')}, model {md(q['target']['model'] or 'N/A')}: "
+            f"{_rate(q['candidate_overall'])}")
         if q["baseline"]:
             bl = q["baseline"]
-            add(f"- Baseline: {bl.get('url') or bl.get('source') or 'N/A'}, model {bl.get('model') or 'N/A'}: {_rate(bl.get('overall'))}")
+            add(f"- Baseline: {md(bl.get('url') or bl.get('source') or 'N/A')}, model {md(bl.get('model') or 'N/A')}: "
+                f"{_rate(bl.get('overall'))}")
         else:
             add("- Baseline: none")
         if q.get("failed_requests"):
@@ -432,27 +459,29 @@ def md_quality(doc: Mapping) -> list[str]:
             dropped = (cp.get("dropped") or {}).get("pairs") or {}
             if dropped:
                 add("- Dropped pairs (no answer to compare, not scored): "
-                    + ", ".join(f"{k} {v}" for k, v in dropped.items()))
+                    + ", ".join(f"{md(k)} {v}" for k, v in dropped.items()))
         add("")
         states = q.get("category_states") or {}
         cats = sorted(set(q["categories"]) | set(q.get("baseline_categories") or {}) | set(states))
         L += _table(("category", "candidate pass rate [Wilson 95%]", "baseline pass rate", "category verdict"), (
-            (cat, _rate(q["categories"].get(cat)),
+            (md(cat), _rate(q["categories"].get(cat)),
              _rate((q.get("baseline_categories") or {}).get(cat)) if q.get("baseline_categories") else "no baseline",
              _cat_state(states.get(cat)))
             for cat in cats))
         if q["notes"] or q.get("not_acceptance_grade") or q.get("tied"):
             add("")
         if q.get("tied"):
-            add(f"- Tied: {q['tied']}")
+            add(f"- Tied: {md(q['tied'])}")
+        if q.get("integrity"):
+            add(f"- Integrity: {md(q['integrity']['summary'])}")
         if q.get("policy"):
             pol = q["policy"]
             add(f"- Judged with accept's own policy: margin {pol['margin']:g}, alpha {pol['alpha']:g}, "
                 f"min cases {pol['min_cases']}")
         for n in q.get("not_acceptance_grade") or ():
-            add(f"- Not acceptance-grade: {n}")
+            add(f"- Not acceptance-grade: {md(n)}")
         for n in q["notes"]:
-            add(f"- Note: {n}")
+            add(f"- Note: {md(n)}")
     add("")
     return L
 
@@ -462,10 +491,10 @@ def _quality_facts(q: Mapping) -> list[str]:
     out: list[str] = []
     su = q.get("suite")
     if su:
-        out.append(f"- Suite: {su.get('name')} version {su.get('version')}, seed {su.get('seed')}, {su.get('cases')} "
-                   f"cases, level {su.get('level')}, context {su.get('context_tokens')} tokens")
+        out.append(f"- Suite: {md(su.get('name'))} version {md(su.get('version'))}, seed {md(su.get('seed'))}, "
+                   f"{md(su.get('cases'))} cases, level {md(su.get('level'))}, context {md(su.get('context_tokens'))} tokens")
     if q.get("required"):
-        out.append(f"- Required categories (each must PASS on its own): {', '.join(q['required'])}")
+        out.append(f"- Required categories (each must PASS on its own): {', '.join(md(x) for x in q['required'])}")
     dec = q.get("decoding")
     if dec:
         seed = f", seed {dec.get('seed')}" if dec.get("seed_sent") else ", no seed sent"
@@ -539,10 +568,10 @@ def md_rollback(doc: Mapping) -> list[str]:
         add(f"- Note: {n}")
     if rb["user"]:
         add("")
-        add(f"From {rb['user_source'] or 'the user'}:")
+        add(f"From {md(rb['user_source'] or 'the user')}:")
         add("")
         for u in rb["user"]:
-            add(f"- {u}")
+            add(f"- {md(u)}")
     add("")
     return L
 
@@ -562,14 +591,14 @@ def md_conclusion(doc: Mapping) -> list[str]:
          (f"yes: feasible, memory-only candidate {bq['memory_only_candidate']}" if bq["fits"] else "no: does not fit")),
         ("measured", "does it finish in time at the target load?", m["state"] + (
             f" (capacity {m['unit']} {_fmt_level(cap)})" if m["has_measured_capacity"] else "")
-         + (f": {m['summary']}" if m.get("summary") else "")),
+         + (f": {md(m['summary'])}" if m.get("summary") else "")),
         ("quality", "are the answers still usable?", c["quality"]),
     ))
     add("")
     add(f"**{c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "") + ".")
     add("")
     for line in c["missing_or_failed"]:
-        add(f"- {line}")
+        add(f"- {md(line)}")
     if not c["missing_or_failed"]:
         add("All three kinds of evidence agree; none of them replaces another.")
     add("")

@@ -153,3 +153,68 @@ def table_lines(table: Mapping) -> list[str]:
     out.append(f"  recall breaks at {br['target_tokens']} tokens: {br['why']}" if br else
                "  recall does not break at any length tested")
     return out
+
+
+# ------------------------------------------------------------------ long-context evidence: the share of the context
+
+#: a long-context case is evidence of its declared share of the server's context when its prompt (as the server
+#: counted it, else as intended) is at least this share of ``length_fraction x context``: the prompts are sized
+#: with a measured (or estimated) characters-per-token ratio and leave LC_RESERVE_TOKENS for the instructions
+LONG_CONTEXT_REACH = 0.8
+
+
+def side_context(side: Mapping[str, Any] | None) -> tuple[int | None, str]:
+    """The context one sequence may use on a quality side's server, as the file records it (``server.context_tokens``
+    written by `quality`, else llama.cpp's ``n_ctx_per_slot``, vLLM's ``max_model_len``, the ``server_identity``
+    context), with where it came from; (None, "") when the server stated none."""
+    s = _map(_map(side).get("server"))
+    sid = _map(_map(side).get("server_identity"))
+    for v, where in ((s.get("context_tokens"), str(s.get("context_source") or "server context")),
+                     (s.get("n_ctx_per_slot"), "server /props n_ctx per slot"),
+                     (s.get("max_model_len"), "server max_model_len"), (sid.get("context"), "server_identity")):
+        n = _int(v)
+        if n is not None and n > 0:
+            return n, where
+    return None, ""
+
+
+def declared_share(row: Mapping[str, Any]) -> float:
+    """The share of the server's context a long-context case declares: the suite's ``length_fraction``, else the
+    smallest share the suite uses (a team's long-context case is long only from that share up)."""
+    from tui.core.defaults import QUALITY_CONTEXT_FRACTIONS
+
+    f = _num(_map(row.get("generated")).get("length_fraction"))
+    return f if f is not None and 0 < f <= 1 else min(QUALITY_CONTEXT_FRACTIONS)
+
+
+def reached_tokens(row: Mapping[str, Any]) -> tuple[int | None, str]:
+    """The prompt length a long-context case reached: the server's own count (``prompt_tokens``), else the length
+    intended (``generated.target_tokens``), with which; (None, "unknown") when neither is recorded."""
+    pt = _int(row.get("prompt_tokens"))
+    if pt is not None and pt > 0:
+        return pt, "served"
+    tt = _int(_map(row.get("generated")).get("target_tokens"))
+    if tt is not None and tt > 0:
+        return tt, "intended"
+    return None, "unknown"
+
+
+def short_long_context(rows: Iterable[Mapping], context_tokens: int | None) -> dict[str, str]:
+    """``{case id: why}`` for the long-context cases below their declared share of ``context_tokens`` (the server's
+    context): a prompt under LONG_CONTEXT_REACH x share x context, or of unknown length. Empty when the context is
+    unknown (nothing can be checked; the caller says "not checked")."""
+    out: dict[str, str] = {}
+    if not context_tokens:
+        return out
+    for r in rows:
+        if not isinstance(r, Mapping) or not is_long_context(r) or not isinstance(r.get("id"), str):
+            continue
+        share = declared_share(r)
+        got, how = reached_tokens(r)
+        need = LONG_CONTEXT_REACH * share * context_tokens
+        if got is None:
+            out[r["id"]] = f"prompt length unknown (a {share:.0%} case of a {context_tokens}-token context)"
+        elif got < need:
+            out[r["id"]] = (f"prompt {got} tokens ({how}) for a {share:.0%} case of the server's {context_tokens}-token "
+                            f"context (at least {need:.0f} expected)")
+    return out

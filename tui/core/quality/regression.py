@@ -11,6 +11,7 @@ from statistics import NormalDist
 from typing import Any
 
 from tui.core.quality.advice import with_advice
+from tui.core.quality.lctable import is_long_context, short_long_context
 from tui.core.quality.scoring import summarize
 from tui.core.quality.vocab import (
     CANDIDATE_FAILURES,
@@ -288,12 +289,17 @@ def compare(
     alpha: float = DEFAULT_ALPHA,
     min_cases: int = DEFAULT_MIN_CASES,
     required: Sequence[str] = (),
+    context_tokens: int | None = None,
 ) -> tuple[dict | None, dict]:
     """(comparison, verdict) from per-case rows of both sides (``baseline`` None: no baseline).
 
     Each category is judged by the same tests as the overall (its own usable pairs); ``required`` names the
-    categories that must themselves PASS for the overall to PASS. The verdict's ``advice`` / ``fallback`` come
-    from the rows only here (:func:`tui.core.quality.advice.with_advice` redoes them with each side's config)."""
+    categories that must themselves PASS for the overall to PASS. A long-context case is evidence for its category
+    only when it reached its declared share of ``context_tokens`` (the candidate server's context;
+    :func:`tui.core.quality.lctable.short_long_context`) and the baseline passed it: the others stay in the overall
+    pairs, are counted out of their category's test and named (``per_category[c]["not_evidence"]``). The verdict's
+    ``advice`` / ``fallback`` come from the rows only here (:func:`tui.core.quality.advice.with_advice` redoes them
+    with each side's config)."""
     if not 0 <= margin < 1:
         raise ValueError("margin must be >= 0 and < 1")
     if not 0 < alpha < 1:
@@ -352,8 +358,16 @@ def compare(
     n, cp, bp = j["n"], j["candidate_pass_rate"], j["baseline_pass_rate"]
     per_cat: dict[str, dict] = {}
     by_cat: dict[str, list[tuple[Mapping, Mapping]]] = {}
+    short = short_long_context([c for c, _b in paired], context_tokens)
+    left_out: dict[str, dict[str, Any]] = {}
     for c, b in paired:
         cat = str(c.get("category", "general"))
+        if is_long_context(c) and (c.get("id") in short or not b.get("passed")):
+            lo = left_out.setdefault(cat, {"short": 0, "baseline_failed": 0, "examples": []})
+            lo["short" if c.get("id") in short else "baseline_failed"] += 1
+            if c.get("id") in short and len(lo["examples"]) < 3:
+                lo["examples"].append(f"{c.get('id')}: {short[c['id']]}")
+            continue
         by_cat.setdefault(cat, []).append((c, b))
         d = per_cat.setdefault(cat, {"n": 0, "both_pass": 0, "regressed": 0, "improved": 0, "both_fail": 0})
         d["n"] += 1
@@ -364,6 +378,21 @@ def compare(
     for cat in seen_cats:
         per_cat.setdefault(cat, {"n": 0, "both_pass": 0, "regressed": 0, "improved": 0, "both_fail": 0})
     _category_states(per_cat, by_cat, req, margin=margin, alpha=alpha, min_cases=min_cases)
+    for cat, lo in left_out.items():
+        parts = []
+        if lo["short"]:
+            parts.append(f"{lo['short']} below their declared share of the server's context ("
+                         + "; ".join(lo["examples"]) + ")")
+        if lo["baseline_failed"]:
+            parts.append(f"{lo['baseline_failed']} failed by the baseline (they cannot show a regression)")
+        text = "long-context cases that are not evidence, left out of this category's test: " + "; ".join(parts)
+        d = per_cat[cat]
+        d["not_evidence"] = lo
+        d["reason"] = f"{d['reason']}; {text}"
+        if lo["short"] and d["state"] == PASS:  # cases short of their declared length: that length is not measured
+            d["state"] = NO_EVIDENCE
+            d["reason"] = "NO_EVIDENCE: " + d["reason"]
+        notes.append(f"category {cat}: {text}")
     for cat, d in sorted(per_cat.items()):
         if measured > 1 and d["regressed"] > d["improved"] and d["mcnemar_p_worse"] < alpha:
             notes.append(f"category {cat}: the candidate lost {d['regressed']} of {d['n']} cases "

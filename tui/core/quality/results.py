@@ -8,24 +8,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.core.quality.advice import NOTHING_KNOWN, with_advice
-from tui.core.quality.lctable import is_long_context, long_context_table, table_lines
+from tui.core.quality.lctable import is_long_context, long_context_table, side_context, table_lines
 from tui.core.quality.regression import _count, _dropped_text, compare
-from tui.core.quality.scoring import summarize
+from tui.core.quality.scoring import row_passed, summarize
 from tui.core.quality.sets import QualitySet
 from tui.core.quality.vocab import DEFAULT_ALPHA, DEFAULT_MARGIN, DEFAULT_MIN_CASES, RESULT_SCHEMA, SAMPLING, SetError
+from tui.core.textsafe import term
 
 
 def run_section(rows: list[dict], *, target: Mapping | None = None, server: Mapping | None = None,
                 headers: Mapping | None = None, started_at: float | None = None, seconds: float | None = None,
-                notes: Iterable[str] = (), source: str = "endpoint", config: Mapping | None = None) -> dict:
+                notes: Iterable[str] = (), source: str = "endpoint", config: Mapping | None = None,
+                server_identity: Mapping | None = None) -> dict:
     """One side (candidate or baseline) of a quality result. ``config``: the facts about this configuration
-    (``{key: {"value", "source"}}``, kept as given); ``long_context_reached`` says what its long-context cases
-    reached (:func:`long_context_reached`)."""
+    (``{key: {"value", "source"}}``, kept as given); ``server_identity``: the model the server says it serves
+    (``tui.sources.server_info.server_identity``, read by ``tui.core.identity``; ``target.model`` is the name
+    sent); ``long_context_reached`` says what its long-context cases reached (:func:`long_context_reached`)."""
     s = summarize(rows)
     return {
         "source": source,
         "target": dict(target or {}),
         "server": dict(server or {}),
+        "server_identity": None if server_identity is None else dict(server_identity),
         "headers": {str(k): "<redacted>" for k in (headers or {})},
         "started_at": started_at,
         "seconds": seconds,
@@ -85,7 +89,8 @@ def build_result(
     (``qset.required``) and ``required``; ``decoding`` is stated as given (else read from the sampling)."""
     req = list(dict.fromkeys([*qset.required, *required]))
     comparison, verdict = compare(candidate["cases"], None if baseline is None else baseline["cases"],
-                                  margin=margin, alpha=alpha, min_cases=min_cases, required=req)
+                                  margin=margin, alpha=alpha, min_cases=min_cases, required=req,
+                                  context_tokens=side_context(candidate)[0])
     with_advice(verdict, comparison, candidate, baseline)
     sampling = dict(sampling or SAMPLING)
     all_notes = list(notes)
@@ -148,6 +153,8 @@ def baseline_from_result(doc: Any, *, require_success: bool = True) -> dict:
             raise SetError(f"baseline case {i + 1} needs a string \"id\" and a true/false \"passed\"")
         row = dict(r)
         row.setdefault("category", "general")
+        if row["passed"] and not row_passed(row):  # "passed" beside a failed check or an error: not a pass
+            row["passed"] = False
         clean.append(row)
     if require_success and not any(r["passed"] and not r.get("error") for r in clean):
         errs = _count(r.get("error") for r in clean if r.get("error"))
@@ -198,9 +205,9 @@ def recheck(doc: Any) -> tuple[dict | None, dict]:
         base_rows = None
         if isinstance(base, Mapping):
             base_rows = baseline_from_result(base, require_success=False)["cases"]
-        _ = baseline_from_result(cand, require_success=False)  # validates the candidate rows
-        comparison, verdict = compare(cand["cases"], base_rows, margin=margin, alpha=alpha, min_cases=min_cases,
-                                      required=required)
+        cand_rows = baseline_from_result(cand, require_success=False)["cases"]  # validated, contradictions not passes
+        comparison, verdict = compare(cand_rows, base_rows, margin=margin, alpha=alpha, min_cases=min_cases,
+                                      required=required, context_tokens=side_context(cand)[0])
     except (TypeError, ValueError) as exc:
         raise SetError(f"quality result cannot be rechecked: {exc}") from None
     with_advice(verdict, comparison, cand, base if isinstance(base, Mapping) else None)
@@ -216,7 +223,9 @@ def format_result_text(doc: Mapping) -> str:
     tgt = cand.get("target") or {}
     add(f"servewatch quality: {tgt.get('url') or '-'}  model: {tgt.get('model') or '-'}")
     st = doc.get("set") or {}
-    add(f"set: {st.get('source')}  ({st.get('cases')} cases" + (", STARTER set" if st.get("starter") else "") + ")")
+    n_rows = len(cand["cases"])
+    count = f"{n_rows} cases" if st.get("cases") == n_rows else f"{n_rows} cases; the file says {st.get('cases')}"
+    add(f"set: {st.get('source')}  ({count}" + (", STARTER set" if st.get("starter") else "") + ")")
     suite = st.get("suite")
     if isinstance(suite, Mapping) and suite:
         add(f"suite: {suite.get('name')} version {suite.get('version')}, seed {suite.get('seed')}, "
@@ -288,7 +297,14 @@ def format_result_text(doc: Mapping) -> str:
                 f"    {a.get('category')}: try {a.get('try')} (because {a.get('because')})")
     elif v.get("fallback"):
         add(f"  fallback: {v['fallback']}")
-    return "\n".join(out) + "\n"
+    grade = doc.get("acceptance_grade")
+    if isinstance(grade, Mapping):
+        for n in grade.get("notes") or []:
+            add(f"  note: {n}")
+        if grade.get("problems"):
+            add("  not acceptance-grade (accept will not count it towards \"ready\"):")
+            out.extend(f"    {pr}" for pr in grade["problems"])
+    return "\n".join(term(line) for line in out) + "\n"  # outside text stays on its line (tui.core.textsafe)
 
 
 def _decoding_text(dec: Mapping) -> str:

@@ -314,7 +314,10 @@ def build_suite(spec: SuiteSpec) -> QualitySet:
               "chars_per_token": float(spec.chars_per_token), "context_tokens": spec.context_tokens,
               "fractions": list(spec.fractions), "depths": list(spec.depths)}
     label = f"servewatch standard suite v{spec.version} (seed {spec.seed}, level {spec.level}, {spec.cases} cases)"
-    return QualitySet(cases, [], label, False, lc, suite=suite)
+    # the long-context category is required: an overall PASS needs its own PASS (pooled pairs of the short
+    # categories cannot stand in for recall at the context the server was sized for)
+    return QualitySet(cases, [], label, False, lc, suite=suite,
+                      required=("long_context",) if counts["long_context"] else ())
 
 
 def reference_answers(qset: QualitySet) -> dict[str, str]:
