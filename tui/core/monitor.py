@@ -1070,6 +1070,8 @@ class Monitor:
                             be_te(t_end)
                             be_tf(-1.0 if tf is None else tf)
                         elif dups.repeated(t_sent, r.t_first_token, t_end):  # type: ignore[union-attr]
+                            # (this call may have turned the rule to hashes: every later record by its hash)
+                            dup_hashed = dups.hashed  # type: ignore[union-attr]
                             self._duplicate(r, evidence.SAME_TIMES)
                             continue
                         else:

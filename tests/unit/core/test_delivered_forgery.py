@@ -434,7 +434,7 @@ def _reference(recs) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("order", ["sent", "end", "shuffled", "shuffled long"])
+@pytest.mark.parametrize("order", ["sent", "end", "shuffled", "shuffled long", "each copy next, long"])
 def test_the_monitors_inlined_rule_is_the_rule(order):
     """The Monitor inlines ``Duplicates.check`` on its hot path (a file in send order, in end order, in no order, and
     one long enough in no order to switch to hashes): it counts exactly what the rule and the obvious reference do."""
@@ -442,7 +442,7 @@ def test_the_monitors_inlined_rule_is_the_rule(order):
     from tui.core.records import RequestRecord
 
     rng = random.Random(order)
-    n = 3000 if order == "shuffled long" else 400
+    n = 3000 if "long" in order else 400
     base = []
     for i in range(n):
         t = ef.T0 + i * 0.5 + rng.random() * 0.1
@@ -450,23 +450,29 @@ def test_the_monitors_inlined_rule_is_the_rule(order):
         base.append(RequestRecord(id=f"r{i}", t_sent=t, t_end=t + 0.5 + rng.random() * 3, complete=first is not None,
                                   t_intended=t, t_first_token=first, level=1.0, round=1))
     copies = []
-    for r in rng.sample(base, n // 10):  # by id (other times), by times (another id), and both
+    if order == "each copy next, long":  # every record followed by its copy (another id, the same times): the rule
+        # turns to hashes on a copy, and the records after it must be found by hash (an import in completion order)
+        recs = [x for r in sorted(base, key=lambda r: r.t_end) for x in (r, RequestRecord(
+            id=r.id + "-c", t_sent=r.t_sent, t_end=r.t_end, complete=r.complete, t_intended=r.t_intended,
+            t_first_token=r.t_first_token, level=1.0, round=1))]
+        copies = recs[1::2]
+    for r in ([] if copies else rng.sample(base, n // 10)):  # by id (other times), by times (another id), and both
         how = rng.randrange(3)
         c = RequestRecord(id=r.id if how != 1 else r.id + "-c", t_sent=r.t_sent + (0.01 if how == 0 else 0.0),
                           t_end=r.t_end, complete=r.complete, t_intended=r.t_intended, t_first_token=r.t_first_token,
                           level=1.0, round=1)
         copies.append(c)
-    recs = base + copies
+    recs = recs if order == "each copy next, long" else base + copies
     if order == "sent":
         recs.sort(key=lambda r: r.t_sent)
     elif order == "end":
         recs.sort(key=lambda r: r.t_end)
-    else:
+    elif order != "each copy next, long":
         rng.shuffle(recs)
     want = _reference(recs)
     dups = evidence.Duplicates()
     assert [dups.check(r.id, r.t_sent, r.t_first_token, r.t_end) for r in recs] == want
-    assert dups.hashed == (order == "shuffled long")
+    assert dups.hashed == ("long" in order)
     mon = Monitor(MonitorConfig())
     i = 0
     while i < len(recs):  # blocks of any size, as the readers give them
