@@ -59,7 +59,7 @@ def test_ttft_tpot_e2e_together_on_llama_server(llama_server, tmp_path, capsys):
     assert rc == 1 and rep["measured"]["verdict"]["state"] == "FAIL", why
     assert {k: v for k, v in lv["misses"].items() if v} == {"TPOT": REQUESTS}, why
     assert lv["good"] == 0 and lv["completed"] == REQUESTS
-    assert main(["report", rec, *JUDGE, *slos]) == 1
+    assert main(["report", "--details", rec, *JUDGE, *slos]) == 1
     text = capsys.readouterr().out
     assert f"0 good; missed TPOT {REQUESTS}" in text
     assert f"judged on TTFT <= {ttft_slo:.0f} ms (answer), TPOT <= {IMPOSSIBLE_TPOT_MS} ms, E2E" in text

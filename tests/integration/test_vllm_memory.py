@@ -52,7 +52,7 @@ def test_report_budget_takes_vllms_kv_space_and_shows_its_kv_use(vllm_server, tm
     assert mem is not None and mem["allocated_gib"] == 1.0 and mem["samples"] >= 1
     assert mem["peak_used_gib"] is not None and 0 < mem["peak_used_gib"] <= 1.0  # 4 sequences held KV blocks
     assert "vLLM kv_cache_usage_perc x kv_cache_memory_bytes" in mem["label"]
-    assert main(["report", str(record), "--config", config, "--max-seq", "2048"]) in (0, 1, 3)
+    assert main(["report", "--details", str(record), "--config", config, "--max-seq", "2048"]) in (0, 1, 3)
     text = capsys.readouterr().out
     assert "memory_only_candidate=22 sequences" in text and "engine KV cache: peak" in text
     assert "24 GiB" not in text and "24.00 GiB" not in text and "runtime_margin=3.00" not in text

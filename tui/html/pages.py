@@ -170,7 +170,8 @@ def accept_html(doc: Mapping, data: Mapping) -> str:
 #: the document keys acceptance.md renders (its sections) or that only describe the document itself
 KNOWN_KEYS = frozenset({"schema", "generated_at", "generator", "synthetic", "banner", "exit_code", "slo", "provenance",
                         "inputs", "budget", "environment", "load_configuration", "measured", "records_integrity",
-                        "quality", "cost", "rollback", "conclusion", "exit"})
+                        "quality", "cost", "rollback", "conclusion", "exit",
+                        "verdict_settings", "identity"})
 
 
 # ------------------------------------------------------------------------------------------------ compare

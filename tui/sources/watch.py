@@ -542,7 +542,7 @@ class WatchSession:
                 self.error = (f"nothing to judge: no series match {_selector_words(self.watcher)} on "
                               f"{self.watcher.label} after {scrapes} scrapes ({_what_missing(self.watcher, b)})")
                 return None
-            if elapsed >= window_s:
+            if elapsed >= window_s and scrapes > 1:  # a window lies between two scrapes, even a 0-s one
                 break
             await wait(max(0.0, min(self.interval, window_s - elapsed)))
             nxt, why = await self.watcher.scrape()

@@ -36,3 +36,23 @@ def test_no_string_of_the_document_becomes_markup(s):
                              "/span"}, out
         for attrs in re.findall(r"<[a-z0-9]+((?:\s[^>]*)?)>", out):  # only this module's own attributes
             assert re.fullmatch(r'( class="(num|w|banner|plain|table-wrap)"| id="sec-[a-z0-9-]*")?', attrs), (attrs, out)
+
+
+def test_acceptance_page_sections_are_acceptance_md_sections(tmp_path):
+    """Every key of the acceptance document is one acceptance.md renders (KNOWN_KEYS), so the page's h2 headings
+    are the markdown's: a key added to the document without a place in the markdown shows here, not only in the
+    browser tests (the CI failure of 'Verdict settings' / 'Identity')."""
+    import json
+    from pathlib import Path
+
+    from tui.cli import main
+    from tui.html.pages import KNOWN_KEYS
+
+    for name in ("default.jsonl", "seed.jsonl"):
+        out = tmp_path / name
+        assert main(["accept", "--records", str(Path(__file__).resolve().parents[3] / "sample_logs" / name), "--out", str(out)]) in (1, 3)
+        doc = json.loads((out / "acceptance.json").read_text("utf-8"))
+        assert set(doc) <= KNOWN_KEYS, set(doc) - KNOWN_KEYS
+        md_h2 = [ln[3:].strip() for ln in (out / "acceptance.md").read_text("utf-8").splitlines() if ln.startswith("## ")]
+        page_h2 = re.findall(r"<h2[^>]*>([^<]*)</h2>", (out / "acceptance.html").read_text("utf-8"))
+        assert [re.sub(r"&[a-z#0-9]+;", "", h) for h in page_h2] == [re.sub(r"[&<>\"']", "", h) for h in md_h2]
