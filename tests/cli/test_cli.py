@@ -66,8 +66,8 @@ def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
                "    rc = main(['budget', '--json'])\n"
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual', 'rich'))\n"
                "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
-               "print(rc, heavy, cmds)")
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout', 'tui.cli.budget_grid'))\n"
+               "print(rc, heavy, cmds)")  # shared flags, checks, output guard; budget's own screening-table module
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]
 

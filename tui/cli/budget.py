@@ -3,6 +3,10 @@
     servewatch budget                       # the teaching case
     servewatch budget --config config.json --max-seq 8192 --weights awq --gpu-gib 80
     servewatch budget --budget saved.json   # recompute and verify a saved budget
+    servewatch budget --config a.json --config b.json --max-seq 4096,8192 --gpu L4,H100-SXM   # screening table
+
+The screening table (lists: several models, comma lists of weights, KV dtypes, lengths, TP and memories) is
+``tui.cli.budget_grid`` over ``tui.core.screen``.
 
 Also the budget shown beside a run (report, replay, live, accept, the no-argument console): ``view_budget``.
 """
@@ -75,16 +79,30 @@ def _parse_value(flag: str, raw: Any, kind: str) -> float | int:
     return value
 
 
+#: the flags `servewatch budget` takes as comma lists (the screening table); elsewhere they take one value
+LIST_ATTRS = ("weights", "kv_dtype", "max_seq", "tp", "gpu_gib")
+
+
+def _one_value(flag: str, raw: Any) -> None:
+    if isinstance(raw, str) and "," in raw:
+        name = "--" + flag.replace("_", "-")
+        raise ValueError(f"{name} takes one value here, got {raw!r}: comma lists are `servewatch budget`'s (the "
+                         "screening table)")
+
+
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     """BudgetInputs fields the user gave on the command line."""
     out: dict[str, Any] = {}
     for flag, (field, kind) in _NUMERIC_FLAGS.items():
         raw = getattr(args, flag, None)
         if raw is not None:
+            if flag in LIST_ATTRS:
+                _one_value(flag, raw)
             out[field] = _parse_value(flag, raw, kind)
     for flag, field in _TEXT_FLAGS.items():
         raw = getattr(args, flag, None)
         if raw is not None:
+            _one_value(flag, raw)
             out[field] = str(raw)
     raw = getattr(args, "kv_cache_gib", None)  # --kv-cache-gib: the KV cache space itself (BudgetInputs.kv_space_bytes)
     if raw is not None:
@@ -277,14 +295,20 @@ DESCRIPTION = ("Memory budget: weights + runtime margin + KV cache per sequence 
 EPILOG = epilog("servewatch budget --params 8B --weights awq --gpu-gib 80 --max-seq 8192",
                 "servewatch budget --config config.json --tp 2 --json --out budget.json",
                 "servewatch budget --config model/config.json --kv-cache-gib 1 --block-size 128 --max-seq 2048",
-                codes="exit codes: 0 fits, 1 does not fit, 3 unknown (no memory given), 2 bad usage or unreadable input")
+                "servewatch budget --config a.json --config b.json --weights bf16,awq --max-seq 4096,8192 --gpu L4,H100-SXM",
+                codes="exit codes: 0 fits, 1 does not fit, 3 unknown (no memory given), 2 bad usage or unreadable input; "
+                      "a screening table (lists): 0 when at least one row fits, 1 when none does, 2 bad usage "
+                      "(a grid larger than --max-candidates)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `servewatch budget` (light: imports nothing beyond the standard library and tui.core)."""
+    from tui.cli.budget_grid import add_grid_arguments
+
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
-    add_budget_arguments(parser)
+    add_budget_arguments(parser, lists=True)
+    add_grid_arguments(parser)
     parser.add_argument("--teaching", action="store_true",
                         help="fill the memory inputs not given (--gpu-gib, --margin-gib) from the teaching case "
                              "(24 GiB GPU, 3 GiB margin), labelled; without it and without --gpu-gib/--kv-cache-gib "
@@ -335,8 +359,12 @@ def run(args: argparse.Namespace) -> int:
 
     ``--kv-cache-gib G``: the cache budget is that space, and the engine's KV allocation for it is predicted
     (``tui.core.budget.allocation``: bytes per token, blocks, tokens, concurrency)."""
+    from tui.cli.budget_grid import grid_requested, run_grid, single_values
     from tui.cli.options import kv_space_from_args, max_num_batched_tokens_from_args
 
+    if grid_requested(args):  # lists: the screening table (issue 40)
+        return run_grid(args)
+    single_values(args)
     space = kv_space_from_args(args)
     mnbt = max_num_batched_tokens_from_args(args)
     if space is not None and getattr(args, "budget", None) is not None:
