@@ -45,8 +45,10 @@ def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
                    help="price of one GPU-hour for the cost per hour: USD for every memory, or NAME=USD[,NAME=USD] per "
                         "device (default: none, no cost; the device table ships no price)")
     g.add_argument("--csv", action="store_true", help="print the table as CSV (only the CSV on standard output)")
-    g.add_argument("--out-dir", dest="out_dir", default=None, metavar="DIR",
-                   help="write one budget JSON per fitting row into DIR, named by its row id (default: none)")
+    from tui.cli.options import OUTPUT_DIR, path_arg
+
+    path_arg(g, "--out-dir", role=OUTPUT_DIR, dest="out_dir", default=None, metavar="DIR",
+             help="write one budget JSON per fitting row into DIR, named by its row id (default: none)")
     g.add_argument("--max-candidates", dest="max_candidates", type=int, default=DEFAULT_MAX_CANDIDATES, metavar="N",
                    help=f"refuse a larger grid, with its count (default {DEFAULT_MAX_CANDIDATES})")
 

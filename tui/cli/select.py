@@ -89,7 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="fewest usable paired cases with which quality PASS is possible (default 20)")
     add_verify_key_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the decision as JSON (choice, candidates)")
-    parser.add_argument("--html", metavar="FILE", default=None,
+    from tui.cli.options import OUTPUT, path_arg
+
+    path_arg(parser, "--html", role=OUTPUT, metavar="FILE", default=None,
                         help="also write the decision table and its chart (cost per 1M good tokens against measured "
                              "capacity, the Pareto front marked, each bracket an error bar) as one self-contained "
                              "HTML page (default: none)")
