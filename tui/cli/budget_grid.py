@@ -184,7 +184,7 @@ def memories_from_args(args: argparse.Namespace) -> tuple[list[Memory], list[str
 def _model_specs(args: argparse.Namespace, fixed: dict[str, Any]) -> list[ModelSpec]:
     """One ModelSpec per --config (or one for the flags), each building its inputs with ``fixed`` (the one-value
     flags) and the row's list values."""
-    from tui.cli.budget import GEOMETRY_NOTE_PREFIX
+    from tui.cli.budget_flags import GEOMETRY_NOTE_PREFIX
     from tui.core.budget.hf_config import inputs_from_hf_config
     from tui.sources.budget_files import load_hf_config
 
@@ -224,7 +224,7 @@ def _model_specs(args: argparse.Namespace, fixed: dict[str, Any]) -> list[ModelS
 
 def axes_from_args(args: argparse.Namespace) -> tuple[Axes, list[Memory], list[str]]:
     """The grid the flags describe (raises UsageError)."""
-    from tui.cli.budget import _given
+    from tui.cli.budget_flags import given_fields
     from tui.core.budget.formats import normalize_kv_dtype, normalize_weights
 
     for attr, flag, why in NOT_IN_GRID:
@@ -239,7 +239,7 @@ def axes_from_args(args: argparse.Namespace) -> tuple[Axes, list[Memory], list[s
         raise UsageError("budget: the screening table needs the memory: --gpu-gib G[,G...] or --gpu NAME[,NAME...]")
     rest = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in dict(LIST_FLAGS)})
     try:
-        fixed = _given(rest)
+        fixed = given_fields(rest)
         weights = _unique([normalize_weights(w) for w in lists.get("weights", [])]) or (None,)
         kvs = _unique([normalize_kv_dtype(k) for k in lists.get("kv_dtype", [])]) or (None,)
     except (ValueError, BudgetError) as exc:

@@ -121,6 +121,8 @@ def _pairs(values: Sequence[str], flag: str, names: Sequence[str] | None, *, pla
 
 
 def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
+    from tui.cli.evidence_files import same_file_as
+
     if not args.candidates:
         raise UsageError("select: give the candidates, --candidate NAME=FILE[,FILE...] for each")
     out: dict[str, list[str]] = {}
@@ -129,6 +131,8 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
             raise UsageError(f"--candidate {name!r}: a name is 1-40 letters, digits, '.', '_' or '-' (starting with a "
                              "letter or digit)")
         paths = [p.strip() for p in files.split(",") if p.strip()]
+        if not paths:
+            raise UsageError(f"--candidate {name}: give its record files, NAME=FILE[,FILE...]")
         for p in paths:
             if p == "-":
                 raise UsageError(f"--candidate {name}: standard input cannot be one candidate among several")
@@ -136,6 +140,15 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
                 raise UsageError(f"--candidate {name}: cannot read {p}: "
                                  + ("is a folder" if os.path.isdir(p) else "no such file"))
         out[name] = paths
+    earlier_candidates: dict[object, str] = {}  # the files of the candidates before this one
+    for name, paths in out.items():
+        for p in paths:
+            same = same_file_as(p, dict(earlier_candidates))
+            if same is not None:
+                raise UsageError(f"--candidate {name}: {p} is another candidate's file ({same}): one measurement "
+                                 "cannot be two candidates")
+        for p in paths:
+            same_file_as(p, earlier_candidates)
     return out
 
 
@@ -151,22 +164,28 @@ def _number(flag: str, text: str, kind: type) -> Any:
     return v
 
 
+#: the verdict settings among SHARED: passed on only when given (a file is otherwise judged at its run's own)
+VERDICT_DESTS = frozenset({"slo_ttft_ms", "slo_tpot_ms", "slo_itl_ms", "slo_e2e_ms", "ttft_of", "target", "alpha",
+                           "min_window_minutes", "min_requests"})
+
+
 def _shared_argv(args: argparse.Namespace) -> list[str]:
-    """The shared flags that differ from accept's defaults, as accept's argv."""
-    import tempfile
+    """The shared flags as accept's argv: the verdict settings the user gave (issue 35: each file is otherwise
+    judged at its run's own settings), the quality policy and key flags that differ from accept's defaults."""
+    from tui.cli.options import GIVEN
 
-    from tui.cli.accept import add_arguments as accept_args
-
-    p = argparse.ArgumentParser(add_help=False)
-    accept_args(p)
-    defaults = vars(p.parse_args(["--records", os.devnull, "--out", tempfile.gettempdir()]))
+    given = getattr(args, GIVEN, frozenset())
+    defaults = {"quality_margin": Q.DEFAULT_MARGIN, "quality_alpha": Q.DEFAULT_ALPHA,
+                "quality_min_cases": Q.DEFAULT_MIN_CASES, "verify_key_env": None}
     out: list[str] = []
     for dest, flag in SHARED:
         v = getattr(args, dest, None)
-        if v is None and defaults.get(dest) is None:
+        if dest in VERDICT_DESTS:
+            if dest not in given:
+                continue
+        elif v == defaults.get(dest):
             continue
-        if v != defaults.get(dest):
-            out += [flag, "off" if v is None else (f"{v:g}" if isinstance(v, float) else str(v))]
+        out += [flag, "off" if v is None else (f"{v:g}" if isinstance(v, float) else str(v))]
     return out
 
 

@@ -116,13 +116,17 @@ class CandidateInput:
         return c if v is None else min(c, v)
 
 
+def _nums(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
+    return [float(v) for v in (r.get(key) for r in rows) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
 def _min_tok(rows: Iterable[Mapping[str, Any]], key: str) -> float | None:
-    vals = [r.get(key) for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+    vals = _nums(rows, key)
     return min(vals) if vals else None
 
 
 def _max_tok(rows: Iterable[Mapping[str, Any]], key: str) -> float | None:
-    vals = [r.get(key) for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+    vals = _nums(rows, key)
     return max(vals) if vals else None
 
 
@@ -171,8 +175,11 @@ def _basis(cands: Sequence[CandidateInput]) -> tuple[str | None, str]:
 
 def _pareto(cands: Sequence[CandidateInput], basis: str | None) -> set[str]:
     """Names on the front of (lower cost, higher measured capacity), over the candidates with both."""
-    pts = [(c.name, c.cost(basis), c.measured.low) for c in cands]
-    pts = [(n, cost, cap) for n, cost, cap in pts if cost is not None and cap is not None]
+    pts: list[tuple[str, float, float]] = []
+    for c in cands:
+        cost, cap = c.cost(basis), c.measured.low
+        if cost is not None and cap is not None:
+            pts.append((c.name, cost, cap))
     front = set()
     for n, cost, cap in pts:
         dominated = any((c2 <= cost and k2 >= cap) and (c2 < cost or k2 > cap) for m, c2, k2 in pts if m != n)
@@ -319,8 +326,8 @@ def format_decision(doc: Mapping[str, Any]) -> str:
         out.append(f"  {doc['near_tie']}")
     for f in doc.get("allowed") or ():
         out.append(f"  allowed difference: {f} (--allow-different {f}): the ranking sets unlike evidence side by side")
-    for r in doc.get("refused") or ():
-        out.append(f"  {r}")
+    for r in (doc.get("refused") or [])[1:]:  # the first is the reason above
+        out.append(f"  also: {r}")
     out.append("  (* the choice; pareto: no other candidate is both cheaper per 1M good tokens and of higher measured "
                "capacity)")
     return "\n".join(term(x) for x in out) + "\n"

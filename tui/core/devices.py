@@ -134,8 +134,8 @@ def parse_devices(text: str, source: str = "the device table") -> DeviceTable:
         if d.name.lower() in seen:
             raise DeviceError(f"{source}: device {d.name} is listed twice")
         seen.add(d.name.lower())
-    meta = data.get("table") if isinstance(data.get("table"), dict) else {}
-    collected = meta.get("collected")
+    meta = data.get("table")
+    collected = meta.get("collected") if isinstance(meta, dict) else None
     return DeviceTable(tuple(devices), str(collected) if collected is not None else None, source)
 
 

@@ -17,7 +17,7 @@ The fields, each read from every run header of every candidate (a candidate's ow
   ``server_capacity.prefix_caching``); not recorded: not checked, said (the requests' own ``cache_prompt`` is part
   of the workload).
 
-Also the quality evidence: the quality files must share one baseline by the servers' facts
+A run that is evidence of two candidates (the same run id) is refused, never allowed. Also the quality evidence: the quality files must share one baseline by the servers' facts
 (``tui.core.identity.server_facts``), and each candidate's quality file must have measured the configuration its
 load files measured (facts both state that differ: the quality verdict is of another configuration).
 Pure, standard library only.
@@ -30,10 +30,11 @@ from typing import Any
 
 from tui.core.compare_guard import parse_allow as _parse_allow
 from tui.core.identity import fact_differences, server_facts
+from tui.core.runs import run_identity
 from tui.core.workload import describe_header, differences, parts
 
 __all__ = ["ALLOWABLE", "FIELD_NAMES", "comparability", "parse_allow", "quality_baseline_facts",
-           "quality_tie_problems", "run_facts"]
+           "quality_tie_problems", "run_facts", "shared_baseline", "shared_runs"]
 
 #: the fields `select` compares, in the order printed (each may be named by ``--allow-different``)
 ALLOWABLE = ("workload", "slos", "target", "arrival", "tokenizer", "cache_policy")
@@ -78,7 +79,7 @@ def _arrival(load: Mapping[str, Any]) -> tuple[str, Any] | None:
         return None
     if load.get("arrival") == "trace" or isinstance(load.get("trace"), Mapping):
         tr = _map(load.get("trace"))
-        sha = tr.get("sha256") if isinstance(tr.get("sha256"), str) else "unknown"
+        sha = str(tr["sha256"]) if isinstance(tr.get("sha256"), str) else "unknown"
         return f"trace replay (sha256 {sha[:8]})", ("trace", sha)
     if mode == "closed":
         return "closed loop (each client sends its next request when the last ends)", ("closed",)
@@ -185,14 +186,32 @@ def comparability(cands: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], allo
             unchecked.append(f"{label}: not recorded for {', '.join(missing)} (checked only where recorded)")
         fields.append({"field": field, "name": label, "values": values, "state": state, "detail": detail})
     if judged:
-        texts = {n: (_slos(_map(b)) or ("unknown", None))[0] + f", target {_map(b).get('target')}"
-                 for n, b in judged.items()}
-        if len(set(texts.values())) > 1 and "slos" not in allow:
+        judged_texts = {n: (_slos(_map(b)) or ("unknown", None))[0] + f", target {_map(b).get('target')}"
+                        for n, b in judged.items()}
+        if len(set(judged_texts.values())) > 1 and "slos" not in allow:
             refused.append("not comparable: the candidates were judged at different settings ("
-                           + "; ".join(f"{n}: {t}" for n, t in texts.items()) + "); --allow-different slos ranks "
-                           "them anyway")
+                           + "; ".join(f"{n}: {t}" for n, t in judged_texts.items()) + "); --allow-different slos "
+                           "ranks them anyway")
+    refused = shared_runs(cands) + refused
     return {"fields": fields, "refused": list(dict.fromkeys(refused)), "allowed": list(dict.fromkeys(allowed)),
             "unchecked": unchecked}
+
+
+def shared_runs(cands: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[str]:
+    """Runs that are evidence of two candidates (the same run id in both): one measurement cannot be two
+    configurations; never allowed."""
+    owner: dict[str, str] = {}
+    out = []
+    for name, headers in cands:
+        for h in headers:
+            rid = run_identity(h)
+            if rid is None:
+                continue
+            if rid in owner and owner[rid] != name:
+                out.append(f"the same run ({rid}) is evidence of {owner[rid]} and of {name}: one measurement "
+                           "cannot be two candidates")
+            owner.setdefault(rid, name)
+    return list(dict.fromkeys(out))
 
 
 # ------------------------------------------------------------------ the quality files

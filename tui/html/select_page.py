@@ -33,7 +33,7 @@ def cost_chart(cid: str, doc: Mapping[str, Any]) -> Chart | Missing:
     cap_unit = rows[0]["capacity"]["unit"]
     pts, bars, open_above = [], [], []
     for r in rows:
-        low, high, cost = r["capacity"]["low"], r["capacity"]["high"], _cost(r, basis)
+        low, high, cost = r["capacity"]["low"], r["capacity"]["high"], _cost(r, basis) or 0.0
         colour = CHOSEN if r.get("chosen") else READY if r.get("ready") else NOT_READY
         state = "chosen" if r.get("chosen") else "ready" if r.get("ready") else "not ready"
         pts.append({"value": [low, round(cost, 6)], "name": f"{r['name']} ({state})", "itemStyle": {"color": colour},
@@ -42,7 +42,8 @@ def cost_chart(cid: str, doc: Mapping[str, Any]) -> Chart | Missing:
             bars.append([round(cost, 6), low, high])
         else:
             open_above.append(str(r["name"]))
-    front = sorted(((r["capacity"]["low"], _cost(r, basis)) for r in rows if r.get("pareto")), key=lambda p: p[0])
+    front = sorted(((r["capacity"]["low"], _cost(r, basis) or 0.0) for r in rows if r.get("pareto")),
+                   key=lambda p: p[0])
     series: list[dict[str, Any]] = [
         {"type": "scatter", "name": "candidate (at its measured capacity)", "data": pts, "symbolSize": 13, "z": 3},
         {"type": "custom", "name": "capacity bracket [low, high)", "errorAxis": "x", "data": bars,
