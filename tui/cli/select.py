@@ -194,12 +194,16 @@ class _AcceptParser(argparse.ArgumentParser):
         raise UsageError(f"select: {message}")
 
 
-def _accept(argv: list[str]) -> Any:
+def _accept(name: str, argv: list[str]) -> Any:
+    """`accept`'s document for one candidate (its bad input: one line naming the candidate, exit 2)."""
     from tui.cli.accept import acceptance_document, add_arguments
 
     p = _AcceptParser(prog="servewatch accept", add_help=False)
     add_arguments(p)
-    return acceptance_document(p.parse_args(argv))
+    try:
+        return acceptance_document(p.parse_args(argv))
+    except UsageError as exc:
+        raise UsageError(f"--candidate {name}: {exc}") from None
 
 
 def _command(argv: Sequence[str]) -> str:
@@ -221,7 +225,6 @@ def _judge(name: str, files: list[str], args: argparse.Namespace, quality: str |
     import tempfile
 
     from tui.core.choice import CandidateInput, measured_from
-    from tui.core.identity import identity_of
     from tui.core.select_guard import quality_tie_problems
 
     argv = ["--records", *files, "--no-html", "--out", tempfile.gettempdir()]
@@ -229,13 +232,13 @@ def _judge(name: str, files: list[str], args: argparse.Namespace, quality: str |
         if value is not None:
             argv += [flag, value]
     argv += shared
-    first = _accept(argv + (["--required-level", f"{args.required_level:g}"] if args.required_level else []))
+    first = _accept(name, argv + (["--required-level", f"{args.required_level:g}"] if args.required_level else []))
     measured = measured_from(first.runs, first.doc["measured"]["levels"])
     level = args.required_level if args.required_level else measured.low
     judged_at = (first.doc["measured"].get("judged") or {}).get("level")
     if level is not None and not args.required_level and level != judged_at:
         argv += ["--required-level", f"{level:g}"]
-        a = _accept(argv)
+        a = _accept(name, argv)
     else:
         a = first
         if args.required_level:
@@ -255,8 +258,8 @@ def _judge(name: str, files: list[str], args: argparse.Namespace, quality: str |
         tie = quality_tie_problems(qdoc, headers)
         reasons += [f"Quality (select): {t}." for t in tie]
     ready = bool(c["ready_for_traffic"]) and not (qdoc is not None and quality_tie_problems(qdoc, headers))
-    gpu_names = {identity_of(h).gpu for h in headers}
-    hardware = gpu_names.pop() if len(gpu_names) == 1 else ("mixed" if gpu_names else None)
+    kinds = {_hardware(h) for h in headers}
+    hardware = kinds.pop() if len(kinds) == 1 else ("mixed: " + "; ".join(sorted(str(k) for k in kinds)))
     b, q, cost = doc["budget"], doc["quality"], doc["cost"]
     judged = doc["measured"].get("judged") or {}
     cand = CandidateInput(
@@ -270,6 +273,21 @@ def _judge(name: str, files: list[str], args: argparse.Namespace, quality: str |
         accept_command=_command(argv), judged=str(judged.get("text") or ""),
         not_acceptance_grade=tuple(c.get("not_acceptance_grade") or ()))
     return cand, headers, (qdoc, doc["slo"])
+
+
+def _hardware(header: Any) -> str | None:
+    """What a run ran on, for GPU-hours: the GPU (NVML), or with no GPU the machine (CPUs, memory, OS and host)."""
+    from tui.core.identity import identity_of
+
+    ident = identity_of(header)
+    if ident.gpu is None:
+        return None
+    if ident.gpu != "none":
+        return ident.gpu
+    host = ((header.get("environment") or {}).get("gpu") or {}).get("host") or {}
+    cpus, mem = host.get("cpu_count"), host.get("memory_total")
+    size = f"{mem / 2**30:.1f} GiB" if isinstance(mem, (int, float)) and not isinstance(mem, bool) else "memory ?"
+    return f"none (the CPU of one machine: {cpus or '?'} CPUs, {size}, {ident.host or 'host unknown'})"
 
 
 # ------------------------------------------------------------------ the command

@@ -165,9 +165,9 @@ def _basis(cands: Sequence[CandidateInput]) -> tuple[str | None, str]:
         missing = ", ".join(c.name for c in cands if c.usd_per_gpu_hour is None)
         return None, f"a price was given for some candidates only (none for {missing}): give --gpu-hour-usd for each"
     hw = {c.hardware for c in cands}
-    if len(hw) == 1 and None not in hw:
+    if len(hw) == 1 and None not in hw and not str(next(iter(hw))).startswith("mixed"):
         return GPU_HOURS, (f"GPU-hours per 1M good output tokens (no price given; every candidate ran on the same "
-                           f"hardware: GPU {next(iter(hw))})")
+                           f"hardware: GPU {next(iter(hw))}; an hour of that hardware is the unit)")
     return None, ("no price given and the candidates did not all run on the same recorded hardware ("
                   + "; ".join(f"{c.name}: GPU {c.hardware or 'not recorded'}" for c in cands)
                   + "): GPU-hours are not one unit of cost; give --gpu-hour-usd NAME=USD for each")

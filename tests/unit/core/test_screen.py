@@ -231,3 +231,22 @@ def test_the_shipped_table_parses_every_device_has_its_source_and_the_issues_nam
             assert d.gpu_share and d.gpu_share_source and "ASSUMED" in d.assumption()
     names = [m.device.name for m in resolve(t, ["H100-SXM-80GB", "L4", "RTX4090"])]
     assert names == ["H100-SXM-80GB", "L4-24GB", "RTX4090-24GB"]
+
+
+def test_a_unified_memory_budget_is_held_against_the_machines_memory_not_an_nvidia_gpu():
+    from tui.core.identity import budget_facts, budget_vs_served, identity_of
+
+    table = parse_devices(TABLE)
+    mac = screen(_axes(memories=(Memory("MAC-16GB", 8.0, resolve(table, ["mac"])[0].device),))).rows[0].budget
+    gpu = screen(_axes(memories=(Memory("L4-24GB", 22.49, resolve(table, ["l4"])[0].device),))).rows[0].budget
+    assert budget_facts(mac).unified and not budget_facts(gpu).unified
+
+    def header(host_gib: float) -> dict:
+        return {"target": {"url": "http://127.0.0.1:8080", "model": "m"},
+                "environment": {"gpu": {"gpu": "none", "reason": "NVML library not found",
+                                        "host": {"memory_total": int(host_gib * GIB)}}}}
+
+    assert budget_vs_served(identity_of(header(16)), budget_facts(mac)).problems == ()
+    small = budget_vs_served(identity_of(header(6)), budget_facts(mac)).problems
+    assert small and "8 GiB of unified memory, the run's machine has 6.0 GiB" in small[0]
+    assert "whose header says no GPU" in budget_vs_served(identity_of(header(64)), budget_facts(gpu)).problems[0]
