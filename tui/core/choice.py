@@ -145,7 +145,9 @@ def measured_from(runs: Sequence[Any], level_rows: Sequence[Mapping[str, Any]]) 
     high = br.hi.level if br.hi is not None else None
     at_low = [r for r in level_rows if r.get("mode") == mode and r.get("level") == low] if low is not None else []
     at_high = [r for r in level_rows if r.get("mode") == mode and r.get("level") == high] if high is not None else []
-    notes = [n for n in br.notes if not n.startswith("Little's law")]
+    # the plan's rate conversion (Little's law, a falling throughput taken as the upper end's rate) is no part of a
+    # bracket of levels: left out here
+    notes = [n for n in br.notes if not n.startswith(("Little's law", "throughput fell"))]
     if low is not None and high is None:
         notes.append(f"no level above {cap.unit} {fmt_level(low)} was decided: the bracket is open above")
     return Measured(unit=cap.unit, mode=mode, low=low, high=high, good_tok_s=_min_tok(at_low, "goodput_tok_s"),
@@ -210,7 +212,7 @@ def decide(cands: Sequence[CandidateInput], comparability: Mapping[str, Any] | N
         code, reason = 3, f"NOT ENOUGH EVIDENCE to rank: {refused[0]}" + (
             f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
     elif not ready:
-        lacks = "; ".join(f"{c.name}: {c.reasons[0] if c.reasons else 'not ready'}" for c in cands)
+        lacks = "; ".join(f"{c.name} ({(c.reasons[0] if c.reasons else 'not ready').rstrip('.')})" for c in cands)
         if not_grade:
             code, reason = 3, (f"no candidate is ready, and the settings are not acceptance-grade ({', '.join(not_grade)}):"
                                f" {lacks}")
@@ -245,6 +247,15 @@ def decide(cands: Sequence[CandidateInput], comparability: Mapping[str, Any] | N
                 near_tie = ("near-tie: the ranking could flip within the capacity brackets: " + "; ".join(flips)
                             + f" against {choice.name}'s {_fmt_cost(best, basis)}; narrow the brackets "
                             "(sweep --search --precision) before relying on the order")
+    cheapest = None
+    if choice is None and basis is not None:
+        costed = sorted((c for c in cands if c.cost(basis) is not None),
+                        key=lambda c: (c.cost(basis), -(c.measured.low or 0.0), c.name))
+        if costed:
+            c0 = costed[0]
+            cheapest = (f"{c0.name}: {_fmt_cost(c0.cost(basis), basis)} per 1M good output tokens at "
+                        f"{c0.measured.unit} {fmt_level(c0.measured.low)}, on the load evidence alone (not a choice: "
+                        + ("it is ready, but the ranking was refused)" if c0.ready else "it is not ready)"))
     if code == 0 and synthetic:
         code = 3
         reason += f"; but SYNTHETIC input ({', '.join(synthetic)}): never a choice to act on (exit 3)"
@@ -264,7 +275,7 @@ def decide(cands: Sequence[CandidateInput], comparability: Mapping[str, Any] | N
             "accept_command": c.accept_command, "judged": c.judged, "bracket_notes": list(m.notes),
             "not_acceptance_grade": list(c.not_acceptance_grade)})
     return {"schema": SCHEMA, "choice": None if choice is None else choice.name, "exit_code": code, "reason": reason,
-            "near_tie": near_tie, "basis": basis, "basis_why": basis_why, "allowed": comp.get("allowed", []),
+            "near_tie": near_tie, "cheapest_measured": cheapest, "basis": basis, "basis_why": basis_why, "allowed": comp.get("allowed", []),
             "refused": refused, "comparability": comp, "not_acceptance_grade": list(not_grade),
             "synthetic": synthetic, "candidates": rows}
 
@@ -324,6 +335,8 @@ def format_decision(doc: Mapping[str, Any]) -> str:
     out += ["", f"choice: {doc['choice'] or 'none'}  (exit {doc['exit_code']})", f"  {doc['reason']}"]
     if doc.get("near_tie"):
         out.append(f"  {doc['near_tie']}")
+    if doc.get("cheapest_measured"):
+        out.append(f"  cheapest measured: {doc['cheapest_measured']}")
     for f in doc.get("allowed") or ():
         out.append(f"  allowed difference: {f} (--allow-different {f}): the ranking sets unlike evidence side by side")
     for r in (doc.get("refused") or [])[1:]:  # the first is the reason above

@@ -47,7 +47,8 @@ def test_no_ready_candidate_exits_1_with_what_each_lacks_and_3_below_the_floors(
     doc = decide([cand("a", ready=False, reasons=("Quality: the regression set has not been run.",)),
                   cand("b", ready=False, reasons=("Measured: FAIL.",))])
     assert doc["choice"] is None and doc["exit_code"] == 1
-    assert "a: Quality: the regression set has not been run." in doc["reason"] and "b: Measured: FAIL." in doc["reason"]
+    assert "a (Quality: the regression set has not been run)" in doc["reason"] and "b (Measured: FAIL)" in doc["reason"]
+    assert doc["cheapest_measured"].startswith("a: ") and "not a choice: it is not ready" in doc["cheapest_measured"]
     doc = decide([cand("a", ready=False)], not_grade=["window 1 min < 10 min"])
     assert doc["exit_code"] == 3 and "not acceptance-grade" in doc["reason"]
 
