@@ -51,7 +51,7 @@ def _quality(tmp: Path, name: str, ctx: int, slots: int, passed: bool = True, ba
     doc = quality_doc(cand_rows, base_rows, model=MODEL, served=MODEL, ctx=ctx,
                       cand_server=dict(server_env(MODEL, build=BUILD, ctx=ctx, slots=slots), context_tokens=ctx),
                       cand_identity=server_identity(MODEL, build=BUILD, ctx=ctx, slots=slots),
-                      base_server=dict(server_env(MODEL, build=BUILD, ctx=baseline_ctx, slots=4), context_tokens=ctx),
+                      base_server=dict(server_env(MODEL, build=BUILD, ctx=baseline_ctx, slots=4), context_tokens=baseline_ctx),
                       base_identity=server_identity(MODEL, build=BUILD, ctx=baseline_ctx, slots=4),
                       base_model=MODEL, base_served=MODEL)
     return write_doc(tmp / f"q-{name}.json", doc)

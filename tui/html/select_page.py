@@ -81,7 +81,7 @@ def select_html(doc: Mapping[str, Any]) -> str:
         rows.append([r["name"] + (" (chosen)" if r.get("chosen") else ""), "ready" if r["ready"] else "NOT READY",
                      budget, capacity, _n(r.get("goodput_tok_s"), "{:.1f}"), q.get("state") or "not run",
                      _n(r.get("usd_per_hour"), "{:,.2f}"), _n(_cost(r, basis), "{:,.4g}"),
-                     "yes" if r.get("pareto") else "", "; ".join(r.get("reasons") or []) or "-"])
+                     "yes" if r.get("pareto") else "", " ".join(r.get("reasons") or []) or "-"])
     synthetic = ("SYNTHETIC input: " + ", ".join(doc["synthetic"])) if doc.get("synthetic") else None
     extra = [str(x) for x in doc.get("refused") or []]
     if doc.get("near_tie"):
@@ -92,6 +92,8 @@ def select_html(doc: Mapping[str, Any]) -> str:
             verdict_boxes([("choice", doc.get("choice") or ("NOT ENOUGH EVIDENCE" if doc.get("exit_code") == 3
                                                              else "no ready candidate"))]),
             f'<p class="overall" id="select-reason">{esc(doc.get("reason"))}</p>',
+            (f'<p class="note" id="select-cheapest">cheapest measured: {esc(doc["cheapest_measured"])}</p>'
+             if doc.get("cheapest_measured") else ""),
             "".join(f'<p class="note">allowed difference: {esc(f)} (--allow-different {esc(f)})</p>'
                     for f in doc.get("allowed") or ()),
             f'<p>cost basis: {esc(doc.get("basis_why"))}; exit code {esc(doc.get("exit_code"))}</p>',
