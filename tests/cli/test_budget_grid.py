@@ -89,6 +89,40 @@ def test_unified_memory_rows_divide_the_assumed_share_and_say_it():
     assert rc == 0 and "10.67" in out and "ASSUMED usable by the GPU: 66.7%" in out
 
 
+def test_this_machine_divides_its_own_memory_and_its_budget_is_held_against_the_runs_machine(tmp_path):
+    """`--gpu this-machine` (CPU inference, the README's personal-device loop): the memory is psutil's total, the
+    row is labelled a host, and the budget it writes is checked against a run header's host memory, never called a
+    GPU budget for a run without a GPU; a run on a smaller machine contradicts it."""
+    import psutil
+
+    from tui.core.identity import budget_facts, budget_vs_served, identity_of
+    from tui.sources.budget_files import load_budget
+
+    total = psutil.virtual_memory().total
+    d = tmp_path / "b"
+    rc, out, err = run_cli(["budget", "--config", GEMMA, "--weights", "q4_k_m", "--max-seq", "2048", "--gpu",
+                            "this-machine", "--margin-gib", "1", "--gpu-hour-usd", "this-machine=0.05", "--json",
+                            "--out-dir", str(d)])
+    assert rc == 0, err
+    doc = json.loads(out)
+    row, detail = doc["candidates"][0], doc["details"][0]
+    assert row["device"] == "THIS-MACHINE" and row["fits"]
+    assert abs(row["memory_gib"] - (total // 2**20) / 1024) < 0.01
+    assert detail["usd_per_hour"] == 0.05 and "(host)" in detail["memory"] and "psutil" in detail["memory"]
+    budget = load_budget(str(d / f"{row['id']}.json"))
+    facts = budget_facts(budget)
+    assert facts is not None and facts.unified
+
+    def header(host_bytes: int) -> dict:
+        return {"target": {"url": "http://127.0.0.1:8080", "model": "m"},
+                "environment": {"gpu": {"gpu": "none", "reason": "NVML library not found",
+                                        "host": {"memory_total": host_bytes}}}}
+
+    assert budget_vs_served(identity_of(header(total)), facts).problems == ()
+    small = budget_vs_served(identity_of(header(total // 4)), facts).problems
+    assert small and "GiB of unified memory, the run's machine has" in small[0]
+
+
 def test_a_grid_past_max_candidates_is_refused_with_its_count():
     rc, _, err = run_cli(["budget", "--gpu-gib", "16,24,48,80", "--tp", "1,2,4", "--max-seq", "1024,2048,4096",
                           "--max-candidates", "20"])

@@ -3,7 +3,7 @@
 sizes; how they were made: tests/fixtures/select/README.md).
 
 The quality files and budgets beside them are BUILT HERE (``tests.support.quality_files``, ``servewatch budget``):
-Gemma 3 270M cannot pass a long-context quality suite (docs/planning.md), so a quality PASS tied to each
+no quality suite was run against the recorded servers (docs/planning.md, "Measured"), so a quality PASS tied to each
 configuration by its server's own facts stands in, labelled as built in every test that uses one. What is tested is
 the decision over real load evidence: the choice and the reasons, a candidate with FAILing quality not chosen, a
 candidate of another workload refused, SYNTHETIC evidence never exit 0, a quality file of another configuration or

@@ -19,7 +19,7 @@ from typing import Any
 
 from tui.core.budget.inputs import MAX_GIB, BudgetInputs
 from tui.core.budget.vocab import BudgetError
-from tui.core.devices import DeviceError, DeviceTable, parse_devices, resolve
+from tui.core.devices import THIS_MACHINE, Device, DeviceError, DeviceTable, parse_devices, resolve, this_machine
 from tui.core.exitcodes import UsageError
 from tui.core.screen import DEFAULT_MAX_CANDIDATES, Axes, GridTooLarge, Memory, ModelSpec
 
@@ -40,7 +40,8 @@ def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--gpu", dest="gpu", action="append", default=None, metavar="LIST",
                    help="devices of the device table (tui/data/devices.toml), a comma list such as L4,RTX4090,"
                         "H100-SXM: a case-insensitive prefix of one name (or of several of equal memory) is enough; "
-                        "unified-memory devices divide the GPU's assumed share (default: none)")
+                        "unified-memory devices divide the GPU's assumed share; this-machine: the memory of the "
+                        "machine it runs on, for CPU inference (default: none)")
     g.add_argument("--gpu-hour-usd", dest="gpu_hour_usd", action="append", default=None, metavar="USD",
                    help="price of one GPU-hour for the cost per hour: USD for every memory, or NAME=USD[,NAME=USD] per "
                         "device (default: none, no cost; the device table ships no price)")
@@ -147,16 +148,34 @@ def _prices(args: argparse.Namespace, memories: list[Memory], table: DeviceTable
         try:
             label = f"{_gib('--gpu-hour-usd', name):g} GiB"
         except UsageError:
-            if table is None:
+            if name.strip().lower() == THIS_MACHINE.lower():
+                label = THIS_MACHINE
+            elif table is None:
                 raise UsageError(f"budget: --gpu-hour-usd {part}: no --gpu device named {name}") from None
-            try:
-                label = resolve(table, [name])[0].device.name
-            except DeviceError as exc:
-                raise UsageError(f"budget: --gpu-hour-usd {part}: {exc}") from None
+            else:
+                try:
+                    label = resolve(table, [name])[0].device.name
+                except DeviceError as exc:
+                    raise UsageError(f"budget: --gpu-hour-usd {part}: {exc}") from None
         if label not in {m.label for m in memories}:
             raise UsageError(f"budget: --gpu-hour-usd {part}: {label} is not a memory of this grid")
         named[label] = usd
     return [replace(m, usd_per_gpu_hour=named.get(m.label, every)) for m in memories]
+
+
+def _this_machine() -> Device:
+    """``--gpu this-machine``: the memory of the machine this runs on (psutil's total, the figure a run header
+    records as the host's ``memory_total``)."""
+    try:
+        import psutil
+
+        total, how = int(psutil.virtual_memory().total), "psutil's virtual_memory().total"
+    except Exception as exc:  # psutil absent or failing: said, never guessed
+        total, how = 0, f"psutil: {type(exc).__name__}"
+    try:
+        return this_machine(total, how)
+    except DeviceError as exc:
+        raise UsageError(f"budget: {exc}") from None
 
 
 def memories_from_args(args: argparse.Namespace) -> tuple[list[Memory], list[str], DeviceTable | None]:
@@ -168,6 +187,10 @@ def memories_from_args(args: argparse.Namespace) -> tuple[list[Memory], list[str
         g = _gib("--gpu-gib", text)
         mems.append(Memory(f"{g:g} GiB", g))
     queries = _split(getattr(args, "gpu", None))
+    if any(q.lower() == THIS_MACHINE.lower() for q in queries):
+        queries = [q for q in queries if q.lower() != THIS_MACHINE.lower()]
+        here = _this_machine()
+        mems.append(Memory(here.name, here.usable_gib, here))
     if queries:
         table = device_table()
         try:

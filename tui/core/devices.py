@@ -18,12 +18,15 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "Device", "DeviceError", "DeviceMatch", "DeviceTable", "parse_devices", "resolve"]
+__all__ = ["KINDS", "THIS_MACHINE", "Device", "DeviceError", "DeviceMatch", "DeviceTable", "parse_devices",
+           "resolve", "this_machine"]
 
 #: the kinds a device may be, in the order the table lists them
 KINDS = ("datacenter", "consumer", "unified")
 MIB = 2**20
 GIB = 2**30
+#: the name `--gpu` takes for the machine it runs on (not in the table: its memory is read when asked, kind ``host``)
+THIS_MACHINE = "THIS-MACHINE"
 
 
 class DeviceError(ValueError):
@@ -54,8 +57,8 @@ class Device:
 
     def assumption(self) -> str:
         """The sentence a budget on this device carries (its figures, their source, the assumed share)."""
-        text = (f"device {self.name} ({self.kind}): {self.sold} as sold, {self.memory_mib:,} MiB = "
-                f"{self.memory_gib:.2f} GiB ({self.source})")
+        sold = self.sold if self.kind == "host" else f"{self.sold} as sold"
+        text = f"device {self.name} ({self.kind}): {sold}, {self.memory_mib:,} MiB = {self.memory_gib:.2f} GiB ({self.source})"
         if self.gpu_share is not None:
             text += (f"; ASSUMED usable by the GPU: {self.gpu_share:.1%} = {self.usable_gib:.2f} GiB "
                      f"({self.gpu_share_source})")
@@ -137,6 +140,19 @@ def parse_devices(text: str, source: str = "the device table") -> DeviceTable:
     meta = data.get("table")
     collected = meta.get("collected") if isinstance(meta, dict) else None
     return DeviceTable(tuple(devices), str(collected) if collected is not None else None, source)
+
+
+def this_machine(memory_bytes: int, how: str) -> Device:
+    """The machine `servewatch budget` runs on as a device (``--gpu this-machine``): CPU inference (llama.cpp
+    without a GPU) holds the weights and the KV cache in the system's memory, so the budget divides all of it (the
+    runtime margin is what stays for the system and other processes). Kind ``host``: a run's budget on it is held
+    against the run machine's memory, never called a GPU budget for a run without a GPU."""
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int) or memory_bytes <= 0:
+        raise DeviceError(f"--gpu {THIS_MACHINE.lower()}: this machine's memory is unknown ({how})")
+    mib = memory_bytes // MIB
+    return Device(name=THIS_MACHINE, kind="host", sold=f"{memory_bytes / GIB:.1f} GiB of system memory",
+                  memory_mib=mib, source=f"{how}, read when the table was made; CPU inference: weights and KV cache "
+                                         "in the system's memory")
 
 
 def _matches(table: DeviceTable, query: str) -> list[Device]:

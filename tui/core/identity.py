@@ -249,7 +249,8 @@ class BudgetFacts:
     gpu_gib: float | None = None
     model: str | None = None
     #: the budget divides a unified-memory device's share of the system's memory (the device table's `unified`
-    #: kind, said in the budget's notes): held against the machine's memory, not against an NVIDIA GPU
+    #: kind, or `--gpu this-machine`'s `host`, said in the budget's notes): held against the machine's memory, not
+    #: against an NVIDIA GPU
     unified: bool = False
 
 
@@ -419,7 +420,8 @@ def budget_facts(budget: Any) -> BudgetFacts | None:
         gpu = None  # a KV space, or a budget still without its memory: no GPU divided
     model = getattr(inputs, "model", None)
     notes = getattr(inputs, "notes", ()) or ()
-    unified = any(isinstance(n, str) and n.startswith("device ") and " (unified): " in n for n in notes)
+    unified = any(isinstance(n, str) and n.startswith("device ") and (" (unified): " in n or " (host): " in n)
+                  for n in notes)
     return BudgetFacts(params=float(params) if isinstance(params, (int, float)) and not isinstance(params, bool)
                        else None, layers=_pos_int(layers),
                        gpu_gib=float(gpu) if isinstance(gpu, (int, float)) and not isinstance(gpu, bool) else None,
