@@ -250,3 +250,14 @@ def test_a_unified_memory_budget_is_held_against_the_machines_memory_not_an_nvid
     small = budget_vs_served(identity_of(header(6)), budget_facts(mac)).problems
     assert small and "8 GiB of unified memory, the run's machine has 6.0 GiB" in small[0]
     assert "whose header says no GPU" in budget_vs_served(identity_of(header(64)), budget_facts(gpu)).problems[0]
+
+
+def test_this_machine_is_a_host_device_of_its_memory_and_an_unknown_memory_is_refused():
+    from tui.core.devices import THIS_MACHINE, this_machine
+
+    d = this_machine(16 * GIB, "psutil's virtual_memory().total")
+    assert d.name == THIS_MACHINE and d.kind == "host" and d.usable_gib == 16.0
+    assert d.assumption().startswith("device THIS-MACHINE (host): 16.0 GiB of system memory, 16,384 MiB")
+    for bad in (0, -1, True, None):
+        with pytest.raises(DeviceError, match="this machine's memory is unknown"):
+            this_machine(bad, "psutil: ImportError")  # type: ignore[arg-type]
