@@ -1,8 +1,10 @@
-"""Where servewatch's bundled data lives: ``themes/``, ``sample_logs/`` and ``quality/``.
+"""Where servewatch's bundled data lives: ``themes/``, ``sample_logs/`` and ``quality/``, and the device table.
 
 In a source checkout (editable install) the folders sit at the repository's top level, beside ``tui/``.
 A wheel or sdist ships the same folders inside the package as ``tui/_data/<name>`` (see pyproject.toml,
 ``[tool.hatch.build.targets.wheel.force-include]``). This module is the one place that knows both.
+The device table (``tui/data/devices.toml``) lives inside the package itself: the fixed layout allows no new
+top-level folder, and a file under ``tui/`` ships in the wheel as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ def bundled_dir(name: str) -> Path | None:
         if cand.is_dir():
             return cand
     return None
+
+
+def device_table_path() -> Path:
+    """The device table `servewatch budget --gpu` screens on: ``tui/data/devices.toml``, inside the package (so a
+    wheel ships it with the code, as the example datasets in ``tui/data/datasets``)."""
+    return _PKG / "data" / "devices.toml"
 
 
 def bundled_file(folder: str, name: str) -> Path | None:

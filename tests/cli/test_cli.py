@@ -35,9 +35,10 @@ MINIMAL = {
     "import": [SEED],
     "compare": [SEED, SEED],
     "plan": ["--records", SEED, "--peak-rate", "1"],
+    "select": ["--candidate", f"a={SEED}"],
 }
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
-METAVARS = {"FILE", "DIR", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
+METAVARS = {"FILE", "DIR", "URL", "NAME", "NAME=FILE", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
             "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
             "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE", "NAME=VAR"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
 
@@ -66,8 +67,8 @@ def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
                "    rc = main(['budget', '--json'])\n"
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual', 'rich'))\n"
                "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
-               "print(rc, heavy, cmds)")
+               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout', 'tui.cli.budget_grid', 'tui.cli.budget_flags'))\n"
+               "print(rc, heavy, cmds)")  # shared flags, checks, output guard; budget's own screening-table module
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]
 
@@ -229,7 +230,9 @@ def test_placeholder_names_are_one_vocabulary_and_the_same_across_commands():
     mixed = {flag: m for flag, m in by_flag.items() if len(m) > 1}
     # the same flag name meaning a different kind of value: a ramp (run) vs one number (quality); a report
     # directory (accept) vs a result file (budget, quality)
-    assert mixed == {"--concurrency": {"LIST", "N"}, "--out": {"FILE", "DIR"}}
+    # and select's per-candidate files (NAME=FILE) vs accept's one file
+    assert mixed == {"--concurrency": {"LIST", "N"}, "--out": {"FILE", "DIR"}, "--quality": {"FILE", "NAME=FILE"},
+                     "--budget": {"FILE", "NAME=FILE"}}
 
 
 def test_live_takes_every_console_flag_replay_takes():

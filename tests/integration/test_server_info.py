@@ -63,7 +63,8 @@ def test_vllm_cache_config_info():
     assert cap == {"engine": "vllm", "sequences": 27025 * 16 // 32768, "tokens_per_sequence": 32768,
                    "total_tokens": 27025 * 16, "note": cap["note"], "source": "/metrics vllm:cache_config_info",
                    "kv_cache_memory_bytes": None, "block_size": 16, "num_blocks": 27025, "kv_cache_size_tokens": None,
-                   "kv_cache_max_concurrency": None, "cache_dtype": "auto", "max_model_len": 32768, "engines": 1}
+                   "kv_cache_max_concurrency": None, "cache_dtype": "auto", "max_model_len": 32768, "engines": 1,
+                   "prefix_caching": True}
     assert "gpu-memory-utilization" in cap["note"] and "states no kv_cache_max_concurrency" in cap["note"]
 
 

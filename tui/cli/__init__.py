@@ -11,6 +11,7 @@ Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -
     tui/cli/quality.py    quality                      tui/cli/accept.py   accept
     tui/cli/watch.py      watch                        tui/cli/compare.py  compare
     tui/cli/importfile.py import                   tui/cli/plan.py     plan
+    tui/cli/select.py     select                       tui/cli/budget_grid.py  budget's screening table
 
 Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
 for report, replay, accept and compare alike: the command modules parse flags, call it and print.
@@ -92,6 +93,8 @@ COMMANDS: dict[str, Command] = {
                       "servewatch import --help)"),
     "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
     "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost"),
+    "select": Command("tui.cli.select", "choose among measured candidates: the decision table, cost per 1M good "
+                      "tokens at capacity"),
 }
 
 CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tui import __version__
 from tui.cli.options import (
@@ -30,6 +32,7 @@ from tui.cli.options import (
     positive_int,
 )
 from tui.cli.quality import _err, _httpx_version, _now_iso
+from tui.core import acceptance as A
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
@@ -149,11 +152,27 @@ def _tp(args: argparse.Namespace) -> int | None:
     return tp
 
 
-def run(args: argparse.Namespace) -> int:
-    """`servewatch accept`."""
+@dataclass
+class Accepted:
+    """What `accept` judged, before anything is written: the acceptance document, the runs it read (with their
+    HTML samplers), the Monitor settings, the notes on the inputs, and each file's digest-chain verification.
+    `servewatch select` reads each candidate through :func:`acceptance_document`, so its acceptance state is
+    exactly `accept`'s."""
+
+    doc: dict
+    runs: list
+    samplers: dict
+    cfg: Any
+    input_notes: list[str]
+    integrity: list
+    settings_docs: list
+
+
+def acceptance_document(args: argparse.Namespace) -> Accepted:
+    """Everything `accept` judges, from its parsed flags: the document and what it was built from (raises
+    UsageError for bad usage or unreadable input). Nothing is written."""
     from tui.cli.budget import view_budget
     from tui.cli.report import monitor_config_from_args
-    from tui.core import acceptance as A
 
     try:
         cfg = monitor_config_from_args(args)
@@ -221,11 +240,6 @@ def run(args: argparse.Namespace) -> int:
         budget, budget_origin = record_budget if record_budget is not None else (None, None)
     elif budget is None and record_budget is not None:  # the first file's budget record (verified on load)
         budget, budget_origin = record_budget
-    out_dir = Path(args.out)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
     try:
         A.measured_section(runs, None, required_level)  # a level not in the files: exit 2 before writing
     except A.LevelNotInFile as exc:
@@ -266,6 +280,19 @@ def run(args: argparse.Namespace) -> int:
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
         doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
+    return Accepted(doc, runs, samplers, cfg, input_notes, integrity, settings_docs)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`servewatch accept`."""
+    a = acceptance_document(args)
+    doc, runs, samplers, cfg, input_notes, integrity = a.doc, a.runs, a.samplers, a.cfg, a.input_notes, a.integrity
+    settings_docs = a.settings_docs
+    out_dir = Path(args.out)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
     md = A.render_markdown(doc)
     page = None
     if not args.no_html:

@@ -3,6 +3,10 @@
     servewatch budget                       # the teaching case
     servewatch budget --config config.json --max-seq 8192 --weights awq --gpu-gib 80
     servewatch budget --budget saved.json   # recompute and verify a saved budget
+    servewatch budget --config a.json --config b.json --max-seq 4096,8192 --gpu L4,H100-SXM   # screening table
+
+The screening table (lists: several models, comma lists of weights, KV dtypes, lengths, TP and memories) is
+``tui.cli.budget_grid`` over ``tui.core.screen``.
 
 Also the budget shown beside a run (report, replay, live, accept, the no-argument console): ``view_budget``.
 """
@@ -11,17 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tui.cli.budget_flags import GEOMETRY_NOTE_PREFIX, given_fields
 from tui.cli.options import OUTPUT, UsageError, add_budget_arguments, epilog, path_arg
 from tui.core.budget.allocation import KvPrediction, predict_allocation
 from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu, teaching_case
 from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
 from tui.core.budget.hf_config import inputs_from_hf_config
-from tui.core.budget.inputs import MAX_GIB, BudgetInputs
+from tui.core.budget.inputs import BudgetInputs
 from tui.core.budget.memory import MEMORY_FLAGS, MemoryMissing
 from tui.core.budget.results import BudgetResult
 from tui.core.budget.serialize import budget_to_dict, budget_to_json
@@ -30,69 +34,6 @@ from tui.core.budgetview import ORIGIN_TEACHING
 from tui.core.exitcodes import ExitCode
 from tui.core.textsafe import term
 from tui.sources.budget_files import load_budget, load_hf_config
-
-# flag attribute -> BudgetInputs field, and how to read it
-_NUMERIC_FLAGS = {
-    "params": ("params", "count"),
-    "gpu_gib": ("gpu_gib", "float"),
-    "margin_gib": ("margin_gib", "float"),
-    "layers": ("layers", "int"),
-    "kv_heads": ("kv_heads", "int"),
-    "head_dim": ("head_dim", "int"),
-    "max_seq": ("max_seq", "int"),
-    "tp": ("tp", "int"),
-    "block_size": ("block_size", "int"),
-}
-_TEXT_FLAGS = {"weights": "weights", "kv_dtype": "kv_dtype"}
-
-_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-
-def _parse_value(flag: str, raw: Any, kind: str) -> float | int:
-    name = "--" + flag.replace("_", "-")
-    if isinstance(raw, bool):
-        raise ValueError(f"{name} must be a number, got {raw!r}")
-    if isinstance(raw, (int, float)):
-        value: float = raw
-    else:
-        text = str(raw).strip().replace(",", "").replace("_", "")
-        scale = 1.0
-        if kind == "count" and text and text[-1].lower() in _SUFFIXES:
-            scale = _SUFFIXES[text[-1].lower()]
-            text = text[:-1]
-        try:
-            value = float(text) * scale
-        except ValueError:
-            raise ValueError(f"{name} must be a number, got {raw!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {raw!r}")
-    if kind == "int":
-        if not float(value).is_integer():
-            raise ValueError(f"{name} must be a whole number, got {raw!r}")
-        return int(value)
-    if kind == "count" and float(value).is_integer():
-        return int(value)
-    return value
-
-
-def _given(args: argparse.Namespace) -> dict[str, Any]:
-    """BudgetInputs fields the user gave on the command line."""
-    out: dict[str, Any] = {}
-    for flag, (field, kind) in _NUMERIC_FLAGS.items():
-        raw = getattr(args, flag, None)
-        if raw is not None:
-            out[field] = _parse_value(flag, raw, kind)
-    for flag, field in _TEXT_FLAGS.items():
-        raw = getattr(args, flag, None)
-        if raw is not None:
-            out[field] = str(raw)
-    raw = getattr(args, "kv_cache_gib", None)  # --kv-cache-gib: the KV cache space itself (BudgetInputs.kv_space_bytes)
-    if raw is not None:
-        gib = _parse_value("kv_cache_gib", raw, "float")
-        if not 0 < gib <= MAX_GIB:
-            raise ValueError(f"--kv-cache-gib must be > 0 and <= {MAX_GIB:g}, got {raw!r}")
-        out["kv_space_bytes"] = max(1, round(gib * GIB))
-    return out
 
 
 def memory_given(given: dict[str, Any]) -> bool:
@@ -107,7 +48,7 @@ TEACHING_MEMORY_NOTE = ("memory from the teaching case (--teaching): a 24 GiB GP
 
 def budget_given(args: argparse.Namespace) -> bool:
     """True when any budget flag (or --config / --budget) was given."""
-    return (bool(_given(args)) or getattr(args, "budget", None) is not None
+    return (bool(given_fields(args)) or getattr(args, "budget", None) is not None
             or getattr(args, "config", None) is not None)
 
 
@@ -122,7 +63,7 @@ def budget_from_args(args: argparse.Namespace) -> BudgetResult | MemoryMissing:
     No memory input (--gpu-gib, --kv-cache-gib) beside other budget flags or --config: a :class:`MemoryMissing`
     (the KV figures, no candidate; a view completes it from the run header), never the teaching case's 24 GiB
     GPU and 3 GiB margin, except with ``--teaching`` (labelled). Nothing given at all: the teaching case."""
-    given = _given(args)
+    given = given_fields(args)
     teaching = bool(getattr(args, "teaching", False))
     budget_file = getattr(args, "budget", None)
     config_path = getattr(args, "config", None)
@@ -185,8 +126,6 @@ def _title(result: BudgetResult) -> str:
     return f"Memory budget: {what}{per}{geometry_warning(i)}"
 
 
-#: the start of the note a budget carries when --params came without the KV geometry (budget_from_args)
-GEOMETRY_NOTE_PREFIX = "KV geometry not given"
 
 
 def geometry_warning(inputs: Any) -> str:
@@ -277,14 +216,20 @@ DESCRIPTION = ("Memory budget: weights + runtime margin + KV cache per sequence 
 EPILOG = epilog("servewatch budget --params 8B --weights awq --gpu-gib 80 --max-seq 8192",
                 "servewatch budget --config config.json --tp 2 --json --out budget.json",
                 "servewatch budget --config model/config.json --kv-cache-gib 1 --block-size 128 --max-seq 2048",
-                codes="exit codes: 0 fits, 1 does not fit, 3 unknown (no memory given), 2 bad usage or unreadable input")
+                "servewatch budget --config a.json --config b.json --weights bf16,awq --max-seq 4096,8192 --gpu L4,H100-SXM",
+                codes="exit codes: 0 fits, 1 does not fit, 3 unknown (no memory given), 2 bad usage or unreadable input; "
+                      "a screening table (lists): 0 when at least one row fits, 1 when none does, 2 bad usage "
+                      "(a grid larger than --max-candidates)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `servewatch budget` (light: imports nothing beyond the standard library and tui.core)."""
+    from tui.cli.budget_grid import add_grid_arguments
+
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
-    add_budget_arguments(parser)
+    add_budget_arguments(parser, lists=True)
+    add_grid_arguments(parser)
     parser.add_argument("--teaching", action="store_true",
                         help="fill the memory inputs not given (--gpu-gib, --margin-gib) from the teaching case "
                              "(24 GiB GPU, 3 GiB margin), labelled; without it and without --gpu-gib/--kv-cache-gib "
@@ -336,8 +281,12 @@ def run(args: argparse.Namespace) -> int:
 
     ``--kv-cache-gib G``: the cache budget is that space, and the engine's KV allocation for it is predicted
     (``tui.core.budget.allocation``: bytes per token, blocks, tokens, concurrency)."""
+    from tui.cli.budget_grid import grid_requested, run_grid, single_values
     from tui.cli.options import kv_space_from_args, max_num_batched_tokens_from_args
 
+    if grid_requested(args):  # lists: the screening table (issue 40)
+        return run_grid(args)
+    single_values(args)
     space = kv_space_from_args(args)
     mnbt = max_num_batched_tokens_from_args(args)
     if space is not None and getattr(args, "budget", None) is not None:

@@ -1,6 +1,6 @@
 """Options shared by several commands, and the argparse value types (standard library + ``tui.core`` only).
 
-Every placeholder name comes from one vocabulary (``FILE``, ``DIR``, ``URL``, ``NAME``, ``MS``, ``SECONDS``,
+Every placeholder name comes from one vocabulary (``FILE``, ``DIR``, ``URL``, ``NAME``, ``NAME=FILE``, ``MS``, ``SECONDS``,
 ``MINUTES``, ``FRACTION``, ``N``, ``LIST``, ``GIB``, ``TOKENS``, ``FACTOR``, ``USD``, ``VAR``, ``FORMAT``,
 ``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``, ``NAME=VAR``, ``START-END``), and every option's help states its default (or that it
 has none): :class:`HelpFormatter` appends ``(default: X)`` where the text does not say it already.
@@ -408,18 +408,22 @@ def add_run_argument(parser: argparse.ArgumentParser, *, several_files: bool = F
 # ------------------------------------------------------------------ memory budget
 
 
-def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
-    """Budget flags.  All default to None: nothing given means the teaching case (`budget`) or unknown (beside a run)."""
+def add_budget_arguments(parser: argparse.ArgumentParser, *, lists: bool = False) -> None:
+    """Budget flags.  All default to None: nothing given means the teaching case (`budget`) or unknown (beside a run).
+    ``lists`` (`budget` only): ``--config`` repeatable and comma lists for ``--weights``, ``--kv-dtype``,
+    ``--max-seq``, ``--tp`` and ``--gpu-gib`` (the screening table, ``tui.cli.budget_grid``); elsewhere each takes
+    one value."""
     from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
 
+    many = " (a comma list makes the screening table)" if lists else ""
     g = parser.add_argument_group("memory budget (`servewatch budget` with nothing given: the teaching case, 7B bf16 on "
                                   "24 GiB; beside a run, nothing given: unknown)")
     g.add_argument("--params", default=None, metavar="N",
                    help="parameter count, e.g. 7e9, 8B, 270M (default: 7B, the teaching case)")
     g.add_argument("--weights", default=None, metavar="FORMAT",
-                   help="weight format: " + ", ".join(WEIGHT_FORMATS) + " (default: bf16)")
+                   help="weight format: " + ", ".join(WEIGHT_FORMATS) + many + " (default: bf16)")
     g.add_argument("--gpu-gib", dest="gpu_gib", default=None, metavar="GIB",
-                   help="memory of one GPU in GiB (default: 24)")
+                   help="memory of one GPU in GiB" + many + " (default: 24)")
     g.add_argument("--margin-gib", dest="margin_gib", default=None, metavar="GIB",
                    help="runtime margin per GPU in GiB (default: 3)")
     g.add_argument("--layers", default=None, metavar="N",
@@ -429,10 +433,11 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--head-dim", dest="head_dim", default=None, metavar="N",
                    help="elements per head (default: 128, the teaching case's)")
     g.add_argument("--max-seq", dest="max_seq", default=None, metavar="TOKENS",
-                   help="tokens per sequence (default: 4096)")
+                   help="tokens per sequence" + many + " (default: 4096)")
     g.add_argument("--kv-dtype", dest="kv_dtype", default=None, metavar="DTYPE",
-                   help="KV cache: " + ", ".join(KV_DTYPES) + " (default: bf16)")
-    g.add_argument("--tp", default=None, metavar="N", help="tensor-parallel GPUs (default: 1)")
+                   help="KV cache: " + ", ".join(KV_DTYPES) + many + " (default: bf16)")
+    g.add_argument("--tp", default=None, metavar="N",
+                   help="tensor-parallel GPUs" + many + " (default: 1)")
     g.add_argument("--block-size", dest="block_size", default=None, metavar="TOKENS",
                    help="paged KV block (default: 16)")
     g.add_argument("--kv-cache-gib", dest="kv_cache_gib", default=None, metavar="GIB",
@@ -442,10 +447,15 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-num-batched-tokens", dest="max_num_batched_tokens", default=None, metavar="TOKENS",
                    help="the engine's scheduler chunk (vLLM --max-num-batched-tokens): the blocks a sliding-window "
                    "layer group needs per request depend on it (default: unknown: the concurrency is a range)")
-    path_arg(g, "--config", role=INPUT, default=None, metavar="FILE",
-             help="Hugging Face config.json; other flags override it (default: none)")
+    if lists:
+        path_arg(g, "--config", role=INPUT, default=None, action="append", metavar="FILE",
+                 help="Hugging Face config.json; other flags override it; repeat it for several models (the "
+                      "screening table) (default: none)")
+    else:
+        path_arg(g, "--config", role=INPUT, default=None, metavar="FILE",
+                 help="Hugging Face config.json; other flags override it (default: none)")
     path_arg(g, "--budget", role=INPUT, default=None, metavar="FILE",
-                   help="load, recompute and verify a saved budget JSON (default: none)")
+             help="load, recompute and verify a saved budget JSON (default: none)")
 
 
 def add_server_log_argument(parser: argparse.ArgumentParser) -> None:

@@ -40,17 +40,18 @@ SHARED_SHARE = 0.01
 SHARED_MIN = 3
 
 
-def parse_allow(values: Iterable[str] | None) -> frozenset[str]:
+def parse_allow(values: Iterable[str] | None, allowable: tuple[str, ...] = ALLOWABLE) -> frozenset[str]:
     """The fields of ``--allow-different`` (each value a comma-separated list); raises ValueError with one line
-    naming an unknown field."""
+    naming an unknown field. ``allowable``: the command's fields (`compare`'s by default; `select` has its own,
+    ``tui.core.select_guard``)."""
     out: set[str] = set()
     for v in values or ():
         for f in str(v).split(","):
             f = f.strip().lower()
             if not f:
                 continue
-            if f not in ALLOWABLE:
-                raise ValueError(f"--allow-different: unknown field {f!r} (one of {', '.join(ALLOWABLE)})")
+            if f not in allowable:
+                raise ValueError(f"--allow-different: unknown field {f!r} (one of {', '.join(allowable)})")
             out.add(f)
     return frozenset(out)
 

@@ -83,6 +83,7 @@ class Identity:
     source: str | None = None  # the endpoint the served model came from
     target_host: str | None = None  # the host of ``target.url`` (a loopback host: the header's GPU is the server's)
     gpu_memory_gib: float | None = None  # the largest GPU's memory in the header (NVML), GiB
+    host_memory_gib: float | None = None  # the client machine's memory (psutil), GiB: a unified-memory budget's check
 
     def value(self, field: str) -> str | None:
         """The value compared for ``field`` (one of FIELDS): the served model when known, else the claimed one."""
@@ -162,6 +163,7 @@ def identity_of(header: Mapping | None) -> Identity:
         params=_pos_int(_m(sid, "params")), layers=_pos_int(_m(sid, "layers")),
         context_train=_pos_int(_m(sid, "context_train")), source=_s(_m(sid, "source")),
         target_host=_host(_m(target, "url")), gpu_memory_gib=_gpu_memory_gib(gpu_env),
+        host_memory_gib=(lambda m: None if m is None else m / 2**30)(_pos_int(_m(_m(gpu_env, "host"), "memory_total"))),
     )
 
 
@@ -246,6 +248,10 @@ class BudgetFacts:
     layers: int | None = None
     gpu_gib: float | None = None
     model: str | None = None
+    #: the budget divides a unified-memory device's share of the system's memory (the device table's `unified`
+    #: kind, or `--gpu this-machine`'s `host`, said in the budget's notes): held against the machine's memory, not
+    #: against an NVIDIA GPU
+    unified: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +284,10 @@ def budget_vs_served(ident: Identity, budget: BudgetFacts) -> BudgetCheck:
     - neither stated by the server: "not checked" (vLLM, SGLang and TGI state no parameter or layer count);
     - a GPU budget (memory divided into weights, margin and KV cache) for a run whose header says no GPU was seen,
       or whose GPU (NVML) is smaller than the budget's: a contradiction when the target is on this machine (the
-      header's GPU facts are sampled where the client runs); for a remote target "not checked"."""
+      header's GPU facts are sampled where the client runs); for a remote target "not checked".
+    - a budget on a unified-memory device (the device table's ``unified`` kind, said in its notes: Apple Silicon's
+      GPU shares the system's memory and has no NVML) is held against the machine's memory instead
+      (``environment.gpu.host.memory_total``), never called a GPU budget for a run without a GPU."""
     problems: list[str] = []
     checked: list[str] = []
     unchecked: list[str] = []
@@ -303,7 +312,17 @@ def budget_vs_served(ident: Identity, budget: BudgetFacts) -> BudgetCheck:
             checked.append(f"the budget's {budget.layers} KV layers fit the server's {ident.layers}")
     if not compared and (budget.params is not None or budget.layers is not None):
         unchecked.append(f"the budget's model against {served}: the server states no parameter or layer count")
-    if budget.gpu_gib is not None:
+    if budget.gpu_gib is not None and budget.unified:
+        local = target_is_local(ident)
+        if ident.host_memory_gib is None or not local:
+            unchecked.append("the budget's unified memory: the run header records no memory of the target's machine")
+        elif budget.gpu_gib > ident.host_memory_gib * (1 + GPU_MEMORY_TOLERANCE):
+            problems.append(f"the budget divides {budget.gpu_gib:g} GiB of unified memory, the run's machine has "
+                            f"{ident.host_memory_gib:.1f} GiB")
+        else:
+            checked.append(f"the budget's unified memory ({budget.gpu_gib:g} GiB) against the machine's "
+                           f"{ident.host_memory_gib:.1f} GiB (no NVIDIA GPU is expected: the GPU shares that memory)")
+    elif budget.gpu_gib is not None:
         local = target_is_local(ident)
         if ident.gpu is None:
             unchecked.append("the budget's GPU: the run header records no GPU facts (not sampled)")
@@ -400,10 +419,13 @@ def budget_facts(budget: Any) -> BudgetFacts | None:
     if getattr(inputs, "kv_space_bytes", 0) or not hasattr(budget, "candidate"):
         gpu = None  # a KV space, or a budget still without its memory: no GPU divided
     model = getattr(inputs, "model", None)
+    notes = getattr(inputs, "notes", ()) or ()
+    unified = any(isinstance(n, str) and n.startswith("device ") and (" (unified): " in n or " (host): " in n)
+                  for n in notes)
     return BudgetFacts(params=float(params) if isinstance(params, (int, float)) and not isinstance(params, bool)
                        else None, layers=_pos_int(layers),
                        gpu_gib=float(gpu) if isinstance(gpu, (int, float)) and not isinstance(gpu, bool) else None,
-                       model=_s(model))
+                       model=_s(model), unified=unified)
 
 
 def evidence_identity(runs: Any, budget: Any = None) -> dict:

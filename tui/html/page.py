@@ -56,7 +56,8 @@ a{color:inherit;text-decoration:none}}
 
 # The page's one piece of drawing code: ECharts' custom series hands each [x, lo, hi] to this renderItem, which
 # returns three line elements (the whisker and its caps) for ECharts to draw; an optional 4th value shifts it by that
-# many pixels (base and candidate side by side at one level).
+# many pixels (base and candidate side by side at one level). A series with ``errorAxis: 'x'`` hands [y, lo, hi]
+# instead: a horizontal bar (`select`'s capacity brackets on the capacity axis).
 INIT_JS = """
 (function(){
 function errorBars(params, api){
@@ -68,10 +69,18 @@ function errorBars(params, api){
     {type:'line', shape:{x1:a[0]-w, y1:a[1], x2:a[0]+w, y2:a[1]}, style:st},
     {type:'line', shape:{x1:b[0]-w, y1:b[1], x2:b[0]+w, y2:b[1]}, style:st}]};
 }
+function errorBarsX(params, api){
+  var y=api.value(0), a=api.coord([api.value(1), y]), b=api.coord([api.value(2), y]), h=5;
+  var st={stroke: api.visual('color'), lineWidth: 1.5};
+  return {type:'group', children:[
+    {type:'line', shape:{x1:a[0], y1:a[1], x2:b[0], y2:b[1]}, style:st},
+    {type:'line', shape:{x1:a[0], y1:a[1]-h, x2:a[0], y2:a[1]+h}, style:st},
+    {type:'line', shape:{x1:b[0], y1:b[1]-h, x2:b[0], y2:b[1]+h}, style:st}]};
+}
 var specs=JSON.parse(document.getElementById('chart-data').textContent), charts=[];
 specs.forEach(function(s){
   var el=document.getElementById(s.id);
-  (s.option.series||[]).forEach(function(se){ if(se.type==='custom'){ se.renderItem=errorBars; } });
+  (s.option.series||[]).forEach(function(se){ if(se.type==='custom'){ se.renderItem=se.errorAxis==='x'?errorBarsX:errorBars; } });
   var c=echarts.init(el, null, {renderer:'svg'});
   c.setOption(s.option);
   el.setAttribute('data-rendered', '1');

@@ -79,7 +79,7 @@ VLLM_OLD_NOTE = ("vLLM: num_gpu_blocks x block_size / max_model_len (the engine 
 
 #: the ``server_capacity`` keys vLLM adds (None where the page lacks them)
 VLLM_KEYS = ("kv_cache_memory_bytes", "block_size", "num_blocks", "kv_cache_size_tokens", "kv_cache_max_concurrency",
-             "cache_dtype", "max_model_len", "engines")
+             "cache_dtype", "max_model_len", "engines", "prefix_caching")
 
 
 def _pos_float(v: Any) -> float | None:
@@ -106,6 +106,7 @@ def parse_vllm_metrics(text: str, max_model_len: int | None = None) -> dict | No
     engines = 0
     memory: set[int | None] = set()
     dtypes: set[str | None] = set()
+    caching: set[bool | None] = set()  # the label enable_prefix_caching ("True"/"False"), per engine
     tokens: list[int | None] = []
     concurrency: list[float | None] = []
     from tui.sources.metrics import parse_labeled  # the one Prometheus text parser
@@ -125,6 +126,8 @@ def parse_vllm_metrics(text: str, max_model_len: int | None = None) -> dict | No
         memory.add(_pos_int(labels.get("kv_cache_memory_bytes")))
         dtype = labels.get("cache_dtype")
         dtypes.add(dtype if dtype and dtype != "None" else None)
+        pc = labels.get("enable_prefix_caching")
+        caching.add(True if pc == "True" else False if pc == "False" else None)
         tokens.append(_pos_int(labels.get("kv_cache_size_tokens")))
         concurrency.append(_pos_float(labels.get("kv_cache_max_concurrency")))
     if not engines or block_size is None:
@@ -157,6 +160,8 @@ def parse_vllm_metrics(text: str, max_model_len: int | None = None) -> dict | No
         "cache_dtype": dtypes.pop() if len(dtypes) == 1 else None,
         "max_model_len": per_seq,
         "engines": engines,
+        # the server's prefix caching as its engine states it (`select` holds candidates to one cache policy)
+        "prefix_caching": caching.pop() if len(caching) == 1 else None,
     })
     return out
 
