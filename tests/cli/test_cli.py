@@ -35,9 +35,12 @@ MINIMAL = {
     "import": [SEED],
     "compare": [SEED, SEED],
     "plan": ["--records", SEED, "--peak-rate", "1"],
+    "export": [SEED],
+    "index": [str(ROOT / "sample_logs")],
+    "history": [],
 }
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
-METAVARS = {"FILE", "DIR", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
+METAVARS = {"FILE", "DIR", "DATE", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
             "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
             "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE", "NAME=VAR"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
 
