@@ -158,6 +158,31 @@ def test_round_trip_property_over_generated_runs(tmp_path, capsys, seed):
     assert not any(r["counted"] == "true" for r in rows if r["duplicate"] == "true" or r["phase"] == "warmup")
 
 
+IMPORTS = ROOT / "tests" / "fixtures" / "imports"
+
+
+@pytest.mark.parametrize("name", ["aiperf/profile_export.jsonl", "guidellm/benchmarks.json",
+                                  "vllm/vllm_bench_c2_from_source.json",
+                                  "vllm/vllm_benchmark_serving_old_no_start_times_from_source.json",
+                                  "llmperf/gemma_128_32_from_source_individual_responses.json",
+                                  "inference_perf/per_request_lifecycle_metrics.json"])
+def test_round_trip_of_other_tools_files(tmp_path, capsys, name):
+    """Another tool's file is exported as servewatch reads it (its TTFT definition, its time axis): the same
+    round trip (a file of several runs: its first)."""
+    src = IMPORTS / name
+    out = tmp_path / "x.csv"
+    args = ["export", str(src), "--out", str(out), "--json"]
+    rc = main(args)
+    summary = json.loads(capsys.readouterr().out)
+    assert rc in (0, 3), summary
+    rows = _csv_rows(out)
+    assert len(rows) == summary["rows"] > 0
+    rep = _report(src, capsys)
+    assert _sums(rows) == _report_sums(rep)
+    meta = json.loads((tmp_path / "x.csv.meta.json").read_text())
+    assert meta["run_header"]["source"]["kind"] == "import"
+
+
 def test_synthetic_data_is_labelled_in_the_metadata_and_every_row(tmp_path, capsys):
     out = tmp_path / "seed.csv"
     assert main(["export", SEED, "--out", str(out)]) == 3  # SYNTHETIC: never 0
