@@ -327,3 +327,18 @@ def test_docs_list_every_export_column():
     listed = [line.split("|")[1].strip().strip("`") for line in section.splitlines()
               if line.startswith("| `")]
     assert listed == list(COLUMN_NAMES)
+
+
+def test_no_time_axis_gives_no_rates_in_the_llmd_report(tmp_path, capsys):
+    """LLMPerf records no send times (``source.time_axis`` none): a rate per second or a time span would be made
+    up from stand-in times, so the llm-d report has none (and stays valid)."""
+    core = pytest.importorskip("llmd_benchmark_report.core")
+    src = IMPORTS / "llmperf" / "gemma_128_32_from_source_individual_responses.json"
+    out = tmp_path / "x.llmd.json"
+    assert main(["export", str(src), "--format", "llmd", "--out", str(out)]) in (0, 3)
+    doc = json.loads(out.read_text())
+    core.load_benchmark_report(doc)
+    agg = doc["results"]["request_performance"]["aggregate"]
+    assert "throughput" not in agg and "time" not in doc["run"] and "goodput N/A" in doc["run"]["description"]
+    assert doc["scenario"]["load"]["native"]["config"]["servewatch"]["goodput_rps"] is None
+    assert agg["requests"]["total"] == 30 and agg["latency"]["time_to_first_token"]["mean"] > 0

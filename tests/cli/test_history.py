@@ -203,3 +203,19 @@ def test_resolve_run_names_the_run_of_a_file_of_several(tmp_path, capsys):
     assert resolve_run(str(f), 1, str(db), "base") == (str(f), 1, None)  # a file stays a file
     with pytest.raises(UsageError):
         resolve_run("run:first", 1, str(db), "base")
+
+
+def test_an_import_without_a_time_axis_has_no_date_and_no_goodput(tmp_path, capsys):
+    d = tmp_path / "runs"
+    d.mkdir()
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "llmperf"
+    shutil.copy(src / "gemma_128_32_from_source_individual_responses.json", d)
+    db = tmp_path / "cat.sqlite"
+    rc, rep = _index(capsys, str(d), "--db", str(db))
+    assert rc == 0 and rep["runs_added"] == 1
+    row = _history(capsys, "--db", str(db))[1]["runs"][0]
+    assert row["tool"] == "llmperf" and row["started_at"] is None and row["goodput_rps"] is None
+    assert all(lv["goodput_rps"] is None for lv in row["levels"])
+    assert main(["history", "--db", str(db)]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("run:")][0]
+    assert "unknown" in line.split()[1] and line.rstrip().endswith("unknown")

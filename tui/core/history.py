@@ -8,7 +8,8 @@ capacity (the highest level that PASSes), the goodput, the digest chain's verifi
 
 - **goodput**: the highest goodput (good requests per second) any measured level reached, with that level
   (``goodput_level``): what the deployment delivered within its SLOs, whatever the load asked; the judged level's
-  own goodput is in the level rows.
+  own goodput is in the level rows. An import without a time axis (``source.time_axis`` none: its send times are
+  stand-ins) has none (unknown, never a rate computed from stand-in times).
 - **deployment**: the served model, the engine and the target URL (``deployment_of``): the runs of one deployment
   form one trend line.
 - **date**: the run header's ``started_at``, else the first request's send time (an import), in UTC; an import
@@ -49,12 +50,14 @@ def catalogue_row(*, path: str, run_no: int, sha256: str, header: Mapping[str, A
     """The catalogue row of one judged run (``report``: the report's JSON document)."""
     ident = identity.identity_of(header)
     judged = report.get("judged") or {}
+    src = provenance.source_block(header) or {}
+    # no time axis (stand-in send times: ``source.time_axis`` none): a rate per second would be made up
+    rates = src.get("time_axis") != "none"
     levels = [{"level": r.get("level"), "round": r.get("round"), "verdict": r.get("verdict"), "n": r.get("n"),
-               "good_fraction": r.get("good_fraction"), "goodput_rps": r.get("goodput_rps")}
+               "good_fraction": r.get("good_fraction"), "goodput_rps": r.get("goodput_rps") if rates else None}
               for r in report.get("levels") or []]
     best = max((r for r in levels if _num(r["goodput_rps"]) is not None), key=lambda r: r["goodput_rps"],
                default=None)
-    src = provenance.source_block(header) or {}
     # an import whose times are relative (or stand-ins) has no date: its clock starts at a placeholder origin
     absolute = src.get("time_axis") not in ("relative", "none")
     started = _num(header.get("started_at")) or (first_t if absolute else None)

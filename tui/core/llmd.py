@@ -139,12 +139,18 @@ def llmd_report(*, header: Mapping[str, Any], step: Mapping[str, Any], stage: in
     value lists, ``SERIES``' names, of its completed measured requests; ``span``: its first send and last end)."""
     ident = identity.identity_of(header)
     model = ident.served_model or ident.claimed_model
+    # no time axis (an import whose send times are stand-ins: ``source.time_axis`` none): no time span, no duration
+    # and no rate per second (each would be made up); said in native.config.servewatch.time_axis
+    src = header.get("source")
+    rates = not (isinstance(src, Mapping) and src.get("time_axis") == "none")
+    if not rates:
+        step = {**step, **dict.fromkeys(("seconds", "throughput_rps", "output_tok_per_s", "goodput_rps"))}
     load = header.get("load") if isinstance(header.get("load"), Mapping) else {}
     assert isinstance(load, Mapping)
     level = _num(step.get("level"))
     left_out: dict[str, Any] = {}
     stats = {k: statistics(series.get(k) or (), u, left_out, k) for k, u in SERIES.items()}
-    start, end = span
+    start, end = span if rates else (None, None)
     seconds = _num(step.get("seconds"))
     run: dict[str, Any] = {"uid": _hash([run_key, step.get("level"), step.get("round")]), "eid": _hash(run_key),
                            "description": description(step, model, slos_text, synthetic),
