@@ -151,6 +151,7 @@ def test_hostile_runs_reach_the_table_and_page_as_data(tmp_path, capsys):
     d = tmp_path / "runs"
     d.mkdir()
     write_jsonl(d / "hostile.jsonl", hostile_records(levels=(1,), n=40))
+    (d / "\x1b[2J\x1b]0;owned\x07forged\nname.json").write_text('{"not": "a run"}')  # a file name is data too
     db = tmp_path / "cat.sqlite"
     assert main(["index", str(d), "--db", str(db)]) == 0
     out = capsys.readouterr().out
@@ -219,3 +220,34 @@ def test_an_import_without_a_time_axis_has_no_date_and_no_goodput(tmp_path, caps
     assert main(["history", "--db", str(db)]) == 0
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("run:")][0]
     assert "unknown" in line.split()[1] and line.rstrip().endswith("unknown")
+
+
+def test_a_pass_below_the_acceptance_floors_is_marked_in_the_history(tmp_path, capsys):
+    """A run judged at a 1-minute window PASSes as the report says, marked as the report marks it ("PASS (not
+    acceptance-grade: window 1 min < 10 min)"), its capacity too: the history never shows it as a plain PASS."""
+    import tests.support.evidence_files as ef
+    from tui.core.verdict_settings import VerdictSettings, header_block
+
+    d = tmp_path / "runs"
+    d.mkdir()
+    ef.write(d / "full.jsonl", ef.honest_closed(level=4, seconds=660.0))
+    quick = ef.honest_closed(level=4, seconds=90.0)
+    quick[0]["verdict_settings"] = header_block(VerdictSettings(min_window_s=60.0))
+    quick[0]["run_id"] = "quick"
+    quick[0]["started_at"] = ef.T0 + DAY
+    ef.write(d / "quick.jsonl", quick)
+    main(["report", str(d / "quick.jsonl")])
+    report_text = capsys.readouterr().out
+    assert "PASS (not acceptance-grade: window 1 min < 10 min)" in report_text
+    db = tmp_path / "cat.sqlite"
+    assert _index(capsys, str(d), "--db", str(db))[0] == 0
+    rows = {r["run_id"]: r for r in _history(capsys, "--db", str(db))[1]["runs"]}
+    assert rows["test-run"]["verdict"] == rows["quick"]["verdict"] == "PASS"
+    assert rows["test-run"]["not_grade"] is None and rows["quick"]["not_grade"] == "window 1 min < 10 min"
+    assert main(["history", "--db", str(db), "--html", str(tmp_path / "t.html")]) == 0
+    lines = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("run:")}
+    full, short = (lines[f"run:{rows[k]['id']}"] for k in ("test-run", "quick"))
+    assert "not acceptance-grade" not in full and "PASS" in full
+    assert "PASS (not acceptance-grade: window 1 min < 10 min)" in short
+    assert "concurrency 4 (not acceptance-grade)" in short
+    assert "(not acceptance-grade)" in (tmp_path / "t.html").read_text()

@@ -12,6 +12,8 @@ capacity (the highest level that PASSes), the goodput, the digest chain's verifi
   stand-ins) has none (unknown, never a rate computed from stand-in times).
 - **deployment**: the served model, the engine and the target URL (``deployment_of``): the runs of one deployment
   form one trend line.
+- **acceptance grade**: a run judged at settings below the acceptance floors (a window under 10 minutes, ...:
+  ``tui.core.grade``) has them in ``not_grade``; its PASS and its capacity are marked, as the report marks them.
 - **date**: the run header's ``started_at``, else the first request's send time (an import), in UTC; an import
   whose times are relative or stand-ins (``source.time_axis`` relative / none: placed from 2000-01-01) has no
   date ("unknown", left out of the trend lines and counted).
@@ -33,7 +35,7 @@ from tui.core.textsafe import term
 COLUMNS: Final = ("path", "run_no", "run_id", "sha256", "digest", "digest_summary", "target_url", "claimed_model",
                   "served_model", "engine", "build", "workload", "settings", "verdict", "exit_code", "judged_level",
                   "level_unit", "levels", "capacity", "goodput_rps", "goodput_level", "started_at", "ended_at",
-                  "source_kind", "tool", "format", "synthetic", "requests")
+                  "source_kind", "tool", "format", "synthetic", "requests", "not_grade")
 #: the history table's columns (``table``)
 TABLE: Final = ("run", "date (UTC)", "served model", "engine", "workload", "verdict", "capacity", "goodput req/s")
 
@@ -46,8 +48,10 @@ def _num(v: Any) -> float | None:
 
 def catalogue_row(*, path: str, run_no: int, sha256: str, header: Mapping[str, Any], report: Mapping[str, Any],
                   integrity: Mapping[str, Any] | None, exit_code: int, first_t: float | None,
-                  last_t: float | None, fmt: str | None, synthetic: bool) -> dict[str, Any]:
-    """The catalogue row of one judged run (``report``: the report's JSON document)."""
+                  last_t: float | None, fmt: str | None, synthetic: bool,
+                  not_grade: Sequence[str] = ()) -> dict[str, Any]:
+    """The catalogue row of one judged run (``report``: the report's JSON document; ``not_grade``: why the
+    settings it was judged at are below the acceptance floors, ``tui.core.grade.acceptance_grade``)."""
     ident = identity.identity_of(header)
     judged = report.get("judged") or {}
     src = provenance.source_block(header) or {}
@@ -81,6 +85,7 @@ def catalogue_row(*, path: str, run_no: int, sha256: str, header: Mapping[str, A
         "started_at": started, "ended_at": last_t if absolute or _num(header.get("started_at")) else None,
         "source_kind": src.get("kind"), "tool": src.get("tool") or header.get("tool"), "format": fmt,
         "synthetic": synthetic, "requests": report.get("requests_total"),
+        "not_grade": "; ".join(str(x) for x in not_grade) or None,
     }
 
 
@@ -109,9 +114,12 @@ def deployment_of(row: Mapping[str, Any]) -> str:
 
 
 def capacity_text(row: Mapping[str, Any]) -> str:
+    """The measured capacity; marked ``(not acceptance-grade)`` when the run was judged below the floors."""
     cap = _num(row.get("capacity"))
     unit = row.get("level_unit") or "level"
-    return "none" if cap is None else f"{unit} {cap:g}"
+    if cap is None:
+        return "none"
+    return f"{unit} {cap:g}" + (" (not acceptance-grade)" if row.get("not_grade") else "")
 
 
 def goodput_text(row: Mapping[str, Any]) -> str:
@@ -124,6 +132,8 @@ def goodput_text(row: Mapping[str, Any]) -> str:
 
 def verdict_text(row: Mapping[str, Any]) -> str:
     text = str(row.get("verdict") or "unknown")
+    if row.get("not_grade") and text == "PASS":  # the report's label (tui.core.grade.grade_label)
+        text += f" (not acceptance-grade: {row['not_grade']})"
     if row.get("synthetic"):
         text = "SYNTHETIC " + text
     if row.get("digest") not in (None, "intact"):
@@ -161,6 +171,7 @@ def trends(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             continue
         out.setdefault(deployment_of(r), []).append({
             "t_ms": t * 1000.0, "date": date_text(t), "capacity": _num(r.get("capacity")),
-            "goodput_rps": _num(r.get("goodput_rps")), "verdict": r.get("verdict"), "run": f"run:{r.get('id')}",
+            "goodput_rps": _num(r.get("goodput_rps")), "verdict": r.get("verdict"),
+            "run": f"run:{r.get('id')}" + (" (not acceptance-grade)" if r.get("not_grade") else ""),
             "unit": r.get("level_unit"), "synthetic": bool(r.get("synthetic"))})
     return {"deployments": out, "undated": undated, "synthetic": any(bool(r.get("synthetic")) for r in rows)}

@@ -223,10 +223,13 @@ def _under(path: str, roots: Sequence[str]) -> bool:
 
 
 def _row(judged: Any, path: str, run_no: int, sha: str) -> dict:
+    from tui.core.grade import acceptance_grade
+
     return catalogue_row(path=path, run_no=run_no, sha256=sha, header=judged.header, report=judged.report,
                          integrity=None if judged.integrity is None else judged.integrity.to_dict(),
                          exit_code=judged.exit_code, first_t=judged.first_t, last_t=judged.last_t,
-                         fmt=judged.format, synthetic=judged.synthetic)
+                         fmt=judged.format, synthetic=judged.synthetic,
+                         not_grade=acceptance_grade(judged.monitor.cfg))
 
 
 def _as_dict(cur: sqlite3.Cursor, row: Sequence[Any]) -> dict:
