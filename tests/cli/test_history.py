@@ -251,3 +251,19 @@ def test_a_pass_below_the_acceptance_floors_is_marked_in_the_history(tmp_path, c
     assert "PASS (not acceptance-grade: window 1 min < 10 min)" in short
     assert "concurrency 4 (not acceptance-grade)" in short
     assert "(not acceptance-grade)" in (tmp_path / "t.html").read_text()
+
+
+def test_a_copied_run_is_marked_and_drawn_once(runs, tmp_path, capsys):
+    d = _copy(runs, tmp_path)
+    shutil.copy(d / "week1.jsonl", d / "sub" / "week1-copy.jsonl")
+    db = tmp_path / "cat.sqlite"
+    assert _index(capsys, str(d), "--db", str(db))[1]["runs_added"] == 4
+    rows = _history(capsys, "--db", str(db))[1]["runs"]
+    first, copy = [r for r in rows if r["run_id"] == "week-1"]
+    assert main(["history", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert f"(copy of run:{first['id']})" in next(ln for ln in out.splitlines() if ln.startswith(f"run:{copy['id']} "))
+    from tui.core.history import trends
+
+    (points,) = trends(rows)["deployments"].values()
+    assert len(points) == 3

@@ -141,12 +141,31 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     return text
 
 
-def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """The history table's cells (``TABLE``), oldest first; every string from a file made safe for a terminal."""
-    out = []
+def copies(rows: Sequence[Mapping[str, Any]]) -> dict[Any, Any]:
+    """{id: the id of the first row holding the same run}: the same file content and run number (a run copied
+    to another folder or name is one run, shown once in the trends and marked in the table)."""
+    first: dict[tuple, Any] = {}
+    out: dict[Any, Any] = {}
     for r in rows:
+        key = (r.get("sha256"), r.get("run_no"))
+        if key[0] is None:
+            continue
+        if key in first:
+            out[r.get("id")] = first[key]
+        else:
+            first[key] = r.get("id")
+    return out
+
+
+def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The history table's cells (``TABLE``), oldest first; every string from a file made safe for a terminal; a
+    copy of an earlier row's run is marked ``(copy of run:N)``."""
+    out = []
+    dup = copies(rows)
+    for r in rows:
+        verdict = verdict_text(r) + (f" (copy of run:{dup[r.get('id')]})" if r.get("id") in dup else "")
         out.append([f"run:{r.get('id')}", date_text(r.get("started_at")), model_shown(r), r.get("engine") or "unknown",
-                    r.get("workload") or "unknown", verdict_text(r), capacity_text(r), goodput_text(r)])
+                    r.get("workload") or "unknown", verdict, capacity_text(r), goodput_text(r)])
     return [[term(str(c)) for c in row] for row in out]
 
 
@@ -161,10 +180,13 @@ def table(rows: Sequence[Mapping[str, Any]], width: int = 60) -> str:
 
 def trends(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Per deployment, its runs in date order: (date, capacity, goodput, verdict, run id) for the trend page;
-    a run without a date is left out of the lines and counted (``undated``)."""
+    a run without a date is left out of the lines and counted (``undated``); a copy of a run is one point."""
     out: dict[str, list[dict[str, Any]]] = {}
     undated = 0
+    dup = copies(rows)
     for r in sorted(rows, key=lambda r: _num(r.get("started_at")) or 0.0):
+        if r.get("id") in dup:  # one run, one point
+            continue
         t = _num(r.get("started_at"))
         if t is None or t <= 0:
             undated += 1

@@ -93,6 +93,11 @@ def open_catalogue(path: str, *, create: bool) -> Iterator[sqlite3.Connection]:
                 if row is None or row[0] != SCHEMA:
                     found = "no servewatch schema" if row is None else f"schema {row[0]!r}"
                     raise CatalogueProblem(f"{path}: not a servewatch runs catalogue ({found}); give another --db")
+                have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
+                missing = [c for c in COLUMNS if c not in have]
+                if missing:  # an earlier layout of the same schema: rebuilt from the files, never patched
+                    raise CatalogueProblem(f"{path}: a runs catalogue of an earlier layout (no {', '.join(missing)}); "
+                                           "remove it and run servewatch index again (it is rebuilt from the files)")
         except sqlite3.Error as exc:
             raise _problem(path, exc) from None
         yield con
