@@ -267,3 +267,17 @@ def test_a_copied_run_is_marked_and_drawn_once(runs, tmp_path, capsys):
 
     (points,) = trends(rows)["deployments"].values()
     assert len(points) == 3
+
+
+def test_export_takes_a_run_id(runs, tmp_path, capsys):
+    d = _copy(runs, tmp_path)
+    db = tmp_path / "cat.sqlite"
+    assert _index(capsys, str(d), "--db", str(db))[0] == 0
+    row = _history(capsys, "--db", str(db))[1]["runs"][1]
+    out = tmp_path / "x.csv"
+    assert main(["export", f"run:{row['id']}", "--db", str(db), "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["file"] == row["path"] and summary["rows"] == row["requests"]
+    assert main(["export", f"run:{row['id']}", "--db", str(db)]) == 0  # the default name: beside the run's file
+    capsys.readouterr()
+    assert os.path.exists(row["path"] + ".csv")

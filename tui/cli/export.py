@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = epilog("servewatch export run.jsonl --format parquet --out run.parquet",
                            codes=EXPORT_EXIT_DOC)
     path_arg(parser, "file", role=INPUT, metavar="FILE",
-             help="record file, or another tool's export servewatch imports")
+             help="record file, or another tool's export servewatch imports, or run:ID (a run of the catalogue: "
+                  "servewatch index / history, with --db)")
     parser.add_argument("--format", choices=FORMATS, default="csv",
                         help="csv (and PATH.meta.json), parquet (pyarrow) or llmd (an llm-d benchmark report of one "
                              "step: the level judged, or --level's) (default csv)")
@@ -67,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.chainopts import add_verify_key_argument
 
     add_verify_key_argument(parser)
+    from tui.cli.runref import add_db_argument
+
+    add_db_argument(parser, what="run:ID")
 
 
 @dataclass(frozen=True)
@@ -86,12 +90,16 @@ class ExportSettings:
 
 def settings_from_args(args: argparse.Namespace) -> ExportSettings:
     from tui.cli.options import judge_at_from_args
+    from tui.cli.runref import resolve_run
 
-    out = default_out(args)
+    # run:ID (a run of the catalogue, servewatch index): its file and run number; the default output is named
+    # after that file
+    file, pick_run, _words = resolve_run(args.file, args.run, getattr(args, "db", None), "FILE")
+    out = default_out(argparse.Namespace(**{**vars(args), "file": file}))
     if out is None:
         raise UsageError("export reads a file, not standard input: give FILE")
-    return ExportSettings(file=args.file, fmt=args.format, out=out, force=bool(args.force), json=bool(args.json),
-                          pick_run=args.run, required_level=args.required_level, judge_at=judge_at_from_args(args),
+    return ExportSettings(file=file, fmt=args.format, out=out, force=bool(args.force), json=bool(args.json),
+                          pick_run=pick_run, required_level=args.required_level, judge_at=judge_at_from_args(args),
                           verify_key_env=args.verify_key_env)
 
 
