@@ -281,3 +281,14 @@ def test_export_takes_a_run_id(runs, tmp_path, capsys):
     assert main(["export", f"run:{row['id']}", "--db", str(db)]) == 0  # the default name: beside the run's file
     capsys.readouterr()
     assert os.path.exists(row["path"] + ".csv")
+
+
+def test_runs_that_name_no_deployment_are_never_one_trend_line():
+    from tui.core.history import deployment_of
+
+    a = {"path": "/r/a.json", "run_no": 1, "served_model": None, "claimed_model": None, "engine": None,
+         "target_url": None}
+    b = {**a, "path": "/r/b.json"}
+    assert deployment_of(a) != deployment_of(b)
+    same = {**a, "served_model": "m", "engine": "vllm", "target_url": "http://h"}
+    assert deployment_of(same) == deployment_of({**same, "path": "/r/other.jsonl"})

@@ -109,7 +109,10 @@ def model_shown(row: Mapping[str, Any]) -> str:
 
 
 def deployment_of(row: Mapping[str, Any]) -> str:
-    """One deployment: the served model, the engine and the target URL (a trend line)."""
+    """One deployment: the served model, the engine and the target URL (a trend line); a run that names none of
+    them is a line of its own (its file), never joined to other unknown runs."""
+    if not (row.get("served_model") or row.get("claimed_model") or row.get("engine") or row.get("target_url")):
+        return f"unknown deployment: {row.get('path')} run {row.get('run_no')}"
     return f"{model_shown(row)} | {row.get('engine') or 'engine unknown'} | {row.get('target_url') or 'url unknown'}"
 
 
