@@ -36,9 +36,12 @@ MINIMAL = {
     "compare": [SEED, SEED],
     "plan": ["--records", SEED, "--peak-rate", "1"],
     "select": ["--candidate", f"a={SEED}"],
+    "export": [SEED],
+    "index": [str(ROOT / "sample_logs")],
+    "history": [],
 }
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
-METAVARS = {"FILE", "DIR", "URL", "NAME", "NAME=FILE", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
+METAVARS = {"FILE", "DIR", "DATE", "URL", "NAME", "NAME=FILE", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
             "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
             "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE", "NAME=VAR"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
 

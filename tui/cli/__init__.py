@@ -12,6 +12,8 @@ Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -
     tui/cli/watch.py      watch                        tui/cli/compare.py  compare
     tui/cli/importfile.py import                   tui/cli/plan.py     plan
     tui/cli/select.py     select                       tui/cli/budget_grid.py  budget's screening table
+    tui/cli/export.py     export                   tui/cli/index.py    index
+    tui/cli/history.py    history                  tui/cli/runref.py   run:ID (the catalogue's runs as inputs)
 
 Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
 for report, replay, accept and compare alike: the command modules parse flags, call it and print.
@@ -95,6 +97,10 @@ COMMANDS: dict[str, Command] = {
     "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost"),
     "select": Command("tui.cli.select", "choose among measured candidates: the decision table, cost per 1M good "
                       "tokens at capacity"),
+    "export": Command("tui.cli.export", "one run's per-request records as a CSV or Parquet table, or an llm-d "
+                      "benchmark report"),
+    "index": Command("tui.cli.index", "catalogue every run found in folders in a SQLite file (for history and run:ID)"),
+    "history": Command("tui.cli.history", "the catalogued runs over time: verdict, capacity, goodput (--html: trends)"),
 }
 
 CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")

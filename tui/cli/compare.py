@@ -38,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.options import epilog
 
     parser.epilog = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
-    path_arg(parser, "base", role=INPUT, help="the base run (record file or another tool's output)")
-    path_arg(parser, "cand", role=INPUT, help="the candidate run")
+    path_arg(parser, "base", role=INPUT, help="the base run (record file or another tool's output, or run:ID: a run "
+             "of the catalogue, servewatch index / history)")
+    path_arg(parser, "cand", role=INPUT, help="the candidate run (the same kinds)")
     add_slo_arguments(parser)
     parser.add_argument("--margin", type=fraction, default=D.COMPARE_MARGIN, metavar="FRACTION",
                         help=f"largest acceptable drop in good fraction (default {D.COMPARE_MARGIN:g} = "
@@ -71,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.chainopts import add_verify_key_argument
 
     add_verify_key_argument(parser)
+    from tui.cli.runref import add_db_argument
+
+    add_db_argument(parser, what="run:ID")
 
 
 def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = D.SLO_TTFT_MS,
@@ -88,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.sources.importing import ImportProblem
 
     key, key_name = verify_key(args)  # a missing key variable: bad usage
+    args = _catalogued(args)  # run:ID: the catalogue's file and run (tui.cli.runref)
     if getattr(args, "html", None):
         from tui.cli.report import html_sampler
 
@@ -157,6 +162,27 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"servewatch: {SYNTHETIC_NEVER_0}", file=sys.stderr)
     return int(result["exit_code"])
+
+
+def _catalogued(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with each ``run:ID`` replaced by its file and run number (``tui.cli.runref.resolve_run``); the
+    outputs are then checked against the files resolved (the own-input guard saw only ``run:ID``)."""
+    from tui.cli.runref import resolve_run
+
+    db = getattr(args, "db", None)
+    base, base_run, _ = resolve_run(args.base, args.base_run, db, "base")
+    cand, cand_run, _ = resolve_run(args.cand, args.cand_run, db, "candidate")
+    if (base, base_run, cand, cand_run) == (args.base, args.base_run, args.cand, args.cand_run):
+        return args
+    from tui.sources.outfiles import own_input_problem
+
+    problem = own_input_problem([("--out", args.out), ("--html", getattr(args, "html", None))],
+                                [("base", base), ("cand", cand)])
+    if problem:
+        raise UsageError(problem)
+    out = argparse.Namespace(**vars(args))
+    out.base, out.base_run, out.cand, out.cand_run = base, base_run, cand, cand_run
+    return out
 
 
 def _allowed(args: argparse.Namespace) -> frozenset[str]:

@@ -1,7 +1,7 @@
 """Options shared by several commands, and the argparse value types (standard library + ``tui.core`` only).
 
 Every placeholder name comes from one vocabulary (``FILE``, ``DIR``, ``URL``, ``NAME``, ``NAME=FILE``, ``MS``, ``SECONDS``,
-``MINUTES``, ``FRACTION``, ``N``, ``LIST``, ``GIB``, ``TOKENS``, ``FACTOR``, ``USD``, ``VAR``, ``FORMAT``,
+``MINUTES``, ``DATE``, ``FRACTION``, ``N``, ``LIST``, ``GIB``, ``TOKENS``, ``FACTOR``, ``USD``, ``VAR``, ``FORMAT``,
 ``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``, ``NAME=VAR``, ``START-END``), and every option's help states its default (or that it
 has none): :class:`HelpFormatter` appends ``(default: X)`` where the text does not say it already.
 

@@ -13,6 +13,8 @@
   this run does not write (``--no-html``) is removed, so the folder never holds two runs' files side by side. A
   failure while the temporary files are written (a full disk) leaves the previous set untouched; a failure while
   they are renamed removes every file of the set, the previous run's included, and says so (never a mix).
+- :func:`staged_set`: the same set, written by the caller through binary handles (a large export streamed to its
+  temporary files while the input is read, and its metadata file beside it): renamed into place together.
 - Symbolic links: an output file that is a symlink (or anything but a regular file: a FIFO, a device, a folder) is
   refused, one line, exit 2: a link planted in an output folder cannot redirect a report onto another file. The
   output's folder itself is the user's choice and is followed when it is a link (``--out reports/`` where
@@ -33,7 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO
 
 __all__ = ["OutputRefused", "SetIncomplete", "atomic_text", "output_file_problem", "output_target_problem",
-           "own_input_problem", "same_file", "write_set", "write_text_atomic"]
+           "own_input_problem", "same_file", "staged_set", "write_set", "write_text_atomic"]
 
 
 class OutputRefused(OSError):
@@ -221,3 +223,49 @@ def write_set(files: Sequence[tuple[str | os.PathLike, str | None]], encoding: s
                             f"{exc.strerror or exc} while the files were put in place; every file of the set was "
                             "removed, the previous run's included (never a mix of two runs)") from exc
     return removed
+
+
+@contextlib.contextmanager
+def staged_set(paths: Sequence[str | os.PathLike]) -> Iterator[list[IO[bytes]]]:
+    """``with staged_set([a, b]) as (fa, fb): ...``: one binary handle per target, on a temporary file beside it
+    (``O_EXCL``, never through a link); when the block ends without an exception every file is synced and all
+    are renamed into place together (:func:`write_set`'s rule: a failure while renaming removes every file of
+    the set and raises :class:`SetIncomplete`); on any exception the temporary files are removed and the targets
+    are untouched. Raises :class:`OutputRefused` first when a target is a symlink or not a regular file."""
+    targets = [(os.path.abspath(p), os.fspath(p)) for p in paths]
+    for target, shown in targets:
+        problem = output_target_problem(target)
+        if problem:
+            raise OutputRefused(f"{shown} {problem}")
+    temps: list[tuple[str, str]] = []
+    handles: list[IO[bytes]] = []
+    try:
+        for target, _shown in targets:
+            fd, tmp = _new_temp(target)
+            temps.append((tmp, target))
+            handles.append(os.fdopen(fd, "wb"))
+        yield handles
+        for fh in handles:
+            fh.flush()
+            os.fsync(fh.fileno())
+            fh.close()
+    except BaseException:
+        for fh in handles:
+            with contextlib.suppress(OSError, ValueError):
+                fh.close()
+        for tmp, _target in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    try:
+        for tmp, target in temps:
+            os.replace(tmp, target)
+    except OSError as exc:
+        for tmp, target in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+        raise SetIncomplete(exc.errno or errno.EIO,
+                            f"{exc.strerror or exc} while the files were put in place; every file of the set was "
+                            "removed (never a mix of two exports)") from exc
