@@ -292,3 +292,23 @@ def test_runs_that_name_no_deployment_are_never_one_trend_line():
     assert deployment_of(a) != deployment_of(b)
     same = {**a, "served_model": "m", "engine": "vllm", "target_url": "http://h"}
     assert deployment_of(same) == deployment_of({**same, "path": "/r/other.jsonl"})
+
+
+def test_select_takes_run_ids_as_a_candidates_files(runs, tmp_path, capsys):
+    """select's --candidate NAME=run:ID reads the catalogued file, the same decision as with its path; a run:ID
+    that is one of several runs of a file, or an unknown one, is bad usage (one line, exit 2)."""
+    d = _copy(runs, tmp_path)
+    db = tmp_path / "cat.sqlite"
+    assert _index(capsys, str(d), "--db", str(db))[0] == 0
+    rows = _history(capsys, "--db", str(db))[1]["runs"]
+    one, two = rows[0], rows[1]
+    rc_files = main(["select", "--candidate", f"a={one['path']}", "--candidate", f"b={two['path']}", "--json"])
+    by_file = json.loads(capsys.readouterr().out)
+    rc_ids = main(["select", "--candidate", f"a=run:{one['id']}", "--candidate", f"b=run:{two['id']}",
+                   "--db", str(db), "--json"])
+    by_id = json.loads(capsys.readouterr().out)
+    assert rc_ids == rc_files and by_id["choice"] == by_file["choice"]
+    assert [c["reasons"] for c in by_id["candidates"]] == [c["reasons"] for c in by_file["candidates"]]
+    assert main(["select", "--candidate", "a=run:999", "--candidate", f"b=run:{two['id']}", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err

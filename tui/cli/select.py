@@ -31,6 +31,7 @@ from tui.cli.options import (
     positive_float,
     positive_int,
 )
+from tui.cli.runref import add_db_argument, is_ref, resolve_run
 from tui.core import quality as Q
 
 SELECT_EXIT_DOC = ("exit codes: 0 a choice (the ready candidate with the lowest cost per 1M good output tokens), 1 no "
@@ -88,6 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     qp.add_argument("--quality-min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
                     help="fewest usable paired cases with which quality PASS is possible (default 20)")
     add_verify_key_argument(parser)
+    add_db_argument(parser, what="--candidate NAME=run:ID")
     parser.add_argument("--json", action="store_true", help="print the decision as JSON (choice, candidates)")
     from tui.cli.options import OUTPUT, path_arg
 
@@ -120,6 +122,16 @@ def _pairs(values: Sequence[str], flag: str, names: Sequence[str] | None, *, pla
     return out
 
 
+def _catalogued(value: str, name: str, args: argparse.Namespace) -> str:
+    """A record file of a candidate: ``run:ID`` is the catalogue's file (``tui.cli.runref``), which must hold that
+    run alone (select reads whole files, as accept does)."""
+    path, run_no, words = resolve_run(value, None, args.db, f"--candidate {name}")
+    if run_no is not None:
+        raise UsageError(f"--candidate {name}: {words} is one of several runs in its file; select reads whole "
+                         "record files: give a file holding that run alone")
+    return path
+
+
 def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
     from tui.cli.evidence_files import same_file_as
 
@@ -133,6 +145,7 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
         paths = [p.strip() for p in files.split(",") if p.strip()]
         if not paths:
             raise UsageError(f"--candidate {name}: give its record files, NAME=FILE[,FILE...]")
+        paths = [_catalogued(p, name, args) for p in paths]
         for p in paths:
             if p == "-":
                 raise UsageError(f"--candidate {name}: standard input cannot be one candidate among several")
@@ -140,6 +153,13 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
                 raise UsageError(f"--candidate {name}: cannot read {p}: "
                                  + ("is a folder" if os.path.isdir(p) else "no such file"))
         out[name] = paths
+    if any(is_ref(f) for fs in _pairs(args.candidates, "--candidate", None).values() for f in fs.split(",")):
+        from tui.sources.outfiles import own_input_problem
+
+        problem = own_input_problem([("--html", args.html)],
+                                    [(f"--candidate {n}", p) for n, ps in out.items() for p in ps])
+        if problem:
+            raise UsageError(problem)
     earlier_candidates: dict[object, str] = {}  # the files of the candidates before this one
     for name, paths in out.items():
         for p in paths:
