@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.fault_server import FaultServer
-from tests.unit.sources.test_sessions import Server
-from tests.unit.sources.test_trace_sessions import SESSIONS, record
+from tests.unit.sources.load.test_sessions import Server
+from tests.unit.sources.load.test_trace_sessions import SESSIONS, record
 from tui.cli import main
 from tui.core.lengths import parse_lengths
 from tui.sources.load.dataset import example_path

@@ -73,7 +73,7 @@ def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tup
     argv = [str(ROOT / a) if prev in ("--trace", "--dataset") else a  # a bundled trace or dataset
             for prev, a in zip(["", *argv], argv)]
     for flag in ("--workers", "--ray"):  # worker processes cannot reach the in-memory recorded server: the
-        if flag in argv:                  # same load in this process (tests/unit/sources/test_workers.py covers the split)
+        if flag in argv:                  # same load in this process (tests/unit/sources/load/test_workers.py covers the split)
             k = argv.index(flag)
             del argv[k:k + 2]
     if argv[0] == "live":

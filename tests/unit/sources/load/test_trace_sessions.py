@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.fault_server import FaultServer
-from tests.unit.sources.test_sessions import Server, cfg
+from tests.unit.sources.load.test_sessions import Server, cfg
 from tui.core.lengths import parse_lengths
 from tui.core.thinktime import parse_think_time
 from tui.sources.load import ConfigError, LoadConfig, SetupError, run_load
