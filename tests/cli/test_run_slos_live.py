@@ -25,6 +25,9 @@ from tests.support.calibrate import measure_peer
 from tests.support.fault_server import FaultServer
 from tui.cli import main
 
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
+
 REQUESTS = 16
 CONCURRENCY = 4
 TOKENS = 8

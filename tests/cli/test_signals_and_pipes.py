@@ -19,6 +19,9 @@ from tests.support.fault_server import FaultServer
 from tests.support.paths import REPO
 from tui.core.exitcodes import ExitCode
 
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
+
 BOUND_S = 120.0
 SAMPLE = "sample_logs/default.jsonl"
 

@@ -90,6 +90,7 @@ def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tup
     return code, out, levels
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @pytest.mark.parametrize("where,cmd", COMMANDS, ids=[c for _, c in COMMANDS])
 def test_documented_command_reaches_a_verdict_on_a_server_that_keeps_up(where, cmd, monkeypatch, tmp_path, capsys):
     if shlex.split(cmd)[1] == "sweep":

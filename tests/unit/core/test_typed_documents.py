@@ -137,9 +137,8 @@ def test_chart_bundle_declares_what_report_bundle_produces_with_a_sampler():
 
 
 SNIPPET = '''
-from tui.core.report import build_report
-from tui.core.report_doc import ReportDoc
-from tui.core.compare_doc import CompareDoc
+from tui.core.report import ReportDoc
+from tui.core.compare import CompareDoc
 from tui.core.acceptance.document import AcceptanceDoc
 from tui.core.chartdata import ChartBundle
 

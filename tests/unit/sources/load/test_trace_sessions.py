@@ -289,6 +289,7 @@ def _sessions_of(recs: list[dict]) -> list[tuple]:
     return sorted(shape(sessions(recs)))
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_replay_over_two_workers_sends_the_recorded_sessions(tmp_path):
     rec = tmp_path / "rec.jsonl"
     with FaultServer() as fs:
