@@ -9,7 +9,7 @@
     tests/docs                            every documented command and sample reaches what the docs say
     tests/packaging                       the wheel in a fresh virtual environment             -> ``packaging``
     tests/architecture                    layers, import cycles, module sizes
-    tests/browser                         the HTML reports in headless Chromium, network blocked -> ``browser``
+    tests/browser                         the HTML reports in headless Chromium, network blocked -> ``browser``, ``slow``
 
 ``pytest -m "not peer"`` is the fast suite: it needs no llama-server build, no Prometheus and no Ray (a test
 anywhere that asks for the ``llama_server`` fixture is a peer test too). ``slow`` marks the tests that take more
@@ -36,7 +36,7 @@ _BY_FOLDER: dict[str, tuple[str, ...]] = {
     "docs": ("docs",),
     "packaging": ("packaging", "slow"),
     "architecture": ("architecture",),
-    "browser": ("browser",),
+    "browser": ("browser", "slow"),  # each starts headless Chromium
 }
 _PEER_FIXTURES = frozenset({"llama_server", "llama_server_factory", "llama_model", "ray_head", "prometheus_server",
                             "vllm_peer", "vllm_server", "vllm_server_factory", "vllm_gemma_server"})
@@ -80,9 +80,11 @@ def _watch(owner: object, name: str, what: str) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     import multiprocessing.process
+    import platform
     import socket
     import subprocess
 
+    platform.platform()  # its first call runs `uname -p` once per process (cached): not the test's doing
     if not getattr(socket.socket.listen, "__wrapped__", None):
         _watch(subprocess.Popen, "__init__", "a process (subprocess.Popen)")
         _watch(multiprocessing.process.BaseProcess, "start", "a process (multiprocessing)")

@@ -386,7 +386,6 @@ def test_source_block_is_parsed_and_validated():
         source_block("guess")
 
 
-@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_load_generator_header_says_kind_run(tmp_path):
     pytest.importorskip("httpx")
     from tui.sources.load import LoadConfig, LoadGenerator

@@ -229,6 +229,7 @@ def test_a_saved_baseline_is_verified_before_it_is_used(tmp_path, capsys, monkey
     assert ok["baseline"]["integrity"]["signature"] == "verified"
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_accept_verifies_the_quality_files_digest_and_signature(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SW_Q_KEY", KEY)
     rec = _records(tmp_path / "run.jsonl", gpu={"gpu": "nvidia", "devices": [{"name": "L4", "memory_total": 24 << 30}]})
