@@ -1,5 +1,5 @@
 """The quality-file tamper property, long run (issue 35, finding 8): the CI test's edit grammar
-(tests/unit/core/test_quality_integrity.py) over N seeded cases per signing mode; prints the case count, the
+(tests/unit/core/quality/test_quality_integrity.py) over N seeded cases per signing mode; prints the case count, the
 favourable edits found (each with its seed, case and edit: replayable) and the time. Asserts nothing; exit 1 when a
 favourable edit was found.
 

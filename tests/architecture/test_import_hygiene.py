@@ -30,6 +30,7 @@ def _modules_after(statement: str) -> set[str]:
 BASELINE = _modules_after("pass")
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("module", CORE_MODULES)
 def test_core_module_imports_only_stdlib(module):
     loaded = _modules_after(f"import importlib; importlib.import_module({module!r})") - BASELINE
@@ -44,6 +45,7 @@ def test_core_module_imports_only_stdlib(module):
     assert third_party == [], f"{module} pulled in non-stdlib modules {third_party}"
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_sources_do_not_import_textual():
     # (rich is not checked here: httpx imports it for its own command line when click is installed)
     loaded = _modules_after(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import REPO
 
 TUI = REPO / "tui"
@@ -42,6 +44,7 @@ def _around_the_guard(tree: ast.AST) -> list[tuple[int, str]]:
 ALLOWED = {("tui/app.py", "sys.__stdout__"): "terminal_problem(): isatty() only, to say why no console can be drawn"}
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_no_module_writes_to_the_terminal_around_the_output_guard():
     found = []
     for path in _modules():

@@ -141,6 +141,7 @@ def _reading_command_lines(tmp_path: Path, special: str) -> list[list[str]]:
     ]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_fifo_given_to_any_reading_flag_is_one_line_and_exit_2_at_once(tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
@@ -154,6 +155,7 @@ def test_a_fifo_given_to_any_reading_flag_is_one_line_and_exit_2_at_once(tmp_pat
         assert "Traceback" not in res["err"] and len(err) <= 1, res
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("special", ["/dev/zero", "dir"])
 def test_a_device_or_a_directory_is_refused_too(tmp_path, special):
     path = str(tmp_path) if special == "dir" else special
@@ -372,6 +374,7 @@ _CONFIG_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("layers", ["1e30", str(10**30), str(2**40)])
 def test_config_numbers_are_range_checked_before_any_loop(tmp_path, layers):
     cfg = tmp_path / "config.json"
@@ -424,6 +427,7 @@ def _with_levels(path: Path, extra: int) -> Path:
     return write(path, recs)
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_a_level_beyond_the_cap_is_counted_and_forbids_pass(tmp_path):
     at_cap = _with_levels(tmp_path / "a.jsonl", MAX_LEVELS - 1)
     rc, out, _ = run_cli(["report", "--details", str(at_cap), "--json"])
@@ -461,6 +465,7 @@ def _traced_work(path: Path) -> int:
     return n
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_the_work_per_level_is_linear(tmp_path):
     """8 times the levels, at most ~8 times the work (it was 13.7 times on 1a93a75: the capacity table compared
     every level with every row, and each level's evidence problem recomputed every level's verdict)."""
@@ -503,6 +508,7 @@ _RLIMIT_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_memory_stays_bounded_on_a_2_gb_sparse_file_under_an_address_space_cap(tmp_path):
     """A 2 GB file (sparse: no disk used) of no newline, read by every reading command in a process whose whole
     address space is capped at 768 MiB: before, one report of it grew to 2.4 GB RSS (and here: MemoryError,

@@ -63,6 +63,7 @@ def python(code: str) -> subprocess.CompletedProcess:
 # ---------------------------------------------------------------- lazy modules, no hidden command
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
     r = python("import sys, io, contextlib\n"
                "from tui.cli import main\n"
@@ -76,6 +77,7 @@ def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_top_level_help_imports_no_command_module_and_lists_every_command():
     r = python("import sys, io, contextlib\n"
                "from tui.cli import main\n"
@@ -104,6 +106,7 @@ def test_a_broken_command_module_is_an_error_not_a_hidden_command(monkeypatch, c
     assert re.search(r"^\s+report\s+headless verdict", capsys.readouterr().out, re.M)  # still listed
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_python_dash_m_tui_and_tui_cli_run():
     for mod in ("tui", "tui.cli"):
         r = subprocess.run([sys.executable, "-m", mod, "--version"], cwd=ROOT, env=ENV, capture_output=True,
@@ -176,6 +179,7 @@ def test_keyboard_interrupt_is_130_quietly(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_closed_pipe_exits_quietly_deterministic():
     """The reader is gone before the first byte is written: 141 (128 + SIGPIPE), nothing on stderr."""
     r, w = os.pipe()
@@ -188,6 +192,7 @@ def test_a_closed_pipe_exits_quietly_deterministic():
     assert p.stderr == "" and p.returncode == ExitCode.BROKEN_PIPE == 141
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_closed_pipe_exits_quietly_with_head(tmp_path):
     """`servewatch report FILE --json | head -1` through a real pipe: the first line arrives, nothing on stderr,
     and the servewatch side ends 0 (it finished first) or 141 (the pipe closed first), never with a traceback."""

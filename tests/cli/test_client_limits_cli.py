@@ -22,6 +22,9 @@ import pytest
 from tests.support.fault_server import FaultServer
 from tests.support.paths import REPO
 
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
+
 LIMIT = 64
 ADVICE = "the client ran out of file descriptors at 64: raise the limit (ulimit -n) or lower the concurrency"
 

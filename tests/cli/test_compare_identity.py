@@ -190,6 +190,7 @@ def test_the_flag_family_and_its_alias(tmp_path, capsys):
 # ------------------------------------------------------------------ the workload of an import
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_an_imports_workload_is_the_lengths_it_received(tmp_path):
     a = F.vllm(tmp_path / "a", errors=0, seed=2)
     b = F.vllm(tmp_path / "b", errors=0, seed=3)

@@ -285,6 +285,7 @@ def test_step_percentiles_agree_on_honest_files_past_the_exact_cap():
     assert len(got) == 1 and "ttft_p50_ms" in got[0]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_the_load_generator_records_why_the_ladder_stopped(tmp_path, capsys):
     """A real `sweep` (stop on fail) against the in-test fault server (127.0.0.1, a few requests, seconds): concurrency
     1 FAILs its 100-ms TTFT SLO, the ladder stops, and that step's end record says why; the file is complete (FAIL,

@@ -113,6 +113,7 @@ def test_honest_file_passes_report_and_accept_with_the_defaults(tmp_path, capsys
     assert "tied to quality" in tied and "--model test-model, endpoint http://127.0.0.1:8000)" in tied
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, capsys):
     """`servewatch run --record` against the in-test fault server, twice into one file: each run's own verdict
     is its own (`run` judges the run it appended), `report` refuses the file without --run and judges each run

@@ -319,6 +319,7 @@ def test_directories_and_devices_get_their_own_message(tmp_path, capsys):
             assert "/dev/null is a device, not a record file" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_report_reads_standard_input():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with open(DEFAULT, "rb") as fh:

@@ -311,6 +311,7 @@ def served(tmp_path_factory):
         yield hs, d
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_run_against_a_hostile_server(served):
     hs, d = served
     rec = d / "run.jsonl"
@@ -333,6 +334,7 @@ def test_run_against_a_hostile_server(served):
                 "report page": page_problems((d / "r.html").read_text())})
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_quality_against_a_hostile_server(served):
     hs, d = served
     qset = d / "set.jsonl"
@@ -360,6 +362,7 @@ def files_rec(d: Path) -> Path:
     return write_jsonl(d / "plain.jsonl", hostile_records(n=20))
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_watch_a_hostile_metrics_page(served):
     hs, _d = served
     base = ["watch", "--metrics-url", hs.url + "/metrics", "--once", "--window-minutes", "0.01"]

@@ -134,6 +134,7 @@ def test_compare_html_with_the_same_file_on_both_sides(tmp_path, capsys):
     assert cdf["series"][0]["markLine"]["data"][0]["xAxis"] == 1000.0
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_accept_html_of_a_10k_request_run_is_under_3_mb_and_fetches_nothing(tmp_path, capsys):
     run = _gen(tmp_path, 10_000)
     rc = main(["accept", "--records", str(run), "--out", str(tmp_path / "acc")])
@@ -167,6 +168,7 @@ def test_accept_html_renders_a_section_it_does_not_know(tmp_path):
     assert "<th>peak</th>" in text
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("where", ["missing-folder", "folder"])
 def test_unwritable_html_path_is_one_line_exit_2(tmp_path, where):
     target = tmp_path / "nope" / "r.html" if where == "missing-folder" else tmp_path
@@ -179,6 +181,7 @@ def test_unwritable_html_path_is_one_line_exit_2(tmp_path, where):
         assert r.stdout == ""  # refused before the report was printed
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_html_onto_the_input_is_refused(tmp_path):
     run = tmp_path / "run.jsonl"
     run.write_bytes(DEFAULT.read_bytes() if isinstance(DEFAULT, Path) else Path(DEFAULT).read_bytes())

@@ -51,6 +51,7 @@ def _quality(path: Path, **kw) -> Path:
 # ------------------------------------------------------------------ finding 7: the served model, recorded and checked
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("command", ["run", "sweep"])
 def test_a_flag_naming_another_model_is_recorded_beside_the_served_one_and_printed_at_start(tmp_path, capsys, command):
     rec = tmp_path / "run.jsonl"
@@ -146,6 +147,7 @@ def _qset(n: int, ctx: int) -> Q.QualitySet:
     return Q.build_suite(Q.SuiteSpec(cases=n, context_tokens=ctx, chars_per_token=4.0))
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_the_same_server_under_two_urls_with_long_context_at_230_tokens_is_never_ready(tmp_path, capsys):
     """Finding 8 as filed: --url http://127.0.0.1:P --baseline-url http://localhost:P, the suite sized for 256 tokens
     (long-context prompts of 64 to 230 tokens) on a 2,048-token server that fails every long-context case: PASS and
@@ -170,6 +172,7 @@ def test_the_same_server_under_two_urls_with_long_context_at_230_tokens_is_never
     assert rc == 3 and adoc["conclusion"]["quality"] == Q.NO_EVIDENCE and not adoc["conclusion"]["ready_for_traffic"]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
 def test_quality_records_each_engines_served_model_and_names_a_flag_it_does_not_serve(tmp_path, capsys, engine):
     qset = _qset(20, 2048)
@@ -195,6 +198,7 @@ def _saved_baseline(tmp_path: Path, monkeypatch, *, sign: bool) -> tuple[Path, Q
     return base, qset
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_saved_baseline_is_verified_before_it_is_used(tmp_path, capsys, monkeypatch):
     base, qset = _saved_baseline(tmp_path, monkeypatch, sign=True)
     doc = json.loads(base.read_text())
@@ -225,6 +229,7 @@ def test_a_saved_baseline_is_verified_before_it_is_used(tmp_path, capsys, monkey
     assert ok["baseline"]["integrity"]["signature"] == "verified"
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_accept_verifies_the_quality_files_digest_and_signature(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SW_Q_KEY", KEY)
     rec = _records(tmp_path / "run.jsonl", gpu={"gpu": "nvidia", "devices": [{"name": "L4", "memory_total": 24 << 30}]})

@@ -46,6 +46,7 @@ def test_each_form_reaches_the_settings_with_its_bounds(command):
     assert plain.input_lengths is None and plain.output_lengths is None  # the defaults, as before
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_the_run_header_records_the_distributions_as_given_and_parsed(tmp_path, capsys):
     rec = tmp_path / "r.jsonl"
     with FaultServer() as fs:

@@ -110,6 +110,7 @@ def test_the_load_sources_take_settings_never_the_argparse_namespace():
         assert "args" not in params, path
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_planned_arrivals_reach_a_worker_unchanged_over_its_pipe():
     plan = list(process_arrivals(open_schedule("gamma", 5.0, 2.0, 7, 1), 12, worker=1, workers=3))
     assert [a.seq for a in plan] == [1, 4, 7, 10] and all(isinstance(a, PlannedArrival) for a in plan)
@@ -131,6 +132,7 @@ def test_planned_arrivals_reach_a_worker_unchanged_over_its_pipe():
     assert pickle.loads(pickle.dumps(plan[1])) == (4, plan[1].offset, None, None)  # still a plain tuple's values
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_worker_process_starts_and_ends_with_nothing_on_its_stderr():
     """The coordinator keeps a worker's last stderr line to say how a lost worker ended: starting the worker
     module must not print there itself (runpy warns when the package had already imported the module)."""

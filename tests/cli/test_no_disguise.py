@@ -262,6 +262,7 @@ def test_the_console_without_a_terminal_says_so_in_one_line(monkeypatch, capsys)
     assert len(lines) == 1 and "needs a terminal" in lines[0] and "standard input" in lines[0]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("stdin", ["devnull", "pipe"])
 def test_the_console_without_a_terminal_exits_at_once_instead_of_spinning(stdin):
     """`servewatch < /dev/null` and `servewatch | tail -2`: the real console process, bounded in time."""

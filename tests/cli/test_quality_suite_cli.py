@@ -13,6 +13,9 @@ from tests.support.fake_openai import FakeOpenAI
 from tui.cli import main
 from tui.core import quality as Q
 
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
+
 N = 80
 
 

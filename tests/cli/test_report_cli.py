@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +71,7 @@ def test_malformed_lines_reported_with_file_and_line_and_counted(tmp_path, capsy
     assert "2 malformed" in cap.out
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_bad_usage_is_one_line_not_a_traceback():
     r = subprocess.run([sys.executable, "-m", "tui.cli", "report"], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr

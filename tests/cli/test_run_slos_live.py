@@ -25,6 +25,9 @@ from tests.support.calibrate import measure_peer
 from tests.support.fault_server import FaultServer
 from tui.cli import main
 
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
+
 REQUESTS = 16
 CONCURRENCY = 4
 TOKENS = 8
@@ -44,7 +47,7 @@ def fs():
 @pytest.fixture(scope="module")
 def late(fs) -> float:
     """How late (s) this machine may deliver a token the server wrote, now: 10 x the slowest whole 8-token request
-    at concurrency 1, at least 50 ms (the margin of tests/unit/sources/test_stream_timing.py)."""
+    at concurrency 1, at least 50 ms (the margin of tests/unit/sources/load/test_stream_timing.py)."""
     speed = measure_peer(fs.url("ok", tokens=TOKENS), n=3)
     return max(0.05, 10 * max(speed.e2e_s))
 

@@ -66,6 +66,7 @@ def assert_clean(blob: str, bad: set[str], where: str) -> None:
 # ------------------------------------------------------------------ credentials without the command line
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_header_env_header_file_and_url_credentials_env_are_sent_and_never_recorded(fs, env, tmp_path, capsys):
     rec = tmp_path / "run.jsonl"
     hf = header_file(tmp_path)
@@ -86,6 +87,7 @@ def test_header_env_header_file_and_url_credentials_env_are_sent_and_never_recor
     assert_clean(rec.read_text() + out.out + out.err, forbidden(sent), "record file and output")
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize(("mode", "text", "needle"), [
     (0o644, "X-File-Token: v4lue-secret\n", "readable or writable by every user (mode 0644): chmod 600"),
     (0o602, "X-File-Token: v4lue-secret\n", "readable or writable by every user"),
@@ -101,6 +103,7 @@ def test_a_header_file_others_may_read_or_that_is_malformed_is_refused(fs, tmp_p
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_fifo_as_header_file_is_refused_at_once(fs, tmp_path, capsys):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo, 0o600)
@@ -109,6 +112,7 @@ def test_a_fifo_as_header_file_is_refused_at_once(fs, tmp_path, capsys):
     assert "not a regular file" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize(("flags", "needle"), [
     (["--header-env", "X-T=SW_NOT_SET_ANYWHERE"], "--header-env SW_NOT_SET_ANYWHERE: the environment variable"),
     (["--url-credentials-env", "SW_NOT_SET_ANYWHERE"], "--url-credentials-env SW_NOT_SET_ANYWHERE: the environment"),
@@ -122,6 +126,7 @@ def test_a_missing_or_bad_variable_is_one_line_exit_2_without_a_value(fs, env, t
     assert needle in err and KEY not in err
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_credentials_in_the_url_and_from_a_variable_are_refused(fs, env, tmp_path, capsys):
     url = fs.url("ok").replace("http://", "http://bob:pw-in-url@")
     assert main(["run", "--url", url, "--concurrency", "1", "--no-gpu", "--record", str(tmp_path / "r.jsonl"),
@@ -133,6 +138,7 @@ def test_credentials_in_the_url_and_from_a_variable_are_refused(fs, env, tmp_pat
 # ------------------------------------------------------------------ echoed in every form: records, report, quality
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_echoed_credentials_never_reach_the_record_the_report_or_the_quality_json(fs, env, tmp_path, capsys):
     rec = tmp_path / "run.jsonl"
     hf = header_file(tmp_path)
@@ -162,6 +168,7 @@ def test_echoed_credentials_never_reach_the_record_the_report_or_the_quality_jso
 # ------------------------------------------------------------------ the crash log and error lines
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_the_crash_log_holds_no_credential_url_user_info_or_query_value(fs, env, tmp_path, monkeypatch, capsys):
     import tui.cli.report as R
 

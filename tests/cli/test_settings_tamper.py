@@ -115,6 +115,7 @@ def _report(path) -> tuple[int, dict]:
     return rc, (json.loads(out.getvalue()) if rc != 2 else {})
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @pytest.mark.parametrize("honest", sorted(HONEST))
 def test_no_edit_of_the_stated_settings_is_more_favourable_unless_detected(tmp_path, honest):
     base = _records(HONEST[honest])

@@ -2,7 +2,7 @@
 in tui/core/exitcodes.py): 141 whenever the reader of standard output went away with output unread, whatever the
 command and however small its output (it fits in the pipe's buffer, so no write fails: the command waits at its end
 until the reader has taken it or closed it); 143 after SIGTERM and 130 after Ctrl-C for the headless load commands
-(tests/unit/sources/test_recorder.py, tests/unit/core/test_chain.py, tests/unit/sources/test_workers.py: run;
+(tests/unit/sources/test_recorder.py, tests/unit/core/test_chain.py, tests/unit/sources/load/test_workers.py: run;
 here: sweep)."""
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import pytest
 from tests.support.fault_server import FaultServer
 from tests.support.paths import REPO
 from tui.core.exitcodes import ExitCode
+
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
 
 BOUND_S = 120.0
 SAMPLE = "sample_logs/default.jsonl"

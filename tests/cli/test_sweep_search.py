@@ -33,6 +33,7 @@ def _steps(tmp_path) -> list[dict]:
     return out
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_open_loop_search_brackets_the_known_capacity(monkeypatch, tmp_path, capsys):
     server = VirtualSlotServer(slots=3, service_s=0.37)  # capacity 8.11 req/s
     code, out, s = _sweep(["--rate", "1,2,4,8,16", "--arrival", "constant", "--search", "--precision", "10%",
@@ -71,6 +72,7 @@ def test_open_loop_search_brackets_the_known_capacity(monkeypatch, tmp_path, cap
     assert f"capacity bracket: req/s {b['low']:g} to {b['high']:g}" in (tmp_path / "acc" / "acceptance.md").read_text()
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_closed_loop_search_brackets_the_known_concurrency(monkeypatch, tmp_path, capsys):
     server = VirtualSlotServer(slots=1, service_s=0.1)  # every request waits (c - 1) x 0.1 s: <= 0.55 s up to c = 6
     cap = server.closed_capacity(0.55)
@@ -94,6 +96,7 @@ def test_no_fail_in_the_ladder_means_no_search_and_says_the_capacity_is_above_th
     assert "above the top level" in out and "no search" in out
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_the_budget_stops_the_search(monkeypatch, tmp_path, capsys):
     # probes capped at 200 s, a 5-min budget: a probe is started only while the probes so far plus 200 s fit
     server = VirtualSlotServer(slots=3, service_s=0.37)

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.slow
 SLOTS, SERVICE_S = 2, 0.19  # 10.5 req/s
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_sweep_search_brackets_a_real_servers_capacity(tmp_path):
     with SlotServer(slots=SLOTS, service_s=SERVICE_S, tokens=4) as server:
         speed = measure_peer(server.url + "/v1", n=3, model="slot-server")

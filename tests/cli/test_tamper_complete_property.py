@@ -120,6 +120,7 @@ def judge(capsys, path: Path, extra: tuple[str, ...], keyed: bool, run: int | No
     return RANK[rc], named
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_no_edit_of_the_family_improves_the_verdict_unnamed(honest_files, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(VAR, KEY.decode())
     failures = []

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.fault_server import FaultServer
-from tests.unit.sources.test_sessions import Server
-from tests.unit.sources.test_trace_sessions import SESSIONS, record
+from tests.unit.sources.load.test_sessions import Server
+from tests.unit.sources.load.test_trace_sessions import SESSIONS, record
 from tui.cli import main
 from tui.core.lengths import parse_lengths
 from tui.sources.load.dataset import example_path
@@ -75,6 +75,7 @@ def test_a_dataset_recording_refuses_another_file_naming_both_hashes(dataset_rec
     assert rc == 2 and got in line and want in line, line
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_run_replays_a_session_recording_from_the_command_line(session_rec, tmp_path, capsys):
     out = tmp_path / "replay.jsonl"
     with FaultServer() as fs:
@@ -105,6 +106,7 @@ def test_the_session_anomalies_are_printed_file_line(session_rec, tmp_path):
     assert "recorded twice" in out[0]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_trace_that_says_it_is_synthetic_labels_the_run_synthetic(tmp_path, capsys):
     """issue 37: `run --trace sample_logs/traces/azure-synthetic.csv` replayed a file whose first line says
     "# synthetic" and the run header said `synthetic: false`. The trace's own word labels the run: SYNTHETIC in the

@@ -55,6 +55,7 @@ def _text(capsys, *argv) -> tuple[int, str]:
 # ------------------------------------------------------------------ finding 1
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_real_run_is_judged_by_report_at_the_settings_it_was_run_at(tmp_path, capsys):
     """`run` against the in-test server (TTFT >= 150 ms) at a 50 ms SLO FAILs; its header carries verdict_settings;
     `report` of the file, with no flag, FAILs too (before: judged at the defaults' 10-min window, exit 3), and a

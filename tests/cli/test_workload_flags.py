@@ -63,6 +63,7 @@ def test_a_trace_refuses_the_workload_flags(args, tmp_path, capsys):
     assert rc == 2 and len(err) == 1 and args[0] in err[0], err
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_recorded_session_run_carries_its_blocks(tmp_path, capsys):
     rec = tmp_path / "r.jsonl"
     with FaultServer() as fs:

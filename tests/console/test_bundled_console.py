@@ -3,10 +3,13 @@ the higher ones FAIL, the measured capacity far below the memory-only candidate 
 
 from pathlib import Path
 
+import pytest
+
 from tests.console.test_app import SIZE, make_app, row_of, screen_text, settled, sweep_lines, wait_for
 from tui.samples import default_sample
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 async def test_console_on_the_bundled_run_shows_the_central_lesson():
     app, src, sink = make_app(Path(default_sample()), max_speed=True, budget=None)
     async with app.run_test(size=SIZE) as pilot:

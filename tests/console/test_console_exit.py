@@ -108,6 +108,7 @@ def finish(proc: subprocess.Popen) -> int:
         raise AssertionError(f"the console was still running {EXIT_DEADLINE_S:g} s after its driver went away") from exc
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_signal_stops_the_console(sig, code):
     proc, master, out = start_in_terminal(["--max-speed"])
@@ -122,6 +123,7 @@ def test_signal_stops_the_console(sig, code):
         os.close(master)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_closed_terminal_stops_the_console():
     """The terminal window closes: its master side goes away and standard input hangs up."""
     proc, master, out = start_in_terminal(["--max-speed"])
@@ -138,6 +140,7 @@ def test_closed_terminal_stops_the_console():
             os.close(master)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_closed_standard_input_under_the_web_driver_stops_the_console():
     """As under `textual serve`: the web driver talks over pipes; its parent going away closes stdin."""
     proc = subprocess.Popen([sys.executable, "-m", "tui", "--max-speed"], stdin=subprocess.PIPE,
@@ -155,6 +158,7 @@ def test_closed_standard_input_under_the_web_driver_stops_the_console():
         proc.stdout.close()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_sigterm_on_a_live_run_records_in_flight_requests_as_cancelled(tmp_path):
     record = tmp_path / "live.jsonl"
     with FaultServer() as fs:
@@ -187,6 +191,7 @@ def test_sigterm_on_a_live_run_records_in_flight_requests_as_cancelled(tmp_path)
 
 # ------------------------------------------------------------------ issue 37: quitting and Ctrl-C, as documented
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_quitting_the_bundled_console_exits_0_and_replay_keeps_the_verdict():
     """`servewatch` / `python3 -m tui` on the bundled sample is a demonstration: q exits 0 (the quick start no longer
     "fails" in a script); `replay FILE` keeps the verdict's code (the bundled run FAILs at its judged level: 1)."""
@@ -204,6 +209,7 @@ def test_quitting_the_bundled_console_exits_0_and_replay_keeps_the_verdict():
             os.close(master)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_ctrl_c_in_live_stops_the_load_seals_the_record_and_keeps_the_console(tmp_path):
     """Ctrl-C in `live`: the load stops (both stalled requests recorded as cancelled), the record is sealed while
     the console stays up showing the final state; a second Ctrl-C quits with 130 (never Textual's "press q" toast

@@ -33,6 +33,7 @@ def _text(widget) -> str:
     return str(widget.render())
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_console_watches_a_server(tmp_path):
     with MetricsServer("vllm") as ms:
         cfg = W.WatchConfig(slo_ttft_ms=1000.0, min_window_s=0.0, fail_min_s=0.0)
@@ -117,6 +118,7 @@ def test_watch_snapshot(snap_compare, tmp_path):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_console_from_command_line_arguments(tmp_path):
     """The `servewatch watch` console path: arguments -> source -> console, recording as it goes."""
     from tui.cli import build_parser

@@ -73,7 +73,7 @@ def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tup
     argv = [str(ROOT / a) if prev in ("--trace", "--dataset") else a  # a bundled trace or dataset
             for prev, a in zip(["", *argv], argv)]
     for flag in ("--workers", "--ray"):  # worker processes cannot reach the in-memory recorded server: the
-        if flag in argv:                  # same load in this process (tests/unit/sources/test_workers.py covers the split)
+        if flag in argv:                  # same load in this process (tests/unit/sources/load/test_workers.py covers the split)
             k = argv.index(flag)
             del argv[k:k + 2]
     if argv[0] == "live":
@@ -91,6 +91,7 @@ def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tup
     return code, out, levels
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @pytest.mark.parametrize("where,cmd", COMMANDS, ids=[c for _, c in COMMANDS])
 def test_documented_command_reaches_a_verdict_on_a_server_that_keeps_up(where, cmd, monkeypatch, tmp_path, capsys):
     if shlex.split(cmd)[1] == "sweep":
@@ -108,6 +109,7 @@ def test_documented_command_reaches_a_verdict_on_a_server_that_keeps_up(where, c
 _CLOSED = [(w, c) for w, c in COMMANDS if "--rate" not in c and "--trace" not in c]  # open loop: the keeps-up test
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @pytest.mark.parametrize("where,cmd", _CLOSED, ids=[c for _, c in _CLOSED])
 def test_documented_command_reaches_a_verdict_on_the_recorded_server(where, cmd, monkeypatch, tmp_path, capsys):
     code, out, levels = _run(cmd, RecordedServer("recorded"), monkeypatch, tmp_path, capsys)

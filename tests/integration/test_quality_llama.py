@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.core.test_quality import STARTER, _perfect_baseline
+from tests.unit.core.quality.test_quality import STARTER, _perfect_baseline
 from tui.cli import main
 from tui.core import quality as Q
 

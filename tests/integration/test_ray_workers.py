@@ -248,8 +248,8 @@ async def test_small_ramp_through_ray_against_llama_server(ray_head, llama_serve
 async def test_sessions_on_ray_actors_stay_on_one_actor_and_ask_what_one_process_asks(ray_head):
     """Issue 23: a session runs on the actor it started on (its requests' ids all carry that actor's stripe of the
     sequence), and the per-session draws (turns, prefix group, lengths) are those of one process."""
-    from tests.unit.sources.test_sessions_workers import cfg as session_cfg
-    from tests.unit.sources.test_sessions_workers import sessions_of
+    from tests.unit.sources.load.test_sessions_workers import cfg as session_cfg
+    from tests.unit.sources.load.test_sessions_workers import sessions_of
     from tui.sources.load.dataset import example_path
 
     with FaultServer() as fs:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from tui.core.levels import ModeTable, level_key, mode_tables, row_mode
-from tui.core.snapshot import LevelRow, Snapshot
+from tui.core.snapshot_parts import LevelRow
 from tui.core.states import FAIL, PASS
 from tui.core.textfmt import fmt_level, fmt_pct
 
@@ -58,7 +59,21 @@ def cap_rows(source: str, levels: Iterable[LevelRow], header: Mapping | None) ->
     return [CapRow(source, row_mode(r.mode, header), r) for r in levels]
 
 
-def snapshot_rows(snap: Snapshot, source: str | None = None) -> list[CapRow]:
+class RunLevels(Protocol):
+    """What ``snapshot_rows`` reads of a run: a ``tui.core.snapshot.Snapshot`` (which carries a ``Capacity``, so
+    this module names its shape, not the class)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def levels(self) -> Sequence[LevelRow]: ...
+
+    @property
+    def header(self) -> Mapping[str, object]: ...
+
+
+def snapshot_rows(snap: RunLevels, source: str | None = None) -> list[CapRow]:
     return cap_rows(source or snap.source, snap.levels, snap.header)
 
 

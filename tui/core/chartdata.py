@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import tui.core.defaults as defaults
 from tui.core.bounds import MAX_GPU_DEVICES, MAX_LEVELS
@@ -30,6 +30,164 @@ QUANTILES = ("P50", "P95", "P99")
 OTHER_LATENCY = (("tpot_ms", "TPOT (time per output token)", "tpot_ms"),
                  ("itl_ms", "inter-token latency (largest gap)", "itl_ms"),
                  ("e2e_ms", "end-to-end latency", "e2e_ms"))
+
+
+# ------------------------------------------------------------------------------------------ the documents
+# What the HTML pages draw (``tui.html.charts``), as ``TypedDict``s: a misspelled key is a mypy error, and
+# tests/unit/core/test_typed_documents.py checks that these keys are the keys the functions below produce.
+
+#: one percentile of one level as drawn: (value in ms, supported by the level's n)
+Point = tuple[float | None, bool]
+
+
+class GoodPoint(TypedDict):
+    fraction: float | None
+    lo: float | None
+    hi: float | None
+    n: object  # the row's own values, as its document holds them
+    good: object
+    state: object
+
+
+class LatencyChart(TypedDict):
+    """One latency metric beside TTFT: its title, the SLO key, and "P50"/"P95"/"P99" -> one point per level."""
+
+    title: str
+    slo_key: str
+    P50: list[Point]
+    P95: list[Point]
+    P99: list[Point]
+
+
+class LevelChart(TypedDict):
+    """The per-level chart data (``level_rows``), in row order."""
+
+    labels: list[str]
+    x: list[float | None]
+    numeric: bool  # every level a positive number: a log axis is possible
+    good: list[GoodPoint]
+    ttft: dict[str, list[Point]]  # "P50", "P95", "P99"
+    latency: dict[str, LatencyChart]  # "tpot_ms", "itl_ms", "e2e_ms": only the metrics some level has
+    goodput_rps: list[float | None]
+    throughput_rps: list[float | None]
+    goodput_tok_s: list[float | None]
+    output_tok_s: list[float | None]
+
+
+class Marks(TypedDict):
+    candidate: float | None
+    measured: float | None
+    unit: str
+
+
+class TimelineRow(TypedDict):
+    """A timeline entry as the report's JSON holds it (``timeline_rows``)."""
+
+    level: float | None
+    round: int
+    state: str
+    n: int
+    t: float
+
+
+#: the verdict's state over a stretch of time at one level, in seconds from the origin ("from" is a keyword: the
+#: functional form)
+Band = TypedDict("Band", {"state": object, "from": float, "to": float | None, "n": object})
+
+
+class JudgedSeries(TypedDict):
+    level: float | None
+    round: int
+    label: str
+    points: list[list[float | str | None]]  # [seconds, ttft_ms | None, outcome]
+    failures: list[list[float | str | None]]  # [seconds, ttft_ms | None, error]
+    bands: list[Band]
+    seen: int
+    shown: int
+    distinct: int
+    sampled: bool
+    origin: float
+    end: float | None
+    timeline_omitted: int
+
+
+class StepStart(TypedDict):
+    t: float
+    label: str
+
+
+class QueueSeries(TypedDict):
+    t: list[float]
+    waiting: list[float | None]
+    running: list[float | None]
+    in_flight: list[int | None]
+    recorded: bool
+    in_flight_recorded: bool
+    sampled: bool
+    seen: int
+    steps: list[StepStart]
+
+
+class DeviceSeries(TypedDict):
+    device: int
+    name: str | None
+    t: list[float]
+    used_gib: list[float]
+    total_gib: float | None
+
+
+class KvSeries(TypedDict):
+    t: list[float]
+    used: list[float]
+    unit: str  # "GiB" or "fraction"
+    allocated_gib: float | None
+
+
+class MemorySeries(TypedDict):
+    devices: list[DeviceSeries]
+    kv: KvSeries | None
+    ceiling_gib: float | None
+    kv_ceiling_gib: float | None
+    sampled: bool
+    steps: list[StepStart]
+
+
+class CompareLevels(TypedDict):
+    labels: list[str]
+    base: LevelChart
+    cand: LevelChart
+    numeric: bool
+    x: list[float | None]
+    verdicts: list[object]
+    difference: list[float | None]
+
+
+class CompareCdf(TypedDict):
+    label: str
+    base: list[list[float]]
+    cand: list[list[float]]
+    base_n: int
+    cand_n: int
+    why: str
+
+
+class SloLimits(TypedDict):
+    ttft_ms: float | None
+    tpot_ms: float | None
+    itl_ms: float | None
+    e2e_ms: float | None
+
+
+class ChartBundle(TypedDict):
+    """Everything the report / acceptance page charts (``report_bundle``)."""
+
+    levels: LevelChart
+    marks: Marks
+    target: float
+    slos: SloLimits
+    judged: JudgedSeries | None
+    queue: QueueSeries | None
+    memory: MemorySeries | None
 
 
 class Thinned:
@@ -200,13 +358,15 @@ def _other_quantiles(block: Mapping) -> dict[str, tuple[float | None, bool]]:
     return out
 
 
-def level_rows(rows: Sequence[Mapping], several_sources: bool = False) -> dict[str, Any]:
+def level_rows(rows: Sequence[Mapping], several_sources: bool = False) -> LevelChart:
     """The per-level chart data of report (``levels``) or accept (``measured.levels``) rows, in row order.
 
     ``{"labels", "x", "numeric", "good": [{"fraction", "lo", "hi", "n", "state"}], "ttft": {"P50": [(v, ok)]},
     "latency": {key: {"title", "P50": [...]}}, "goodput_rps", "throughput_rps", "goodput_tok_s", "output_tok_s"}``.
     ``numeric``: every level is a positive number (the charts can then put levels on a log axis)."""
-    labels, xs, good = [], [], []
+    labels: list[str] = []
+    xs: list[float | None] = []
+    good: list[GoodPoint] = []
     ttft: dict[str, list] = {q: [] for q in QUANTILES}
     other: dict[str, dict[str, list]] = {k: {q: [] for q in QUANTILES} for k, _t, _s in OTHER_LATENCY}
     gp, tp, gtok, otok = [], [], [], []
@@ -228,30 +388,31 @@ def level_rows(rows: Sequence[Mapping], several_sources: bool = False) -> dict[s
         tp.append(_num(row.get("throughput_rps", row.get("req_per_s"))))
         gtok.append(_num(row.get("goodput_tok_s")))
         otok.append(_num(row.get("output_tok_per_s")))
-    latency = {key: {"title": title, "slo_key": slo, **other[key]} for key, title, slo in OTHER_LATENCY
+    latency = {key: cast(LatencyChart, {"title": title, "slo_key": slo, **other[key]})  # keys: the QUANTILES
+               for key, title, slo in OTHER_LATENCY
                if any(v is not None for q in QUANTILES for v, _ok in other[key][q])}
     return {"labels": labels, "x": xs, "numeric": bool(xs) and all(x is not None and x > 0 for x in xs),
             "good": good, "ttft": ttft, "latency": latency, "goodput_rps": gp, "throughput_rps": tp,
             "goodput_tok_s": gtok, "output_tok_s": otok}
 
 
-def capacity_marks(candidate: Any, measured: Any, unit: str | None) -> dict[str, Any]:
+def capacity_marks(candidate: Any, measured: Any, unit: str | None) -> Marks:
     """The memory-only candidate and the measured capacity, for the good-fraction chart (None: unknown)."""
     return {"candidate": _num(candidate), "measured": _num(measured), "unit": unit or "level"}
 
 
 # ------------------------------------------------------------------------------------------ the judged level
 
-def timeline_rows(timeline: Iterable[tuple]) -> list[dict]:
+def timeline_rows(timeline: Iterable[tuple]) -> list[TimelineRow]:
     """A Snapshot's timeline tuples (level, round, state, n, t) as the report's dicts (``build_report``)."""
     return [{"level": lv, "round": rnd, "state": str(state), "n": n, "t": t} for lv, rnd, state, n, t in timeline]
 
 
-def _band(entries: Sequence[Mapping], level: Any, rnd: int, end: float | None, origin: float) -> list[dict]:
+def _band(entries: Sequence[Mapping], level: Any, rnd: int, end: float | None, origin: float) -> list[Band]:
     """The verdict's state over time at one level: [{"state", "from", "to"}] in seconds from ``origin``."""
     mine = [e for e in entries if _same_level(e.get("level"), level) and e.get("round", 1) == rnd
             and _num(e.get("t")) is not None]
-    out: list[dict] = []
+    out: list[Band] = []
     for i, e in enumerate(mine):
         t = float(e["t"]) - origin
         nxt = float(mine[i + 1]["t"]) - origin if i + 1 < len(mine) else (None if end is None else end - origin)
@@ -268,7 +429,7 @@ def _same_level(a: Any, b: Any) -> bool:
 
 
 def judged_series(sampler: RunSampler, timeline: Sequence[Mapping], level: Any, rnd: int = 1,
-                  timeline_omitted: int = 0) -> dict[str, Any]:
+                  timeline_omitted: int = 0) -> JudgedSeries:
     """TTFT of the judged level's requests over time, and the verdict's state band, on ONE time axis: each request at
     its end (``t_end``: when its outcome was known, which is when the verdict's timeline moves too), in seconds from
     the level's first request sent, so the verdict's last state (a final FAIL) lies inside the axis.
@@ -306,14 +467,14 @@ def judged_series(sampler: RunSampler, timeline: Sequence[Mapping], level: Any, 
 
 # ------------------------------------------------------------------------------------------------ over time
 
-def step_starts(sampler: RunSampler) -> list[dict]:
+def step_starts(sampler: RunSampler) -> list[StepStart]:
     """Where each level began on the time axis: [{"t", "label"}] (seconds from the origin)."""
     origin = sampler.origin() or 0.0
     return [{"t": round(t - origin, 3), "label": level_label(level, rnd)}
             for t, event, level, rnd in sampler.steps if event == "start"]
 
 
-def queue_series(sampler: RunSampler) -> dict[str, Any]:
+def queue_series(sampler: RunSampler) -> QueueSeries:
     """The server queue over time: {"t", "waiting", "running", "in_flight", "recorded", "sampled", "seen"}
     (``recorded``: the file had queue samples with a waiting or running count)."""
     origin = sampler.origin() or 0.0
@@ -329,14 +490,14 @@ def queue_series(sampler: RunSampler) -> dict[str, Any]:
 
 
 def memory_series(sampler: RunSampler, ceiling_gib: Any = None, kv_allocated_gib: Any = None,
-                  kv_ceiling_gib: Any = None) -> dict[str, Any]:
+                  kv_ceiling_gib: Any = None) -> MemorySeries:
     """GPU memory (NVML) per device and the engine's KV memory over time, against the budget's ceilings.
 
     ``{"devices": [{"name", "t", "used_gib", "total_gib"}], "kv": {"t", "used", "unit"} | None,
     "ceiling_gib", "kv_ceiling_gib", "sampled"}``; the engine's KV in GiB when its allocation is known, else as a
     fraction of its KV space."""
     origin = sampler.origin() or 0.0
-    devices = []
+    devices: list[DeviceSeries] = []
     sampled = False
     for dev in sorted(sampler.gpu):
         box = sampler.gpu[dev]
@@ -348,7 +509,7 @@ def memory_series(sampler: RunSampler, ceiling_gib: Any = None, kv_allocated_gib
         devices.append({"device": dev, "name": sampler.gpu_names.get(dev), "t": [round(s[0] - origin, 3) for s in rows],
                         "used_gib": [round(s[1] / GIB, 4) for s in rows],
                         "total_gib": None if total is None else round(total / GIB, 4)})
-    kv = None
+    kv: KvSeries | None = None
     rows = [s for s in sampler.queue.items if s[3] is not None]
     if rows:
         alloc = _num(kv_allocated_gib)
@@ -393,7 +554,7 @@ def ttfts_at(requests: Iterable[RequestRecord], level: Any, slos: Slos | None = 
     return out, box.seen
 
 
-def compare_levels(result: Mapping) -> dict[str, Any]:
+def compare_levels(result: Mapping) -> CompareLevels:
     """Per matched level of a ``tui.core.compare`` result, base and candidate side by side (``level_rows``
     shapes) and the verdict of each level."""
     pairs = [p for p in result.get("levels") or () if isinstance(p, Mapping)]
@@ -406,7 +567,7 @@ def compare_levels(result: Mapping) -> dict[str, Any]:
 
 
 def compare_cdf(result: Mapping, base_requests: Sequence[RequestRecord], cand_requests: Sequence[RequestRecord],
-                slos: Slos | None = None) -> dict[str, Any] | None:
+                slos: Slos | None = None) -> CompareCdf | None:
     """The TTFT distribution at the judged level of a comparison (the highest matched level: the same rule as
     report's judged level), base and candidate; None when no level matched."""
     pairs = [p for p in result.get("levels") or () if isinstance(p, Mapping)]
@@ -424,12 +585,12 @@ def compare_cdf(result: Mapping, base_requests: Sequence[RequestRecord], cand_re
 def report_bundle(rows: Sequence[Mapping], *, judged: Mapping | None, candidate: Any, slos: Slos, target: float,
                   timeline: Sequence[Mapping] = (), timeline_omitted: int = 0, sampler: RunSampler | None = None,
                   gpu_ceiling_gib: Any = None, kv_allocated_gib: Any = None, kv_ceiling_gib: Any = None,
-                  several_sources: bool = False) -> dict[str, Any]:
+                  several_sources: bool = False) -> ChartBundle:
     """Everything the report / acceptance page charts, as plain data: the level rows, the capacity marks, and
     (with a sampler) the judged level over time, the queue and the memory. ``judged``: the report's ``judged``
     block (``level``, ``unit``, ``measured_capacity``)."""
     judged = judged or {}
-    out: dict[str, Any] = {
+    out: ChartBundle = {
         "levels": level_rows(rows, several_sources),
         "marks": capacity_marks(candidate, judged.get("measured_capacity"), judged.get("unit")),
         "target": target,

@@ -18,10 +18,10 @@ valid here. Levels match by value (within 5%) and loop mode. Pure, standard libr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any
+from typing import Any, cast
 
 import tui.core.compare_guard as guard
 import tui.core.defaults as defaults
@@ -29,6 +29,7 @@ import tui.core.evidence as evidence
 import tui.core.prefix_cache as prefix_cache
 import tui.core.stats as stats
 import tui.core.workload as workload
+from tui.core.compare_doc import CompareDoc, CompareLevel, LevelSummary
 from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
 from tui.core.outcomes import CLIENT, EXCLUDED, GOOD
@@ -87,7 +88,7 @@ class LevelStats:
                 best = v if best is None else max(best, v)
         return best
 
-    def summary(self, has_axis: bool) -> dict[str, Any]:
+    def summary(self, has_axis: bool) -> LevelSummary:
         lo, hi = stats.wilson(self.good, self.n)
         pct = stats.percentiles(sorted(self.ttft_ms))
         span = (self.t1 - self.t0) if (has_axis and self.t0 is not None and self.t1 is not None) else None
@@ -266,7 +267,7 @@ def _mode(header: dict) -> str | None:
 
 def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defaults.COMPARE_MARGIN,
             alpha: float = defaults.ALPHA, slos: Slos | None = None, allow_different_workload: bool = False,
-            allow_different: frozenset[str] | set[str] = frozenset(), same_file: str | None = None) -> dict:
+            allow_different: frozenset[str] | set[str] = frozenset(), same_file: str | None = None) -> CompareDoc:
     """``base`` / ``cand``: {"label", "header", "requests": [RequestRecord], "issues": int}. Returns the
     comparison as a JSON-able dict with ``verdict`` and ``exit_code``.
 
@@ -369,7 +370,7 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
                       "duplicates": c["duplicates"]},
         "slo_ttft_ms": slo_ttft_ms, "margin": margin, "alpha": alpha,
         "slos": (slos or Slos(ttft_ms=slo_ttft_ms)).describe(),
-        "levels": rows,
+        "levels": cast(list[CompareLevel], rows),  # built as plain dicts above (judge's keys merged in)
         "unmatched": {"base": unmatched_b, "candidate": unmatched_c},
         "warnings": warnings,
         "verdict": overall,
@@ -436,7 +437,7 @@ def _pct(v: float | None, digits: int = 1) -> str:
     return fmt_pct(v, digits)
 
 
-def _ms(p: dict) -> str:
+def _ms(p: Mapping[str, Any]) -> str:
     v = p.get("value")
     if v is None:
         return "N/A"
@@ -448,7 +449,7 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "N/A" if v is None else fmt.format(v)
 
 
-def _settings_markdown(cmp: dict) -> list[str]:
+def _settings_markdown(cmp: CompareDoc) -> list[str]:
     """What each run was judged at (issue 35: ``cmp["verdict_settings"]``, set by the command line)."""
     vs = cmp.get("verdict_settings") or {}
     out = []
@@ -460,7 +461,7 @@ def _settings_markdown(cmp: dict) -> list[str]:
     return out
 
 
-def to_markdown(cmp: dict) -> str:
+def to_markdown(cmp: CompareDoc) -> str:
     b, c = cmp["base"], cmp["candidate"]
     title = (cmp["verdict"] + (f" ({cmp['verdict_note']})" if cmp.get("verdict_note") else "")
              + (" (SYNTHETIC input: never exits 0)" if cmp.get("synthetic") else ""))
@@ -529,14 +530,14 @@ def _identity_markdown(ident: dict) -> list[str]:
     return out
 
 
-def _workload_markdown(cmp: dict) -> list[str]:
+def _workload_markdown(cmp: CompareDoc) -> list[str]:
     wl = cmp.get("workload")
     if not wl:
         return []
     return [f"- base workload: {md(wl['base'])}", f"- candidate workload: {md(wl['candidate'])}"]
 
 
-def _good_text(cmp: dict) -> str:
+def _good_text(cmp: CompareDoc) -> str:
     """What a good request met: the TTFT SLO alone as before, else every SLO in force (``Slos.describe``)."""
     text = cmp.get("slos")
     if not text or text == Slos(ttft_ms=cmp["slo_ttft_ms"]).describe():
@@ -546,7 +547,7 @@ def _good_text(cmp: dict) -> str:
 
 
 
-def _latency_markdown(rows: list[dict]) -> list[str]:
+def _latency_markdown(rows: list[CompareLevel]) -> list[str]:
     """Each latency metric base vs candidate per matched level (P50 / P95 / P99 ms and n, and the change)."""
     if not rows:
         return []

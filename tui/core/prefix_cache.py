@@ -18,7 +18,7 @@ When nothing is known the figures say "unknown (the server does not say)". Stand
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.core.textfmt import fmt_level, fmt_pct
@@ -266,7 +266,7 @@ def attach(rep: dict, rows: Any) -> None:
             measured["prefix_cache"] = pc
 
 
-def report_lines(rep: dict) -> list[str]:
+def report_lines(rep: Mapping[str, Any]) -> list[str]:
     """The report's "Prefix cache" section: one line per level and round; the unknown line when no level knows."""
     levels = [lv for lv in rep.get("levels") or [] if isinstance(lv.get("prefix_cache"), Mapping)]
     if not levels:
@@ -304,7 +304,7 @@ def compare_block(base: Mapping[str, Any] | None, cand: Mapping[str, Any] | None
             else rate(cand, "server") - rate(base, "server")}  # type: ignore[operator]
 
 
-def compare_markdown(rows: list[dict]) -> list[str]:
+def compare_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """compare's "Prefix cache" table (levels whose runs carry it); none when neither run says anything."""
     have = [r for r in rows if isinstance(r.get("prefix_cache"), Mapping)]
     if not have or not any(is_known(r["prefix_cache"].get(k)) for r in have for k in ("base", "cand")):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, cast
 
 import tui.core.prefix_cache as _prefix_cache
 import tui.core.provenance as _prov
@@ -23,9 +23,21 @@ from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.identity import identity_of, identity_problems
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.redact import header_secrets, scrub, url_secrets
-from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
+from tui.core.report_doc import (
+    BothTtftsDoc,
+    EngineKvDoc,
+    IdentityDoc,
+    LevelDoc,
+    MemoryDoc,
+    NvmlDeviceDoc,
+    ReportDoc,
+    TtftDoc,
+    TtftInfDoc,
+    WindowDoc,
+)
+from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat, json_get
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
-from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_json, latency_value
+from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, LatencyDoc, latency_json, latency_value
 from tui.core.textfmt import fmt_level, fmt_pct
 from tui.core.textsafe import term
 
@@ -49,7 +61,7 @@ def judge(snap: Snapshot, required_level: float | None = None) -> JudgedLevel | 
     return judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.levels), required_level)
 
 
-def report_at_settings(snap: Snapshot, flag_level: float | None, **kw: Any) -> tuple[dict[str, Any], str | None]:
+def report_at_settings(snap: Snapshot, flag_level: float | None, **kw: Any) -> tuple[ReportDoc, str | None]:
     """``build_report`` at the required level the file is judged at (the run's own, or ``--required-level``):
     a level the flag names that is not in the file is bad usage; one the RUN names (its verdict_settings) that is
     not in the file is judged at the highest level tested, and returns why it cannot exit 0."""
@@ -81,13 +93,13 @@ def run_state(snap: Snapshot) -> str | None:
     return None if snap.run_verdict is None else snap.run_verdict.state
 
 
-def latency_dict(ps: tuple[Percentile, ...]) -> dict[str, Any]:
+def latency_dict(ps: tuple[Percentile, ...]) -> LatencyDoc:
     """``{"p50", "p95", "p99", "n"}`` in ms: a percentile the n does not support (or none) is null, and
     ``insufficient_n`` keeps its raw value and the n it needs (the one rule: ``tui.core.stats.latency_json``)."""
     return latency_json(ps)
 
 
-def misses_text(w: dict[str, Any], slos: str = "") -> str:
+def misses_text(w: Mapping[str, Any], slos: str = "") -> str:
     """"312 good; missed TTFT 20, TPOT 41, both 7" (and the not-judgeable counts) of one window's JSON."""
     parts = [f"{w['good']} good"]
     misses = w.get("misses") or {}
@@ -107,7 +119,7 @@ def misses_text(w: dict[str, Any], slos: str = "") -> str:
     return "; ".join(parts)
 
 
-def both_ttfts_dict(w: WindowStat, ttft_of: str) -> dict[str, Any]:
+def both_ttfts_dict(w: WindowStat, ttft_of: str) -> BothTtftsDoc:
     """With reasoning in the records (both TTFTs exist): the answer TTFT and the any-token TTFT side by side
     (``ttft_answer_ms``, ``ttft_any_ms``, flat like ``ttft_ms``) and which one ``ttft_ms`` is, the one judged
     (``ttft_judged``: "answer" or "any"); {} without reasoning."""
@@ -118,7 +130,7 @@ def both_ttfts_dict(w: WindowStat, ttft_of: str) -> dict[str, Any]:
             "ttft_judged": ttft_of}
 
 
-def window_dict(w: WindowStat, ttft_of: str = "answer") -> dict[str, Any]:
+def window_dict(w: WindowStat, ttft_of: str = "answer") -> WindowDoc:
     lat = w.latency
     ttft_flat = latency_dict(lat.get("ttft", w.ttft))
     return {
@@ -130,9 +142,9 @@ def window_dict(w: WindowStat, ttft_of: str = "answer") -> dict[str, Any]:
         "failed": w.failed,
         "slow": w.slow,
         # TTFT: the detailed reading by label ("P50": {...}) and issue 21's flat one (p50, p95, p99, n) side by side
-        "ttft_ms": {**{p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported,
-                                 "n_needed": p.n_needed, "approximate": p.approximate} for p in w.ttft},
-                    **ttft_flat},
+        "ttft_ms": cast(TtftDoc, {**{p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported,
+                                               "n_needed": p.n_needed, "approximate": p.approximate} for p in w.ttft},
+                                  **ttft_flat}),  # labelled by the percentiles: P50, P95, P99
         **both_ttfts_dict(w, ttft_of),
         "tpot_ms": latency_dict(lat.get("tpot", ())),
         "itl_ms": latency_dict(lat.get("itl", ())),
@@ -143,8 +155,8 @@ def window_dict(w: WindowStat, ttft_of: str = "answer") -> dict[str, Any]:
         "goodput_rps": w.goodput_per_s,
         "goodput_tok_s": w.good_output_tok_per_s,
         "throughput_rps": w.req_per_s,
-        "ttft_ms_failures_as_inf": {p.label: {"value": _jnum(p.value_ms), "n": p.n, "supported": p.supported}
-                                    for p in w.ttft_fail_inf},
+        "ttft_ms_failures_as_inf": cast(TtftInfDoc, {p.label: {"value": _jnum(p.value_ms), "n": p.n,
+                                                               "supported": p.supported} for p in w.ttft_fail_inf}),
         "req_per_s": w.req_per_s,
         "output_tok_per_s": w.output_tok_per_s,
         "goodput_per_s": w.goodput_per_s,
@@ -187,7 +199,7 @@ def conclusion(budget_fits: bool | None, measured: str, quality: str | None,
 
 
 def build_report(snap: Snapshot, budget: Any = None, level: float | None = None, quality: str | None = None,
-                 budget_origin: str | None = None, server_log: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 budget_origin: str | None = None, server_log: Mapping[str, Any] | None = None) -> ReportDoc:
     """The report dict. ``budget`` defaults to the snapshot's (given for the run, or the file's budget record);
     ``level`` is the required level (None: the highest tested); ``server_log``: the engine's startup-log figures
     (``tui.sources.server_log``), shown beside the memory-only candidate. Raises LevelNotInFile."""
@@ -212,7 +224,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
     reason = v.reason
     if j is not None and j.rounds > 1 and state != v.state:
         reason = f"{j.rounds} rounds at this level combine to {state} (FAIL if any round FAILs); last round: {v.reason}"
-    rep: dict[str, Any] = {
+    rep: ReportDoc = {
         "schema": "servewatch.report/1",
         "source": snap.source,
         "provenance": _prov.as_dict(snap.header),
@@ -248,13 +260,13 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             },
         },
         "levels": [
-            {"level": r.level, "round": r.round, "mode": r.mode, "verdict": r.verdict.state,
+            cast(LevelDoc, {"level": r.level, "round": r.round, "mode": r.mode, "verdict": r.verdict.state,
              "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
              "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open,
              "client_limited": r.client_limited, "client_limited_kinds": r.client_limited_kinds,
              "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
              **({"search_probe": True} if r.search_probe else {}),
-             **window_dict(r.window, snap.slos.ttft_of)}
+             **window_dict(r.window, snap.slos.ttft_of)})  # LevelDoc: the row's own keys, then its window's
             for r in snap.levels
         ],
         # what the file says against itself (tui.core.evidence): each of these forbids PASS where it applies
@@ -287,17 +299,18 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
                                   j.mode if j is not None else None)
     if br is not None:  # issue 26: a `sweep --search` file: the capacity bracket and its evidence
         rep["capacity_bracket"] = br
-    _server_timing.attach(rep, snap.levels)  # issue 21: the server's own brackets beside the client's, per level
-    _token_counts.attach(rep, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
+    raw = cast(dict[str, Any], rep)  # the level blocks below are other modules' (declared NotRequired in ReportDoc)
+    _server_timing.attach(raw, snap.levels)  # issue 21: the server's own brackets beside the client's, per level
+    _token_counts.attach(raw, snap.levels, snap.tokens)  # issue 21: counted tokens per level and run-wide
     rep["workload"] = {"text": _workload.describe_header(snap.header)}  # issue 23: what each request looked like
     ds_line = _workload.dataset_line(snap.header)
     if ds_line is not None:
         rep["workload"]["dataset"] = ds_line
-        note = ((snap.header or {}).get("load") or {}).get("dataset", {}).get("note")
+        note = json_get(snap.header, "load", "dataset", "note")
         if isinstance(note, str) and note:
             rep["workload"]["dataset_note"] = note  # what the dataset's preparation said (estimates, defaults)
-    _turns.attach(rep, snap.levels)  # issue 23: the per-turn table of a session workload, per level
-    _prefix_cache.attach(rep, snap.levels)  # issue 23: the server's prefix-cache use per level
+    _turns.attach(raw, snap.levels)  # issue 23: the per-turn table of a session workload, per level
+    _prefix_cache.attach(raw, snap.levels)  # issue 23: the server's prefix-cache use per level
     rep["memory"] = memory_dict(snap)  # issue 22: GPU (NVML) and the engine's own KV memory beside the KV ceiling
     if budget is not None:
         rep["budget"] = {
@@ -312,18 +325,18 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         }
     # a record file may carry secrets its writer did not redact (another tool's, or edited): header values and the
     # target URL's password never reach the report, its JSON or its page (as for `accept`)
-    tgt = snap.header.get("target") if isinstance(snap.header.get("target"), dict) else {}
-    secrets = header_secrets(snap.header) + url_secrets((tgt or {}).get("url")) + url_secrets((tgt or {}).get("endpoint"))
+    secrets = (header_secrets(snap.header) + url_secrets(json_get(snap.header, "target", "url"))
+               + url_secrets(json_get(snap.header, "target", "endpoint")))
     return scrub(rep, secrets) if secrets else rep
 
 
-def memory_dict(snap: Snapshot) -> dict[str, Any]:
+def memory_dict(snap: Snapshot) -> MemoryDoc:
     """What the run's memory readings say: NVML per device (when a GPU was sampled) and the engine's own KV
     memory in use (kv_cache_usage x kv_cache_memory_bytes), beside the budget's predicted KV ceiling."""
     g = snap.gpu
-    nvml = [{"device": d.device, "name": d.name, "peak_used_gib": d.peak_used_gib, "total_gib": d.total_gib}
+    nvml: list[NvmlDeviceDoc] = [{"device": d.device, "name": d.name, "peak_used_gib": d.peak_used_gib, "total_gib": d.total_gib}
             for d in g.devices] if g.available else []
-    engine: dict[str, Any] | None = None
+    engine: EngineKvDoc | None = None
     if g.engine_kv_samples:
         engine = {"label": g.engine_kv_label, "samples": g.engine_kv_samples,
                   "allocated_gib": g.engine_kv_allocated_gib, "peak_used_gib": g.engine_kv_peak_gib,
@@ -339,7 +352,7 @@ def memory_dict(snap: Snapshot) -> dict[str, Any]:
             "peak_vs_ceiling": vs}
 
 
-def _format_memory(mem: dict[str, Any] | None) -> list[str]:
+def _format_memory(mem: MemoryDoc | None) -> list[str]:
     if not mem or not (mem.get("nvml") or mem.get("engine_kv")):  # nothing read: the section stays out
         return []
     out = ["Memory (what the run read; the KV ceiling is the budget's prediction)"]
@@ -363,7 +376,7 @@ def _format_memory(mem: dict[str, Any] | None) -> list[str]:
     return out + [""]
 
 
-def _identity(header: Mapping[str, Any] | None) -> dict[str, Any]:
+def _identity(header: Mapping[str, Any] | None) -> IdentityDoc:
     """The run's identity as the report shows it (tui.core.identity): the model claimed and served, the engine,
     GPU and host, and what forbids acceptance-grade (a claimed model the server does not serve)."""
     ident = identity_of(header)
@@ -372,7 +385,14 @@ def _identity(header: Mapping[str, Any] | None) -> dict[str, Any]:
             "not_acceptance_grade": identity_problems(ident)}
 
 
-def format_report(rep: dict[str, Any]) -> str:
+#: the latency rows of the long text beside TTFT, and the two TTFTs with reasoning in the records
+_OTHER_LATENCY: tuple[tuple[Literal["tpot_ms", "itl_ms", "e2e_ms"], str], ...] = (
+    ("tpot_ms", "TPOT"), ("itl_ms", "ITL (largest gap)"), ("e2e_ms", "E2E"))
+_BOTH_TTFTS: tuple[tuple[Literal["ttft_answer_ms", "ttft_any_ms"], str], ...] = (
+    ("ttft_answer_ms", "answer"), ("ttft_any_ms", "any"))
+
+
+def format_report(rep: ReportDoc) -> str:
     out: list[str] = []
     add = out.append
     if rep["synthetic"]:
@@ -449,9 +469,11 @@ def format_report(rep: dict[str, Any]) -> str:
         f"failed {w['failed']})  Wilson 95% {fmt_pct(lo)}-{fmt_pct(hi)} (descriptive)")
     add(f"  latency_success_gate={m['latency_success_gate']} (point estimate >= target; NOT the verdict)")
     marked = False  # the one mark for a percentile with too few samples (tui.core.stats), explained once
-    for key, title in (("ttft_ms", "TTFT over completed requests"), ("ttft_ms_failures_as_inf", "TTFT, failures as +inf")):
+    ttft_blocks: tuple[tuple[Mapping[str, Any], str], ...] = (
+        (w["ttft_ms"], "TTFT over completed requests"), (w["ttft_ms_failures_as_inf"], "TTFT, failures as +inf"))
+    for block, title in ttft_blocks:
         parts = []
-        for label, p in w[key].items():
+        for label, p in block.items():
             if not label.startswith("P"):  # the flat reading (p50, ..., n) beside the detailed one
                 continue
             val = p["value"]
@@ -462,14 +484,14 @@ def format_report(rep: dict[str, Any]) -> str:
             if p.get("approximate"):
                 s += " (approx.)"
             parts.append(s)
-        n = next(iter(w[key].values()))["n"]
+        n = next(iter(block.values()))["n"]
         add(f"  {title} (n={n}): " + "  ".join(parts))
     if "ttft_any_ms" in w:  # reasoning in the records: both TTFTs, the one judged said
-        for key, what in (("ttft_answer_ms", "answer"), ("ttft_any_ms", "any")):
+        for both_key, what in _BOTH_TTFTS:
             title = "TTFT to the first answer token" if what == "answer" else "TTFT to the first token of any kind"
             judged = " (judged)" if w["ttft_judged"] == what else " (not judged)"
-            add(f"  {title}{judged} (n={w[key]['n']}): {_lat(w[key])}")
-    for key, title in (("tpot_ms", "TPOT"), ("itl_ms", "ITL (largest gap)"), ("e2e_ms", "E2E")):
+            add(f"  {title}{judged} (n={w[both_key]['n']}): {_lat(w[both_key])}")
+    for key, title in _OTHER_LATENCY:
         add(f"  {title} over completed requests (n={w[key]['n']}): {_lat(w[key])}")
         marked = marked or bool(w[key].get("insufficient_n"))
     if marked:
@@ -478,8 +500,9 @@ def format_report(rep: dict[str, Any]) -> str:
     add(f"  goodput={_f(w['goodput_rps'])} req/s, {_f(w['goodput_tok_s'])} good tok/s  "
         f"(throughput={_f(w['throughput_rps'])} req/s, {_f(w['output_tok_per_s'])} tok/s)")
     vd = m["verdict"]
-    if rep.get("judged"):
-        add(f"  {rep['judged']['text']}")
+    judged_doc = rep.get("judged")
+    if judged_doc:
+        add(f"  {judged_doc['text']}")
     add(f"  verdict={vd['state']}" + (f": {vd['missing']}" if vd["missing"] else "") + f"  (judged on {slo['text']})")
     add(f"    {vd['reason']}")
     ev = rep.get("evidence") or {}
@@ -508,7 +531,7 @@ def format_report(rep: dict[str, Any]) -> str:
         for r in rep["levels"]:
             t = r["ttft_ms"]
 
-            def ms(lbl: str, t: dict = t) -> str:
+            def ms(lbl: str, t: Mapping[str, Any] = t) -> str:
                 v = t[lbl]["value"]
                 return "N/A" if v is None else f"{v:.0f}" + ("" if t[lbl]["supported"] else "*")
 
@@ -537,8 +560,8 @@ def format_report(rep: dict[str, Any]) -> str:
         add(f"  input problems: {ip['malformed']} malformed, {ip['truncated']} truncated, "
             f"{ip['unknown_types']} unknown-type lines, {ip['duplicate_request_ids']} repeated request ids "
             "(counted once)")
-        for e in ip["examples"]:
-            add(f"    {e}")
+        for example in ip["examples"]:
+            add(f"    {example}")
     if ip.get("records_of_levels_over_cap"):
         add(f"  input problems: {ip['records_of_levels_over_cap']:,} records of levels beyond the first "
             f"{MAX_LEVELS:,} distinct levels: counted, not judged; the run cannot PASS")
@@ -557,7 +580,7 @@ def format_report(rep: dict[str, Any]) -> str:
     return "\n".join(term(line) for line in out) + "\n"  # one line each: a CR/LF in a value shows as \x0d\x0a
 
 
-def _lat(d: dict[str, Any], short: bool = False) -> str:
+def _lat(d: Mapping[str, Any], short: bool = False) -> str:
     """"P50=210 ms  P95=380 ms*  P99=N/A" of a flat latency dict (the one rule, ``tui.core.stats.latency_value``:
     * marks a value too few requests support; N/A only when there is no value)."""
     def v(q: str) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui.core.levels import fmt_level
+from tui.core.report_doc import LevelDoc, ReportDoc
 from tui.core.stats import INSUFFICIENT_LEGEND, latency_value
 from tui.core.textfmt import fmt_pct
 from tui.core.textsafe import term
@@ -49,7 +50,7 @@ def _f(v: Any, digits: int = 2) -> str:
     return "N/A" if not isinstance(v, (int, float)) or isinstance(v, bool) else f"{v:.{digits}f}"
 
 
-def header_block(rep: Mapping, source_line: str | None = None) -> list[str]:
+def header_block(rep: ReportDoc, source_line: str | None = None) -> list[str]:
     """What and from where, integrity, settings and re-judgement, identity and mismatches, target, budget."""
     out: list[str] = []
     if rep.get("synthetic"):
@@ -69,15 +70,17 @@ def header_block(rep: Mapping, source_line: str | None = None) -> list[str]:
     vs = rep.get("verdict_settings") or {}
     for ln in vs.get("lines") or []:
         out += _wrap(str(ln).strip(), "  " + ("  " if str(ln).startswith("  ") else ""), "    ")
-    if (rep.get("exit") or {}).get("settings") and not vs.get("lines"):
-        out += _wrap(str(rep["exit"]["settings"]), "  ", "    ")
+    ex = rep.get("exit")
+    if ex and ex.get("settings") and not vs.get("lines"):
+        out += _wrap(str(ex.get("settings")), "  ", "    ")
     ident = rep.get("identity") or {}
     if ident.get("line"):
         out += _wrap(f"identity: {ident['line']}", "  ", "    ")
     for p in ident.get("not_acceptance_grade") or []:
         out += _wrap(f"identity: NOT acceptance-grade: {p}", "  ", "    ")
     tgt = (rep.get("header") or {}).get("target") or {}
-    wl = (rep.get("workload") or {}).get("text")
+    wl_doc = rep.get("workload")
+    wl = wl_doc.get("text") if wl_doc else None
     bits = []
     if isinstance(tgt, Mapping) and tgt.get("url"):
         bits.append(f"target {tgt.get('url')}")
@@ -89,7 +92,7 @@ def header_block(rep: Mapping, source_line: str | None = None) -> list[str]:
     return out
 
 
-def _budget_line(rep: Mapping) -> str:
+def _budget_line(rep: ReportDoc) -> str:
     bv = rep.get("budget_view") or {}
     if not bv.get("known"):
         return str(bv.get("hint") or "unknown (give --config config.json, --params/--gpu-gib or --budget FILE)")
@@ -100,10 +103,10 @@ def _budget_line(rep: Mapping) -> str:
             f"{origin}){teaching}")
 
 
-def verdict_line(rep: Mapping, state_text: str | None = None) -> str:
+def verdict_line(rep: ReportDoc, state_text: str | None = None) -> str:
     m = rep.get("measured") or {}
     v = m.get("verdict") or {}
-    judged = rep.get("judged") or {}
+    judged: Mapping[str, Any] = rep.get("judged") or {}
     state = state_text or str(v.get("state"))
     where = ""
     if judged.get("level") is not None:
@@ -120,7 +123,7 @@ def verdict_line(rep: Mapping, state_text: str | None = None) -> str:
     return f"verdict: {state}{where}{missing}{cap}; judged on {slo}"
 
 
-def level_table(rows: Sequence[Mapping]) -> list[str]:
+def level_table(rows: Sequence[LevelDoc]) -> list[str]:
     if not rows:
         return ["  no measured level"]
     out = ["  level round      n   good%   TTFT P50      P95      P99   req/s goodput/s  verdict"]
@@ -142,12 +145,12 @@ def level_table(rows: Sequence[Mapping]) -> list[str]:
     return out
 
 
-def problem_lines(rep: Mapping) -> list[str]:
+def problem_lines(rep: ReportDoc) -> list[str]:
     probs: list[str] = []
     for p in (rep.get("evidence") or {}).get("problems") or []:
         if p not in probs:
             probs.append(str(p))
-    ip = rep.get("input_problems") or {}
+    ip: Mapping[str, Any] = rep.get("input_problems") or {}
     counts = [f"{ip[k]} {w}" for k, w in (("malformed", "malformed"), ("truncated", "truncated"),
                                              ("unknown_types", "unknown-type"),
                                              ("duplicate_request_ids", "repeated request id")) if ip.get(k)]
@@ -163,7 +166,7 @@ def problem_lines(rep: Mapping) -> list[str]:
     return out
 
 
-def format_short(rep: Mapping, *, source_line: str | None = None, state_text: str | None = None,
+def format_short(rep: ReportDoc, *, source_line: str | None = None, state_text: str | None = None,
                  notes: Sequence[str] = ()) -> str:
     """The default report text of ``rep`` (the report's JSON document). ``state_text``: the verdict as the CLI marks
     it ("PASS (not acceptance-grade: ...)"); ``notes``: lines the CLI adds under the verdict (SYNTHETIC's exit)."""

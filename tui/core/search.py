@@ -27,7 +27,7 @@ from typing import Any
 
 from tui.core.defaults import SEARCH_BUDGET_MINUTES, SEARCH_PRECISION
 from tui.core.levels import combine_states
-from tui.core.snapshot import LevelRow
+from tui.core.snapshot_parts import LevelRow
 from tui.core.states import FAIL, PASS
 from tui.core.textfmt import fmt_level, fmt_pct
 

@@ -22,6 +22,7 @@ Standard library only; no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 INF = math.inf
@@ -289,7 +290,7 @@ def attach(rep: dict, rows: Any) -> None:
             measured["server_timing"] = st
 
 
-def report_lines(rep: dict) -> list[str]:
+def report_lines(rep: Mapping[str, Any]) -> list[str]:
     """The text of every level's server-side timing (indented for the report's Measured section)."""
     out: list[str] = []
     for lv in rep.get("levels") or []:

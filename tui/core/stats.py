@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict, cast
 
-from tui.core.snapshot import Percentile
+from tui.core.snapshot_parts import Percentile
 
 QUANTILES = (0.50, 0.95, 0.99)
 _log = math.log
@@ -200,7 +200,22 @@ INSUFFICIENT_MARK = "*"
 INSUFFICIENT_LEGEND = "* too few requests for that percentile (P95 needs 59, P99 299): shown, not supported"
 
 
-def latency_json(ps: Iterable[Percentile]) -> dict[str, Any]:
+class InsufficientDoc(TypedDict):
+    value: float | str
+    n_needed: int
+
+
+class LatencyDoc(TypedDict):
+    """One metric's percentiles in a JSON document (``latency_json``)."""
+
+    p50: float | str | None
+    p95: float | str | None
+    p99: float | str | None
+    n: int
+    insufficient_n: NotRequired[dict[str, InsufficientDoc]]  # "p95": the raw value too few requests support
+
+
+def latency_json(ps: Iterable[Percentile]) -> LatencyDoc:
     """One metric's percentiles as every JSON report carries them: ``{"p50", "p95", "p99", "n"}`` in ms, a value
     null when there is none or too few requests support it (then ``insufficient_n`` keeps the raw value and the n
     it needs, said, not hidden); +inf as the string "inf"."""
@@ -218,10 +233,10 @@ def latency_json(ps: Iterable[Percentile]) -> dict[str, Any]:
             short[key] = {"value": v, "n_needed": p.n_needed}
     if short:
         out["insufficient_n"] = short
-    return out
+    return cast(LatencyDoc, out)  # the percentile keys are the labels of ``ps``: built by name, declared above
 
 
-def latency_value(block: dict, q: str) -> str:
+def latency_value(block: Mapping[str, Any], q: str) -> str:
     """One percentile (``q``: "p50", "p95", "p99") of a latency block in ms: "412", "12.3", "812*" (too few
     requests to support it: the raw value), "N/A"."""
     v = block.get(q)
@@ -235,7 +250,7 @@ def latency_value(block: dict, q: str) -> str:
     return (v if isinstance(v, str) else f"{v:.1f}" if v < 100 else f"{v:.0f}") + star
 
 
-def latency_cell(block: dict | None) -> str:
+def latency_cell(block: Mapping[str, Any] | None) -> str:
     """One metric's JSON block (``latency_json``) as "412 / 803 / 951* (n 600)" (ms; * too few requests to
     support it, the raw value shown); "N/A" when there is no value."""
     if not block or not block.get("n"):

@@ -296,7 +296,7 @@ def attach(rep: dict, rows: Any, run_wide: Mapping[str, Any] | None = None) -> N
     rep["tokens"] = run_wide
 
 
-def report_lines(rep: dict) -> list[str]:
+def report_lines(rep: Mapping[str, Any]) -> list[str]:
     """The counted tokens of every level (indented for the report's Measured section); none when no level has
     them."""
     out: list[str] = []

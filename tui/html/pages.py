@@ -9,6 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tui.html.charts as C
+from tui.core.acceptance.document import AcceptanceDoc
+from tui.core.chartdata import ChartBundle, CompareCdf, CompareLevels
+from tui.core.compare_doc import CompareDoc
+from tui.core.report_doc import ReportDoc
 from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK
 from tui.html.markdown import md_to_html
 from tui.html.page import banners, chart_block, esc, human, page, render_value, table, verdict_boxes
@@ -82,13 +86,13 @@ def integrity_lines(items: Any) -> list[str]:
     return out
 
 
-def report_html(rep: Mapping, data: Mapping) -> str:
+def report_html(rep: ReportDoc, data: ChartBundle) -> str:
     """`servewatch report FILE --html OUT`: ``rep`` is the report's JSON document (``--json``), ``data`` the
     ``tui.core.chartdata.report_bundle``."""
     conc = rep.get("conclusion") or {}
-    judged = rep.get("judged") or {}
+    judged: Mapping[str, Any] = rep.get("judged") or {}
     settings = rep.get("settings") or {}
-    ex = rep.get("exit") or {}
+    ex: Mapping[str, Any] = rep.get("exit") or {}
     prov = (rep.get("provenance") or {}).get("text")
     synthetic = (prov or "input labelled synthetic") if rep.get("synthetic") else None
     state = (rep.get("measured") or {}).get("verdict", {}).get("state") if isinstance(
@@ -132,7 +136,7 @@ def _settings_lines(vs: Any) -> list[str]:
     return [str(line).strip() for line in vs.get("lines") or () if not str(line).startswith("settings: judged")]
 
 
-def accept_html(doc: Mapping, data: Mapping) -> str:
+def accept_html(doc: AcceptanceDoc, data: ChartBundle) -> str:
     """acceptance.html from the acceptance document (the same dict as acceptance.json) and the chart data: the
     sections of acceptance.md, in its order and its words (``tui.core.acceptance.render.MD_SECTIONS`` through
     ``tui.html.markdown``), the banners and the three verdicts at the top, the charts in section 4, a section the
@@ -144,7 +148,8 @@ def accept_html(doc: Mapping, data: Mapping) -> str:
     if isinstance(weak, str):
         weak = [weak]
     synthetic = doc.get("banner") if doc.get("synthetic") else None  # banners() says SYNTHETIC once
-    extra = [] if doc.get("synthetic") or not doc.get("banner") else [doc["banner"]]
+    banner = doc.get("banner")
+    extra = [] if doc.get("synthetic") or not banner else [banner]
     charts = C.report_charts(data, "a")
     body = [banners(synthetic, [str(w) for w in weak], integrity_lines(doc.get("records_integrity")) + extra)]
     for section in MD_SECTIONS:
@@ -158,9 +163,10 @@ def accept_html(doc: Mapping, data: Mapping) -> str:
                                        ("quality: are answers usable?", c.get("quality"))]))
         elif section is md_measured:
             body += ['<h3 id="sec-charts">Charts</h3>', _charts_html(charts)]
-    for key in doc:  # a section the markdown renderer does not know yet: shown, under its own name
-        if key not in KNOWN_KEYS and doc.get(key) not in (None, {}, []):
-            body += [f'<h2 id="sec-{esc(key)}">{esc(human(key)).capitalize()}</h2>', render_value(doc[key])]
+    raw: Mapping[str, Any] = doc  # read by name: the keys not in KNOWN_KEYS are not in AcceptanceDoc either
+    for key in raw:  # a section the markdown renderer does not know yet: shown, under its own name
+        if key not in KNOWN_KEYS and raw.get(key) not in (None, {}, []):
+            body += [f'<h2 id="sec-{esc(key)}">{esc(human(key)).capitalize()}</h2>', render_value(raw[key])]
     body.append('<details id="raw-json"><summary>The acceptance document as JSON (the same as acceptance.json)'
                 f"</summary><pre>{esc(json.dumps(doc, indent=2, default=str))}</pre></details>")
     title = "Acceptance report" + (" (SYNTHETIC)" if synthetic else "")
@@ -176,7 +182,7 @@ KNOWN_KEYS = frozenset({"schema", "generated_at", "generator", "synthetic", "ban
 
 # ------------------------------------------------------------------------------------------------ compare
 
-def compare_html(result: Mapping, levels: Mapping, cdf: Mapping | None, slo_ttft_ms: float | None) -> str:
+def compare_html(result: CompareDoc, levels: CompareLevels, cdf: CompareCdf | None, slo_ttft_ms: float | None) -> str:
     """`servewatch compare BASE CAND --html OUT` from the comparison (``--json``) and its chart data."""
     b, k = result.get("base") or {}, result.get("candidate") or {}
     charts = C.compare_charts(levels, cdf, slo_ttft_ms)

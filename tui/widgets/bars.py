@@ -20,6 +20,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 import tui.widgets.fmt as fmt
+from tui.core.budget.results import BudgetResult
+from tui.core.budgetview import BudgetView
 from tui.core.snapshot import Snapshot
 from tui.widgets.fmt import VERDICT_STYLE, esc, na
 
@@ -59,10 +61,10 @@ class HeaderBar(Static):
                 parts.append(f"{label}{fmt.level(snap.current_level)}{rnd}")
         if snap is not None and snap.provenance_short:  # where the data came from (tui.core.provenance.short)
             parts.append(f"[$sw-na]{esc(snap.provenance_short)}[/]" if snap.header else f"[$sw-warn]{esc(snap.provenance_short)}[/]")
-        res = getattr(snap, "settings", None)
+        res = None if snap is None else snap.settings
         if res is not None and res.rejudged:  # judged at other settings than the run's (tui.core.verdict_settings)
             parts.append("[b $sw-warn]re-judged (weaker)[/]" if res.weaker else "[b $sw-warn]re-judged[/]")
-        ri = getattr(snap, "records_integrity", None)
+        ri = None if snap is None else snap.records_integrity
         if ri is not None and ri.state != "unverified":  # the digest chain (tui.core.chain): its label, the core's words
             style = "$sw-warn" if ri.state == "broken" else "$sw-na"
             parts.append(f"[{style}]{esc(ri.short)}[/]")
@@ -76,14 +78,14 @@ class HeaderBar(Static):
         return sep.join(parts)
 
 
-def budget_phrase(budget, view=None) -> str:
+def budget_phrase(budget: BudgetResult | None, view: BudgetView | None = None) -> str:
     if view is not None:  # the core's words (tui.core.budgetview.BudgetView.phrase)
         if not view.known:
             return "budget: " + na("unknown")
         return "budget: " + (f"[$sw-good]{esc(view.phrase)}[/]" if view.state == "feasible" else f"[$sw-bad]{esc(view.phrase)}[/]")
     if budget is None:
         return "budget: " + na("unknown")
-    if getattr(budget, "fits", False):
+    if budget.fits:
         return f"budget: [$sw-good]feasible[/] (candidate {budget.candidate})"
     return "budget: [$sw-bad]does not fit[/]"
 
@@ -133,7 +135,7 @@ def wrap_reason(reason: str, width: int, lines: int) -> list[str]:
 class VerdictBar(Static):
     """Verdict, what is missing, budget and quality status, the reason, and the malformed-line counter."""
 
-    def __init__(self, budget=None, quality: str | None = None, **kw) -> None:
+    def __init__(self, budget: BudgetResult | None = None, quality: str | None = None, **kw) -> None:
         super().__init__("", **kw)
         self.budget = budget
         self.quality = quality
@@ -191,10 +193,10 @@ class VerdictBar(Static):
 
     def status_parts(self) -> list[str]:
         """The statuses beside the verdict, each starting with its separator."""
-        view = None if self._snap is None else getattr(self._snap, "budget_view", None)
+        view = None if self._snap is None else self._snap.budget_view
         parts = ["│ " + budget_phrase(self.budget, view),
                  "│ quality: " + (esc(self.quality) if self.quality else na("not run"))]
-        res = None if self._snap is None else getattr(self._snap, "settings", None)
+        res = None if self._snap is None else self._snap.settings
         if res is not None:  # the core's words: what it is re-judged at and the run's own verdict there
             rv = self._snap.run_verdict if self._snap is not None else None
             line = res.console_line(None if rv is None else rv.state)

@@ -7,7 +7,7 @@ when the run has more than one load level).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -15,7 +15,9 @@ from textual.widgets import Static
 
 import tui.core.defaults as defaults
 import tui.widgets.fmt as fmt
-from tui.core.snapshot import Snapshot, WindowStat
+from tui.core.budget.results import BudgetResult
+from tui.core.budgetview import BudgetView
+from tui.core.snapshot import GpuState, Snapshot, WindowStat
 from tui.widgets.fmt import esc, na, sev
 from tui.widgets.latency import VIEW_TITLES, VIEWS, all_markup, metric_markup, next_view, pct_cell
 from tui.widgets.requests import RequestList, header_text
@@ -43,6 +45,7 @@ class PaneMixin(_PaneBase):
 
     ALLOW_MAXIMIZE = True
     number: int = 0
+    _snap: Snapshot | None = None  # the last snapshot shown (re-rendered on resize)
 
     def _init_pane(self, number: int) -> None:
         self.number = number
@@ -59,7 +62,7 @@ class PaneMixin(_PaneBase):
         self.update_snapshot(snap)
 
     def on_resize(self, event) -> None:
-        snap = getattr(self, "_snap", None)
+        snap = self._snap
         if snap is not None:  # sparklines, bars and inline notes depend on the width
             self.update_snapshot(snap)
 
@@ -70,7 +73,9 @@ class PaneMixin(_PaneBase):
 class BudgetPane(PaneMixin, VerticalScroll):
     """The memory budget: table, variants, assumptions, and what the candidate means."""
 
-    def __init__(self, budget: Any = None, **kw) -> None:
+    _view: BudgetView | None = None  # the budget view shown (the snapshot's)
+
+    def __init__(self, budget: BudgetResult | None = None, **kw) -> None:
         super().__init__(**kw)
         self.budget = budget
         self._init_pane(1)
@@ -80,8 +85,8 @@ class BudgetPane(PaneMixin, VerticalScroll):
         yield Static(self.budget_markup(), id="budget-text")
 
     def update_snapshot(self, snap: Snapshot) -> None:
-        view = getattr(snap, "budget_view", None)
-        if view is not None and view != getattr(self, "_view", None):  # the file's budget record, server capacity
+        view = snap.budget_view
+        if view is not None and view != self._view:  # the file's budget record, server capacity
             self._view = view
             if snap.budget is not None:
                 self.budget = snap.budget
@@ -89,7 +94,7 @@ class BudgetPane(PaneMixin, VerticalScroll):
 
     def budget_markup(self) -> str:
         b = self.budget
-        view = getattr(self, "_view", None)
+        view = self._view
         server = [] if view is None or not view.capacity_line else ["", f"[b]server[/] {esc(view.capacity_line)}"]
         if view is not None and view.allocation:  # the config's prediction beside the engine's own allocation
             server.append(f"[b]allocation[/] predicted vs engine: {esc(str(view.allocation.get('result', '?')))}")
@@ -99,12 +104,12 @@ class BudgetPane(PaneMixin, VerticalScroll):
             hint = view.hint if view is not None and view.hint else "pass the budget flags, --config or --budget FILE"
             problem = [] if view is None or not view.problem else [sev(esc(view.problem), "bad")]
             return "\n".join([sev("budget unknown", "na", bold=True), f"[$sw-na]{esc(hint)}[/]", *problem, *server])
-        gpu = getattr(b, "gpu_gib", None)
-        fits = bool(getattr(b, "fits", False))
+        gpu = b.gpu_gib
+        fits = b.fits
         origin = [] if view is None or not view.origin else [f"[$sw-na]from {esc(view.origin)}[/]"]
         teaching = [] if view is None or not view.teaching else [
             "[b reverse $sw-warn] TEACHING CASE [/] [$sw-warn]an example, not this run's model[/]"]
-        kv_space = getattr(getattr(b, "inputs", None), "kv_space_bytes", 0)
+        kv_space = b.inputs.kv_space_bytes
         memory = view.memory if view is not None and view.memory else None
         if memory and kv_space:  # the KV space itself (issue 22): its label, no GPU size nobody gave
             head = esc(memory.partition(":")[0])
@@ -130,8 +135,8 @@ class BudgetPane(PaneMixin, VerticalScroll):
             *server,
         ]
         if not fits:
-            lines.append(sev(esc(getattr(b, "verdict", "does not fit")), "bad"))
-        variants = list(getattr(b, "variants", ()) or ())
+            lines.append(sev(esc(b.verdict), "bad"))
+        variants = list(b.variants)
         if variants:
             lines.append("")
             lines.append(
@@ -148,7 +153,7 @@ class BudgetPane(PaneMixin, VerticalScroll):
                     notes.append(f"[$sw-na]{esc(short)}: {esc(detail.rstrip(')'))}[/]")
             lines.append("[$sw-na]GiB per GPU; cand = sequences[/]")
             lines.extend(notes)
-        assumptions = list(getattr(b, "assumptions", ()) or ())
+        assumptions = list(b.assumptions)
         if assumptions:
             lines.append("")
             lines.append("[b]Not measured (assumptions)[/]")
@@ -289,7 +294,7 @@ class TtftPane(PaneMixin, Vertical):
         ttft = self.view == "ttft"
         for wid in ("#ttft-spark", "#ttft-legend"):
             self.query_one(wid).display = ttft
-        snap = getattr(self, "_snap", None)
+        snap = self._snap
         if snap is not None:
             self.update_snapshot(snap)
         return self.view
@@ -364,7 +369,7 @@ class QueuePane(PaneMixin, Vertical):
                     f"KV cache {fmt.pct(q.kv_cache_usage, 0):>6} "
                     + sev("█" * filled, s) + "[$sw-na]" + "░" * empty + "[/]"
                 )
-        pc = getattr(snap, "prefix_cache_text", None)  # issue 23: computed by the Monitor, shown when known
+        pc = snap.prefix_cache_text  # issue 23: computed by the Monitor, shown when known
         if pc:
             lines.append(f"prefix cache [$sw-na]{esc(pc)}[/]")
         if q.client_in_flight is None:
@@ -424,9 +429,9 @@ class GpuPane(PaneMixin, Vertical):
         self.query_one("#gpu-text", Static).update("\n".join(lines))
 
 
-def _engine_kv_lines(g, width: int) -> list[str]:
+def _engine_kv_lines(g: GpuState, width: int) -> list[str]:
     """The engine's own KV memory in use (GpuState.engine_kv_*) against the budget's predicted KV ceiling."""
-    if getattr(g, "engine_kv_samples", 0) == 0:
+    if g.engine_kv_samples == 0:
         return []
     if g.engine_kv_allocated_gib is None and g.available and g.devices:
         return []  # NVML reads the GPU; a bare usage fraction without the engine's KV bytes adds little beside it

@@ -99,6 +99,7 @@ def sweep_markup(snap: Snapshot, width: int, baseline: dict | None = None) -> st
     from ``tui.core.compare.baseline_levels``, drawn under each matching level)."""
     rows = tested_rows(snap)
     capacity = snap.capacity
+    no_cand: str | None
     if capacity is None:
         cap, open_loop, budget_cand, cand, no_cand = None, False, None, None, "not computed"
     else:

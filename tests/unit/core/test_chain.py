@@ -377,6 +377,7 @@ def test_an_edited_passing_run_cannot_pass(fs, tmp_path):
     assert "the digest checkpointed in the step record at line" in r.stdout and "cannot PASS: records integrity" in r.stdout
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_sign_key_env_missing_is_bad_usage_before_anything_runs(fs, tmp_path):
     rec = tmp_path / "run.jsonl"
     p = _servewatch_run(fs, rec, "--sign-key-env", "SW_NO_SUCH_VAR_19")
@@ -384,6 +385,7 @@ def test_sign_key_env_missing_is_bad_usage_before_anything_runs(fs, tmp_path):
     assert not rec.exists()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_sigterm_still_leaves_a_sealed_chain(fs, tmp_path):
     """SIGTERM mid-step of a run with worker processes (the coordinator writes every record): the recorder's close()
     writes the seal; the file verifies intact, the cancelled requests included."""

@@ -121,6 +121,7 @@ records_strategy = st.builds(
 )
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @settings(max_examples=150, deadline=None)
 @given(st.lists(records_strategy, min_size=1, max_size=40, unique_by=lambda d: d["id"]))  # ids are unique in a run
 def test_monitor_record_and_report_agree_on_every_outcome(records):

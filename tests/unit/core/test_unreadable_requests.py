@@ -9,6 +9,8 @@ the verdict could have judged and count nowhere."""
 import json
 import random
 
+import pytest
+
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records.parse import parse_lines
 
@@ -155,6 +157,7 @@ def _random_run(rng):
     return read, honest
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_simulation_no_fail_flips_when_the_refused_lines_are_counted_good():
     """Each run is read twice: as written (bursts of refused lines) and as it would have been had every refused
     line been readable and good, in its place in time. A FAIL of the first must be a FAIL of the second: never a

@@ -189,6 +189,7 @@ def _random_settings(rng: random.Random) -> VerdictSettings:
         required_level=rng.choice([None, 1.0, 4.0]))
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_property_the_exit_rule_over_combinations():
     """Seeded: 3,000 random (run settings, flags given) pairs. The file is judged at the run's value wherever no
     flag is given, at the flag's wherever one is; the exit code is the re-judged one exactly when no setting is
@@ -305,6 +306,7 @@ def _state(vs: VerdictSettings, items: list) -> str:
     return mon.snapshot().verdict.state
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_property_a_re_judgement_at_least_as_strict_never_makes_a_pass():
     """Seeded simulation: the premise of the exit rule. On 100 random runs (independent and bursty misses), a
     re-judgement at settings at least as strict on every setting (a lower TTFT SLO, a higher target, a lower alpha,

@@ -185,6 +185,7 @@ async def _cancel_in_flight(url: str) -> tuple[list[dict], float, float]:
     return [d for d in out if d["type"] == "request"], before, after
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_cancelled_request_record_carries_the_cancel_time_and_what_the_rule_needs(fs):
     # "stall": response headers and a role chunk, then nothing: in flight, no first token, until cancelled
     reqs, before, after = await _cancel_in_flight(fs.url("stall"))
@@ -201,6 +202,7 @@ async def test_a_cancelled_request_record_carries_the_cancel_time_and_what_the_r
         assert outcome_rule(waited_ms - 0.002)(r)[0] == FAILED
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_ctrl_c_in_a_session_run_records_every_request_once_and_counts_the_sessions_stopped(fs):
     """Issue 23: sessions stopped mid-way (a turn in flight, or thinking) lose nothing: every request sent appears
     exactly once (the ones in flight as cancelled), and the step's sessions block counts them as cancelled."""

@@ -147,6 +147,7 @@ SCENARIOS = {
 }
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 async def test_lean_path_matches_httpx_standard_transport(name):
     async with Scripted(SCENARIOS[name]) as srv:
@@ -159,12 +160,14 @@ async def test_lean_path_matches_httpx_standard_transport(name):
         assert got[3] == want[3]  # the wording the load generator's error details quote
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_head_request_has_no_body():
     async with Scripted([b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n", STALL]) as srv:
         async with oh.make_client(read_timeout=2.0) as client:
             assert await fetch(client, srv.url, lean=True, method="HEAD") == (200, b"", None, None)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_connect_refused_and_unmarked_requests_use_the_standard_transport():
     url = f"http://127.0.0.1:{closed_port()}/v1/chat/completions"
     async with oh.make_client(connect_timeout=2.0) as client:
@@ -174,6 +177,7 @@ async def test_connect_refused_and_unmarked_requests_use_the_standard_transport(
     assert got[2] == want[2] == "ConnectError"
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_trace_events_carry_what_the_executor_stamps():
     seen: list[str] = []
 
@@ -193,6 +197,7 @@ async def test_trace_events_carry_what_the_executor_stamps():
     assert seen == order
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_nothing_written_to_a_connection_already_gone_is_reported_as_not_written():
     """The server accepts and closes at once: headers 'failed', never 'complete' (the executor then may re-send)."""
     seen: list[str] = []
@@ -222,6 +227,7 @@ async def test_nothing_written_to_a_connection_already_gone_is_reported_as_not_w
     assert seen.count("http11.send_request_headers.complete") + seen.count("http11.send_request_headers.failed") == 1
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_tls_follows_the_clients_verify_policy(cert):  # noqa: F811
     import ssl
 
@@ -253,6 +259,7 @@ async def test_tls_follows_the_clients_verify_policy(cert):  # noqa: F811
         server.close()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_large_body_is_read_whole_with_the_socket_paused_and_resumed():
     big = bytes(range(256)) * 12000  # ~3 MB: more than the lean path buffers before it stops reading
     script = [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(big), big, CLOSE]
@@ -346,6 +353,7 @@ def test_body_template_gives_exactly_the_json_it_replaces(prompt, model, chat, i
     assert ex.body(req) == ex.body_reference(req)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_large_request_body_goes_out_whole():
     """A long prompt is more than the socket takes at once: the rest follows while the answer is awaited."""
     async with Scripted([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", CLOSE]) as srv:

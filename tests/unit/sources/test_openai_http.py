@@ -152,6 +152,7 @@ def test_tls_verify_policy(tmp_path):
     assert oh.tls_verify(False, {"SSL_CERT_FILE": str(tmp_path / "missing.pem")}) is True
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_tls_verify_uses_ssl_cert_file(cert):
     ctx = oh.tls_verify(False, {"SSL_CERT_FILE": cert[0]})
     assert isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_REQUIRED
@@ -184,6 +185,7 @@ def _probe(url: str, **kw) -> oh.ProbeResult:
     return asyncio.run(go())
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_probe_refuses_unreachable_http_errors_and_tls_in_one_line():
     with pytest.raises(oh.ProbeError, match="cannot reach http://127.0.0.1:"):
         _probe(f"http://127.0.0.1:{closed_port()}/v1")
@@ -204,6 +206,7 @@ def test_probe_refuses_unreachable_http_errors_and_tls_in_one_line():
         assert _probe(srv.url).listing is False  # no listing is not an error (a --model is then needed)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_probe_tls_self_signed_is_refused_unless_insecure_or_trusted(cert):
     with TinyServer(tls=cert) as srv:
         with pytest.raises(oh.ProbeError, match="TLS"):
@@ -225,6 +228,7 @@ def _quality(tmp_path, *argv) -> tuple[int, Path]:
                  "--long-context-tokens", "200"]), out
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_quality_refuses_endpoints_it_cannot_use(tmp_path, capsys):
     dead = f"http://127.0.0.1:{closed_port()}"
     with TinyServer(models_status=500) as bad500, TinyServer(models_status=401) as bad401, TinyServer() as good:
@@ -263,6 +267,7 @@ def test_quality_honours_insecure_and_ssl_cert_file_like_run(tmp_path, capsys, m
         assert rc == 3 and doc["comparison"]["paired"] == 22 and doc["insecure"] is False
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_quality_sends_query_and_basic_auth_from_the_url_and_never_writes_them(tmp_path, capsys):
     with TinyServer() as srv:
         url = srv.url.replace("http://", "http://alice:pw-secret-77@") + "?api-version=qsecret-88"
@@ -280,6 +285,7 @@ def test_quality_sends_query_and_basic_auth_from_the_url_and_never_writes_them(t
 # ------------------------------------------------------------------ `servewatch run` probes first
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_run_refuses_an_endpoint_the_probe_refuses(tmp_path, capsys):
     """`run` checks the server with the shared probe: 401/403/5xx on /v1/models, or no server at all, is one
     line and exit 2 before any load request (it used to ignore the answer and load a server that refuses)."""

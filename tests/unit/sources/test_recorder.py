@@ -85,6 +85,7 @@ def test_recorder_appends_one_line_per_record_and_refuses_duplicate_ids(tmp_path
 # ------------------------------------------------------------------ kill -9
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_kill_9_leaves_a_file_that_replays_to_its_last_complete_line(fs, tmp_path):
     rec = tmp_path / "killed.jsonl"
     proc = start_cli(["--url", fs.url("ok", tokens=30, delay=0.01), "--concurrency", "4", "--requests", "500",
@@ -145,6 +146,7 @@ def test_ctrl_c_records_in_flight_as_cancelled_and_every_request_once(fs, tmp_pa
 # ------------------------------------------------------------------ LiveSource.stop()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_live_source_stop_records_in_flight_as_cancelled(fs, tmp_path):
     rec = tmp_path / "live.jsonl"
     got: list = []
@@ -182,6 +184,7 @@ def test_live_source_stop_records_in_flight_as_cancelled(fs, tmp_path):
     assert src.in_flight == 0
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_live_source_unreachable_server_reports_and_finishes(tmp_path):
     from tests.support.fault_server import closed_port
 
@@ -198,6 +201,7 @@ def test_live_source_unreachable_server_reports_and_finishes(tmp_path):
 # ------------------------------------------------------------------ secrets
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_secrets_never_reach_the_file_or_the_output(fs, tmp_path):
     rec = tmp_path / "secret.jsonl"
     key = "sk-live-SECRET-key-0123456789"
@@ -227,6 +231,7 @@ def test_secrets_never_reach_the_file_or_the_output(fs, tmp_path):
 # ------------------------------------------------------------------ the command wiring
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_run_cli_unreachable_server_exits_2_and_leaves_no_file(tmp_path, capsys):
     from tests.support.fault_server import closed_port
     from tui.cli import main
@@ -239,6 +244,7 @@ def test_run_cli_unreachable_server_exits_2_and_leaves_no_file(tmp_path, capsys)
     assert not rec.exists()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_cmd_live_runs_the_console_on_a_live_source(fs, tmp_path, monkeypatch, capsys):
     """`servewatch live` builds a LiveSource, hands it to the console, stops it afterwards."""
     import argparse

@@ -53,6 +53,7 @@ def test_vllm_with_adapters_the_served_model_is_the_one_named_or_none():
     assert why is not None and "lists only" in why and "sql-lora" in why
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_each_engine_answers_over_http_and_nothing_is_invented(engine):
     """Against the in-test server speaking each engine's pages (127.0.0.1, a handful of GETs)."""

@@ -15,6 +15,9 @@ from tui.core import watch as W
 from tui.core.snapshot import FAIL, PASS, UNDECIDED
 from tui.sources.watch import MetricsWatcher, WatchSession, make_client
 
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
+
 
 class FakeClock:
     def __init__(self, t: float = 1_000_000.0) -> None:

@@ -43,6 +43,7 @@ def _cfg(**kw):
     return W.WatchConfig(**base)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "dynamo"])
 def test_once_window_per_engine(engine):
     """Two scrapes a (fake) 10 minutes apart; the window holds exactly what happened between."""
@@ -76,6 +77,7 @@ def test_once_window_per_engine(engine):
     assert ms.hits[ms.path] == 2 and sum(ms.hits.values()) == 2
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_slo_between_bounds_gives_a_bracket_and_judges_each_end():
     with MetricsServer("vllm") as ms:
         clock = FakeClock()
@@ -103,6 +105,7 @@ def test_slo_between_bounds_gives_a_bracket_and_judges_each_end():
     assert "86.7-100.0%" in text and "no interpolation" in text
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_counter_reset_missing_series_and_failing_scrape():
     with MetricsServer("sglang") as ms:
         clock = FakeClock()
@@ -150,6 +153,7 @@ def test_counter_reset_missing_series_and_failing_scrape():
     assert any("HTTP 500" in " ".join(r.get("gaps") or []) for r in records if r["type"] == "watch")
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_failing_optimistic_end_fails():
     with MetricsServer("trtllm") as ms:
         clock = FakeClock()
@@ -171,6 +175,7 @@ def test_failing_optimistic_end_fails():
     assert s.verdict().state == FAIL
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_queue_growth_blocks_pass():
     with MetricsServer("vllm") as ms:
         clock = FakeClock()
@@ -194,6 +199,7 @@ def test_queue_growth_blocks_pass():
     assert v.state == UNDECIDED and "queue grew" in v.reason and "0 -> 57" in v.reason
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_several_models_refused_then_selected():
     with MetricsServer("vllm", models=("alpha", "beta")) as ms:
         clock = FakeClock()
@@ -222,6 +228,7 @@ def _main(argv):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_cli_once_json_record_and_report(tmp_path):
     """End to end through the CLI with a real (short) window; the record file reports the same verdict."""
     rec = tmp_path / "watch.jsonl"
@@ -281,6 +288,7 @@ def test_cli_unreachable_is_one_line_exit_2():
     assert code == 2 and "connection refused" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_secrets_never_written(tmp_path, monkeypatch):
     monkeypatch.setenv("SW_TEST_KEY", "sk-very-secret-1234")
     rec = tmp_path / "w.jsonl"
@@ -294,6 +302,7 @@ def test_secrets_never_written(tmp_path, monkeypatch):
                                                                       "X-Token": "<redacted>"}
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_canary_records_each_probe_once_and_asks_nothing_else(tmp_path):
     """--probe-rate: small streamed requests through the load generator's request path, each recorded
     exactly once; the model server sees completions only (no model listing, no /tokenize)."""
@@ -420,6 +429,7 @@ def test_window_end_is_for_prometheus_once():
         assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_once_says_each_scrape_and_stops_when_nothing_matches():
     """issue 37: `watch --once` printed nothing for ten minutes, then said every series was missing. Now each scrape
     is one progress line, and a selector that matches nothing ends the wait after 3 scrapes: "nothing to judge"."""
@@ -449,6 +459,7 @@ def test_once_says_each_scrape_and_stops_when_nothing_matches():
     assert sum(sleeps) <= 30.0  # stopped within 3 scrapes / 30 s of (fake) time, not after the 10-minute window
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_once_with_matching_series_scrapes_through_the_window_and_says_so():
     with MetricsServer("vllm") as ms:
         clock = FakeClock()
@@ -471,6 +482,7 @@ def test_once_with_matching_series_scrapes_through_the_window_and_says_so():
     assert len(lines) == 13 and "TTFT histogram" in lines[-1] and "1:00 of 1:00" in lines[-1]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_once_cli_nothing_to_judge_exits_3_with_progress_on_stderr():
     from tui.cli import main as cli_main
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import tui.core.provenance as _prov
 import tui.core.quality.vocab as Q
@@ -27,6 +27,8 @@ from tui.core.acceptance.measured_extra import memory_queue_section
 from tui.core.acceptance.quality_section import QUALITY_PHRASES, quality_section, tied_text
 from tui.core.acceptance.rollback import default_rollback_rules
 from tui.core.acceptance.sections import (
+    BudgetSection,
+    MeasuredSection,
     budget_section,
     environment_section,
     judged_missing,
@@ -41,7 +43,96 @@ from tui.core.quality.policy import QualityPolicy
 from tui.core.redact import scrub
 from tui.core.report import conclusion as three_part_conclusion
 from tui.core.slos import Slos
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, UNDECIDED
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, UNDECIDED, json_get
+
+# ------------------------------------------------------------------ the document's type
+# ``servewatch accept``'s acceptance.json, as ``TypedDict``s (the markdown, ``render.render_markdown``, reads it by
+# these types): a misspelled key is a mypy error; tests/unit/core/acceptance/test_typed_documents.py checks these
+# keys against what ``build_acceptance`` produces. Sections 1 and 4 are typed beside their builders
+# (``sections.BudgetSection``, ``sections.MeasuredSection``); a section another module builds and owns (the
+# environment, the identity, the quality, the cost) is ``dict[str, Any]``: its shape is its builder's.
+
+
+class ProvenanceEntry(TypedDict):
+    source: str
+    provenance: str  # "measured", "synthetic", "imported", "unknown"
+    data_from: str
+    source_block: dict[str, Any] | None  # tui.core.provenance.source_block
+
+
+class InputsDoc(TypedDict):
+    records: list[str]
+    quality: str | None
+    budget: str | None
+    rollback: str | None
+    notes: list[str]
+
+
+class SloBlock(TypedDict):
+    """Every SLO in force (None: off), which TTFT is judged, the target, and the sentence (``slo_block``)."""
+
+    ttft_ms: float | None
+    tpot_ms: float | None
+    itl_ms: float | None
+    e2e_ms: float | None
+    ttft_of: str
+    in_force: list[str]
+    text: str
+    target: float
+    alpha: float
+    min_window_minutes: float
+    good: str
+
+
+class RollbackDoc(TypedDict):
+    defaults: list[dict[str, Any]]  # tui.core.acceptance.rollback.default_rollback_rules
+    user: list[str]
+    user_source: str | None
+    notes: list[str]
+
+
+class AcceptConclusion(TypedDict):
+    """Section 8: the three-part conclusion and the verdict."""
+
+    budget: str
+    budget_feasible: bool | None
+    memory_only_candidate: int | None
+    measured: str
+    measured_capacity: float | None
+    quality: str
+    ready_for_traffic: bool
+    verdict: str
+    at_load: str | None
+    missing_or_failed: list[str]
+    settings_changed: list[str]
+    not_acceptance_grade: list[str]
+    rejudged_weaker: list[str]
+
+
+class AcceptanceDoc(TypedDict):
+    """``acceptance.json`` (``build_acceptance``)."""
+
+    schema: str
+    generated_at: str | None
+    generator: dict[str, Any]
+    synthetic: bool
+    provenance: list[ProvenanceEntry]
+    banner: str | None
+    inputs: InputsDoc
+    slo: SloBlock
+    verdict_settings: list[dict[str, Any]]  # per file: tui.core.verdict_settings.Resolution.to_dict
+    budget: BudgetSection
+    environment: dict[str, Any]  # sections.environment_section
+    identity: dict[str, Any]  # tui.core.identity.evidence_identity
+    load_configuration: list[dict[str, Any]]  # sections.load_section
+    measured: MeasuredSection
+    quality: dict[str, Any]  # quality_section.quality_section
+    cost: dict[str, Any]  # cost.cost_section
+    rollback: RollbackDoc
+    conclusion: AcceptConclusion
+    exit_code: int
+    #: the command line (tui.cli.accept): each record file's digest-chain verification
+    records_integrity: NotRequired[list[dict[str, Any]]]
 
 
 def build_acceptance(
@@ -70,7 +161,7 @@ def build_acceptance(
     quality_integrity: Any = None,
     verdict_settings: Sequence[Mapping] = (),
     rejudged_weaker: Sequence[str] = (),
-) -> dict:
+) -> AcceptanceDoc:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
 
     ``settings_changed``: the acceptance settings that differ from their defaults (named in the verdict);
@@ -85,7 +176,7 @@ def build_acceptance(
     ``source``); ``rejudged_weaker``: the files re-judged at weaker settings than their runs' (never "ready",
     exit 3: ``tui.core.verdict_settings.settings_exit``)."""
     cost = cost or CostInputs()
-    prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
+    prov: list[ProvenanceEntry] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
              "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
     synthetic = any(p["provenance"] == "synthetic" for p in prov) or bool(quality and quality.get("synthetic"))
     unknown: list[str] = [p["source"] for p in prov if p["provenance"] == "unknown"]
@@ -108,7 +199,7 @@ def build_acceptance(
     cand = bsec.get("memory_only_candidate")
     measured = measured_section(runs, cand, required_level)
     models = sorted({m for r in runs for m in [
-        _str((r.snapshot.header.get("target") or {}).get("model")) if isinstance(r.snapshot.header.get("target"), Mapping) else None
+        _str(json_get(r.snapshot.header, "target", "model"))
     ] if m})
     ident = evidence_identity([(r.source, r.snapshot.header) for r in runs],
                               None if bsec.get("teaching") else budget)  # the teaching case is an example
@@ -156,7 +247,7 @@ def build_acceptance(
     if rejudged_weaker:  # the re-judged verdict is not the run's: its code only when at least as strict
         ready, exit_code = False, 3
     cap = measured["measured_capacity"]
-    conclusion = {
+    conclusion: AcceptConclusion = {
         "budget": "unknown" if not bsec.get("given") else ("feasible" if bsec["fits"] else "does not fit"),
         "budget_feasible": bsec.get("fits"),
         "memory_only_candidate": cand,
@@ -172,7 +263,7 @@ def build_acceptance(
         "not_acceptance_grade": list(not_acceptance_grade),
         "rejudged_weaker": list(rejudged_weaker),
     }
-    doc = {
+    doc: AcceptanceDoc = {
         "schema": SCHEMA,
         "generated_at": generated_at,
         "generator": dict(generator or {}),
@@ -198,7 +289,7 @@ def build_acceptance(
     secrets: list[str] = []
     for r in runs:
         secrets += _header_secrets(r.snapshot.header)
-    return _jsonable(scrub(doc, secrets))
+    return cast(AcceptanceDoc, _jsonable(scrub(doc, secrets)))  # the same keys: secrets scrubbed, inf made JSON
 
 
 def _with_files_ttft(slos: Slos, runs: Sequence) -> Slos:
@@ -220,7 +311,7 @@ def good_text(slos: Slos) -> str:
     return slos.describe()
 
 
-def slo_block(slos: Slos, target: float, alpha: float, min_window_s: float) -> dict:
+def slo_block(slos: Slos, target: float, alpha: float, min_window_s: float) -> SloBlock:
     """The document's ``slo`` block: every SLO in force (None: off), which TTFT is judged, and the sentence."""
     return {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms,
             "ttft_of": slos.ttft_shown(), "in_force": list(slos.in_force()), "text": slos.describe(),

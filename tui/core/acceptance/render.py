@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tui.core.acceptance.document import AcceptanceDoc
 from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
 from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES
 from tui.core.levels import fmt_level as _fmt_level
@@ -83,7 +84,7 @@ def _rate(r: Mapping | None) -> str:
     return f"{r['passed']}/{r['n']} ({_pct(r['pass_rate'], 0)}){ci}"
 
 
-def md_title(doc: Mapping) -> list[str]:
+def md_title(doc: AcceptanceDoc) -> list[str]:
     """The banner, title, inputs, SLO and the conclusion line."""
     L: list[str] = []
     add = L.append
@@ -124,7 +125,7 @@ def md_title(doc: Mapping) -> list[str]:
     return L
 
 
-def md_budget(doc: Mapping) -> list[str]:
+def md_budget(doc: AcceptanceDoc) -> list[str]:
     """1. Memory budget."""
     L: list[str] = []
     add = L.append
@@ -187,7 +188,7 @@ def md_budget(doc: Mapping) -> list[str]:
     return L
 
 
-def md_environment(doc: Mapping) -> list[str]:
+def md_environment(doc: AcceptanceDoc) -> list[str]:
     """2. Environment."""
     L: list[str] = []
     add = L.append
@@ -239,7 +240,7 @@ def _md_identity(ident: Any) -> list[str]:
     return out
 
 
-def md_load(doc: Mapping) -> list[str]:
+def md_load(doc: AcceptanceDoc) -> list[str]:
     """3. Load configuration."""
     L: list[str] = []
     add = L.append
@@ -333,7 +334,7 @@ def md_latency(m: Mapping) -> list[str]:
     return L
 
 
-def md_measured(doc: Mapping) -> list[str]:
+def md_measured(doc: AcceptanceDoc) -> list[str]:
     """4. Measured results: every level row, the measured capacity and what limits it."""
     L: list[str] = []
     add = L.append
@@ -418,7 +419,7 @@ def md_memory_queue(m: Mapping) -> list[str]:
     return L
 
 
-def md_quality(doc: Mapping) -> list[str]:
+def md_quality(doc: AcceptanceDoc) -> list[str]:
     """5. Quality regression."""
     L: list[str] = []
     add = L.append
@@ -524,7 +525,7 @@ def _cat_state(d: Mapping | None) -> str:
     return f"{d['state']}{req}"
 
 
-def md_cost(doc: Mapping) -> list[str]:
+def md_cost(doc: AcceptanceDoc) -> list[str]:
     """6. Cost basis."""
     L: list[str] = []
     add = L.append
@@ -551,7 +552,7 @@ def md_cost(doc: Mapping) -> list[str]:
     return L
 
 
-def md_rollback(doc: Mapping) -> list[str]:
+def md_rollback(doc: AcceptanceDoc) -> list[str]:
     """7. Rollback conditions."""
     L: list[str] = []
     add = L.append
@@ -579,7 +580,7 @@ def md_rollback(doc: Mapping) -> list[str]:
     return L
 
 
-def md_conclusion(doc: Mapping) -> list[str]:
+def md_conclusion(doc: AcceptanceDoc) -> list[str]:
     """8. Conclusion: the three kinds of evidence side by side, and the exit code."""
     L: list[str] = []
     add = L.append
@@ -614,7 +615,7 @@ MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_rec
                md_rollback, md_conclusion)
 
 
-def render_markdown(doc: Mapping) -> str:
+def render_markdown(doc: AcceptanceDoc) -> str:
     """The acceptance document as markdown: the sections of MD_SECTIONS, in order."""
     L: list[str] = []
     for section in MD_SECTIONS:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import tui.core.provenance as _prov
 from tui.core.acceptance.inputs import GIB, RunInput, _fmt_level, _header_names, _map, _num, _pct, _str, provenance
@@ -16,16 +16,183 @@ from tui.core.capacity import CapRow, cap_rows, measure_capacity
 from tui.core.compare import LATENCY_KEYS
 from tui.core.levels import judge_level, level_key, row_mode
 from tui.core.redact import redact_url
+from tui.core.report_doc import JudgedDoc
 from tui.core.search import capacity_bracket
-from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, LevelRow, Snapshot
-from tui.core.stats import latency_json
+from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, JsonValue, LevelRow, Snapshot, json_get
+from tui.core.stats import LatencyDoc, latency_json
 from tui.core.workload import describe_header
+
+# ------------------------------------------------------------------ the sections' types
+# What sections 1 and 4 of the acceptance document hold (``tui.core.acceptance.document.AcceptanceDoc`` carries
+# them): a misspelled key is a mypy error; tests/unit/core/acceptance/test_typed_documents.py checks these keys
+# against what the builders below produce.
+
+
+class BudgetTableRow(TypedDict):
+    item: str
+    value: float | int
+    unit: str
+    basis: str
+
+
+class BudgetVariantDoc(TypedDict):
+    name: str
+    weights_gib: float
+    kv_per_seq_gib: float
+    cache_budget_gib: float
+    candidate: int
+
+
+class AssumptionDoc(TypedDict):
+    text: str
+    status: str
+
+
+class BudgetSection(TypedDict):
+    """Section 1 (``budget_section``): the budget as given, or unknown with the flags that would give one."""
+
+    given: bool
+    source: str | None
+    fits: bool | None
+    teaching: bool
+    hint: str | None
+    server_capacity: dict[str, Any] | None  # tui.core.budgetview.server_capacity
+    capacity_vs_server: str | None
+    memory: str | None
+    allocation_vs_engine: NotRequired[dict[str, Any]]  # only when known
+    server_log: NotRequired[dict[str, Any]]
+    server_log_vs_candidate: NotRequired[str]
+    # a budget given:
+    model: NotRequired[str | None]
+    verdict: NotRequired[str]
+    memory_only_candidate: NotRequired[int]
+    cache_budget_gib: NotRequired[float]
+    table: NotRequired[list[BudgetTableRow]]
+    variants: NotRequired[list[BudgetVariantDoc]]
+    assumptions: NotRequired[list[AssumptionDoc]]
+    note: NotRequired[str]
+
+
+class AcceptPercentileDoc(TypedDict):
+    value_ms: float | str | None
+    n: int
+    n_needed: int
+    supported: bool
+    approximate: bool
+    label: str | None  # "insufficient n" when the n does not support the value
+
+
+class LevelWindowDoc(TypedDict):
+    n: int
+    minutes: float
+    vif: float
+    bursty: bool
+    n_eff: float
+    need_requests: int
+    need_seconds: float
+
+
+class AcceptLevelRow(TypedDict):
+    """One level row of section 4 (``level_row_dict``): a level and round of one record file."""
+
+    source: str
+    level: float | None
+    round: int
+    mode: str | None
+    n: int
+    good: int
+    good_fraction: float | None
+    wilson_95: list[float | None]
+    completed: int
+    slow: int
+    failed: int
+    ttft_ms: dict[str, AcceptPercentileDoc]  # "P50", "P95", "P99"
+    tpot_ms_p50: float | None
+    req_per_s: float | None
+    output_tok_per_s: float | None
+    goodput_per_s: float | None
+    latency: dict[str, LatencyDoc]  # "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"
+    throughput_rps: float | None
+    goodput_rps: float | None
+    goodput_tok_s: float | None
+    misses: dict[str, int]
+    miss_combos: dict[str, int]
+    unjudgeable: dict[str, int]
+    verdict: str
+    reason: str
+    missing: str | None
+    window: LevelWindowDoc
+    saturated: bool
+    lateness_p99_ms: float | None
+    max_waiting: float | None
+    mean_waiting: float | None
+    queue_samples: int
+    peak_kv_usage: float | None
+    peak_gpu_gib: float | None
+    output_tokens_received_max: JsonValue
+    cancelled_open: NotRequired[int]  # only when some were
+    evidence_problems: list[str]
+    delivered: str | None
+    search_probe: NotRequired[bool]  # a probe of `sweep --search`
+
+
+class ModeLevelDoc(TypedDict):
+    level: float | None
+    state: str
+    rounds: int
+    n: int
+
+
+class ModeTableDoc(TypedDict):
+    mode: str | None
+    unit: str
+    levels: list[ModeLevelDoc]
+    capacity: float | None
+    has_capacity: bool
+
+
+class InputProblemDoc(TypedDict):
+    source: str
+    malformed: int
+    truncated: int
+    unknown_types: int
+    examples: list[str | None]
+    notes: list[str | None]
+
+
+class EvidenceProblemsDoc(TypedDict):
+    source: str
+    problems: list[str | None]
+
+
+class MeasuredSection(TypedDict):
+    """Section 4 (``measured_section``): every level row, the judged level, the measured capacity."""
+
+    levels: list[AcceptLevelRow]
+    summary: str | None
+    by_mode: list[ModeTableDoc]
+    primary_mode: str | None
+    unit: str
+    measured_capacity: float | None
+    has_measured_capacity: bool
+    memory_only_candidate: int | None
+    required_level: float | None
+    judged: JudgedDoc | None
+    capacity_vs_memory: list[str]
+    state: str
+    reason: str
+    notes: list[str]
+    input_problems: list[InputProblemDoc]
+    evidence_problems: list[EvidenceProblemsDoc]
+    capacity_brackets: NotRequired[list[dict[str, Any]]]  # `sweep --search` files: tui.core.search.capacity_bracket
+    memory_queue: NotRequired[dict[str, Any]]  # added by the document: tui.core.acceptance.measured_extra
+
 
 # ------------------------------------------------------------------ 1. budget
 
 
 def budget_section(budget: Any, source: str | None, header: Mapping | None = None, hint: str | None = None,
-                   memory: str | None = None, server_log: Mapping | None = None) -> dict:
+                   memory: str | None = None, server_log: Mapping | None = None) -> BudgetSection:
     """The budget as given (None: unknown, with the flags that would give one, or ``hint``: the missing memory
     input), and what the server allocated (from the first run header that says); ``memory``: where the memory the
     budget divides came from; with vLLM's allocation figures, the config's prediction beside them
@@ -38,7 +205,7 @@ def budget_section(budget: Any, source: str | None, header: Mapping | None = Non
         if value is not None:  # only when known: older documents keep their shape
             extra[key] = value
     if budget is None:
-        return {"given": False, "source": source, "fits": None, **extra}
+        return cast(BudgetSection, {"given": False, "source": source, "fits": None, **extra})
     i = budget.inputs
     def gib(x: float) -> float:
         return round(float(x), 6)
@@ -61,7 +228,7 @@ def budget_section(budget: Any, source: str | None, header: Mapping | None = Non
         {"item": "memory_only_candidate", "value": int(budget.candidate), "unit": "sequences",
          "basis": "floor(cache_budget / kv_per_seq): a number to load-test, not a limit"},
     ]
-    return {
+    return cast(BudgetSection, {  # ``extra``: the keys beside the budget (declared in BudgetSection)
         "given": True,
         "source": source,
         "model": i.model or None,
@@ -78,7 +245,7 @@ def budget_section(budget: Any, source: str | None, header: Mapping | None = Non
         "assumptions": [{"text": a, "status": "not measured"} for a in budget.assumptions],
         "note": budget.note,
         **extra,
-    }
+    })
 
 
 # ------------------------------------------------------------------ 2. environment
@@ -226,8 +393,8 @@ def _received(summary: Mapping[str, Any] | None) -> dict:
 # ------------------------------------------------------------------ 4. measured results
 
 
-def _percentiles(row: LevelRow) -> dict:
-    out = {}
+def _percentiles(row: LevelRow) -> dict[str, AcceptPercentileDoc]:
+    out: dict[str, AcceptPercentileDoc] = {}
     for p in row.window.ttft:
         v = p.value_ms
         out[p.label] = {
@@ -241,7 +408,7 @@ def _percentiles(row: LevelRow) -> dict:
     return out
 
 
-def _latency(row: LevelRow) -> dict:
+def _latency(row: LevelRow) -> dict[str, LatencyDoc]:
     """Each latency metric of the level as ``{"p50", "p95", "p99", "n"}`` in ms (``compare.latency_json``), from
     the snapshot (``WindowStat.latency``; TTFT falls back to ``WindowStat.ttft``); a metric the snapshot does not
     carry: all null, n 0."""
@@ -258,9 +425,9 @@ def _row_mode(row: LevelRow, header: Mapping) -> str | None:
     return row_mode(row.mode, header)
 
 
-def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
+def level_row_dict(source: str, row: LevelRow, header: Mapping) -> AcceptLevelRow:
     w, v = row.window, row.verdict
-    return {
+    return cast(AcceptLevelRow, {  # the optional keys (cancelled_open, search_probe) only when they say something
         "source": source,
         "level": row.level,
         "round": row.round,
@@ -297,22 +464,22 @@ def level_row_dict(source: str, row: LevelRow, header: Mapping) -> dict:
         "queue_samples": row.queue_samples,
         "peak_kv_usage": row.peak_kv_usage,
         "peak_gpu_gib": row.peak_gpu_gib,
-        "output_tokens_received_max": ((row.tokens or {}).get("output") or {}).get("received", {}).get("max"),
+        "output_tokens_received_max": json_get(row.tokens, "output", "received", "max"),
         **({"cancelled_open": row.cancelled_open} if row.cancelled_open else {}),
         # the file held against itself (tui.core.evidence): what forbids PASS at this level, the load delivered
         "evidence_problems": list(row.problems) + ([row.not_reached] if row.not_reached and
                                                     row.not_reached not in " ".join(row.problems) else []),
         "delivered": row.delivered or None,
         **({"search_probe": True} if row.search_probe else {}),  # issue 26: a probe of `sweep --search`
-    }
+    })
 
 
 def measured_section(
     runs: Sequence[RunInput], budget_candidate: int | None, required_level: float | None
-) -> dict:
+) -> MeasuredSection:
     """Section 4: every level row, the judged level and the measured capacity with what limits it
     (``tui.core.capacity.measure_capacity``, the function the console and `sweep` use too)."""
-    rows: list[dict] = []
+    rows: list[AcceptLevelRow] = []
     crows: list[CapRow] = []
     for r in runs:
         crows += cap_rows(r.source, r.snapshot.levels, r.snapshot.header)
@@ -321,7 +488,7 @@ def measured_section(
     rows.sort(key=lambda x: (str(x["mode"]), level_key(x["level"]), x["round"], x["source"]))
     cap = measure_capacity(crows, budget_candidate)
     n_by = {(m, lv): n for m, lv, n in cap.n_by_level}
-    by_mode = [{"mode": t.mode, "unit": t.unit,
+    by_mode: list[ModeTableDoc] = [{"mode": t.mode, "unit": t.unit,
                 "levels": [{"level": s.level, "state": s.state, "rounds": s.rounds, "n": n_by[(t.mode, s.level)]}
                            for s in t.levels],
                 "capacity": t.capacity, "has_capacity": t.has_capacity} for t in cap.tables]
@@ -343,7 +510,7 @@ def measured_section(
                 f"{_pct(r['good_fraction'], 0)} good on {r['n']} requests at {unit} {_fmt_level(r['level'])}"
                 + (f" round {r['round']}" if len(frows) > 1 else "") for r in frows)
     notes = list(cap.notes)
-    problems = []
+    problems: list[InputProblemDoc] = []
     for r in runs:
         sn = r.snapshot
         if sn.cancelled_note:
@@ -355,14 +522,14 @@ def measured_section(
                              "notes": [_str(n) for n in sn.notes]})
     # every evidence problem of each file (the run-wide ones too: a file with no measured level still says what is
     # wrong with it, e.g. an import that disagrees with its tool's own summary)
-    evidence = [{"source": r.source, "problems": [_str(p) for p in r.snapshot.evidence_problems]}
+    evidence: list[EvidenceProblemsDoc] = [{"source": r.source, "problems": [_str(p) for p in r.snapshot.evidence_problems]}
                 for r in runs if r.snapshot.evidence_problems]
     brackets = []  # issue 26: each `sweep --search` file's capacity bracket
     for r in runs:
         br = capacity_bracket(r.snapshot.levels, r.snapshot.header, unit, cap.mode)
         if br is not None:
             brackets.append({"source": r.source, **br})
-    out: dict[str, Any] = {
+    out: MeasuredSection = {
         "levels": rows,
         "summary": summary,
         "by_mode": by_mode,

@@ -5,7 +5,7 @@ Each tool module (``aiperf``, ``guidellm``, ``vllm``, ``llmperf``, ``inference_p
 list: detection by content, the summaries that hold no per-request data, the side files read beside the file
 (``tui.sources.importing`` does the file I/O, the descriptor says which globs and how their content becomes
 options), conversion, the tool's own summary the records are held against, the TTFT definition and its short
-label, the help text and the documentation checks (tests/unit/core/test_import_descriptors.py). Adding a tool is
+label, the help text and the documentation checks (tests/unit/core/importers/test_import_descriptors.py). Adding a tool is
 its own module plus one entry in that list (docs/record-format.md, "Adding an importer").
 
 Pure, standard library only.

@@ -57,7 +57,7 @@ __all__ = ["EXAMPLES", "EXAMPLE_DIR", "Conversation", "Dataset", "DatasetError",
 #: the example datasets shipped with servewatch (written by tools/make_example_datasets.py)
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent.parent / "data" / "datasets"
 EXAMPLES = ("example-chat.jsonl", "example-sharegpt.json")
-#: their SHA-256 (a copy elsewhere is still the example); tests/unit/sources/test_dataset.py checks them
+#: their SHA-256 (a copy elsewhere is still the example); tests/unit/sources/load/test_dataset.py checks them
 EXAMPLE_SHA256 = {
     "example-chat.jsonl": "10f4da574cd04afe3aff596ba58de76bbf87f92e048132dc3067405e4e91613b",
     "example-sharegpt.json": "fcc8a5ea6d96127a01696e503f84ee9d551ed13289fedcfe0a212f25b54c0d33",

@@ -252,6 +252,7 @@ def _edit(doc: dict, rng: random.Random) -> tuple[dict, str]:
     return d, op
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @pytest.mark.parametrize("signed", [False, True])
 def test_no_edit_makes_the_quality_outcome_more_favourable_unless_named(signed):
     """Unsigned: structural edits with or without the digest recomputed, value edits without it. Signed and judged

@@ -321,6 +321,7 @@ def test_canary_verdict_for_a_server_without_ttft_histogram():
     assert few.state == INSUFFICIENT_WINDOW and "more canary requests" in (few.missing or "")
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_extrapolated_counts_keep_the_true_fraction_inside_the_ends():
     """Prometheus' increase() scales a window's counts by its extrapolation factor (the same for every bucket of
     a target scraped together). The judged ends must still hold the true fraction: before, the upper end divided

@@ -410,6 +410,7 @@ def test_the_chat_example_has_turns_answers_and_systems():
     assert (EXAMPLE_DIR / "README.md").read_text(encoding="utf-8").count("SYNTHETIC") >= 1
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_the_examples_are_what_the_generator_writes():
     r = subprocess.run([sys.executable, str(REPO / "tools" / "make_example_datasets.py"), "--check"],
                        capture_output=True, text=True, timeout=60)

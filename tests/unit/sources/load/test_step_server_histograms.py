@@ -13,6 +13,7 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 
 import httpx
+import pytest
 
 from tests.support.fault_server import FaultServer
 from tests.support.watch_server import MetricsServer
@@ -44,6 +45,7 @@ def _main(argv):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_step_record_carries_the_counts_and_the_report_flags_a_client_p50_below(tmp_path):
     with FaultServer() as fs, MetricsServer("vllm", latency=True) as ms:
         ms.state.observe_hist("ttft", 0.04, 50)  # before the run: must not be in the step's delta
@@ -98,6 +100,7 @@ def test_a_page_without_latency_histograms_is_asked_once_then_left_alone():
     assert parse_histograms(page) == {"engine": "llamacpp", "hists": {}, "problems": []}
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_a_scrape_failing_at_the_end_is_said_in_the_record():
     with MetricsServer("sglang", latency=True) as ms:
         async def main():

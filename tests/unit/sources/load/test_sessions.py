@@ -139,6 +139,7 @@ async def test_a_failed_turn_ends_its_session_and_the_next_starts():
     assert step_end(recs)["sessions"] == {"started": 2, "completed": 1, "ended_by_failure": 1, "cut_at_step_end": 0, "cancelled": 0}
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_closed_loop_holds_n_sessions_in_flight():
     with FaultServer() as fs:  # a real local server: requests overlap in time
         recs: list[dict] = []

@@ -186,6 +186,7 @@ def test_default_ladder_does_not_depend_on_an_example_model():
     assert default_ladder(None, limit=8) == [1, 2, 4, 8]
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 def test_sweep_without_budget_climbs_the_documented_ladder_and_stops_at_the_first_fail(monkeypatch, tmp_path,
                                                                                       capsys):
     code, out, err, recs = _cli(["sweep", "--url", "http://127.0.0.1:8080", "--record", "rec.jsonl"],

@@ -9,6 +9,9 @@ from tests.support.fault_server import FaultServer
 from tui.core.lengths import parse_lengths
 from tui.sources.load import LoadConfig, run_load
 
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def fs():

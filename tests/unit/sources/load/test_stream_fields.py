@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -223,6 +224,7 @@ def chunked_texts(draw):
     return [s[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @settings(max_examples=400, deadline=None)
 @given(chunked_texts())
 def test_any_chunking_of_the_content_gives_the_whole_text_reading_of_think_blocks(chunks):
@@ -259,6 +261,7 @@ def timed_streams(draw):
     return evs, [t / 100 for t in times], reads, stamps
 
 
+@pytest.mark.slow  # more than a few seconds on 2 cores (issue 38: the quickest loop stays under 2 minutes)
 @settings(max_examples=300, deadline=None)
 @given(timed_streams())
 def test_any_split_of_the_bytes_gives_the_same_fields(case):

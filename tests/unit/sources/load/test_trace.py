@@ -320,6 +320,7 @@ def fs():
         yield server
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_replay_follows_the_trace_offsets_and_lengths(fs, tmp_path):
     rows = [(0.0, 30, 3), (0.05, 40, 4), (0.05, 50, 5), (0.2, 60, 6), (0.35, 70, 7), (0.5, 80, 8)]
     p = write(tmp_path, "m.jsonl", "".join(json.dumps({"timestamp": t * 1000 * 2, "input_length": i,
@@ -355,6 +356,7 @@ async def test_replay_follows_the_trace_offsets_and_lengths(fs, tmp_path):
     assert start["arrival"] == "trace" and end["requests"] == len(rows) and "lateness_p99_ms" in end
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_run_trace_through_the_command_line_and_its_report(fs, tmp_path, capsys):
     src = open_loop_record(tmp_path)
     rec = tmp_path / "replay.jsonl"

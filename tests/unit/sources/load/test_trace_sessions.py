@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.fault_server import FaultServer
-from tests.unit.sources.test_sessions import Server, cfg
+from tests.unit.sources.load.test_sessions import Server, cfg
 from tui.core.lengths import parse_lengths
 from tui.core.thinktime import parse_think_time
 from tui.sources.load import ConfigError, LoadConfig, SetupError, run_load
@@ -289,6 +289,7 @@ def _sessions_of(recs: list[dict]) -> list[tuple]:
     return sorted(shape(sessions(recs)))
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_replay_over_two_workers_sends_the_recorded_sessions(tmp_path):
     rec = tmp_path / "rec.jsonl"
     with FaultServer() as fs:

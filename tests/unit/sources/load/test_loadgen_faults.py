@@ -75,6 +75,7 @@ def check_shape(r: dict) -> None:
 # ------------------------------------------------------------------ well-behaved streams
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_ok_chat_stream_exact_record_and_request_body(fs):
     recs = await run(fs.url("ok", tokens=5))
     assert recs[0]["type"] == "run" and recs[0]["synthetic"] is False
@@ -98,6 +99,7 @@ async def test_ok_chat_stream_exact_record_and_request_body(fs):
     assert r["t_headers"] <= r["t_first_token"]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_ttft_is_measured_at_the_first_token_not_the_role_chunk(fs):
     recs = await run(fs.url("ok", tokens=3, first_delay=0.3))
     (r,) = requests_of(recs)
@@ -112,6 +114,7 @@ async def test_ttft_is_measured_at_the_first_token_not_the_role_chunk(fs):
     assert r["t_first_token"] >= entry["t_first"] - 0.05  # never before the server wrote it
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_pings_crlf_and_events_split_across_reads(fs):
     recs = await run(fs.url("ok", tokens=4, ping=1, crlf=1, split=1))
     (r,) = requests_of(recs)
@@ -120,6 +123,7 @@ async def test_pings_crlf_and_events_split_across_reads(fs):
     assert r["t_first_token"] is not None
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_completions_api_with_usage_in_finish_chunk(fs):
     recs = await run(fs.url("ok", tokens=6), api="completions")
     (r,) = requests_of(recs)
@@ -130,18 +134,21 @@ async def test_completions_api_with_usage_in_finish_chunk(fs):
     assert r["input_tokens"] == len(entry["prompt"].split())
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_reasoning_content_counts_as_first_token(fs):
     (r,) = requests_of(await run(fs.url("reasoning", tokens=3, first_delay=0.1)))
     check_shape(r)
     assert r["complete"] is True and r["t_first_token"] - r["t_sent"] >= 0.1
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_no_usage_reported_output_tokens_counted_and_marked(fs):
     (r,) = requests_of(await run(fs.url("ok", tokens=7, usage=0)))
     check_shape(r)
     assert (r["complete"], r["output_tokens"], r["usage"], r["input_tokens"]) == (True, 7, "counted", None)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_ignore_eos_sends_ignore_eos_and_max_tokens(fs):
     (r,) = requests_of(await run(fs.url("ok", tokens=2), ignore_eos=True, output_tokens=(3, 3)))
     (entry,) = [e for e in fs.completions() if e["id"] == r["id"]]
@@ -173,6 +180,7 @@ ERROR_CASES = [
 ]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 @pytest.mark.parametrize("scen,params,error,status,detail,first", ERROR_CASES,
                          ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in ERROR_CASES])
 async def test_error_class_exact_record(fs, scen, params, error, status, detail, first):
@@ -190,12 +198,14 @@ async def test_error_class_exact_record(fs, scen, params, error, status, detail,
     assert step_end["errors"] == {error: 1} and step_end["failed"] == 1 and step_end["completed"] == 0
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_connect_refused_is_a_setup_error_with_a_clear_message():
     port = closed_port()
     with pytest.raises(SetupError, match=f"cannot reach http://127.0.0.1:{port}"):
         await run(f"http://user:pw@127.0.0.1:{port}/v1?key=abcd")
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_connect_refused_per_request_record():
     gen = LoadGenerator(cfg(f"http://127.0.0.1:{closed_port()}", model="m"), lambda d: None)
     r = await gen.request_once()
@@ -204,6 +214,7 @@ async def test_connect_refused_per_request_record():
     assert r["error_detail"]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_connect_timeout_per_request_record():
     hole = BlackholeListener()
     try:
@@ -216,6 +227,7 @@ async def test_connect_timeout_per_request_record():
     assert r["t_end"] - r["t_sent"] >= 0.3
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_error_detail_never_repeats_credentials(fs, monkeypatch):
     monkeypatch.setenv("SW_FAULT_KEY", "sk-fault-secret-123456")
     recs = await run(fs.url("echo_auth"), api_key_env="SW_FAULT_KEY", headers=[("X-Team-Token", "hdr-secret-987")])
@@ -228,6 +240,7 @@ async def test_error_detail_never_repeats_credentials(fs, monkeypatch):
     assert recs[0]["headers"] == {"Authorization": "<redacted>", "X-Team-Token": "<redacted>"}
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_rejected_stream_options_retried_once_then_remembered(fs):
     before = len(fs.completions())
     recs = await run(fs.url("reject_field", field="stream_options", tokens=3), requests=3)
@@ -283,6 +296,7 @@ async def test_retries_are_bounded():
 # ------------------------------------------------------------------ load shapes
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_closed_loop_keeps_exactly_c_in_flight_and_counts(fs):
     recs = await run(fs.url("ok", tokens=4, delay=0.01), levels=[3], requests=9)
     reqs = requests_of(recs)
@@ -302,6 +316,7 @@ async def test_closed_loop_keeps_exactly_c_in_flight_and_counts(fs):
     assert end["client_cpu_s"] > 0 and "send_overhead_p99_ms" in end and "saturated" not in end
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_warmup_then_ramp_and_rounds(fs):
     recs = await run(fs.url("ok", tokens=2), levels=[1, 2], requests=2, warmup=2, rounds=2)
     reqs = requests_of(recs)
@@ -312,6 +327,7 @@ async def test_warmup_then_ramp_and_rounds(fs):
     assert all(d.get("phase") == "measure" for d in recs if d["type"] == "step")
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_open_loop_schedule_lateness_and_step_record(fs):
     recs = await run(fs.url("ok", tokens=2), mode="open", levels=[20.0], arrival="constant", requests=10)
     reqs = requests_of(recs)
@@ -346,6 +362,7 @@ def test_arrivals_are_seeded_and_have_the_documented_shape():
     assert set(arrival_offsets("constant", 4.0, 1.0, 0, 5)) == {0.0, 0.25, 0.5, 0.75, 1.0}
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_lengths_from_tokenize_are_exact_and_seeded(fs):
     recs = await run(fs.url("ok", tokens=1, tokenize=1), requests=12, input_tokens=(10, 40), seed=5)
     hdr = recs[0]
@@ -361,6 +378,7 @@ async def test_lengths_from_tokenize_are_exact_and_seeded(fs):
     assert [r["input_tokens_asked"] for r in again] == asked
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_without_tokenize_lengths_are_estimated_and_said_so(fs):
     recs = await run(fs.url("ok", tokens=1), requests=1, input_tokens=(100, 100))
     pb = recs[0]["load"]["prompt_builder"]
@@ -369,6 +387,7 @@ async def test_without_tokenize_lengths_are_estimated_and_said_so(fs):
     assert 350 <= len(entry["prompt"]) <= 450  # ~4 chars per token
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_stop_on_fail_ends_the_ramp_at_the_failing_step(fs):
     out: list[dict] = []
     c = cfg(fs.url("ok", tokens=1, first_delay=0.02), levels=[1, 2], rounds=2, requests=40, stop_on_fail=True,
@@ -380,6 +399,7 @@ async def test_stop_on_fail_ends_the_ramp_at_the_failing_step(fs):
     assert summary.stopped_early and "FAILED" in summary.stopped_early
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_run_header_contents(fs):
     recs = await run(fs.url("ok", tokens=1), insecure=True, levels=[2, 4], seed=3, warmup=1, requests=1)
     h = recs[0]

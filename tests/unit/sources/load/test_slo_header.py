@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.fault_server import closed_port
 from tui.core.slos import Slos, from_header_block
 from tui.sources.load.config import LoadConfig, monitor_config
 from tui.sources.load.generator import LoadGenerator
+
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
 
 
 def _header(slos: Slos | None) -> dict:

@@ -15,11 +15,15 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 
 import httpx
+import pytest
 
 from tests.support.fault_server import FaultServer
 from tests.support.watch_server import MetricsServer
 from tui.sources.load import LoadConfig, run_load
 from tui.sources.metrics import StepHistograms, parse_histograms
+
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
 
 SRC = "vllm:prefix_cache_hits_total/queries_total"
 

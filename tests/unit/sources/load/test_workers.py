@@ -84,6 +84,7 @@ def test_split_count_gives_every_request_to_exactly_one_worker():
     assert sum(split_count(1001, 7)) == 1001
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_closed_loop_split_divides_the_concurrency_and_the_count():
     orders = split_orders(level=5, rnd=1, phase="measure", mode="closed", t0_epoch=1.0, duration=None,
                           n_requests=11, workers=2)
@@ -118,6 +119,7 @@ def test_auto_workers_follows_the_load_and_the_cores():
 # ------------------------------------------------------------------ processes against a server
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_every_request_once_with_unique_ids_in_t_end_order(fs):
     out: list[dict] = []
     summary = await run_load(cfg(fs.url("ok", tokens=3), levels=[3.0, 5.0], requests=30), out.append)
@@ -156,6 +158,7 @@ async def test_open_loop_union_is_the_single_process_schedule(fs):
     assert times[3] == pytest.approx(times[1], abs=1e-6)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_same_verdict_in_process_and_with_workers(fs):
     verdicts = {}
     # 20 ms to the first token: requests longer than the client's own send overhead, so the server holds the 4 in
@@ -173,6 +176,7 @@ async def test_same_verdict_in_process_and_with_workers(fs):
     assert verdicts[1] == verdicts[2] == ["PASS"]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_cancel_records_every_in_flight_request_of_every_worker(fs):
     out: list[dict] = []
     gens: list[LoadGenerator] = []
@@ -189,6 +193,7 @@ async def test_cancel_records_every_in_flight_request_of_every_worker(fs):
     assert len(end) == 1 and not end[0].get("degraded")
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_killed_worker_degrades_the_step_and_its_requests_are_recorded_lost(fs):
     out: list[dict] = []
     gens: list[LoadGenerator] = []
@@ -234,6 +239,7 @@ def test_a_degraded_level_cannot_pass_in_the_monitor():
             assert "cannot PASS" in state.reason
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_run_stops_on_sigterm_and_records_every_in_flight_request(fs, tmp_path):
     """`servewatch run --workers 2`, SIGTERM mid-step: nothing lost, every worker process gone."""
     rec = tmp_path / "run.jsonl"
@@ -261,6 +267,7 @@ def test_workers_flag_bad_usage_is_one_line(capsys):
         assert len(err) <= 2 and "--workers" in err[-1]
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_request_once_never_reuses_an_id(fs):
     """The canary sends through request_once, each with a fresh client: the id sequence goes on."""
     out: list[dict] = []
@@ -351,6 +358,7 @@ async def test_a_stuck_worker_is_stopped_and_its_requests_recorded_lost(fs, monk
     assert victim.returncode is not None or victim.pid  # killed (SIGKILL reaches a stopped process)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_decided_step_stops_every_worker(fs):
     """Until decided: the coordinator's verdict ends the step on all workers (a failing server FAILs early)."""
     out: list[dict] = []

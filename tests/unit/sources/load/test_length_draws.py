@@ -111,6 +111,7 @@ def cfg(url: str, **kw) -> LoadConfig:
     return LoadConfig(**base)
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_run_asks_the_drawn_lengths_and_they_follow_the_distribution(fs):
     """300 open-loop requests, input lognormal:120,0.5 and output normal:20,5[1-40] (seeded: the same numbers on every
     run): each record's asked lengths are the ones sent (max_tokens in the body the server got), the header records
@@ -139,6 +140,7 @@ async def test_a_run_asks_the_drawn_lengths_and_they_follow_the_distribution(fs)
     assert len(set(ins)) > 50  # drawn, not fixed
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_open_loop_lengths_of_three_workers_are_the_single_process_lengths(fs):
     """Mirrors test_workers.py's schedule test for lengths: the same seed in one process and in three worker
     processes asks the same lengths at the same intended times."""
@@ -154,6 +156,7 @@ async def test_open_loop_lengths_of_three_workers_are_the_single_process_lengths
     assert seqs[3] == seqs[1] and len(set(seqs[1])) > 10
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_a_worker_engine_process_or_ray_actor_draws_with_the_setups_distributions():
     """The Ray actor and the worker process both wrap WorkerEngine(setup): the distributions travel in the setup
     (pickled, as over a worker's pipe) and the engine's runner draws the single-process lengths with them."""
@@ -180,6 +183,7 @@ async def test_a_worker_engine_process_or_ray_actor_draws_with_the_setups_distri
         await engine.close()
 
 
+@pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_closed_loop_lengths_of_two_workers_are_the_single_process_lengths(fs):
     """Closed loop has no schedule (which loop sends which request is timing), but the set of lengths a step asks is
     the same: request k of the step asks (seed, step, k)'s lengths, and the workers' numbers partition 0..n-1."""

@@ -20,7 +20,10 @@ import pytest
 
 from tests.support.calibrate import measure_peer
 from tests.support.fault_server import FaultServer
-from tests.unit.sources.test_loadgen_faults import check_shape, requests_of, run
+from tests.unit.sources.load.test_loadgen_faults import check_shape, requests_of, run
+
+# every test here starts a process or a listening server (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow
 
 EPS = 0.002  # s: the client's epoch stamps come from perf_counter through an anchor; the server stamps time.time()
 
