@@ -27,7 +27,7 @@ report uses:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -206,7 +206,7 @@ def level_summary(levels: Sequence[dict]) -> list[dict[str, Any]]:
     return [{k: row.get(k) for k in keep} for row in levels]
 
 
-def export_meta(*, fmt: str, source: str, header: dict, report: dict, counts: dict[str, int],
+def export_meta(*, fmt: str, source: str, header: dict, report: Mapping[str, Any], counts: dict[str, int],
                 synthetic: bool, integrity: dict | None, judged_at: str, run: int | None) -> dict[str, Any]:
     """The export's metadata: the run header, what it was judged at, the report's level rows, the counts, the
     column list and the SYNTHETIC label (the sidecar ``PATH.meta.json`` of a CSV; the file metadata of a Parquet

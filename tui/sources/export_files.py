@@ -20,7 +20,7 @@ import io
 import json
 import os
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -191,7 +191,7 @@ class _Steps:
                     s[name].append(v * scale)
 
 
-def _pick_step(rep: dict, level: float | None) -> tuple[dict, int]:
+def _pick_step(rep: Mapping[str, Any], level: float | None) -> tuple[dict, int]:
     """The level row the llm-d report is of (the judged level and round, or ``level``'s last round) and its
     place among the run's steps."""
     rows = list(rep.get("levels") or [])

@@ -20,6 +20,7 @@ from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import limit_snapshot
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.report import exit_code, report_at_settings, run_state
+from tui.core.report_doc import ReportDoc
 from tui.core.verdict_settings import JudgeAt, settings_exit
 from tui.sources.evidence_monitor import monitor_of, not_records_problem
 from tui.sources.evidence_reader import WATCH, ReadSettings, open_evidence
@@ -38,7 +39,7 @@ class JudgedRun:
 
     path: str
     header: dict
-    report: dict
+    report: ReportDoc
     integrity: RecordsIntegrity | None
     exit_code: int
     synthetic: bool
