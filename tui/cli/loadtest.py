@@ -509,7 +509,7 @@ def record_run(cfg: LoadConfig) -> Recorded:
     except OSError as exc:
         raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
     unit = cfg.level_unit  # concurrency, req/s; sessions, sessions/s (issue 23)
-    say(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
+    say(f"servewatch {cfg.purpose or 'run'}: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
            f"{step_plan(cfg)}")
     for line in trace_lines(cfg):
         say(line)
@@ -540,7 +540,8 @@ def record_run(cfg: LoadConfig) -> Recorded:
     if interrupted:
         what = "interrupted by SIGTERM" if stopped_by == signal.SIGTERM else "interrupted (Ctrl-C)"
         say(f"{what}: sending stopped, in-flight requests recorded as cancelled, record sealed; "
-            f"{rec.requests_written} requests in {cfg.record}; the partial verdict follows")
+            f"{rec.requests_written} requests in {cfg.record}; the partial "
+            + ("measurement follows" if cfg.purpose == "measure" else "verdict follows"))
     else:
         say(f"done: {summary.requests if summary else rec.requests_written} requests recorded in {cfg.record}")
         if summary and summary.stopped_early:

@@ -337,7 +337,7 @@ class _LevelState:
             return c[1]
         if store.approximate:
             out = tuple(Percentile(q=q, value_ms=store.quantile(q), n=store.n, supported=store.n >= stats.n_needed(q),
-                                   n_needed=stats.n_needed(q), approximate=True) for q in stats.QUANTILES)
+                                   n_needed=stats.n_needed(q), approximate=True) for q in stats.selected())
         else:
             out = stats.percentiles(sorted(store.exact))
         self.lat_cache[name] = (store.n, out)
@@ -1406,7 +1406,7 @@ class Monitor:
             ttft = tuple(
                 Percentile(q=q, value_ms=st.ttft.quantile(q), n=st.ttft.n,
                            supported=st.ttft.n >= stats.n_needed(q), n_needed=stats.n_needed(q), approximate=True)
-                for q in stats.QUANTILES
+                for q in stats.selected()
             )
             ttft_inf = ttft  # documented: beyond the exact cap only the completed-only reading is kept exactly
         else:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui.core.levels import fmt_level
-from tui.core.stats import INSUFFICIENT_LEGEND, latency_value
+from tui.core.stats import insufficient_legend, keys, labels, latency_value
 from tui.core.textfmt import fmt_pct
 from tui.core.textsafe import term
 
@@ -123,22 +123,24 @@ def verdict_line(rep: Mapping, state_text: str | None = None) -> str:
 def level_table(rows: Sequence[Mapping]) -> list[str]:
     if not rows:
         return ["  no measured level"]
-    out = ["  level round      n   good%   TTFT P50      P95      P99   req/s goodput/s  verdict"]
+    lbl = labels()  # --percentiles (default P50, P95, P99)
+    out = ["  level round      n   good%" + f" {'TTFT ' + lbl[0]:>10}" + "".join(f" {q:>8}" for q in lbl[1:])
+           + f" {'req/s':>7} {'goodput/s':>9}  verdict"]
     marked = False
     for r in rows:
         t = r.get("ttft_ms") or {}
         cells = []
-        for q in ("p50", "p95", "p99"):
+        for q in keys():
             cell = latency_value(t, q)
             marked = marked or cell.endswith("*")
             cells.append(cell)
         flags = ("  client saturated: not valid" if r.get("saturated") else "") + (
             "  NOT REACHED" if r.get("not_reached") else "")
         out.append(f"  {fmt_level(r.get('level')):>5} {r.get('round'):>5} {r.get('n'):>6} "
-                   f"{fmt_pct(r.get('good_fraction'), 1):>7} {cells[0]:>10} {cells[1]:>8} {cells[2]:>8} "
-                   f"{_f(r.get('req_per_s')):>7} {_f(r.get('goodput_per_s')):>9}  {r.get('verdict')}{flags}")
+                   f"{fmt_pct(r.get('good_fraction'), 1):>7} {cells[0]:>10}" + "".join(f" {c:>8}" for c in cells[1:])
+                   + f" {_f(r.get('req_per_s')):>7} {_f(r.get('goodput_per_s')):>9}  {r.get('verdict')}{flags}")
     if marked:
-        out.append(f"  ({INSUFFICIENT_LEGEND})")
+        out.append(f"  ({insufficient_legend()})")
     return out
 
 

@@ -457,7 +457,10 @@ class LoadGenerator:
                 self.emit(end)
                 self.summary.steps.append(end)
             self._step = None
-        self.say("  " + describe_step(end))
+        line = describe_step(end)
+        if self.cfg.purpose == "measure":  # `servewatch measure`: no verdict is shown, not even a step's
+            line = line.split("; verdict ", 1)[0]
+        self.say("  " + line)
         if end.get("saturated"):
             self.say(f"note: {step.mode} loop {step.level:g} req/s round {step.round}: {end['note']}")
         if end.get("client_limited"):  # issue 36: what ran out in the client, what to do
@@ -491,7 +494,7 @@ class LoadGenerator:
             unit = "concurrency" if st.mode == "closed" else "req/s"
             head = f"  [{perf_counter() - t0:7.1f} s] {unit} {st.level:g} round {st.round}: "
             mon = self._monitor
-            if mon is not None and st.phase == "measure":
+            if mon is not None and st.phase == "measure" and self.cfg.purpose != "measure":
                 from tui.core.progress import evidence_line
 
                 v = mon.verdict_for(mon.levels.get((float(st.level), st.round)))
