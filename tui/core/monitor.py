@@ -855,6 +855,8 @@ class Monitor:
                 "memory_used": item.memory_used,
                 "memory_total": item.memory_total,
                 "client_cpu_percent": item.client_cpu_percent,
+                "server_rss": item.server_rss,
+                "server_pid": item.server_pid,
             }
         elif isinstance(item, BudgetRecord):
             self._add_budget_record(item)

@@ -417,7 +417,7 @@ def parse_object(d: Any) -> Record:
             memory_used=_int(d, "memory_used"),
             memory_total=_int(d, "memory_total"),
             client_cpu_percent=_num(d, "client_cpu_percent"),
-        )
+            server_rss=_int(d, "server_rss"), server_pid=_int(d, "server_pid"))  # issue 41: a local server's RSS
     if json_too_deep(d):  # the records below are kept whole (a header, a step's info): never nested without end
         raise RecordError(f"nested deeper than {MAX_JSON_DEPTH} levels of objects and lists")
     if typ == "step":

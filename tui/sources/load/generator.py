@@ -647,9 +647,11 @@ def make_gpu_sampler(config: LoadConfig) -> Any:
     if not config.gpu:
         return None
     try:
-        from tui.sources.gpu import GpuSampler
+        from tui.sources.gpu import GpuSampler, local_server_pid
 
-        return GpuSampler()
+        sampler = GpuSampler()
+        sampler.server_pid = local_server_pid(config.url)  # a local server: its RSS in the host samples
+        return sampler
     except Exception:  # noqa: BLE001 (a side channel must not stop the run)
         return None
 
