@@ -119,7 +119,7 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
                         f"(default {defaults.INPUT_TOKENS})")
     g.add_argument("--output-tokens", type=token_lengths, default=None, metavar="DIST",
                    help=f"max_tokens per request, the same forms as --input-tokens (default {defaults.OUTPUT_TOKENS})")
-    path_arg(g, "--tokenizer", role=INPUT, default=None, metavar="PATH",
+    path_arg(g, "--tokenizer", role=INPUT, default=None, metavar="FILE",
              help="the model's tokenizer: a local tokenizer.json or a model folder holding one (never downloaded; "
                   "pip install 'servewatch[tokenizer]'): prompts cut to the exact --input-tokens and answers counted "
                   "with it, its SHA-256 in the run header (default: the server's /tokenize, else an estimate of "
