@@ -120,15 +120,17 @@ def verdict_line(rep: Mapping, state_text: str | None = None) -> str:
     return f"verdict: {state}{where}{missing}{cap}; judged on {slo}"
 
 
-def level_table(rows: Sequence[Mapping]) -> list[str]:
+def level_table(rows: Sequence[Mapping], metric: str = "ttft_ms") -> list[str]:
+    """The per-level table; ``metric``: the latency shown (``e2e_ms`` for an embeddings run: no TTFT exists)."""
     if not rows:
         return ["  no measured level"]
     lbl = labels()  # --percentiles (default P50, P95, P99)
-    out = ["  level round      n   good%" + f" {'TTFT ' + lbl[0]:>10}" + "".join(f" {q:>8}" for q in lbl[1:])
+    name = "E2E " if metric == "e2e_ms" else "TTFT "
+    out = ["  level round      n   good%" + f" {name + lbl[0]:>10}" + "".join(f" {q:>8}" for q in lbl[1:])
            + f" {'req/s':>7} {'goodput/s':>9}  verdict"]
     marked = False
     for r in rows:
-        t = r.get("ttft_ms") or {}
+        t = r.get(metric) or {}
         cells = []
         for q in keys():
             cell = latency_value(t, q)
@@ -173,7 +175,9 @@ def format_short(rep: Mapping, *, source_line: str | None = None, state_text: st
     out.append("")
     out += _wrap(verdict_line(rep, state_text), rest="    ")
     out += [ln for n in notes for ln in _wrap(n, "    ", "    ")]
-    out += level_table(rep.get("levels") or [])
+    target = (rep.get("header") or {}).get("target") if isinstance(rep.get("header"), Mapping) else None
+    embeddings = isinstance(target, Mapping) and target.get("api") == "embeddings"  # no TTFT: E2E is judged
+    out += level_table(rep.get("levels") or [], "e2e_ms" if embeddings else "ttft_ms")
     reason = ((rep.get("measured") or {}).get("verdict") or {}).get("reason")
     if reason:
         out += _cut(_wrap(f"why: {reason}", "  ", "       "), MAX_REASON_LINES, "[... --details]")

@@ -60,3 +60,14 @@ def test_a_good_answer_gives_the_dimension_and_the_servers_count():
     fields, err = read_answer(b'{"data": [{"embedding": [0.1, -0.2, 0.3]}], "usage": {"prompt_tokens": 7}}')
     assert err is None and fields == {"embedding_dim": 3, "usage_input_tokens": 7}
     assert request_body("m", "hi") == {"model": "m", "input": "hi", "encoding_format": "float"}
+
+
+def test_the_short_reports_level_table_shows_e2e_for_an_embeddings_run():
+    from tui.core.report_short import level_table
+
+    row = {"level": 2.0, "round": 1, "n": 30, "good_fraction": 1.0, "req_per_s": 3.0, "goodput_per_s": 3.0,
+           "verdict": "FAIL", "ttft_ms": {"p50": None, "n": 0}, "e2e_ms": {"p50": 120.0, "p95": None, "p99": None,
+                                                                          "n": 30}}
+    e2e = level_table([row], "e2e_ms")
+    assert "E2E P50" in e2e[0] and "120" in e2e[1]
+    assert "TTFT P50" in level_table([row])[0]  # the default table is unchanged
