@@ -27,6 +27,7 @@ MINIMAL = {
     "report": [SEED],
     "replay": [SEED],
     "run": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
+    "measure": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
     "live": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
     "sweep": ["--url", "http://127.0.0.1:9"],
     "quality": ["--url", "http://127.0.0.1:9"],

@@ -73,6 +73,7 @@ def test_every_path_flag_of_every_command_has_a_role():
 
 #: the fewest flags each command needs to parse (the guard runs right after parsing, before anything else)
 _BASE = {"run": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
+         "measure": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
          "live": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
          "sweep": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
          "quality": ["--url", "http://127.0.0.1:9"], "watch": ["--metrics-url", "http://127.0.0.1:9/metrics"],

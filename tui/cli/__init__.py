@@ -85,6 +85,8 @@ COMMANDS: dict[str, Command] = {
     "report": Command("tui.cli.report", "headless verdict on a record file"),
     "replay": Command("tui.cli.replay", "the console replaying a record file"),
     "run": Command("tui.cli.run", "headless load test against a server, recorded"),
+    "measure": Command("tui.cli.measure", "a short measurement, no verdict: throughput, goodput, percentiles, "
+                       "errors (the record file is judged by `report`)"),
     "live": Command("tui.cli.live", "the console watching a live load test"),
     "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
     "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
@@ -130,8 +132,30 @@ def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
         if only is None or name in only:
             add, run = command.load()
             add(sp)
+            if name in PERCENTILE_COMMANDS:
+                _add_percentiles(sp)
             sp.set_defaults(func=run)
     return p
+
+
+#: the reading and load commands that take ``--percentiles`` (issue 41)
+PERCENTILE_COMMANDS = frozenset({"report", "replay", "run", "live", "sweep", "accept", "watch", "compare", "measure"})
+
+
+def _percentiles(text: str) -> tuple[float, ...]:
+    from tui.core.stats import parse_percentiles
+
+    try:
+        return parse_percentiles(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--percentiles: ")) from None
+
+
+def _add_percentiles(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--percentiles", type=_percentiles, default=None, metavar="LIST",
+                    help="the latency percentiles read and shown, such as 50,90,95,99,99.9 (default 50,95,99); each "
+                         "is supported only with n >= log(0.05)/log(q) requests (P90 29, P99.9 2,995: "
+                         "docs/statistics.md), else shown with the * mark; JSON keys p50, p90, p99.9")
 
 
 def _quiet_closed_stdout() -> None:
@@ -203,7 +227,16 @@ def _dispatch(argv: list[str]) -> int:
     if args.command is None:
         _add, run = CONSOLE.load()
         return int(run(args) or 0)
-    return int(args.func(args) or 0)
+    qs = getattr(args, "percentiles", None)
+    if qs is None:
+        return int(args.func(args) or 0)
+    from tui.core import stats
+
+    prev = stats.set_selected(qs)  # one choice for the whole command (tui.core.stats.selected)
+    try:
+        return int(args.func(args) or 0)
+    finally:
+        stats.set_selected(prev)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

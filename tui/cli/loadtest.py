@@ -34,6 +34,7 @@ from tui.cli.options import (
     add_acceptance_arguments,
     add_budget_arguments,
     add_http_arguments,
+    embeddings_slos,
     extra_headers,
     levels,
     non_negative_float,
@@ -58,6 +59,7 @@ from tui.sources.load.errors import ConfigError, SetupError
 from tui.sources.load.generator import RunSummary, run_load
 from tui.sources.load.kinds import APIS, ARRIVALS
 from tui.sources.load.sizing import MAX_WORKERS
+from tui.sources.load.tokenizer import load_tokenizer
 from tui.sources.load.trace import MAX_LISTED, Trace, load_trace, parse_window
 from tui.sources.recorder import Recorder
 
@@ -82,7 +84,9 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
                    help="model name sent (default: the first id of /v1/models); the model the server says it serves "
                         "is recorded beside it, and a name it does not serve is printed and not acceptance-grade")
     t.add_argument("--api", choices=APIS, default=defaults.LOAD_API,
-                   help="/v1/chat/completions (default) or /v1/completions")
+                   help="/v1/chat/completions (default), /v1/completions or /v1/embeddings (embeddings: no tokens "
+                        "are streamed, so TTFT, TPOT and ITL are not judgeable and E2E is the SLO, default "
+                        f"{defaults.EMBEDDINGS_SLO_E2E_MS:g} ms)")
 
     g = parser.add_argument_group("load")
     m = g.add_mutually_exclusive_group(required=True)
@@ -115,6 +119,11 @@ def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) 
                         f"(default {defaults.INPUT_TOKENS})")
     g.add_argument("--output-tokens", type=token_lengths, default=None, metavar="DIST",
                    help=f"max_tokens per request, the same forms as --input-tokens (default {defaults.OUTPUT_TOKENS})")
+    path_arg(g, "--tokenizer", role=INPUT, default=None, metavar="FILE",
+             help="the model's tokenizer: a local tokenizer.json or a model folder holding one (never downloaded; "
+                  "pip install 'servewatch[tokenizer]'): prompts cut to the exact --input-tokens and answers counted "
+                  "with it, its SHA-256 in the run header (default: the server's /tokenize, else an estimate of "
+                  "~4 chars/token, labelled as one)")
     g.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None,
                    help="send ignore_eos: true so every answer has exactly max_tokens tokens (default: off; on "
                         "with --trace unless --no-ignore-eos; every request records output_tokens_asked beside "
@@ -248,7 +257,9 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
     """The LoadConfig the flags of :func:`add_load_arguments` describe (raises ConfigError on bad combinations).
     A flag left at None (not given) takes the default of :mod:`tui.core.defaults`, or the trace's value."""
     trace = trace_from_args(args)
-    slos = slos_from_args(args)
+    slos = embeddings_slos(args) if args.api == "embeddings" else slos_from_args(args)
+    if args.tokenizer is not None:
+        load_tokenizer(args.tokenizer)  # a bad path or file is bad usage now, before any request (loaded once)
     closed = args.concurrency is not None
     levels = args.concurrency if closed else args.rate
     if trace is not None:
@@ -301,6 +312,7 @@ def config_from_args(args: argparse.Namespace) -> LoadConfig:
         workers=_workers_value(args),
         ray=args.ray,
         trace=trace,
+        tokenizer=args.tokenizer,
         **workload_from_args(args),
     )
     cfg.validate()
@@ -497,7 +509,7 @@ def record_run(cfg: LoadConfig) -> Recorded:
     except OSError as exc:
         raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
     unit = cfg.level_unit  # concurrency, req/s; sessions, sessions/s (issue 23)
-    say(f"servewatch run: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
+    say(f"servewatch {cfg.purpose or 'run'}: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
            f"{step_plan(cfg)}")
     for line in trace_lines(cfg):
         say(line)
@@ -528,7 +540,8 @@ def record_run(cfg: LoadConfig) -> Recorded:
     if interrupted:
         what = "interrupted by SIGTERM" if stopped_by == signal.SIGTERM else "interrupted (Ctrl-C)"
         say(f"{what}: sending stopped, in-flight requests recorded as cancelled, record sealed; "
-            f"{rec.requests_written} requests in {cfg.record}; the partial verdict follows")
+            f"{rec.requests_written} requests in {cfg.record}; the partial "
+            + ("measurement follows" if cfg.purpose == "measure" else "verdict follows"))
     else:
         say(f"done: {summary.requests if summary else rec.requests_written} requests recorded in {cfg.record}")
         if summary and summary.stopped_early:

@@ -369,6 +369,23 @@ def slos_from_args(args: argparse.Namespace) -> Slos:
         raise UsageError(exc) from None
 
 
+def embeddings_slos(args: argparse.Namespace) -> Slos:
+    """The SLOs of an ``--api embeddings`` load run: no tokens are streamed, so E2E is the SLO (``--slo-e2e-ms``,
+    default ``EMBEDDINGS_SLO_E2E_MS``); a TTFT, TPOT or ITL SLO given is bad usage (it could never be judged)."""
+    given = given_settings(args)
+    bad = [flag for flag, key, v in (("--slo-ttft-ms", "ttft_ms", args.slo_ttft_ms),
+                                     ("--slo-tpot-ms", "tpot_ms", args.slo_tpot_ms),
+                                     ("--slo-itl-ms", "itl_ms", args.slo_itl_ms)) if key in given and v is not None]
+    if bad:
+        raise UsageError(f"{', '.join(bad)}: --api embeddings streams no tokens, so TTFT, TPOT and ITL cannot be "
+                         f"judged; E2E is the SLO (--slo-e2e-ms MS, default {D.EMBEDDINGS_SLO_E2E_MS:g})")
+    e2e = args.slo_e2e_ms if "e2e_ms" in given else D.EMBEDDINGS_SLO_E2E_MS
+    try:
+        return Slos(ttft_ms=None, tpot_ms=None, itl_ms=None, e2e_ms=e2e, ttft_of=args.ttft_of)
+    except ValueError as exc:
+        raise UsageError(exc) from None
+
+
 def add_slo_arguments(g: argparse._ActionsContainer) -> None:
     """The SLO flags (``slos_from_args`` turns them into ``Slos``): in ``add_acceptance_arguments``, and `compare`."""
     g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS", action=Given,

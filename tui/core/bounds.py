@@ -16,6 +16,7 @@ a config, a dataset, a trace, a server log) can make a command hang, exhaust mem
   tool's summary file beside an import; ``MAX_QUALITY_FILE_BYTES`` (64 MiB): a quality result.
 - ``MAX_DATASET_BYTES`` (1 GiB): a ``--dataset`` file (its rows are held in memory for the run); one row (a JSON
   Lines line, a ShareGPT list item) is at most ``MAX_LINE_BYTES``.
+- ``MAX_TOKENIZER_BYTES`` (128 MiB): a ``--tokenizer`` file (``tokenizer.json``), read whole.
 
 ``json_too_deep`` checks a decoded value without recursion.
 """
@@ -37,6 +38,8 @@ MAX_YAML_BYTES = 32 << 20
 MAX_SMALL_FILE_BYTES = 16 << 20
 MAX_QUALITY_FILE_BYTES = 64 << 20
 MAX_DATASET_BYTES = 1 << 30
+#: a --tokenizer file (tokenizer.json): the largest in use are about 35 MB (Gemma 3's 262k-token vocabulary)
+MAX_TOKENIZER_BYTES = 128 << 20
 
 
 def size_text(n: int) -> str:

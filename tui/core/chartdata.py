@@ -25,7 +25,6 @@ from tui.core.records import GpuSample, QueueSample, RequestRecord, StepRecord
 from tui.core.slos import Slos, slo_rule
 
 GIB = 1024 ** 3
-QUANTILES = ("P50", "P95", "P99")
 #: latency metrics beside TTFT: key in the level rows -> what the chart calls it
 OTHER_LATENCY = (("tpot_ms", "TPOT (time per output token)", "tpot_ms"),
                  ("itl_ms", "inter-token latency (largest gap)", "itl_ms"),
@@ -344,11 +343,29 @@ def _latency_block(row: Mapping, key: str) -> Mapping:
     return own if isinstance(own, Mapping) else {}
 
 
-def _other_quantiles(block: Mapping) -> dict[str, tuple[float | None, bool]]:
-    """P50/P95/P99 of a {"p50", ..., "insufficient_n": {"p50": {"value"}}} block: (value, supported)."""
+#: the percentiles charted when the rows do not say (the default reading)
+DEFAULT_LABELS = ("P50", "P95", "P99")
+
+
+def _labels(rows: Sequence[Mapping]) -> tuple[str, ...]:
+    """The percentiles the rows' TTFT blocks carry ("P50", "P90", "P99.9", ...: ``--percentiles``), ascending."""
+    for row in rows:
+        tt = row.get("ttft_ms")
+        if isinstance(tt, Mapping):
+            found = []
+            for k in tt:
+                if isinstance(k, str) and k[:1] == "P" and k[1:].replace(".", "", 1).isdigit():
+                    found.append((float(k[1:]), k))
+            if found and not {k for _v, k in found} <= set(DEFAULT_LABELS):  # another reading than the default's
+                return tuple(k for _v, k in sorted(found))
+    return DEFAULT_LABELS
+
+
+def _other_quantiles(block: Mapping, labels: Sequence[str] = DEFAULT_LABELS) -> dict[str, tuple[float | None, bool]]:
+    """P50/P95/P99 (``labels``) of a {"p50", ..., "insufficient_n": {"p50": {"value"}}} block: (value, supported)."""
     out: dict[str, tuple[float | None, bool]] = {}
     short = block.get("insufficient_n") if isinstance(block.get("insufficient_n"), Mapping) else {}
-    for q in QUANTILES:
+    for q in labels:
         v = _num(block.get(q.lower()))
         if v is not None:
             out[q] = (v, True)
@@ -367,8 +384,9 @@ def level_rows(rows: Sequence[Mapping], several_sources: bool = False) -> LevelC
     labels: list[str] = []
     xs: list[float | None] = []
     good: list[GoodPoint] = []
-    ttft: dict[str, list] = {q: [] for q in QUANTILES}
-    other: dict[str, dict[str, list]] = {k: {q: [] for q in QUANTILES} for k, _t, _s in OTHER_LATENCY}
+    qls = _labels(rows)
+    ttft: dict[str, list] = {q: [] for q in qls}
+    other: dict[str, dict[str, list]] = {k: {q: [] for q in qls} for k, _t, _s in OTHER_LATENCY}
     gp, tp, gtok, otok = [], [], [], []
     for row in rows:
         src = row.get("source") if several_sources else None
@@ -378,19 +396,19 @@ def level_rows(rows: Sequence[Mapping], several_sources: bool = False) -> LevelC
         good.append({"fraction": _num(row.get("good_fraction")), "lo": _num(interval[0]), "hi": _num(interval[1]),
                      "n": row.get("n"), "good": row.get("good"), "state": row.get("verdict")})
         tt = row.get("ttft_ms")
-        for q in QUANTILES:
+        for q in qls:
             ttft[q].append(_percentile(tt.get(q) if isinstance(tt, Mapping) else None))
         for key, _title, _slo in OTHER_LATENCY:
-            qs = _other_quantiles(_latency_block(row, key))
-            for q in QUANTILES:
+            qs = _other_quantiles(_latency_block(row, key), qls)
+            for q in qls:
                 other[key][q].append(qs[q])
         gp.append(_num(row.get("goodput_rps", row.get("goodput_per_s"))))
         tp.append(_num(row.get("throughput_rps", row.get("req_per_s"))))
         gtok.append(_num(row.get("goodput_tok_s")))
         otok.append(_num(row.get("output_tok_per_s")))
-    latency = {key: cast(LatencyChart, {"title": title, "slo_key": slo, **other[key]})  # keys: the QUANTILES
+    latency = {key: cast(LatencyChart, {"title": title, "slo_key": slo, **other[key]})  # keys: the labels shown
                for key, title, slo in OTHER_LATENCY
-               if any(v is not None for q in QUANTILES for v, _ok in other[key][q])}
+               if any(v is not None for q in qls for v, _ok in other[key][q])}
     return {"labels": labels, "x": xs, "numeric": bool(xs) and all(x is not None and x > 0 for x in xs),
             "good": good, "ttft": ttft, "latency": latency, "goodput_rps": gp, "throughput_rps": tp,
             "goodput_tok_s": gtok, "output_tok_s": otok}

@@ -172,7 +172,7 @@ def latency_change(base: dict[str, dict], cand: dict[str, dict]) -> dict[str, di
     for key in LATENCY_KEYS:
         b, c = base.get(key) or {}, cand.get(key) or {}
         row: dict[str, float | None] = {}
-        for q in ("p50", "p95", "p99"):
+        for q in stats.keys():
             vb, vc = b.get(q), c.get(q)
             row[q] = (vc - vb) if isinstance(vb, (int, float)) and isinstance(vc, (int, float)) else None
         out[key] = row
@@ -479,7 +479,7 @@ def to_markdown(cmp: CompareDoc) -> str:
     for w in cmp["warnings"]:
         lines.append(f"> WARNING: {md(w)}")
         lines.append("")
-    lines.append("| level | run | n | good fraction (Wilson 95%) | TTFT P50 / P95 / P99 ms | TPOT P50 ms | goodput/s "
+    lines.append(f"| level | run | n | good fraction (Wilson 95%) | TTFT {' / '.join(stats.labels())} ms | TPOT P50 ms | goodput/s "
                  "| VIF | verdict |")
     lines.append("|---|---|---|---|---|---|---|---|---|")
     for r in cmp["levels"]:
@@ -489,7 +489,7 @@ def to_markdown(cmp: CompareDoc) -> str:
             lvl = r["level_base"] if name == "base" else r["level_cand"]
             lines.append(
                 f"| {'-' if lvl is None else f'{lvl:g}'} | {name} | {s['n']} | {_pct(s['good_fraction'])} "
-                f"({_pct(lo)}-{_pct(hi)}) | {_ms(t['P50'])} / {_ms(t['P95'])} / {_ms(t['P99'])} "
+                f"({_pct(lo)}-{_pct(hi)}) | {' / '.join(_ms(t.get(q) or {}) for q in stats.labels())} "
                 f"| {_num(s['tpot_ms_p50'], '{:.1f}')} | {_num(s['goodput_per_s'])} | {_num(s['vif'])} "
                 f"| {r['verdict'] if name == 'cand' else ''} |")
     lines.append("")  # the table whole, then each level's verdict (a line between rows ends a markdown table)
@@ -551,15 +551,16 @@ def _latency_markdown(rows: list[CompareLevel]) -> list[str]:
     """Each latency metric base vs candidate per matched level (P50 / P95 / P99 ms and n, and the change)."""
     if not rows:
         return []
-    out = ["Latency per matched level, ms: P50 / P95 / P99 (n) over completed requests; * too few requests to "
+    qs = " / ".join(stats.labels())
+    out = [f"Latency per matched level, ms: {qs} (n) over completed requests; * too few requests to "
            "support that percentile (raw value shown); N/A: the records do not carry it. Descriptive: the "
            "verdict is on the good fraction.", "",
-           "| level | metric | base | candidate | change P50 / P95 / P99 |", "|---|---|---|---|---|"]
+           f"| level | metric | base | candidate | change {qs} |", "|---|---|---|---|---|"]
     for r in rows:
         lvl = "-" if r["level_base"] is None else format(r["level_base"], "g")
         for key in LATENCY_KEYS:
             ch = (r.get("latency") or {}).get(key) or {}
-            change = " / ".join("N/A" if ch.get(q) is None else f"{ch[q]:+.1f}" for q in ("p50", "p95", "p99"))
+            change = " / ".join("N/A" if ch.get(q) is None else f"{ch[q]:+.1f}" for q in stats.keys())
             out.append(f"| {lvl} | {LATENCY_NAMES[key]} | {latency_cell(r['base']['latency'].get(key))} "
                        f"| {latency_cell(r['cand']['latency'].get(key))} | {change} |")
     out.append("")

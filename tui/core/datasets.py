@@ -39,6 +39,7 @@ COUNTS_TOKENIZE = "server /tokenize"
 COUNTS_ESTIMATE = "estimate (~4 chars/token)"
 COUNTS_TOKENIZE_CAPPED = "server /tokenize (first {rows} rows), the rest estimated at the measured chars/token"
 COUNTS_NONE = "not counted"
+COUNTS_TOKENIZER = "tokenizer {file} (sha256 {sha}), every row"
 #: the header's ``output_tokens`` values
 OUTPUT_DATASET = "dataset answers"
 OUTPUT_FLAG = "--output-tokens"

@@ -36,6 +36,8 @@ API_KEY_ENV = "OPENAI_API_KEY"
 # load (`run`, `live`, `sweep`: the load test's flags and tui.sources.load.config.LoadConfig)
 # (the two words are Final: typed as their literal values, as the settings' Literal fields want)
 LOAD_API: Final = "chat"  # /v1/chat/completions
+# --api embeddings: no tokens are streamed (TTFT, TPOT and ITL cannot be judged); E2E is the SLO, at most this
+EMBEDDINGS_SLO_E2E_MS = 1000.0
 ARRIVAL: Final = "poisson"  # the open-loop arrival process
 BURSTINESS = 1.0  # gamma arrivals: coefficient of variation of the gaps (1 = Poisson)
 INPUT_TOKENS = 128  # prompt length, tokens

@@ -337,7 +337,7 @@ class _LevelState:
             return c[1]
         if store.approximate:
             out = tuple(Percentile(q=q, value_ms=store.quantile(q), n=store.n, supported=store.n >= stats.n_needed(q),
-                                   n_needed=stats.n_needed(q), approximate=True) for q in stats.QUANTILES)
+                                   n_needed=stats.n_needed(q), approximate=True) for q in stats.selected())
         else:
             out = stats.percentiles(sorted(store.exact))
         self.lat_cache[name] = (store.n, out)
@@ -855,6 +855,8 @@ class Monitor:
                 "memory_used": item.memory_used,
                 "memory_total": item.memory_total,
                 "client_cpu_percent": item.client_cpu_percent,
+                "server_rss": item.server_rss,
+                "server_pid": item.server_pid,
             }
         elif isinstance(item, BudgetRecord):
             self._add_budget_record(item)
@@ -1406,7 +1408,7 @@ class Monitor:
             ttft = tuple(
                 Percentile(q=q, value_ms=st.ttft.quantile(q), n=st.ttft.n,
                            supported=st.ttft.n >= stats.n_needed(q), n_needed=stats.n_needed(q), approximate=True)
-                for q in stats.QUANTILES
+                for q in stats.selected()
             )
             ttft_inf = ttft  # documented: beyond the exact cap only the completed-only reading is kept exactly
         else:

@@ -37,7 +37,7 @@ from tui.core.report_doc import (
 )
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat, json_get
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
-from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, LatencyDoc, latency_json, latency_value
+from tui.core.stats import INSUFFICIENT_MARK, LatencyDoc, insufficient_legend, keys, labels, latency_json, latency_value
 from tui.core.textfmt import fmt_level, fmt_pct
 from tui.core.textsafe import term
 
@@ -495,7 +495,7 @@ def format_report(rep: ReportDoc) -> str:
         add(f"  {title} over completed requests (n={w[key]['n']}): {_lat(w[key])}")
         marked = marked or bool(w[key].get("insufficient_n"))
     if marked:
-        add(f"  ({INSUFFICIENT_LEGEND})")
+        add(f"  ({insufficient_legend()})")
     add(f"  {misses_text(w)}")
     add(f"  goodput={_f(w['goodput_rps'])} req/s, {_f(w['goodput_tok_s'])} good tok/s  "
         f"(throughput={_f(w['throughput_rps'])} req/s, {_f(w['output_tok_per_s'])} tok/s)")
@@ -527,7 +527,7 @@ def format_report(rep: ReportDoc) -> str:
     out.extend(_turns.report_lines(rep))  # issue 23: the judged level per turn index
     if len(rep["levels"]) > 1:
         add("")
-        add("  level round      n   good%   P50      P95      P99      req/s  goodput/s verdict")
+        add("  level round      n   good%  " + "".join(f" {q:<8}" for q in labels()) + "req/s  goodput/s verdict")
         for r in rep["levels"]:
             t = r["ttft_ms"]
 
@@ -536,15 +536,16 @@ def format_report(rep: ReportDoc) -> str:
                 return "N/A" if v is None else f"{v:.0f}" + ("" if t[lbl]["supported"] else "*")
 
             add(f"  {fmt_level(r['level']):>5} {r['round']:>5} {r['n']:>6} {fmt_pct(r['good_fraction'], 1):>7} "
-                f"{ms('P50'):>8} {ms('P95'):>8} {ms('P99'):>8} {_f(r['req_per_s']):>6} {_f(r['goodput_per_s']):>9} "
+                + " ".join(f"{ms(q):>8}" for q in labels()) + f" {_f(r['req_per_s']):>6} {_f(r['goodput_per_s']):>9} "
                 f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else "")
                 + (f"  CLIENT-LIMITED ({r['client_limited']} failed in the client)" if r.get("client_limited") else "")
                 + ("  NOT REACHED" if r.get("not_reached") else ""))
-        add(f"  ({INSUFFICIENT_LEGEND})")
+        add(f"  ({insufficient_legend()})")
         if rep.get("capacity_bracket"):
             out.extend("  " + ln for ln in _search.format_bracket(rep["capacity_bracket"]))
-        add("  level round  TPOT P50/P95/P99 (n)     ITL P50/P95/P99 (n)      E2E P50/P95/P99 (n)      goodput tok/s"
-            "  misses")
+        qs = "/".join(labels())
+        add(f"  level round  {'TPOT ' + qs + ' (n)':<24} {'ITL ' + qs + ' (n)':<24} {'E2E ' + qs + ' (n)':<24} "
+            "goodput tok/s  misses")
         for r in rep["levels"]:
             add(f"  {fmt_level(r['level']):>5} {r['round']:>5}  {_lat(r['tpot_ms'], True):<24} "
                 f"{_lat(r['itl_ms'], True):<24} {_lat(r['e2e_ms'], True):<24} {_f(r['goodput_tok_s']):>13}  "
@@ -587,8 +588,8 @@ def _lat(d: Mapping[str, Any], short: bool = False) -> str:
         x = latency_value(d, q)
         return x if x == "N/A" else f"{x.rstrip(INSUFFICIENT_MARK)} ms{INSUFFICIENT_MARK * x.endswith(INSUFFICIENT_MARK)}"
     if short:
-        return "/".join(latency_value(d, q) for q in ("p50", "p95", "p99")) + f" ({d['n']})"
-    return "  ".join(f"P{q[1:]}=" + v(q) for q in ("p50", "p95", "p99"))
+        return "/".join(latency_value(d, q) for q in keys()) + f" ({d['n']})"
+    return "  ".join(f"P{q[1:]}=" + v(q) for q in keys())
 
 
 def _f(v: float | None) -> str:

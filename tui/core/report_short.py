@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tui.core.levels import fmt_level
 from tui.core.report_doc import LevelDoc, ReportDoc
-from tui.core.stats import INSUFFICIENT_LEGEND, latency_value
+from tui.core.stats import insufficient_legend, keys, labels, latency_value
 from tui.core.textfmt import fmt_pct
 from tui.core.textsafe import term
 
@@ -123,25 +123,29 @@ def verdict_line(rep: ReportDoc, state_text: str | None = None) -> str:
     return f"verdict: {state}{where}{missing}{cap}; judged on {slo}"
 
 
-def level_table(rows: Sequence[LevelDoc]) -> list[str]:
+def level_table(rows: Sequence[LevelDoc], metric: str = "ttft_ms") -> list[str]:
+    """The per-level table; ``metric``: the latency shown (``e2e_ms`` for an embeddings run: no TTFT exists)."""
     if not rows:
         return ["  no measured level"]
-    out = ["  level round      n   good%   TTFT P50      P95      P99   req/s goodput/s  verdict"]
+    lbl = labels()  # --percentiles (default P50, P95, P99)
+    name = "E2E " if metric == "e2e_ms" else "TTFT "
+    out = ["  level round      n   good%" + f" {name + lbl[0]:>10}" + "".join(f" {q:>8}" for q in lbl[1:])
+           + f" {'req/s':>7} {'goodput/s':>9}  verdict"]
     marked = False
     for r in rows:
-        t = r.get("ttft_ms") or {}
+        t = cast(Mapping[str, Any], r.get(metric) or {})  # a LatencyDoc (ttft_ms or e2e_ms)
         cells = []
-        for q in ("p50", "p95", "p99"):
+        for q in keys():
             cell = latency_value(t, q)
             marked = marked or cell.endswith("*")
             cells.append(cell)
         flags = ("  client saturated: not valid" if r.get("saturated") else "") + (
             "  NOT REACHED" if r.get("not_reached") else "")
         out.append(f"  {fmt_level(r.get('level')):>5} {r.get('round'):>5} {r.get('n'):>6} "
-                   f"{fmt_pct(r.get('good_fraction'), 1):>7} {cells[0]:>10} {cells[1]:>8} {cells[2]:>8} "
-                   f"{_f(r.get('req_per_s')):>7} {_f(r.get('goodput_per_s')):>9}  {r.get('verdict')}{flags}")
+                   f"{fmt_pct(r.get('good_fraction'), 1):>7} {cells[0]:>10}" + "".join(f" {c:>8}" for c in cells[1:])
+                   + f" {_f(r.get('req_per_s')):>7} {_f(r.get('goodput_per_s')):>9}  {r.get('verdict')}{flags}")
     if marked:
-        out.append(f"  ({INSUFFICIENT_LEGEND})")
+        out.append(f"  ({insufficient_legend()})")
     return out
 
 
@@ -174,7 +178,9 @@ def format_short(rep: ReportDoc, *, source_line: str | None = None, state_text: 
     out.append("")
     out += _wrap(verdict_line(rep, state_text), rest="    ")
     out += [ln for n in notes for ln in _wrap(n, "    ", "    ")]
-    out += level_table(rep.get("levels") or [])
+    target = (rep.get("header") or {}).get("target") if isinstance(rep.get("header"), Mapping) else None
+    embeddings = isinstance(target, Mapping) and target.get("api") == "embeddings"  # no TTFT: E2E is judged
+    out += level_table(rep.get("levels") or [], "e2e_ms" if embeddings else "ttft_ms")
     reason = ((rep.get("measured") or {}).get("verdict") or {}).get("reason")
     if reason:
         out += _cut(_wrap(f"why: {reason}", "  ", "       "), MAX_REASON_LINES, "[... --details]")

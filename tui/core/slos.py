@@ -92,6 +92,8 @@ class TimedRequest(Protocol):
     def usage_output_tokens(self) -> int | None: ...
     @property
     def itl_max_ms(self) -> float | None: ...
+    @property
+    def embedding_dim(self) -> int | None: ...
 
 
 def _check_ms(name: str, v: float | None) -> None:
@@ -251,7 +253,9 @@ def slo_rule(slos: Slos) -> Rule:
     Built once per ``Slos`` (the Monitor calls it for every request: its hot path).
 
     - ``ttft_ms``: the TTFT judged (``slos.ttft_of``), also when the TTFT SLO is off (shown); None without one.
-    - ``good``: complete (``_complete``), a first token, and every SLO in force met.
+    - ``good``: complete (``_complete``), a first token (or, for an embeddings answer, ``embedding_dim``: it
+      streams no token), and every SLO in force met. An embeddings answer cannot be judged on TTFT, TPOT or ITL:
+      with one in force it is ``excluded`` with that SLO's NOJUDGE bit (never good, and PASS is blocked).
     - ``slow``: complete, a first token, some SLO in force missed or not judgeable; ``misses`` says which (the
       ``MISS_*`` bits, the ``NOJUDGE_*`` bits above them).
     - ``excluded``: ``error == "cancelled"`` while the outcome was still open: no SLO in force already missed at
@@ -281,7 +285,8 @@ def slo_rule(slos: Slos) -> Rule:
             ta = tf
         ttft = None if ta is None else (ta - t_sent) * 1000.0
         err = r.error
-        if tf is None or err is not None or not r.complete or not _complete(r):
+        untimed = tf is None and r.embedding_dim is not None  # an embeddings answer: complete without tokens
+        if (tf is None and not untimed) or err is not None or not r.complete or not _complete(r):
             if err != CANCELLED and (err != CLIENT or r.http_status is not None):
                 return FAILED, ttft, 0
             el = (r.t_end - t_sent) * 1000.0
@@ -295,7 +300,9 @@ def slo_rule(slos: Slos) -> Rule:
                     return FAILED, ttft, 0
             return EXCLUDED, ttft, 0
         misses = 0
-        if ttft_lim is not None and (ttft is None or (ttft * 1000.0 + 0.5) // 1.0 > ttft_lim):
+        if ttft_lim is not None and untimed:
+            misses = NOJUDGE_TTFT  # no token is streamed: no first-token time to judge
+        elif ttft_lim is not None and (ttft is None or (ttft * 1000.0 + 0.5) // 1.0 > ttft_lim):
             misses = MISS_TTFT  # no answer token after reasoning: the user never saw an answer
         if tpot_lim is not None:
             v = tpot_ms(r)
@@ -330,6 +337,8 @@ def _ttft_only_rule(slo_us: float | None, answer: bool) -> Rule:
         tf = r.t_first_token
         err = r.error
         if tf is None:
+            if r.embedding_dim is not None and err is None and r.complete and _complete(r):  # no token streamed
+                return (GOOD, None, 0) if slo_us is None else (EXCLUDED, None, NOJUDGE_TTFT)
             if _open_error(r, err) and ((r.t_end - r.t_sent) * 1000.0 * 1000.0 + 0.5) // 1.0 <= lim:
                 return EXCLUDED, None, 0  # no first token yet, but the SLO had not passed either
             return FAILED, None, 0

@@ -54,7 +54,7 @@ class Percentile:
 
     @property
     def label(self) -> str:
-        return f"P{round(self.q * 100)}"
+        return f"P{round(self.q * 100, 6):g}"  # P50, P95, P99.9
 
 
 @dataclass(frozen=True, slots=True)

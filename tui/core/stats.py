@@ -18,8 +18,63 @@ from typing import Any, NotRequired, TypedDict, cast
 
 from tui.core.snapshot_parts import Percentile
 
-QUANTILES = (0.50, 0.95, 0.99)
+QUANTILES = (0.50, 0.95, 0.99)  # the default reading (``--percentiles 50,95,99``)
 _log = math.log
+#: the quantiles every reading shows (``--percentiles``, issue 41): one process-wide choice, set once by the command
+#: line (``set_selected``) before anything is read; the default is ``QUANTILES``
+_SELECTED: list[tuple[float, ...]] = [QUANTILES]
+
+
+def selected() -> tuple[float, ...]:
+    """The quantiles read and shown (``--percentiles``; default ``QUANTILES``)."""
+    return _SELECTED[0]
+
+
+def set_selected(qs: Sequence[float]) -> tuple[float, ...]:
+    """Make ``qs`` (each in (0, 1), ascending, distinct) the quantiles read and shown; returns the previous ones."""
+    qs = tuple(qs)
+    if not qs or any(not 0.0 < q < 1.0 for q in qs) or list(qs) != sorted(set(qs)):
+        raise ValueError("percentiles must be distinct, ascending, each above 0 and below 100")
+    prev = _SELECTED[0]
+    _SELECTED[0] = qs
+    return prev
+
+
+def percent_text(q: float) -> str:
+    """0.5 -> "50", 0.999 -> "99.9"."""
+    return f"{round(q * 100, 6):g}"
+
+
+def qkey(q: float) -> str:
+    """The JSON key of a quantile: "p50", "p99.9"."""
+    return "p" + percent_text(q)
+
+
+def keys() -> tuple[str, ...]:
+    """The JSON keys of the selected quantiles ("p50", "p95", "p99" by default)."""
+    return tuple(qkey(q) for q in selected())
+
+
+def labels() -> tuple[str, ...]:
+    """The labels of the selected quantiles ("P50", "P95", "P99" by default)."""
+    return tuple("P" + percent_text(q) for q in selected())
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``--percentiles 50,90,95,99,99.9`` -> (0.5, 0.9, 0.95, 0.99, 0.999), sorted; ValueError on a bad list."""
+    out: set[float] = set()
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            v = float(part)
+        except ValueError:
+            raise ValueError(f"--percentiles: {part!r:.20} is not a number (a list such as 50,90,95,99,99.9)") from None
+        if not (math.isfinite(v) and 0.0 < v < 100.0) or len(part) > 10:
+            raise ValueError(f"--percentiles: {part:.20} must be above 0 and below 100")
+        out.add(round(v / 100.0, 8))
+    if not out or len(out) > 12:
+        raise ValueError("--percentiles: give 1 to 12 percentiles, such as 50,90,95,99,99.9")
+    return tuple(sorted(out))
 _ceil = math.ceil
 
 
@@ -40,7 +95,7 @@ def nearest_rank(sorted_values: Sequence[float], q: float) -> float | None:
 
 def percentiles(
     sorted_values: Sequence[float],
-    qs: Iterable[float] = QUANTILES,
+    qs: Iterable[float] | None = None,
     *,
     extra_inf: int = 0,
     conf: float = 0.95,
@@ -51,7 +106,7 @@ def percentiles(
     n_fin = len(sorted_values)
     n = n_fin + extra_inf
     out = []
-    for q in qs:
+    for q in selected() if qs is None else qs:
         need = n_needed(q, conf)
         if n == 0:
             value = None
@@ -206,20 +261,30 @@ class InsufficientDoc(TypedDict):
 
 
 class LatencyDoc(TypedDict):
-    """One metric's percentiles in a JSON document (``latency_json``)."""
+    """One metric's percentiles in a JSON document (``latency_json``): the default reading's keys; with
+    ``--percentiles`` the keys are the selected ones ("p90", "p99.9", ...), built by name at run time."""
 
-    p50: float | str | None
-    p95: float | str | None
-    p99: float | str | None
+    p50: NotRequired[float | str | None]
+    p95: NotRequired[float | str | None]
+    p99: NotRequired[float | str | None]
     n: int
     insufficient_n: NotRequired[dict[str, InsufficientDoc]]  # "p95": the raw value too few requests support
+
+
+def insufficient_legend() -> str:
+    """The legend of the mark for the selected quantiles (the default's is ``INSUFFICIENT_LEGEND``)."""
+    if selected() == QUANTILES:
+        return INSUFFICIENT_LEGEND
+    needs = ", ".join(f"P{percent_text(q)} {n_needed(q):,}" for q in selected() if n_needed(q) > 5)
+    return f"* too few requests for that percentile (needs: {needs or 'each 5'}): shown, not supported"
 
 
 def latency_json(ps: Iterable[Percentile]) -> LatencyDoc:
     """One metric's percentiles as every JSON report carries them: ``{"p50", "p95", "p99", "n"}`` in ms, a value
     null when there is none or too few requests support it (then ``insufficient_n`` keeps the raw value and the n
     it needs, said, not hidden); +inf as the string "inf"."""
-    out: dict[str, Any] = {"p50": None, "p95": None, "p99": None, "n": 0}
+    out: dict[str, Any] = dict.fromkeys(keys())
+    out["n"] = 0
     short: dict[str, Any] = {}
     for p in ps:
         key = p.label.lower()
@@ -255,4 +320,4 @@ def latency_cell(block: Mapping[str, Any] | None) -> str:
     support it, the raw value shown); "N/A" when there is no value."""
     if not block or not block.get("n"):
         return "N/A"
-    return " / ".join(latency_value(block, q) for q in ("p50", "p95", "p99")) + f" (n {block['n']})"
+    return " / ".join(latency_value(block, q) for q in keys()) + f" (n {block['n']})"

@@ -6,7 +6,10 @@ or how fast (the mode and the levels are matched by ``compare`` level by level, 
 - the shape: single requests, or chat sessions (``load.sessions``: turns per session, think time; each turn sends
   the conversation so far), and a trace replay (``load.trace``: the trace file's name and SHA-256);
 - the input and output lengths as the header gives them (``tui.core.lengths.from_header``: the user's text, else
-  the canonical form), or the dataset's prompts / answers, or the trace's lengths; ``ignore_eos`` when on;
+  the canonical form), or the dataset's prompts / answers, or the trace's lengths; ``ignore_eos`` when on; how the
+  prompt lengths were made when that is not the server's /tokenize (``lengths_method``: exact by ``--tokenizer``,
+  with its SHA-256, or ESTIMATED at ~4 chars/token); an ``--api embeddings`` run (its header's ``target.api``) is
+  "embeddings requests" with no output length;
 - shared prefixes (``load.shared_prefix``: G system prompts of P tokens);
 - the dataset (``load.dataset``: its name, format and the first 8 hex digits of its SHA-256; the example dataset
   servewatch ships is said to be one);
@@ -30,7 +33,7 @@ from typing import Any
 
 from tui.core.lengths import LengthDist, format_lengths, from_header
 
-__all__ = ["UNKNOWN", "compare_block", "describe", "describe_header", "differences", "parts", "received",
+__all__ = ["UNKNOWN", "compare_block", "describe", "describe_header", "differences", "lengths_method", "parts", "received",
            "received_differences", "received_text", "unchecked"]
 
 #: the key of a part the header does not state (never equal to anything, never compared)
@@ -123,11 +126,38 @@ def _cache(load: Mapping[str, Any]) -> tuple[str, Any]:
     return "prompt cache unknown", UNKNOWN
 
 
-def _lengths_part(name: str, v: Any) -> Part:
+def _lengths_part(name: str, v: Any, how: str = "") -> Part:
     d = from_header(v)
     if d is None:
         return (name, f"{name} unknown", UNKNOWN)
-    return (name, f"{name} {_dist_text(d)}", _dist_key(d))
+    return (name, f"{name} {_dist_text(d)}{how}", _dist_key(d))
+
+
+def lengths_method(load: Mapping[str, Any] | None) -> str:
+    """How the prompt lengths asked were made, as the input part of the line says it (the header's
+    ``load.prompt_builder``): " (exact: tokenizer sha256 1a2b3c4d)" with ``--tokenizer``, " (ESTIMATED: ~4
+    chars/token)" when neither a tokenizer nor the server's /tokenize counted them, "" when the server's /tokenize
+    sized them (or the header does not say: older files, other tools)."""
+    pb = _map((load or {}).get("prompt_builder"))
+    if pb is None:
+        return ""
+    method = pb.get("method")
+    if method == "tokenizer":
+        tok = _map(pb.get("tokenizer")) or {}
+        return f" (exact: tokenizer sha256 {_short_sha(tok.get('sha256'))})"
+    if method == "estimate":
+        return " (ESTIMATED: ~4 chars/token)"
+    return ""
+
+
+def _api(header: Mapping[str, Any] | None) -> str | None:
+    tgt = _map((header or {}).get("target"))
+    api = tgt.get("api") if tgt is not None else None
+    return api if isinstance(api, str) else None
+
+
+#: the request shape of an ``--api embeddings`` run, as the line says it
+EMBEDDINGS_SHAPE = "embeddings requests (no tokens streamed: TTFT, TPOT and ITL not judgeable; E2E judged)"
 
 
 def _stated(load: Mapping[str, Any]) -> bool:
@@ -145,9 +175,12 @@ def parts(load: Mapping[str, Any] | None, *, header: Mapping[str, Any] | None = 
         return []
     out: list[Part] = []
     sess = _map(load.get("sessions"))
+    embeddings = _api(header) == "embeddings"
     if sess is not None:
         text, key = _sessions(sess)
         out.append(("shape", text, key))
+    elif embeddings:
+        out.append(("shape", EMBEDDINGS_SHAPE, "embeddings"))
     else:
         out.append(("shape", "single requests", "single"))
     trace = _map(load.get("trace")) if load.get("arrival") == "trace" or _map(load.get("trace")) else None
@@ -175,8 +208,10 @@ def parts(load: Mapping[str, Any] | None, *, header: Mapping[str, Any] | None = 
         d = from_header(load.get("input_tokens"))
         out.append(("input", "input as traced" + ("" if d is None else f" ({d.lo}-{d.hi})"), "trace"))
     else:
-        out.append(_lengths_part("input", load.get("input_tokens")))
-    if ds is not None and ds.get("output_tokens") == "dataset answers":
+        out.append(_lengths_part("input", load.get("input_tokens"), lengths_method(load)))
+    if embeddings:
+        out.append(("output", None, "none"))  # an embeddings answer generates no tokens
+    elif ds is not None and ds.get("output_tokens") == "dataset answers":
         out.append(("output", "output the dataset's answer lengths", "dataset"))
     elif trace is not None and ds is None:
         d = from_header(load.get("output_tokens"))

@@ -14,11 +14,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import tui.core.defaults as defaults
+from tui.core.stats import labels
 
 STATE_COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "UNDECIDED": "#f9a825", "INSUFFICIENT_WINDOW": "#9e9e9e"}
 STATE_BANDS = {"PASS": "rgba(46,125,50,0.13)", "FAIL": "rgba(198,40,40,0.13)", "UNDECIDED": "rgba(249,168,37,0.16)",
                "INSUFFICIENT_WINDOW": "rgba(158,158,158,0.16)"}
 Q_COLOURS = {"P50": "#1565c0", "P95": "#ef6c00", "P99": "#6a1b9a"}
+#: the colours of the other percentiles --percentiles may ask for (P90, P99.9, ...), in order
+MORE_COLOURS = ("#2e7d32", "#ad1457", "#00838f", "#5d4037", "#827717", "#37474f", "#4527a0", "#d84315", "#00695c")
+
+
+def _colour(q: str) -> str:
+    return Q_COLOURS.get(q) or MORE_COLOURS[sum(map(ord, q)) % len(MORE_COLOURS)]
+
+
+def _shown(qs: Mapping[str, Any]) -> list[str]:
+    """The percentiles shown (``--percentiles``, default P50, P95, P99) that the chart's data holds."""
+    return [q for q in labels() if q in qs]
 BASE, CAND = "#607d8b", "#1565c0"
 
 
@@ -123,22 +135,23 @@ def percentiles(cid: str, data: Mapping, key: str = "ttft") -> Chart | Missing:
         if block is None:
             return Missing(cid, key, "not recorded in this file")
         qs, name, slo = block, str(block["title"]), data["slos"].get(block["slo_key"])
-    title = f"{name} P50 / P95 / P99 per level, against the SLO"
-    if not any(v is not None for q in ("P50", "P95", "P99") for v, _ok in qs[q]):
+    shown = _shown(qs)
+    title = f"{name} {' / '.join(shown)} per level, against the SLO"
+    if not any(v is not None for q in shown for v, _ok in qs[q]):
         return Missing(cid, title, "not recorded in this file")
     axis, xs = _level_axis(lv, data["marks"]["unit"], [data["marks"]["candidate"]] if lv["numeric"] else [])
     series: list[dict[str, Any]] = []
-    for q in ("P50", "P95", "P99"):
+    for q in shown:
         pts = [{"value": [x, round(v, 2)], "symbol": "circle" if ok else "emptyCircle"}
                for x, (v, ok) in zip(xs, qs[q]) if v is not None]
-        series.append({"type": "line", "name": q, "data": pts, "symbolSize": 8, "itemStyle": {"color": Q_COLOURS[q]}})
+        series.append({"type": "line", "name": q, "data": pts, "symbolSize": 8, "itemStyle": {"color": _colour(q)}})
     sub = "hollow marker: too few requests for that percentile (not supported)"
     if slo is not None:
         series[0]["markLine"] = {"symbol": "none", "silent": True, "data": [
             {"yAxis": slo, "label": {"formatter": f"SLO {slo:g} ms"}, "lineStyle": {"color": "#c62828", "type": "dashed"}}]}
     else:
         sub += "; no SLO on this metric"
-    y = latency_axis("milliseconds", [v for q in ("P50", "P95", "P99") for v, _ok in qs[q]]
+    y = latency_axis("milliseconds", [v for q in shown for v, _ok in qs[q]]
                      + ([slo] if slo is not None else []))
     return Chart(cid, title, _base(title, sub, axis, y, series))
 
@@ -337,20 +350,21 @@ def compare_good(cid: str, cl: Mapping) -> Chart | Missing:
 
 
 def compare_ttft(cid: str, cl: Mapping, slo: float | None) -> Chart | Missing:
-    title = "TTFT P50 / P95 / P99 per matched level: base (dashed) and candidate"
+    shown = _shown(cl["base"]["ttft"]) if cl["labels"] else ["P50", "P95", "P99"]
+    title = f"TTFT {' / '.join(shown)} per matched level: base (dashed) and candidate"
     if not cl["labels"]:
         return Missing(cid, title, "no level matched between the two runs")
     series: list[dict] = []
     for side, dash in (("base", "dashed"), ("cand", "solid")):
-        for q in ("P50", "P95", "P99"):
+        for q in shown:
             series.append({"type": "line", "name": f"{'base' if side == 'base' else 'candidate'} {q}",
-                           "lineStyle": {"type": dash}, "itemStyle": {"color": Q_COLOURS[q]},
+                           "lineStyle": {"type": dash}, "itemStyle": {"color": _colour(q)},
                            "data": [None if v is None else {"value": round(v, 2), "symbol": "circle" if ok else "emptyCircle"}
                                     for v, ok in cl[side]["ttft"][q]]})
     if slo is not None:
         series[0]["markLine"] = {"symbol": "none", "silent": True, "data": [
             {"yAxis": slo, "label": {"formatter": f"SLO {slo:g} ms"}, "lineStyle": {"color": "#c62828", "type": "dashed"}}]}
-    values = [v for side in ("base", "cand") for q in ("P50", "P95", "P99") for v, _ok in cl[side]["ttft"][q]]
+    values = [v for side in ("base", "cand") for q in shown for v, _ok in cl[side]["ttft"][q]]
     y = latency_axis("milliseconds", values + ([slo] if slo is not None else []))
     return Chart(cid, title, _base(title, "hollow marker: too few requests for that percentile", _pair_axis(cl),
                                    y, series))

@@ -13,7 +13,7 @@ from tui.core.acceptance.document import AcceptanceDoc
 from tui.core.chartdata import ChartBundle, CompareCdf, CompareLevels
 from tui.core.compare_doc import CompareDoc
 from tui.core.report_doc import ReportDoc
-from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK
+from tui.core.stats import INSUFFICIENT_MARK, insufficient_legend, labels
 from tui.html.markdown import md_to_html
 from tui.html.page import banners, chart_block, esc, human, page, render_value, table, verdict_boxes
 
@@ -44,8 +44,8 @@ def _rate(v: Any) -> str:
 
 def levels_table(rows: Sequence[Mapping], with_source: bool = False) -> str:
     header = (["source"] if with_source else []) + [
-        "level", "round", "mode", "verdict", "requests", "good", "good fraction", "95% interval", "TTFT P50 ms",
-        "TTFT P95 ms", "TTFT P99 ms", "goodput req/s", "throughput req/s", "failed", "slow", "peak waiting",
+        "level", "round", "mode", "verdict", "requests", "good", "good fraction", "95% interval", *(f"TTFT {q} ms" for q in labels()),
+        "goodput req/s", "throughput req/s", "failed", "slow", "peak waiting",
         "delivered"]
     out = []
     for r in rows:
@@ -53,10 +53,10 @@ def levels_table(rows: Sequence[Mapping], with_source: bool = False) -> str:
         tt = tt if isinstance(tt, Mapping) else {}
         out.append(([r.get("source")] if with_source else []) + [
             r.get("level"), r.get("round"), r.get("mode"), r.get("verdict"), r.get("n"), r.get("good"),
-            _pct(r.get("good_fraction")), _interval(r), _ms(tt.get("P50")), _ms(tt.get("P95")), _ms(tt.get("P99")),
+            _pct(r.get("good_fraction")), _interval(r), *(_ms(tt.get(q)) for q in labels()),
             _rate(r.get("goodput_rps", r.get("goodput_per_s"))), _rate(r.get("throughput_rps", r.get("req_per_s"))),
             r.get("failed"), r.get("slow"), r.get("max_waiting"), r.get("delivered")])
-    return table(header, out) + f'<p class="note">{esc(INSUFFICIENT_LEGEND)}</p>'
+    return table(header, out) + f'<p class="note">{esc(insufficient_legend())}</p>'
 
 
 def _charts_html(charts: Sequence[C.Chart | C.Missing]) -> str:

@@ -64,6 +64,7 @@ class GpuSampler:
         self._names: list[str] = []
         self._psutil: Any = None
         self._proc: Any = None
+        self.server_pid: int | None = None  # a local server's process (local_server_pid): its RSS in host samples
         self.clock = clock
         self._init_nvml(pynvml_module)
         self._init_psutil()
@@ -218,6 +219,12 @@ class GpuSampler:
                 rec["client_cpu_percent"] = float(self._proc.cpu_percent(interval=None))
         except Exception:
             pass
+        if self.server_pid is not None:  # issue 41: the local server's resident memory (the host pane)
+            try:
+                rec["server_rss"] = int(ps.Process(self.server_pid).memory_info().rss)
+                rec["server_pid"] = self.server_pid
+            except Exception:
+                self.server_pid = None  # gone, or not ours to read: system memory alone from now on
         return rec
 
     def _tick(self, t: float) -> list[dict]:
@@ -319,3 +326,23 @@ class GpuSampler:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def local_server_pid(url: str) -> int | None:
+    """The PID of the process listening on ``url``'s port when the URL is this machine's (127.0.0.1, ::1,
+    localhost) and psutil can tell (issue 41: the host pane's server RSS); None otherwise, never raises."""
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(url)
+        if u.hostname not in ("127.0.0.1", "localhost", "::1"):
+            return None
+        port = u.port or (443 if u.scheme == "https" else 80)
+        import psutil
+
+        for c in psutil.net_connections(kind="tcp"):
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+                return int(c.pid)
+    except Exception:  # no psutil, no permission, a bad URL: unknown, said by its absence
+        return None
+    return None

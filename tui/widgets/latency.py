@@ -10,6 +10,7 @@ never a number made up here.
 
 from __future__ import annotations
 
+import tui.core.stats as stats
 import tui.widgets.fmt as fmt
 from tui.core.snapshot import Percentile, Snapshot, WindowStat
 from tui.widgets.fmt import esc, na
@@ -28,7 +29,11 @@ DEFINITIONS = {
     "itl": "largest gap between two tokens, per request",
     "e2e": "request sent to last token",
 }
-QUANTILES = ("P50", "P95", "P99")
+
+
+def _quantiles() -> tuple[str, ...]:
+    """The labels of the percentiles shown (``--percentiles``; default P50, P95, P99)."""
+    return stats.labels()
 
 
 def next_view(view: str) -> str:
@@ -110,11 +115,11 @@ def all_markup(snap: Snapshot, width: int) -> str:
     cells = []
     for _name, key, ps in rows_ps:
         by_q = {p.label: p for p in ps}
-        cells.append([pct_cell(by_q.get(q), key in fine) for q in QUANTILES])
+        cells.append([pct_cell(by_q.get(q), key in fine) for q in _quantiles()])
     colw = max([wd for row in cells for _, wd in row] + [7]) + 1
     where = f" · level {fmt.level(snap.current_level)}" if snap.current_level is not None else ""
     lines = [f"[b]cumulative[/][$sw-na]{esc(where)}[/]",
-             "[b]" + " " * 5 + "".join(q.ljust(colw) for q in QUANTILES) + "n".rjust(6) + "[/]"]
+             "[b]" + " " * 5 + "".join(q.ljust(colw) for q in _quantiles()) + "n".rjust(6) + "[/]"]
     for (name, _key, ps), row in zip(rows_ps, cells, strict=True):
         text = "".join(m + " " * (colw - wd) for m, wd in row)
         lines.append(f"[b]{name:<5}[/]{text}[$sw-na]{_n(ps):>6,}[/]")
@@ -139,13 +144,14 @@ def metric_markup(snap: Snapshot, key: str, width: int) -> str:
     cells = []
     for ps in pss:
         by_q = {p.label: p for p in ps}
-        cells.append([pct_cell(by_q.get(q), fine) for q in QUANTILES])
+        cells.append([pct_cell(by_q.get(q), fine) for q in _quantiles()])
     colw = max([wd for col in cells for _, wd in col] + [10]) + 2
     rows = ["    [b]rolling[/]" + " " * (colw - len("rolling")) + "[b]cumulative[/]"]
-    for i, lbl in enumerate(QUANTILES):
+    lab = max(4, *(len(q) + 1 for q in _quantiles()))  # "P99.9 " where asked; the default's 4 columns otherwise
+    for i, lbl in enumerate(_quantiles()):
         left, lw = cells[0][i]
         right, _ = cells[1][i]
-        rows.append(f"{lbl:<4}{left}{' ' * (colw - lw)}{right}")
+        rows.append(f"{lbl:<{lab}}{left}{' ' * (colw - lw)}{right}")
     n_left = f"{_n(pss[0]):,}"
     rows.append(f"[$sw-na]{'n':<4}{n_left}{' ' * (colw - len(n_left))}{_n(pss[1]):,}[/]")
     rows += _needs_line([p for ps in pss for p in ps], width)

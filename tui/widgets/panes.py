@@ -405,7 +405,11 @@ class GpuPane(PaneMixin, Vertical):
         lines = []
         ref = [f"[$sw-na]│ predicted now[/] {fmt.gib(g.predicted_gib, 1)}",
                f"[$sw-na]┃ ceiling[/]       {fmt.gib(g.ceiling_gib, 1)}"]
-        if not g.available or not g.devices:
+        host = host_lines(snap.host, g.kv_ceiling_gib if g.ceiling_gib is None else None)
+        if (not g.available or not g.devices) and host:
+            lines.extend(host)  # issue 41: no GPU read: the host's memory and CPU, labelled host
+            lines.append(f"[$sw-na]no GPU telemetry: {esc(g.note) if g.note and g.note != 'no GPU telemetry' else 'no gpu records in this run'}[/]")
+        elif not g.available or not g.devices:
             lines.append(sev("no GPU telemetry", "na", bold=True))
             lines.append(f"[$sw-na]{esc(g.note) if g.note and g.note != 'no GPU telemetry' else 'no gpu records in this run'}[/]")
             lines.append("[$sw-na]budget (per GPU):[/]")
@@ -427,6 +431,31 @@ class GpuPane(PaneMixin, Vertical):
             lines.extend(ref)
         lines.extend(_engine_kv_lines(g, width))
         self.query_one("#gpu-text", Static).update("\n".join(lines))
+
+
+def host_lines(host: dict, kv_ceiling_gib: float | None) -> list[str]:
+    """The host block of the memory pane when no GPU is read (issue 41): the local server's RSS when its PID is
+    known, else the system's memory used / total, and CPU %; the budget's KV ceiling beside it when the budget is
+    of the KV space itself (``--kv-cache-gib``: CPU memory for a CPU-served model). Labelled host, never GPU.
+    [] when the run recorded no host sample."""
+    gib = 1024.0 ** 3
+    used, total = host.get("memory_used"), host.get("memory_total")
+    rss, pid, cpu = host.get("server_rss"), host.get("server_pid"), host.get("cpu_percent")
+    if used is None and rss is None and cpu is None:
+        return []
+    out = ["[b]host[/] [$sw-na](no GPU read: the host's memory and CPU)[/]"]
+    if rss is not None:
+        out.append(f"server RSS [b]{fmt.gib(rss / gib, 2)}[/] [$sw-na](pid {pid})[/]")
+    if used is not None and total:
+        frac = used / total
+        level = "bad" if frac >= 0.95 else "warn" if frac >= 0.85 else "good"
+        label = "system memory" if rss is not None else "memory used"
+        out.append(f"{label} " + sev(fmt.gib(used / gib, 1), level, bold=rss is None) + f" / {fmt.gib(total / gib, 1)}")
+    if cpu is not None:
+        out.append(f"CPU {cpu:.0f}%")
+    if kv_ceiling_gib is not None:
+        out.append(f"[$sw-na]┃ budget KV ceiling[/] {fmt.gib(kv_ceiling_gib, 2)} [$sw-na](host memory)[/]")
+    return out
 
 
 def _engine_kv_lines(g: GpuState, width: int) -> list[str]:

@@ -16,7 +16,7 @@ from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 from tui.core.search import format_bracket
-from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_cell
+from tui.core.stats import INSUFFICIENT_MARK, insufficient_legend, latency_cell
 from tui.core.textsafe import md, md_code
 from tui.core.token_counts import TOLERANCE_RULE
 
@@ -356,7 +356,7 @@ def md_measured(doc: AcceptanceDoc) -> list[str]:
              + (" (bursty)" if r["window"]["bursty"] else "")) for r in m["levels"]))
         add("")
         add("TTFT percentiles are over completed requests; failed requests count against the good fraction. "
-            f"Good-fraction intervals are descriptive; the verdict is the anytime-valid test. {INSUFFICIENT_LEGEND}.")
+            f"Good-fraction intervals are descriptive; the verdict is the anytime-valid test. {insufficient_legend()}.")
         add("")
         L += md_latency(m)
         for r in m["levels"]:

@@ -37,6 +37,9 @@ class HostSample:
     memory_used: int | None = None
     memory_total: int | None = None
     client_cpu_percent: float | None = None
+    # issue 41: the served model's process when the server is local and its PID is known (the host pane)
+    server_rss: int | None = None  # bytes
+    server_pid: int | None = None
 
 
 @dataclass(slots=True)

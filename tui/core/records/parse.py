@@ -294,6 +294,19 @@ def _read_token_fields(d: dict, rec: RequestRecord) -> None:
     v = get("session")
     if v is not None:  # issue 23: session workloads (docs/record-format.md)
         _read_session_fields(d, rec, v)
+    if (v := get("embedding_dim")) is not None:  # issue 41: an embeddings answer (no token stream)
+        _read_embedding_dim(d, rec, v)
+
+
+def _read_embedding_dim(d: dict, rec: RequestRecord, v: object) -> None:
+    """``embedding_dim`` >= 1, on a record with no token (a first-token time or a token count beside it: bad line)."""
+    dim = v if type(v) is int and 1 <= v <= _COUNT_MAX else _count(d, "embedding_dim")
+    if dim is None or dim < 1:
+        raise RecordError(f"field 'embedding_dim' must be a whole number >= 1, got {v!r:.40}")
+    if rec.t_first_token is not None or rec.output_chunks or rec.usage_output_tokens or rec.output_tokens:
+        raise RecordError("field 'embedding_dim' (an embeddings answer, no token stream) is given with first-token "
+                          "times or output tokens")
+    rec.embedding_dim = dim
 
 
 def _read_session_fields(d: dict, rec: RequestRecord, session: object) -> None:
@@ -404,7 +417,7 @@ def parse_object(d: Any) -> Record:
             memory_used=_int(d, "memory_used"),
             memory_total=_int(d, "memory_total"),
             client_cpu_percent=_num(d, "client_cpu_percent"),
-        )
+            server_rss=_int(d, "server_rss"), server_pid=_int(d, "server_pid"))  # issue 41: a local server's RSS
     if json_too_deep(d):  # the records below are kept whole (a header, a step's info): never nested without end
         raise RecordError(f"nested deeper than {MAX_JSON_DEPTH} levels of objects and lists")
     if typ == "step":

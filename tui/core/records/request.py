@@ -58,6 +58,9 @@ class RequestRecord:
     # the figure came from ("usage.prompt_tokens_details" or "llama.cpp timings.cache_n"; tui.core.prefix_cache)
     cached_tokens: int | None = None
     cached_tokens_source: str | None = None
+    # issue 41: an embeddings answer (``--api embeddings``): the length of the vector returned. Such an answer
+    # streams no tokens: complete without a first token, judged on E2E; TTFT, TPOT and ITL not judgeable
+    embedding_dim: int | None = None
 
     @property
     def ttft_ms(self) -> float | None:
@@ -116,7 +119,7 @@ def contradiction(r: RequestRecord) -> str | None:
         return "complete with 0 output tokens"
     if r.finish_reason is not None and r.finish_reason in BAD_FINISH_REASONS:
         return f"complete with finish reason {r.finish_reason!r}"
-    if r.t_first_token is None:
+    if r.t_first_token is None and r.embedding_dim is None:  # an embeddings answer streams no token
         return "complete without a first token"
     return None
 

@@ -53,7 +53,8 @@ SESSION_FIELDS = ("session", "turn", "context_tokens")
 #: the optional per-token fields (docs/record-format.md), in the order written
 TOKEN_FIELDS = ("t_first_answer", "t_first_reasoning", "t_last_token", "output_chunks", "reasoning_chunks",
                 "usage_output_tokens", "usage_input_tokens", "usage_reasoning_tokens", "itl_max_ms", "itl_p50_ms",
-                "itl_p95_ms", "input_tokens_asked", "output_tokens_asked", "cached_tokens", "cached_tokens_source")
+                "itl_p95_ms", "input_tokens_asked", "output_tokens_asked", "cached_tokens", "cached_tokens_source",
+                "embedding_dim")
 
 
 def dumps(d: dict) -> str:

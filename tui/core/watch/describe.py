@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from tui.core.engines import ENGINES
 from tui.core.records.watch import Window
-from tui.core.stats import QUANTILES
+from tui.core.stats import percent_text, selected
 from tui.core.watch.histogram import count_of, fmt_quantile, good_bracket
 from tui.core.watch.judge import WatchConfig, WatchVerdict
 from tui.core.watch.notes import NOT_EXPOSED, SERVER_TTFT_LABEL
@@ -51,11 +51,11 @@ def describe_window(w: Window, cfg: WatchConfig) -> dict:
         elif b is None:
             d[key] = "gap (series missing or unusable)"
         else:
-            d[key] = {f"P{round(q * 100)}": fmt_quantile(b, q) for q in QUANTILES} | {"n": count_of(b)}
+            d[key] = {f"P{percent_text(q)}": fmt_quantile(b, q) for q in selected()} | {"n": count_of(b)}
     for key, b, names in (("itl", w.itl, m.itl if m else ()), ("tpot", w.tpot, m.tpot if m else ())):
         if names:  # issue 21: only for an engine that exports it (older pages: "gap")
             d[key] = ("gap (series missing or unusable)" if b is None else
-                      {f"P{round(q * 100)}": fmt_quantile(b, q) for q in QUANTILES} | {"n": count_of(b)})
+                      {f"P{percent_text(q)}": fmt_quantile(b, q) for q in selected()} | {"n": count_of(b)})
     if w.ttft is not None:
         br = good_bracket(w.ttft, cfg.slo_s, w.failed)
         d["good_fraction"] = {"lo": br.lo, "hi": br.hi, "exact": br.exact, "text": br.text(),

@@ -123,6 +123,11 @@ class LoadConfig:
     # issue 26, `sweep --search`: after the ladder, bisect between its last PASS and first FAIL (tui.core.search);
     # None: no search. Needs until_decided (each probe a step run until decided, capped like the ladder's)
     search: SearchSettings | None = None
+    # issue 41: --tokenizer PATH (a tokenizer.json or a model folder holding one: exact prompt lengths, answers
+    # counted; tui.sources.load.tokenizer); None: the server's /tokenize, else the labelled estimate
+    tokenizer: str | None = None
+    # issue 41: "measure" for `servewatch measure` (one level, no verdict printed; the header says so); None: a run
+    purpose: str | None = None
 
     @property
     def min_window_minutes(self) -> float:
@@ -137,7 +142,9 @@ class LoadConfig:
         if self.url_credentials_env and (p.username or p.password):
             raise ConfigError("--url-credentials-env: the URL carries user:password too; give the credentials once")
         if self.api not in APIS:
-            raise ConfigError("--api must be chat or completions")
+            raise ConfigError("--api must be chat, completions or embeddings")
+        if self.purpose not in (None, "measure"):
+            raise ConfigError("purpose must be None or measure")
         if self.mode not in MODES:
             raise ConfigError("mode must be closed or open")
         if not self.levels:
@@ -183,6 +190,8 @@ class LoadConfig:
             if not k or any(c in k for c in " :\r\n\t"):
                 raise ConfigError("--header must look like 'Name: value'")
         self._validate_workload()
+        if self.api == "embeddings":
+            self._validate_embeddings()
         if self.search is not None and (self.trace is not None or not self.until_decided):
             raise ConfigError("--search bisects a sweep's levels: it needs steps run until decided, and no --trace")
         if self.trace is not None:
@@ -212,6 +221,29 @@ class LoadConfig:
         share = self.dataset_max_bad_share
         if not (isinstance(share, (int, float)) and math.isfinite(share) and 0 <= share <= 1):
             raise ConfigError("--dataset-max-bad-share must be a share from 0 to 1")
+
+    def _validate_embeddings(self) -> None:
+        """/v1/embeddings answers in one piece: nothing is generated (no output length, no ignore_eos), no
+        conversation follows (no sessions), and no SLO on tokens can be judged (E2E is the SLO)."""
+        given = [f for f, v in (("--output-tokens", self.output_lengths), ("--turns", self.turns)) if v is not None]
+        if self.ignore_eos:
+            given.append("--ignore-eos")
+        if self.replay is not None and self.replay.sessions_mode:
+            given.append("--trace of a session recording")
+        if given:
+            raise ConfigError(f"--api embeddings generates no tokens and holds no conversation: {', '.join(given)} "
+                              "cannot be given with it")
+        s = self.monitor.slos
+        on = [n for n, v in (("TTFT", s.ttft_ms), ("TPOT", s.tpot_ms), ("ITL", s.itl_ms)) if v is not None]
+        if on:
+            raise ConfigError(f"--api embeddings streams no tokens: {', '.join(on)} cannot be judged (give "
+                              "--slo-e2e-ms MS, the SLO of an embeddings run; default "
+                              f"{defaults.EMBEDDINGS_SLO_E2E_MS:g})")
+
+    @property
+    def embeddings(self) -> bool:
+        """``--api embeddings``: answers in one piece, no tokens streamed."""
+        return self.api == "embeddings"
 
     @property
     def replay(self) -> ReplayWorkload | None:

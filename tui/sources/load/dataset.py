@@ -37,6 +37,7 @@ from tui.core.datasets import (
     COUNTS_ESTIMATE,
     COUNTS_TOKENIZE,
     COUNTS_TOKENIZE_CAPPED,
+    COUNTS_TOKENIZER,
     OUTPUT_DATASET,
     OUTPUT_FLAG,
     SKIPPED_SAMPLE,
@@ -292,7 +293,7 @@ async def prepare_dataset(ds: Dataset, client: httpx.AsyncClient, root: str, *, 
                           max_context: int | None, server: dict, output_tokens_default: int,
                           say: Callable[[str], None], output_tokens_given: bool = False,
                           max_counted_rows: int = defaults.DATASET_TOKENIZE_ROWS,
-                          concurrency: int = defaults.DATASET_TOKENIZE_CONCURRENCY) -> Dataset:
+                          concurrency: int = defaults.DATASET_TOKENIZE_CONCURRENCY, tokenizer: Any = None) -> Dataset:
     """Count tokens, read the context, skip the conversations too long for it; the usable set, with its header
     block's figures and note. ``output_tokens_given`` (additive): ``--output-tokens`` was given, so every turn's
     output length is ``output_tokens_default`` (the flag's value or its largest typical draw), never the dataset's
@@ -308,13 +309,21 @@ async def prepare_dataset(ds: Dataset, client: httpx.AsyncClient, root: str, *, 
         if ds.bad_rows > 5:
             say(f"dataset: ... {ds.bad_rows - 5} more bad row(s)")
     convs = ds.conversations
-    exact = convs[:max(0, max_counted_rows)]
+    exact = convs if tokenizer is not None else convs[:max(0, max_counted_rows)]
     texts = _texts(exact)
     say(f"dataset {ds.name}: {len(convs)} conversation(s) ({ds.format}); counting {len(texts)} text(s) "
-        f"through /tokenize")
-    counts, form = await _count_all(texts, client, root, tokenize_form, concurrency)
+        + ("with the tokenizer" if tokenizer is not None else "through /tokenize"))
+    if tokenizer is not None:  # --tokenizer (tui.sources.load.tokenizer): every text, exactly, here
+        counts, form = {t: tokenizer.count(t) for t in texts}, tokenize_form
+    else:
+        counts, form = await _count_all(texts, client, root, tokenize_form, concurrency)
     missed = sum(1 for t in texts if t not in counts)
-    if counts:
+    if tokenizer is not None:
+        cpt = defaults.DATASET_CHARS_PER_TOKEN
+        label = COUNTS_TOKENIZER.format(file=os.path.basename(tokenizer.path), sha=tokenizer.sha256[:12])
+        notes.append(f"token counts by the tokenizer {tokenizer.describe()} (text only: the chat template and the "
+                     "model's special tokens add their own)")
+    elif counts:
         chars = sum(len(t) for t in counts)
         toks = sum(counts.values())
         cpt = chars / toks if toks else defaults.DATASET_CHARS_PER_TOKEN
@@ -397,7 +406,8 @@ async def prepare_dataset(ds: Dataset, client: httpx.AsyncClient, root: str, *, 
 
 async def load_dataset(path: str, client: httpx.AsyncClient, root: str, *, max_bad_share: float,
                        tokenize_form: str | None, max_context: int | None, server: dict, output_tokens_default: int,
-                       output_tokens_given: bool, say: Callable[[str], None], replay: Any = None) -> Dataset:
+                       output_tokens_given: bool, say: Callable[[str], None], replay: Any = None,
+                       tokenizer: Any = None) -> Dataset:
     """--dataset at the load generator's setup: :func:`read_dataset`, then :func:`prepare_dataset`. A file that is
     not usable (a :class:`DatasetError`) becomes a SetupError: one line, exit 2. ``replay``: a trace replay's
     recorded workload (``tui.sources.load.trace_sessions.ReplayWorkload``): the file is read and checked against the
@@ -408,6 +418,6 @@ async def load_dataset(path: str, client: httpx.AsyncClient, root: str, *, max_b
         ds = read_dataset(path, max_bad_share=max_bad_share)
         return await prepare_dataset(ds, client, root, tokenize_form=tokenize_form, max_context=max_context,
                                      server=server, output_tokens_default=output_tokens_default,
-                                     output_tokens_given=output_tokens_given, say=say)
+                                     output_tokens_given=output_tokens_given, say=say, tokenizer=tokenizer)
     except ConfigError as exc:
         raise SetupError(str(exc)) from None

@@ -29,6 +29,7 @@ import httpx
 import tui.sources.openai_http as oh
 from tui.core.redact import Scrubber
 from tui.sources.lean_http import LEAN
+from tui.sources.load.embeddings import EMBEDDING_BODY_LIMIT, read_answer, request_body
 from tui.sources.load.stream import StreamInterpreter, stream_fields
 
 _json_str = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
@@ -68,11 +69,13 @@ class Req:
         "finish",
         "id",
         "in_asked",
+        "in_counted",
         "in_tok",
         "level",
         "n_content",
         "offsets",
         "out_asked",
+        "out_counted",
         "out_tok",
         "phase",
         "prompt",
@@ -92,7 +95,7 @@ class Req:
     )
 
     def __init__(self, rid: str, phase: str, level: float, rnd: int, step: Any, in_asked: int,
-                 out_asked: int, prompt: str, t_intended: float) -> None:
+                 out_asked: int | None, prompt: str, t_intended: float) -> None:
         self.id = rid
         self.phase = phase
         self.level = level
@@ -122,6 +125,8 @@ class Req:
         self.fields: dict[str, Any] | None = None  # tui.sources.load.stream.stream_fields of its stream, once read
         self.turn: TurnInfo | None = None  # a shaped workload's system prompt, history and record fields
         self.answer: str | None = None  # the answer text, kept when turn.keep
+        self.in_counted: int | None = None  # --tokenizer: the prompt's tokens by the tokenizer (no special tokens)
+        self.out_counted: int | None = None  # --tokenizer: the answer's tokens (reasoning included) by it
 
 
 _STREAM_TIMES = ("t_first_reasoning", "t_first_answer", "t_last_token")
@@ -167,6 +172,10 @@ def request_record(req: Req, epoch: Callable[[float], float]) -> tuple[dict, flo
         d["t_headers"] = ep(req.t_headers)  # response headers received (queueing shows here, not as TTFT)
     if req.retried:
         d["retried"] = req.retried
+    if req.in_counted is not None:
+        d["input_tokens_counted"] = req.in_counted  # --tokenizer: the prompt text's tokens (docs/record-format.md)
+    if req.out_counted is not None:
+        d["output_tokens_counted"] = req.out_counted  # --tokenizer: the answer text's tokens
     if counted:
         d["usage"] = "counted"  # the server reported no usage: content events were counted
     fields = req.fields
@@ -213,8 +222,11 @@ class RequestExecutor:
 
     def __init__(self, client: httpx.AsyncClient, endpoint: str, query: str, *, chat: bool, model: str | None,
                  ignore_eos: bool, read_timeout: float, token_offsets: bool, scrub: Scrubber,
-                 say: Callable[[str], Any], cache_prompt: bool = False) -> None:
+                 say: Callable[[str], Any], cache_prompt: bool = False, count: Callable[[str], int] | None = None,
+                 api: str | None = None) -> None:
         self.client = client
+        self.count = count  # --tokenizer: counts each answer's text (output_tokens_counted)
+        self.embeddings = api == "embeddings"  # /v1/embeddings: one JSON answer, no token stream
         self.endpoint = endpoint
         self.query = query
         self.chat = chat
@@ -227,7 +239,8 @@ class RequestExecutor:
         self.cache_prompt = cache_prompt  # the value sent (true: shared prefixes or sessions), until rejected
         self.dropped: set[str] = set()  # optional fields the server rejected
         self._url = httpx.URL(endpoint)  # parsed once (httpx re-parses a str URL on every request)
-        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+        self._headers = {"Content-Type": "application/json",
+                         "Accept": "application/json" if self.embeddings else "text/event-stream",
                          "Accept-Encoding": "identity"}
         self._tpl_key: tuple | None = None
         self._tpl: tuple[str, str, str] = ("", "", "")
@@ -235,7 +248,7 @@ class RequestExecutor:
     def body(self, req: Req) -> bytes:
         """The request body: byte for byte what :meth:`body_reference` gives, from a template of the parts that
         do not change between requests (rebuilt when the model or the dropped fields change)."""
-        if req.turn is not None:
+        if req.turn is not None or self.embeddings:
             return self.body_reference(req)
         key = (self.model, self.chat, self.ignore_eos, "stream_options" in self.dropped, "cache_prompt" in self.dropped,
                self.cache_prompt)
@@ -257,6 +270,9 @@ class RequestExecutor:
         return text[:i], text[i + len(jp):j], text[j + len(jn):]
 
     def body_reference(self, req: Req) -> bytes:
+        if self.embeddings:
+            text = req.prompt if req.turn is None else completion_text(req.turn, req.prompt)
+            return json.dumps(request_body(self.model, text), separators=(",", ":")).encode()
         body: dict[str, Any] = {}
         if self.model:
             body["model"] = self.model
@@ -328,7 +344,7 @@ class RequestExecutor:
                         req.retried += 1
                         continue  # retry without a field the server rejected
                     return None
-                await self.stream(req, resp)
+                await (self.read_embedding(req, resp) if self.embeddings else self.stream(req, resp))
                 return None
             finally:
                 await resp.aclose()
@@ -375,13 +391,39 @@ class RequestExecutor:
         self.fail(req, cls, f"HTTP {code}: {msg}" if msg else f"HTTP {code}", cut=len(body) >= ERROR_BODY_LIMIT)
         return False
 
+    async def read_embedding(self, req: Req, resp: Any) -> None:
+        """Read a 2xx embeddings answer whole (at most ``EMBEDDING_BODY_LIMIT`` bytes) into ``req``:
+        no first token, ``t_end`` when the last byte arrived, ``embedding_dim`` and the server's prompt count."""
+        body = bytearray()
+        try:
+            async for chunk in resp.aiter_raw():
+                body += chunk
+                if len(body) > EMBEDDING_BODY_LIMIT:
+                    return self.fail(req, "malformed_stream", f"the embeddings answer is longer than "
+                                     f"{EMBEDDING_BODY_LIMIT >> 20} MiB")
+        except httpx.ReadTimeout:
+            return self.fail(req, "read_timeout", f"no data for {self.read_timeout:g} s mid-answer")
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            return self.fail(req, "stream_reset", "connection dropped mid-answer: " + self._exc_detail(exc), exc)
+        req.t_end = perf_counter()
+        fields, err = read_answer(bytes(body))
+        if err is not None:
+            return self.fail(req, err[0], err[1])
+        assert fields is not None
+        req.fields = fields
+        n = fields.get("usage_input_tokens")
+        req.in_tok = n
+        req.usage_server = n is not None
+        return None
+
     async def stream(self, req: Req, resp: Any) -> None:
         """Read a 2xx answer's event stream (``resp``: headers and ``aiter_raw()``) into ``req``."""
         pc = perf_counter
         ctype = resp.headers.get("content-type", "")
         if "json" in ctype and "event-stream" not in ctype:
             return self.fail(req, "malformed_stream", f"server answered {ctype.split(';')[0]}, not an event stream")
-        interp = StreamInterpreter(self.chat, keep_text=req.turn is not None and req.turn.keep)
+        keep = req.turn is not None and req.turn.keep
+        interp = StreamInterpreter(self.chat, keep_text=keep or self.count is not None)
         feed = interp.feed
         offsets: list[float] | None = [] if self.token_offsets else None
         t_first = None
@@ -416,8 +458,10 @@ class RequestExecutor:
             req.usage_server = interp.usage_server
             interp.settle()
             req.fields = stream_fields(interp)
-            if interp.texts is not None:
+            if keep:
                 req.answer = interp.text
+            if self.count is not None and interp.texts is not None and interp.rtexts is not None:
+                req.out_counted = self.count("".join(interp.texts)) + self.count("".join(interp.rtexts))
             if offsets is not None:
                 req.offsets = offsets
             await it.aclose()

@@ -44,10 +44,10 @@ from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
 from tui.sources.load.errors import SetupError
 from tui.sources.load.executor import RequestExecutor
-from tui.sources.load.kinds import Mode, Phase
-from tui.sources.load.prompts import PromptBuilder, prompt_prefix
+from tui.sources.load.kinds import ENDPOINTS, Mode, Phase
+from tui.sources.load.prompts import prompt_builder, prompt_prefix
 from tui.sources.load.ray_workers import ray_links
-from tui.sources.load.run_header import environment, with_trace, workers_block
+from tui.sources.load.run_header import environment, load_block, with_trace, workers_block
 from tui.sources.load.runner import Clock, StepRunner, lengths_block
 from tui.sources.load.sessions import SessionCounts
 from tui.sources.load.sizing import fd_shortfall, raise_fd_limit
@@ -95,7 +95,7 @@ class LoadGenerator:
         self.scrub = Scrubber(secrets)
         self.header_names = {k: "<redacted>" for k in self.headers}
         self.model: str | None = config.model
-        self.prompts = PromptBuilder()
+        self.prompts = prompt_builder(config.tokenizer)  # --tokenizer: exact lengths (tui.sources.load.tokenizer)
         self.run_id = os.urandom(4).hex()
         self.summary = RunSummary(record=config.record)
         self._monitor: Any = None
@@ -110,7 +110,7 @@ class LoadGenerator:
         self.workers_info: list[dict] = []
         self._pool_sent = 0
         self._chat = config.api == "chat"
-        self._endpoint = self.api_base + ("/chat/completions" if self._chat else "/completions")
+        self._endpoint = self.api_base + ENDPOINTS[config.api]
         self.server: dict = {}
         self.server_capacity: dict | None = None  # what the server says it allocated (tui.sources.server_info)
         self.server_identity: dict | None = None  # the model the server says it serves (the same module)
@@ -163,7 +163,7 @@ class LoadGenerator:
         self._executor = RequestExecutor(client, self._endpoint, self._query, chat=self._chat, model=self.model,
                                          ignore_eos=c.ignore_eos, read_timeout=c.read_timeout,
                                          token_offsets=c.token_offsets, scrub=self.scrub, say=self.say,
-                                         cache_prompt=c.cache_prompt)
+                                         cache_prompt=c.cache_prompt, count=self.prompts.count, api=c.api)
         if self._runner is None:  # one runner for the generator's life: its id sequence never restarts
             self._runner = StepRunner(self._executor, self.clock, self.prompts, self.run_id,
                                       input_tokens=c.input_tokens, output_tokens=c.output_tokens, seed=c.seed,
@@ -221,7 +221,8 @@ class LoadGenerator:
         self.dataset = await load_dataset(c.dataset, client, self.root, max_bad_share=c.dataset_max_bad_share,
                                           tokenize_form=self.prompts.tokenize_form, max_context=c.max_context,
                                           server=self.server, output_tokens_default=out, say=self.say,
-                                          output_tokens_given=c.output_lengths is not None, replay=c.replay)
+                                          output_tokens_given=c.output_lengths is not None, replay=c.replay,
+                                          tokenizer=self.prompts.tokenizer)
         if self.workload is None:
             self.workload = self._workload()
         self.workload.dataset = self.dataset
@@ -236,7 +237,8 @@ class LoadGenerator:
                             headers=dict(self.headers), secrets=list(self._secrets), run_id=self.run_id, seed=c.seed,
                             input_tokens=c.input_tokens, output_tokens=c.output_tokens, max_in_flight=c.max_in_flight,
                             prompts=self.prompts.state(), anchor=anchor, input_lengths=c.input_lengths,
-                            output_lengths=c.output_lengths, workload=self.workload, cache_prompt=c.cache_prompt)
+                            output_lengths=c.output_lengths, workload=self.workload, cache_prompt=c.cache_prompt,
+                            api=c.api)
                 for k in range(workers)]
 
     async def _start_workers(self) -> None:
@@ -277,32 +279,11 @@ class LoadGenerator:
         c = self.cfg
         hdr = run_header(
             target={"url": self.label, "model": self.model, "api": c.api, "endpoint": redact_url(self._endpoint)},
-            load={
-                "mode": c.mode,
-                "levels": list(c.levels),
-                "level_unit": c.level_unit,
-                "arrival": c.arrival if c.mode == "open" else None,
-                "burstiness": c.burstiness if c.mode == "open" and c.arrival == "gamma" else None,
-                "input_tokens": lengths_block(c.input_tokens, c.input_lengths),
-                "output_tokens": lengths_block(c.output_tokens, c.output_lengths),
-                "ignore_eos": c.ignore_eos,
-                "warmup": c.warmup,
-                "requests": c.step_requests,
-                "duration": c.step_duration,
-                "until_decided": c.until_decided,
-                "rounds": c.rounds,
-                "stop_on_fail": c.stop_on_fail,
-                "seed": c.seed,
-                "prompt_builder": self.prompts.describe(),
-                "connect_timeout": c.connect_timeout,
-                "read_timeout": c.read_timeout,
-                "connection": "new connection per request",
-                "client_pid": os.getpid(),
-                "fd_limit": dict(self.fd_limit),  # issue 36: the open-file limit the load ran under (ulimit -n)
-                "workers": workers_block(self.pool is not None, bool(self.cfg.ray), self.workers, self.workers_info),
-                **self._workload_blocks(),
-                **({"search": c.search.block()} if c.search is not None else {}),
-            },
+            load=load_block(c, input_tokens=lengths_block(c.input_tokens, c.input_lengths),  # tui.sources.load.run_header
+                            output_tokens=None if c.embeddings else lengths_block(c.output_tokens, c.output_lengths),
+                            prompt_builder=self.prompts.describe(), fd_limit=self.fd_limit,
+                            workers=workers_block(self.pool is not None, bool(c.ray), self.workers, self.workers_info),
+                            workload=self._workload_blocks()),
             environment=self.environment(gpu_env),
             synthetic=False,
             started_at=self.clock.now(),
@@ -476,7 +457,10 @@ class LoadGenerator:
                 self.emit(end)
                 self.summary.steps.append(end)
             self._step = None
-        self.say("  " + describe_step(end))
+        line = describe_step(end)
+        if self.cfg.purpose == "measure":  # `servewatch measure`: no verdict is shown, not even a step's
+            line = line.split("; verdict ", 1)[0]
+        self.say("  " + line)
         if end.get("saturated"):
             self.say(f"note: {step.mode} loop {step.level:g} req/s round {step.round}: {end['note']}")
         if end.get("client_limited"):  # issue 36: what ran out in the client, what to do
@@ -510,7 +494,7 @@ class LoadGenerator:
             unit = "concurrency" if st.mode == "closed" else "req/s"
             head = f"  [{perf_counter() - t0:7.1f} s] {unit} {st.level:g} round {st.round}: "
             mon = self._monitor
-            if mon is not None and st.phase == "measure":
+            if mon is not None and st.phase == "measure" and self.cfg.purpose != "measure":
                 from tui.core.progress import evidence_line
 
                 v = mon.verdict_for(mon.levels.get((float(st.level), st.round)))
@@ -663,9 +647,11 @@ def make_gpu_sampler(config: LoadConfig) -> Any:
     if not config.gpu:
         return None
     try:
-        from tui.sources.gpu import GpuSampler
+        from tui.sources.gpu import GpuSampler, local_server_pid
 
-        return GpuSampler()
+        sampler = GpuSampler()
+        sampler.server_pid = local_server_pid(config.url)  # a local server: its RSS in the host samples
+        return sampler
     except Exception:  # noqa: BLE001 (a side channel must not stop the run)
         return None
 

@@ -12,7 +12,7 @@ import httpx
 
 from tui import __version__
 
-__all__ = ["environment", "with_trace", "workers_block"]
+__all__ = ["environment", "load_block", "with_trace", "workers_block"]
 
 RAY_CLOCK_NOTE = ("clock_offset_ms: the actor's time.time() minus this process's, best of 5 round trips "
                   "(+- clock_offset_pm_ms, half that round trip); actors on this machine use this "
@@ -31,6 +31,43 @@ def environment(server: Any, gpu_env: dict | None) -> dict:
         "server": server,
         "gpu": gpu_env if gpu_env is not None else {"gpu": "not sampled (--no-gpu)"},
     }
+
+
+def load_block(c: Any, *, input_tokens: dict, output_tokens: dict | None, prompt_builder: dict, fd_limit: dict,
+               workers: dict, workload: dict) -> dict:
+    """The header's ``load`` block of the run ``c`` (a ``LoadConfig``) describes: mode, levels, arrivals, lengths
+    (``output_tokens`` None: an embeddings run generates nothing), how the prompts were sized (``prompt_builder``),
+    the steps' bounds, timeouts, the load processes, the workload's shape; ``purpose: "measure"`` for
+    `servewatch measure` (one level, no verdict printed)."""
+    load: dict = {
+        "mode": c.mode,
+        "levels": list(c.levels),
+        "level_unit": c.level_unit,
+        "arrival": c.arrival if c.mode == "open" else None,
+        "burstiness": c.burstiness if c.mode == "open" and c.arrival == "gamma" else None,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "ignore_eos": c.ignore_eos,
+        "warmup": c.warmup,
+        "requests": c.step_requests,
+        "duration": c.step_duration,
+        "until_decided": c.until_decided,
+        "rounds": c.rounds,
+        "stop_on_fail": c.stop_on_fail,
+        "seed": c.seed,
+        "prompt_builder": prompt_builder,
+        "connect_timeout": c.connect_timeout,
+        "read_timeout": c.read_timeout,
+        "connection": "new connection per request",
+        "client_pid": os.getpid(),
+        "fd_limit": dict(fd_limit),  # issue 36: the open-file limit the load ran under (ulimit -n)
+        "workers": workers,
+        **workload,
+        **({"search": c.search.block()} if c.search is not None else {}),
+    }
+    if c.purpose is not None:
+        load["purpose"] = c.purpose
+    return load
 
 
 def workers_block(pooled: bool, ray: bool, workers: int, workers_info: list) -> dict:

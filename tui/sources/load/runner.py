@@ -133,8 +133,10 @@ class StepRunner:
                 n_in = self._draw(self.input_lengths, "in", where)
             if n_out is None:
                 n_out = self._draw(self.output_lengths, "out", where)
-        prompt = self.prompts.build(prompt_prefix(rid), n_in)
-        return Req(rid, step.phase, step.level, step.round, step, n_in, n_out, prompt, t_intended)
+        prompt, counted = self.prompts.build_counted(prompt_prefix(rid), n_in)
+        req = Req(rid, step.phase, step.level, step.round, step, n_in, n_out, prompt, t_intended)
+        req.in_counted = counted  # the tokenizer's count of the prompt (--tokenizer), else None
+        return req
 
     def closed_index(self, step: Step) -> int:
         """Closed loop: the index of this runner's next request (or session) of ``step``: its k-th is number
@@ -180,6 +182,7 @@ class StepRunner:
         if recorded is not None:
             n_in, n_out = recorded
         ds = wl.dataset_turn(plan, k)
+        counted = None
         if ds is not None:
             user, n_user, n_ds_out = ds
             if n_out is None:
@@ -188,7 +191,7 @@ class StepRunner:
             n_user = n_in if n_in is not None else self._draw(self.input_lengths, "in", key)
             if n_out is None:
                 n_out = self._draw(self.output_lengths, "out", key)
-            user = self.prompts.build(prompt_prefix(rid), n_user)
+            user, counted = self.prompts.build_counted(prompt_prefix(rid), n_user)
         fields = wl.record_fields(plan)
         if session is not None:
             fields.update(session=session, turn=k, turns_planned=plan.turns)
@@ -199,6 +202,7 @@ class StepRunner:
                         turns_left=plan.turns - k)
         req = Req(rid, step.phase, step.level, step.round, step, n_user, n_out, user, t_intended)
         req.turn = turn
+        req.in_counted = counted if ds is None else None
         return req, user, n_user
 
     def _shaped_req(self, step: Step, t_intended: float, n_in: int | None, n_out: int | None,
@@ -221,6 +225,8 @@ class StepRunner:
         """Run one request to its end, recording it exactly once (also when cancelled)."""
         self.sent_total += 1
         req.step.sent += 1
+        if self.executor.embeddings:
+            req.out_asked = None  # an embeddings request generates nothing: no output length is asked
         self.live.add(req)
         if self.on_start is not None:
             self.on_start(req)

@@ -104,13 +104,15 @@ class StreamInterpreter:
     """One stream's state. ``feed(bytes, t) -> tokens in this read``; ``end(t)``; ``outcome()``."""
 
     __slots__ = ("cached", "chat", "done", "eof", "error", "finish", "gaps", "in_tok", "out_tok", "parser",
-                 "reason_tok", "reasoning", "t_first", "t_first_answer", "texts", "t_first_reasoning", "t_last", "tail",
+                 "reason_tok", "reasoning", "rtexts", "t_first", "t_first_answer", "texts", "t_first_reasoning", "t_last",
+                 "tail",
                  "tail_t",
                  "tail_owner", "think", "tokens", "undecided", "usage_server", "zero_gaps")
 
     def __init__(self, chat: bool = True, keep_text: bool = False) -> None:
         self.chat = chat
         self.texts: list[str] | None = [] if keep_text else None  # keep_text: the content pieces, in order (sessions)
+        self.rtexts: list[str] | None = [] if keep_text else None  # ... and the reasoning pieces (--tokenizer counts)
         self.parser = SSEParser()
         self.tokens = 0  # token events (chunks) so far
         self.reasoning = 0  # of which reasoning chunks (no answer text)
@@ -288,8 +290,11 @@ class StreamInterpreter:
                         rtext = None
                     if text or rtext:
                         n += 1
-                        if texts is not None and type(text) is str:
-                            texts.append(text)
+                        if texts is not None:
+                            if type(text) is str:
+                                texts.append(text)
+                            if type(rtext) is str and self.rtexts is not None:
+                                self.rtexts.append(rtext)
                         if not text:
                             kind = REASONING
                         elif type(text) is str and (self.tail or "<" in text):

@@ -59,6 +59,7 @@ class WorkerSetup:
     output_lengths: LengthDist | None = None
     workload: Any = None  # tui.sources.load.workload.Workload of a shaped workload (sessions, prefixes, a dataset)
     cache_prompt: bool = False  # what the requests send as cache_prompt (LoadConfig.cache_prompt)
+    api: str = "chat"  # chat, completions or embeddings (LoadConfig.api)
 
 
 @dataclass

@@ -64,10 +64,11 @@ class WorkerEngine:
         self._client = oh.make_client(headers=s.headers, connect_timeout=s.connect_timeout,
                                       read_timeout=s.read_timeout, insecure=s.insecure)
         scrub = Scrubber(s.secrets)
+        prompts = PromptBuilder.from_state(s.prompts)  # the same tokenizer file (--tokenizer), or it refuses
         ex = RequestExecutor(self._client, s.endpoint, s.query, chat=s.chat, model=s.model, ignore_eos=s.ignore_eos,
                              read_timeout=s.read_timeout, token_offsets=s.token_offsets, scrub=scrub,
-                             say=lambda _line: None, cache_prompt=s.cache_prompt)
-        self.runner = StepRunner(ex, Clock(s.anchor), PromptBuilder.from_state(s.prompts), s.run_id,
+                             say=lambda _line: None, cache_prompt=s.cache_prompt, count=prompts.count, api=s.api)
+        self.runner = StepRunner(ex, Clock(s.anchor), prompts, s.run_id,
                                  input_tokens=s.input_tokens, output_tokens=s.output_tokens, seed=s.seed,
                                  on_record=self._on_record, worker=s.worker, workers=s.workers,
                                  max_in_flight=s.max_in_flight, on_start=self._on_start,

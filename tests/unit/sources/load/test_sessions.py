@@ -368,7 +368,7 @@ async def test_a_dataset_seam_feeds_the_requests_and_the_header(monkeypatch):
         return _Dataset()
 
     async def prepare_dataset(ds, client, root, *, tokenize_form, max_context, server, output_tokens_default,
-                              output_tokens_given, say):
+                              output_tokens_given, say, tokenizer=None):
         seen["prepare"] = (max_context, output_tokens_default)
         return ds
 
