@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.support.fault_server import FaultServer, closed_port
 from tui.cli import main
 from tui.cli.measure import NO_VERDICT
@@ -15,6 +17,7 @@ from tui.cli.measure import NO_VERDICT
 VERDICT_WORDS = re.compile(r"\b(PASS|FAIL|INSUFFICIENT_WINDOW|UNDECIDED|verdict [A-Z])")
 
 
+@pytest.mark.slow  # starts a server or the CLI's load path against one
 def test_measure_prints_the_measurement_and_no_verdict_and_report_judges_its_record(tmp_path, capsys):
     rec = tmp_path / "m.jsonl"
     with FaultServer() as fs:
@@ -33,6 +36,7 @@ def test_measure_prints_the_measurement_and_no_verdict_and_report_judges_its_rec
     assert "INSUFFICIENT_WINDOW" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # starts a server or the CLI's load path against one
 def test_measure_counts_errors_by_class_and_still_exits_0(tmp_path, capsys):
     with FaultServer() as fs:
         rc = main(["measure", "--url", fs.url("status", code=500), "--concurrency", "1", "--requests", "5", "--warmup", "0",

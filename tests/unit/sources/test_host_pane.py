@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import socket
 
+import pytest
+
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records.parse import parse_line
 from tui.sources.gpu import GpuSampler, local_server_pid
@@ -37,6 +39,7 @@ def test_no_host_sample_no_block():
     assert host_lines({}, None) == [] and host_lines({"memory_used": None, "cpu_percent": None}, 2.0) == []
 
 
+@pytest.mark.slow  # starts a server or the CLI's load path against one
 def test_a_local_listener_is_found_and_its_rss_sampled():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

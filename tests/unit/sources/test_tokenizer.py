@@ -84,6 +84,7 @@ def test_a_worker_refuses_a_tokenizer_file_that_changed(tmp_path):
         PromptBuilder.from_state(state)
 
 
+@pytest.mark.slow  # starts a server or the CLI's load path against one
 @pytest.mark.parametrize("what", ["missing", "empty folder", "not json", "json not a tokenizer", "a hub name"])
 def test_a_bad_tokenizer_is_one_line_and_exit_2_before_any_request(what, tmp_path, capsys):
     p = {"missing": tmp_path / "nope.json", "empty folder": tmp_path, "a hub name": Path("google/gemma-3-270m"),
@@ -99,6 +100,7 @@ def test_a_bad_tokenizer_is_one_line_and_exit_2_before_any_request(what, tmp_pat
     assert sent == [] and not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.slow  # starts a server or the CLI's load path against one
 def test_a_run_with_a_tokenizer_records_exact_lengths_and_the_counted_answer(tmp_path, capsys):
     f = word_level(tmp_path / "tokenizer.json")
     rec = tmp_path / "r.jsonl"
@@ -120,6 +122,7 @@ def test_a_run_with_a_tokenizer_records_exact_lengths_and_the_counted_answer(tmp
     assert "(exact: tokenizer sha256 " in " ".join(out.split())  # the workload line says how the lengths were made
 
 
+@pytest.mark.slow  # starts a server or the CLI's load path against one
 def test_without_a_tokenizer_or_tokenize_the_report_labels_the_lengths_estimated(tmp_path, capsys):
     rec = tmp_path / "r.jsonl"
     with FaultServer() as fs:
