@@ -61,12 +61,11 @@ def python(code: str) -> subprocess.CompletedProcess:
 
 def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
     r = python("import sys, io, contextlib\n"
-               "from tui.cli import main\n"
+               "from tui.cli import COMMANDS, main\n"
                "with contextlib.redirect_stdout(io.StringIO()):\n"
                "    rc = main(['budget', '--json'])\n"
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual', 'rich'))\n"
-               "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
+               "cmds = sorted(m for m in sys.modules if m in {c.module for c in COMMANDS.values()})\n"  # shared modules load
                "print(rc, heavy, cmds)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]

@@ -1,24 +1,34 @@
-"""The `servewatch` command line: one module per command, one module of shared options, one boundary.
+"""The `servewatch` command line: one module per command, shared modules for what several commands use, one
+boundary.
 
-Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -> int``)::
+Layout (every command module exports a settings dataclass and ``run(settings) -> int``)::
 
     tui/cli/__init__.py   the command table, the top-level parser and ``main()`` (the one boundary)
-    tui/cli/options.py    shared options (acceptance/SLO, budget, console, HTTP/TLS/headers) and value types
+    tui/cli/declare.py    declared settings: each flag a field (flag, placeholder, help, type, path role)
+    tui/cli/options.py    shared vocabulary: value types, path roles, the acceptance (SLO) and HTTP blocks
+    tui/cli/budgetflags.py, loadtest.py, console.py, reporting.py, evidence_files.py, watchfiles.py,
+    quality_files.py, chainopts.py, guard.py   shared modules (no command module imports another)
     tui/cli/budget.py     budget                       tui/cli/run.py      run
-    tui/cli/live.py       live                         tui/cli/loadtest.py the load flags/settings of run, live, sweep
-    tui/cli/report.py     report                       tui/cli/sweep.py    sweep
-    tui/cli/replay.py     replay, the no-argument console
+    tui/cli/live.py       live                         tui/cli/sweep.py    sweep
+    tui/cli/report.py     report                       tui/cli/replay.py   replay, the no-argument console
     tui/cli/quality.py    quality                      tui/cli/accept.py   accept
     tui/cli/watch.py      watch                        tui/cli/compare.py  compare
-    tui/cli/importfile.py import                   tui/cli/plan.py     plan
+    tui/cli/importfile.py import                       tui/cli/plan.py     plan
+
+Each flag is declared once, as a field of a settings dataclass (``tui.cli.declare``: its flag names, placeholder,
+help, type, default and, for a path, its role); the argparse parser of a command is built from its settings class,
+and the parsed namespace becomes a settings object (``tui.cli.declare.settings_from``) before anything runs: the
+command gets the object, never the namespace. The own-input guard (``tui.cli.guard``) reads the path roles from
+the same declarations.
 
 Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
-for report, replay, accept and compare alike: the command modules parse flags, call it and print.
+for report, replay, accept and compare alike: the command modules read their settings, call it and print.
 
 Lazy loading: a command's module is imported only when that command runs (or its ``--help`` is asked for), so
 ``servewatch budget`` never imports httpx or Textual.  ``servewatch --help`` lists every command from
 :data:`COMMANDS` without importing any of them.  A command module that fails to import raises: no command is
-ever hidden by an ImportError.
+ever hidden by an ImportError.  No command module imports another (tests/architecture/test_cli_commands.py):
+what several commands use lives in a shared module.
 
 The boundary: a command raises :class:`~tui.core.exitcodes.UsageError` ("one line") for bad usage or unreadable
 input; ``main()`` prints ``servewatch: <line>`` on stderr and returns 2.  Ctrl-C returns 130 quietly; a closed
@@ -28,12 +38,14 @@ standard output (``servewatch budget --json | head -1``) returns 141 quietly.  A
 
 Adding a command (e.g. ``watch``) is one module plus one table entry:
 
-1. ``tui/cli/watch.py`` with ``add_arguments(parser)`` (declares the flags; imports nothing heavy, shared flags
-   from ``tui.cli.options``; set ``parser.epilog = options.epilog("servewatch watch ...")`` for the example and
-   exit codes) and ``run(args) -> int`` (imports what it needs inside; raises ``UsageError`` for bad usage);
-2. ``"watch": Command("tui.cli.watch", "one-line help"),`` in :data:`COMMANDS`.
+1. ``tui/cli/watch.py`` with a frozen settings dataclass (``WatchSettings(tui.cli.declare.Settings)``: each flag a
+   field declared with ``tui.cli.declare.flag`` / ``switch`` / ``path``, shared blocks with ``block``; its
+   ``EPILOG`` is ``options.epilog("servewatch watch ...")`` for the example and exit codes; the module imports
+   nothing heavy at module level) and ``run(settings: WatchSettings) -> int`` (imports what it needs inside;
+   raises ``UsageError`` for bad usage);
+2. ``"watch": Command("tui.cli.watch", "one-line help", "WatchSettings"),`` in :data:`COMMANDS`.
 
-tests/test_cli.py then checks its help (an example, every default), its placeholder names and its lazy import.
+tests/cli/test_cli.py then checks its help (an example, every default), its placeholder names and its lazy import.
 """
 
 from __future__ import annotations
@@ -44,12 +56,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tui import __version__
-from tui.cli.options import HelpFormatter, add_console_default_arguments
+from tui.cli.console import ConsoleSettings
+from tui.cli.declare import build, settings_from
+from tui.cli.options import HelpFormatter
 from tui.core.exitcodes import EXIT_CODES_DOC, ExitCode, UsageError
 
-__all__ = ["COMMANDS", "Command", "ExitCode", "UsageError", "build_parser", "main"]
+__all__ = ["COMMANDS", "CONSOLE", "Command", "ExitCode", "UsageError", "build_parser", "main", "settings_of"]
 
 DESCRIPTION = (
     "servewatch: is this LLM deployment ready for real traffic? Budget (does it fit?), load (does it finish "
@@ -65,36 +80,54 @@ EPILOG = ("examples:\n  servewatch --speed 16\n  servewatch budget --params 8B -
 
 @dataclass(frozen=True)
 class Command:
-    """One row of the command table: where the command lives and its one-line help."""
+    """One row of the command table: where the command lives, its one-line help, its settings class (its flags:
+    ``tui.cli.declare``) and the function that runs it with a settings object."""
 
     module: str
     help: str
-    add: str = "add_arguments"
+    settings: str
     run: str = "run"
 
-    def load(self) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]:
+    def load(self) -> tuple[type, Callable[[Any], int]]:
         mod = importlib.import_module(self.module)  # an ImportError surfaces: no command is hidden
-        return getattr(mod, self.add), getattr(mod, self.run)
+        return getattr(mod, self.settings), getattr(mod, self.run)
 
 
 COMMANDS: dict[str, Command] = {
-    "budget": Command("tui.cli.budget", "memory budget: a concurrency candidate to test (not a limit)"),
-    "report": Command("tui.cli.report", "headless verdict on a record file"),
-    "replay": Command("tui.cli.replay", "the console replaying a record file"),
-    "run": Command("tui.cli.run", "headless load test against a server, recorded"),
-    "live": Command("tui.cli.live", "the console watching a live load test"),
-    "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
-    "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
-    "accept": Command("tui.cli.accept", "write the acceptance report"),
+    "budget": Command("tui.cli.budget", "memory budget: a concurrency candidate to test (not a limit)",
+                      "BudgetSettings"),
+    "report": Command("tui.cli.report", "headless verdict on a record file", "ReportSettings"),
+    "replay": Command("tui.cli.replay", "the console replaying a record file", "ReplaySettings"),
+    "run": Command("tui.cli.run", "headless load test against a server, recorded", "RunSettings"),
+    "live": Command("tui.cli.live", "the console watching a live load test", "LiveSettings"),
+    "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails", "SweepSettings"),
+    "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline", "QualitySettings"),
+    "accept": Command("tui.cli.accept", "write the acceptance report", "AcceptSettings"),
     "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "
-                     "nothing)"),
+                     "nothing)", "WatchSettings"),
     "import": Command("tui.cli.importfile", "convert another load tool's run to a record file (the tools: "
-                      "servewatch import --help)"),
-    "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
-    "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost"),
+                      "servewatch import --help)", "ImportSettings"),
+    "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE",
+                       "CompareSettings"),
+    "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost",
+                    "PlanSettings"),
 }
 
-CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")
+@dataclass(frozen=True)
+class Runner:
+    """A command's ``run`` as the parser's ``func`` default: called with the settings object (``main``), or with
+    the parsed namespace (``args.func(args)``), which it first makes the settings object of."""
+
+    settings: type
+    run: Callable[[Any], int]
+
+    def __call__(self, given: Any) -> int:
+        if isinstance(given, argparse.Namespace):
+            given = settings_from(self.settings, given)
+        return self.run(given)
+
+
+CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", "ConsoleSettings", run="run_default")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -114,15 +147,28 @@ def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true",
                    help="on an internal error (exit 70), print the traceback instead of writing it to a log file "
                         "(allowed anywhere on the command line)")
-    add_console_default_arguments(p)
+    build(p, ConsoleSettings)  # the no-argument console's flags
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, command in COMMANDS.items():
         sp = sub.add_parser(name, help=command.help, description=command.help, epilog=EXIT_CODES_DOC)
         if only is None or name in only:
-            add, run = command.load()
-            add(sp)
-            sp.set_defaults(func=run)
+            settings, run = command.load()
+            build(sp, settings)
+            sp.set_defaults(settings_class=settings, func=Runner(settings, run))
     return p
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings object of a parsed command line (the command's settings class, or the console's)."""
+    return settings_from(vars(args).get("settings_class", ConsoleSettings), args)
+
+
+def settings_of(argv: Sequence[str]) -> Any:
+    """The settings object ``argv`` (a command and its flags) parses to, as ``main`` hands it to the command
+    (without the own-input guard and without running anything)."""
+    argv = list(argv)
+    named = argv[0] if argv and argv[0] in COMMANDS else None
+    return _settings(build_parser(only=[named] if named else []).parse_args(argv))
 
 
 def _quiet_closed_stdout() -> None:
@@ -186,15 +232,16 @@ def _dispatch(argv: list[str]) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int) else ExitCode.USAGE
     if args.command is not None and command is None:  # console flags before a command: `--theme light replay f`
         raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
+    settings = _settings(args)  # the command sees its settings object, never the namespace
     from tui.cli.guard import own_input_refusal, theme_refusal
 
-    refusal = theme_refusal(args) or own_input_refusal(args, parser)  # an unknown theme; writing onto an input
+    refusal = theme_refusal(settings) or own_input_refusal(settings)  # an unknown theme; writing onto an input
     if refusal:
         raise UsageError(refusal)
     if args.command is None:
-        _add, run = CONSOLE.load()
-        return int(run(args) or 0)
-    return int(args.func(args) or 0)
+        _cls, run = CONSOLE.load()
+        return int(run(settings) or 0)
+    return int(args.func(settings) or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

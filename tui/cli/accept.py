@@ -6,34 +6,38 @@ Exit codes: 0 ready for real traffic, 1 something failed, 3 evidence missing, 2 
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 
 from tui import __version__
+from tui.cli.budgetflags import BudgetFlags
+from tui.cli.chainopts import verify_key_flag
+from tui.cli.declare import Settings, block, flag, path, switch
 from tui.cli.options import (
     INPUT,
     OUTPUT_DIR,
+    Acceptance,
     UsageError,
-    add_acceptance_arguments,
-    add_budget_arguments,
-    add_required_level_argument,
-    add_run_argument,
-    add_server_log_argument,
-    add_teaching_argument,
     epilog,
     fraction,
     margin_fraction,
     non_negative_float,
-    path_arg,
     positive_int,
+    required_level_flag,
+    run_flag,
+    server_log_flag,
+    teaching_flag,
 )
-from tui.cli.quality import _err, _httpx_version, _now_iso
+from tui.cli.quality_files import httpx_version, now_iso
+from tui.cli.quality_files import warn as _err
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
 from tui.core.textsafe import term
+
+__all__ = ["REPORT_FILES", "AcceptSettings", "QualityPolicyFlags", "run"]
 
 #: the report files of one run, written together as one set (``tui.sources.outfiles.write_set``)
 REPORT_FILES = ("acceptance.md", "acceptance.json", "acceptance.html")
@@ -42,50 +46,60 @@ ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (bu
                    "above 0.05; a file re-judged at weaker settings than its run's), 2 bad usage or unreadable input")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch accept`."""
-    parser.description = (
+@dataclass(frozen=True, kw_only=True)
+class QualityPolicyFlags(Settings):
+    """accept's own quality policy (never the quality file's)."""
+
+    GROUP = "quality policy (accept's own, never the quality file's; defaults as `quality`)"
+
+    margin: float = flag("--quality-margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
+                         help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
+    alpha: float = flag("--quality-alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
+                        help="error level of the quality tests (default 0.05)")
+    min_cases: int = flag("--quality-min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
+                          help="fewest usable paired cases with which quality PASS is possible (default 20)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AcceptSettings(Settings):
+    """`servewatch accept`."""
+
+    DESCRIPTION = (
         "Write the acceptance report (acceptance.md, acceptance.json, acceptance.html): budget, environment, load "
         "configuration, measured results per level, quality, cost basis, rollback conditions and the three-part "
         "conclusion. 'Ready for real traffic' only when the budget fits, the load test PASSes and quality PASSes."
     )
-    parser.epilog = epilog("servewatch accept --records run.jsonl --quality quality-result.json --params 8B "
-                           "--gpu-gib 80 --out report/",
-                           codes=ACCEPT_EXIT_DOC)
-    path_arg(parser, "--records", role=INPUT, nargs="+", required=True, metavar="FILE",
-                        help="record files (JSON Lines, v1; required, no default; - reads standard input)")
-    path_arg(parser, "--quality", role=INPUT, default=None, metavar="FILE",
-                        help="result JSON of `servewatch quality` (default: none, quality is not run)")
-    path_arg(parser, "--rollback", role=INPUT, default=None, metavar="FILE",
-                        help="extra rollback conditions: one rule per line, or a JSON list (default: none)")
-    path_arg(parser, "--out", role=OUTPUT_DIR, files=REPORT_FILES, default=".", metavar="DIR",
-             help="directory for the report files (default: .); they are written together: a run's "
-                  "acceptance.md, .json and .html replace the previous run's as one set (docs/acceptance.md)")
-    parser.add_argument("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
-                        help="price of one GPU-hour in USD (default: none, no cost figures)")
-    parser.add_argument("--gpus", type=positive_int, default=None, metavar="N",
-                        help="GPUs one replica uses, for the cost (default: --tp when given, else 1, said as assumed)")
-    parser.add_argument("--no-html", action="store_true", help="do not write acceptance.html")
-    parser.add_argument("--model", default=None, metavar="NAME",
-                        help="judge only the record files of this model (header target.model); files of other "
-                             "models are left out, said (default: none; files of different models or targets are "
-                             "refused, exit 2)")
-    qp = parser.add_argument_group("quality policy (accept's own, never the quality file's; defaults as `quality`)")
-    qp.add_argument("--quality-margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
-                    help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
-    qp.add_argument("--quality-alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
-                    help="error level of the quality tests (default 0.05)")
-    qp.add_argument("--quality-min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
-                    help="fewest usable paired cases with which quality PASS is possible (default 20)")
-    add_run_argument(parser, several_files=True)
-    add_required_level_argument(parser)
-    add_acceptance_arguments(parser)
-    add_budget_arguments(parser)
-    add_teaching_argument(parser)
-    add_server_log_argument(parser)
-    from tui.cli.chainopts import add_verify_key_argument
+    EPILOG = epilog("servewatch accept --records run.jsonl --quality quality-result.json --params 8B "
+                    "--gpu-gib 80 --out report/",
+                    codes=ACCEPT_EXIT_DOC)
 
-    add_verify_key_argument(parser)
+    records: list[str] = path("--records", role=INPUT, nargs="+", required=True, metavar="FILE",
+                              help="record files (JSON Lines, v1; required, no default; - reads standard input)")
+    quality: str | None = path("--quality", role=INPUT, default=None, metavar="FILE",
+                               help="result JSON of `servewatch quality` (default: none, quality is not run)")
+    rollback: str | None = path("--rollback", role=INPUT, default=None, metavar="FILE",
+                                help="extra rollback conditions: one rule per line, or a JSON list (default: none)")
+    out: str = path("--out", role=OUTPUT_DIR, files=REPORT_FILES, default=".", metavar="DIR",
+                    help="directory for the report files (default: .); they are written together: a run's "
+                         "acceptance.md, .json and .html replace the previous run's as one set (docs/acceptance.md)")
+    gpu_hour_usd: float | None = flag("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
+                                      help="price of one GPU-hour in USD (default: none, no cost figures)")
+    gpus: int | None = flag("--gpus", type=positive_int, default=None, metavar="N",
+                            help="GPUs one replica uses, for the cost (default: --tp when given, else 1, said as "
+                                 "assumed)")
+    no_html: bool = switch("--no-html", help="do not write acceptance.html")
+    model: str | None = flag("--model", default=None, metavar="NAME",
+                             help="judge only the record files of this model (header target.model); files of other "
+                                  "models are left out, said (default: none; files of different models or targets "
+                                  "are refused, exit 2)")
+    quality_policy: QualityPolicyFlags = block(QualityPolicyFlags)
+    run: int | None = run_flag(several_files=True)
+    required_level: float | None = required_level_flag()
+    acceptance: Acceptance = block(Acceptance)
+    budget: BudgetFlags = block(BudgetFlags)
+    teaching: bool = teaching_flag()
+    server_log: str | None = server_log_flag()
+    verify_key_env: str | None = verify_key_flag()
 
 
 def read_rollback_file(path: str) -> list[str]:
@@ -135,61 +149,44 @@ def one_target(runs: list, model: str | None, notes: list[str]) -> list:
     return runs
 
 
-def _tp(args: argparse.Namespace) -> int | None:
-    """``--tp`` as a whole number (the budget flags keep their text until the budget reads them); bad: exit 2."""
-    v = getattr(args, "tp", None)
-    if v is None:
-        return None
-    try:
-        tp = int(v)
-    except (TypeError, ValueError):
-        raise UsageError(f"--tp must be a whole number >= 1, got {v!r}") from None
-    if tp < 1:
-        raise UsageError(f"--tp must be a whole number >= 1, got {v!r}")
-    return tp
-
-
-def run(args: argparse.Namespace) -> int:
+def run(settings: AcceptSettings) -> int:
     """`servewatch accept`."""
-    from tui.cli.budget import view_budget
-    from tui.cli.report import monitor_config_from_args
+    from tui.cli.budgetflags import server_log_from_args, view_budget
     from tui.core import acceptance as A
 
     try:
-        cfg = monitor_config_from_args(args)
+        cfg = settings.acceptance.monitor_config()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     from tui.sources.outfiles import output_target_problem
 
     for name in REPORT_FILES:  # a link planted in the output folder: refused before the records are read
-        problem = output_target_problem(Path(args.out) / name)
+        problem = output_target_problem(Path(settings.out) / name)
         if problem:
-            raise UsageError(f"{Path(args.out) / name} {problem}")
+            raise UsageError(f"{Path(settings.out) / name} {problem}")
     try:
-        budget, budget_origin = view_budget(args, args.records)
+        budget, budget_origin = view_budget(settings.budget, settings.teaching, settings.records)
     except (ValueError, OSError) as exc:
         raise UsageError(f"bad budget: {exc}") from None
-    from tui.cli.options import server_log_from_args
-
-    server_log = server_log_from_args(args)  # --server-log FILE: the engine's own startup-log figures
-    if args.gpu_hour_usd is not None and not args.gpu_hour_usd < 1e9:
+    server_log = server_log_from_args(settings.server_log, settings.budget)  # the engine's startup-log figures
+    if settings.gpu_hour_usd is not None and not settings.gpu_hour_usd < 1e9:
         raise UsageError("--gpu-hour-usd must be a price >= 0")
     user_rules: list[str] = []
-    if args.rollback:
+    if settings.rollback:
         try:
-            user_rules = read_rollback_file(args.rollback)
+            user_rules = read_rollback_file(settings.rollback)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     quality_doc = quality_integrity = None
-    if args.quality:
+    if settings.quality:
         from tui.cli.chainopts import verify_key
-        from tui.cli.quality import read_quality_file
+        from tui.cli.quality_files import read_quality_file
 
         try:  # the digest (and with --verify-key-env the signature) is checked by the report, never skipped
-            quality_doc, quality_integrity = read_quality_file(args.quality, verify_key(args)[0])
+            quality_doc, quality_integrity = read_quality_file(settings.quality, verify_key(settings.verify_key_env)[0])
             Q.recheck(quality_doc)
         except (ValueError, Q.SetError) as exc:
-            raise UsageError(f"{args.quality}: {exc}") from None
+            raise UsageError(f"{settings.quality}: {exc}") from None
 
     runs = []
     record_budget = None
@@ -201,13 +198,14 @@ def run(args: argparse.Namespace) -> int:
     from tui.cli.evidence_files import files_judge_at, judged_monitors
     from tui.core.chartdata import RunSampler
 
-    tap_for = None if args.no_html else (lambda: RunSampler(cfg.slos))
-    # issue 35: each file judged at its run's settings, the flags given, or one common setting (files_judge_at)
-    for mon, sampler in judged_monitors(args, cfg, budget, budget_origin, input_notes, tap_for,
-                                        judge_at=files_judge_at(args)):
-        from tui.core.importers.limits import limit_snapshot
+    judge_at = files_judge_at(settings.records, settings.run, settings.acceptance.judge_at(settings.required_level),
+                              settings.model)
 
-        snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict
+    tap_for = None if settings.no_html else (lambda: RunSampler(cfg.slos))
+    # issue 35: each file judged at its run's settings, the flags given, or one common setting (files_judge_at)
+    for mon, sampler in judged_monitors(settings.records, settings.run, settings.verify_key_env, cfg, budget,
+                                        budget_origin, input_notes, tap_for, judge_at=judge_at):
+        snap = mon.snapshot()  # limited by what the file supports (tui.sources.evidence_monitor.JudgedMonitor)
         for issue in snap.malformed_examples:
             _err(str(issue))
         if (budget is None or pending) and snap.budget is not None and record_budget is None:
@@ -215,13 +213,15 @@ def run(args: argparse.Namespace) -> int:
             record_budget = (snap.budget, mon.budget_origin if pending else f"budget record in {mon.source}")
         runs.append(A.RunInput(source=mon.source, snapshot=snap, received=snap.tokens))  # counted tokens, run-wide
         samplers[mon.source] = sampler
-    runs = one_target(runs, args.model, input_notes)
-    cfg, required_level, settings_docs, weaker = judged_settings(runs, cfg, args.required_level)
+    runs = one_target(runs, settings.model, input_notes)
+    from tui.cli.evidence_files import judged_settings
+
+    cfg, required_level, settings_docs, weaker = judged_settings(runs, cfg, settings.required_level)
     if pending:
         budget, budget_origin = record_budget if record_budget is not None else (None, None)
     elif budget is None and record_budget is not None:  # the first file's budget record (verified on load)
         budget, budget_origin = record_budget
-    out_dir = Path(args.out)
+    out_dir = Path(settings.out)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -229,9 +229,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         A.measured_section(runs, None, required_level)  # a level not in the files: exit 2 before writing
     except A.LevelNotInFile as exc:
-        from tui.cli.options import given_settings
-
-        if required_level is None or "required_level" in given_settings(args):
+        if required_level is None or "required_level" in settings.acceptance.given:
             raise UsageError(str(exc)) from None
         # the level the RUNS name (their verdict_settings) is not in them: the highest tested, never "ready"
         weaker.append(f"the runs' required level {required_level:g} is not in the files: judged at the highest "
@@ -242,19 +240,20 @@ def run(args: argparse.Namespace) -> int:
         budget=budget,
         budget_source=budget_origin,
         quality=quality_doc,
-        quality_source=args.quality,
-        cost=A.CostInputs(gpu_hour_usd=args.gpu_hour_usd, gpus=args.gpus, tp=_tp(args)),
+        quality_source=settings.quality,
+        cost=A.CostInputs(gpu_hour_usd=settings.gpu_hour_usd, gpus=settings.gpus, tp=settings.budget.tp_value()),
         rollback_rules=user_rules,
-        rollback_source=args.rollback,
+        rollback_source=settings.rollback,
         slo_ttft_ms=cfg.slo_ttft_ms,
         slos=cfg.slos,
         target=cfg.target,
         alpha=cfg.alpha,
         min_window_s=cfg.min_window_s,
         required_level=required_level,
-        generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
-        generated_at=_now_iso(),
-        quality_policy=QualityPolicy(args.quality_margin, args.quality_alpha, args.quality_min_cases),
+        generator={"servewatch": __version__, "python": platform.python_version(), "httpx": httpx_version()},
+        generated_at=now_iso(),
+        quality_policy=QualityPolicy(settings.quality_policy.margin, settings.quality_policy.alpha,
+                                     settings.quality_policy.min_cases),
         settings_changed=changed_settings(cfg),
         not_acceptance_grade=acceptance_grade(cfg),
         input_notes=input_notes,
@@ -268,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
     md = A.render_markdown(doc)
     page = None
-    if not args.no_html:
+    if not settings.no_html:
         from tui.html import accept_html
 
         page = accept_html(doc, accept_chart_data(doc, runs, samplers, cfg))
@@ -313,39 +312,9 @@ def run(args: argparse.Namespace) -> int:
     for line in c["missing_or_failed"]:
         print(f"  {term(line)}")
     print(term("wrote " + ", ".join(written)))
-    for path in removed:  # --no-html: the previous run's page must not stand beside this run's report
-        print(term(f"removed {path} (the previous run's; this run wrote no page)"))
+    for old in removed:  # --no-html: the previous run's page must not stand beside this run's report
+        print(term(f"removed {old} (the previous run's; this run wrote no page)"))
     return int(doc["exit_code"])
-
-
-def judged_settings(runs: list, cfg, flag_level: float | None) -> tuple:
-    """What the record files were judged at together (issue 35): (the Monitor settings, the required level, per
-    file its ``verdict_settings`` document, the files re-judged weaker than their runs' with the reason). Files
-    judged at different settings (standard input, whose header is read once, by the judging pass, stating others)
-    are refused: one verdict is judged at one setting. Also `plan`'s."""
-    from tui.core.monitor import config_at
-    from tui.core.report import run_state
-    from tui.core.verdict_settings import settings_exit
-
-    docs, weaker, effective = [], [], []
-    for r in runs:
-        src, snap = (r.source, r.snapshot) if hasattr(r, "snapshot") else r
-        res = snap.settings
-        if res is None:
-            continue
-        docs.append({"source": src, **res.to_dict(run_state(snap))})
-        _code, why = settings_exit(0, res)
-        if why:
-            weaker.append(f"{src}: {why}")
-        effective.append(res.effective)
-    if not effective:
-        return cfg, flag_level, docs, weaker
-    if any(e != effective[0] for e in effective[1:]):
-        raise UsageError("the record files are judged at different settings ("
-                         + "; ".join(f"{d['source']}: " + next(x for x in d["lines"] if x.startswith("settings:"))
-                                     for d in docs)
-                         + "): give the settings to judge all of them at as flags")
-    return config_at(cfg, effective[0]), effective[0].required_level, docs, weaker
 
 
 def accept_chart_data(doc: dict, runs: list, samplers: dict, cfg) -> dict:

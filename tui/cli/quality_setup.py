@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.cli.options import UsageError
+from tui.cli.declare import Settings, flag, path
+from tui.cli.options import INPUT, UsageError, positive_int
 from tui.core import quality as Q
 
 #: configuration facts a side may state (the advice reads them): free text values
@@ -51,6 +52,36 @@ def server_context(server: Mapping) -> tuple[int | None, str]:
     return None, ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class SuiteFlags(Settings):
+    """What `servewatch quality` runs: the generated suite, the team's set, the long-context target, the required
+    categories (their flags sit with the command's own, no group of their own)."""
+
+    suite: str | None = flag("--suite", choices=("standard", "none"), default=None,
+                             help="the generated regression suite (default: standard when no --set is given): "
+                                  "standard (with --set the team's cases are added to it), none (only --set)")
+    cases: int | None = flag("--cases", type=positive_int, default=None, metavar="N",
+                             help=f"cases of the standard suite, at least 10 (default {Q.SuiteSpec().cases}: 40%% of "
+                                  "them long-context)")
+    level: str | None = flag("--level", choices=Q.LEVELS, default=None,
+                             help="difficulty of the standard suite: default (sized for small models; the default) "
+                                  "or hard")
+    suite_seed: int | None = flag("--suite-seed", type=int, default=None, metavar="N",
+                                  help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the "
+                                       "result)")
+    set_path: str | None = path("--set", role=INPUT, default=None, metavar="FILE",
+                                help="the team's regression set (JSON Lines, quality/README.md; default: none): "
+                                     "replaces the suite, or adds to it with --suite standard")
+    max_context: int | None = flag(
+        "--max-context", "--long-context-tokens", type=positive_int, default=None, metavar="TOKENS",
+        help="the context the long-context cases target: prompts at 25, 50 and 90%% of it (default: the candidate "
+             "server's, from /props or /v1/models; --long-context-tokens is the old name)")
+    required: list[str] | None = flag(
+        "--required", action="append", default=None, metavar="NAME",
+        help="a category that must itself be non-inferior for an overall PASS (repeatable; the set's "
+             "required_categories line adds to them; default: none)")
+
+
 @dataclass
 class Plan:
     """What one run sends."""
@@ -77,13 +108,13 @@ def baseline_spec(baseline_doc: Any) -> Q.SuiteSpec | None:
         raise UsageError(f"the baseline's suite cannot be rebuilt: {exc}") from None
 
 
-def wants_suite(args: argparse.Namespace, baseline: Q.SuiteSpec | None) -> bool:
+def wants_suite(args: SuiteFlags, baseline: Q.SuiteSpec | None) -> bool:
     if args.suite == "none":
         return False
     return args.suite == "standard" or not args.set_path or baseline is not None
 
 
-def resolve_context(args: argparse.Namespace, baseline: Q.SuiteSpec | None, server: Mapping) -> tuple[int | None, str]:
+def resolve_context(args: SuiteFlags, baseline: Q.SuiteSpec | None, server: Mapping) -> tuple[int | None, str]:
     if args.max_context is not None:
         return int(args.max_context), "--max-context"
     if baseline is not None and baseline.context_tokens:
@@ -91,7 +122,7 @@ def resolve_context(args: argparse.Namespace, baseline: Q.SuiteSpec | None, serv
     return server_context(server)
 
 
-def build_plan(args: argparse.Namespace, *, team_text: str | None, team_source: str | None,
+def build_plan(args: SuiteFlags, *, team_text: str | None, team_source: str | None,
                baseline: Q.SuiteSpec | None, server: Mapping, chars_per_token: float, cpt_how: str) -> Plan:
     """The cases to run. UsageError on anything that would make the run mean something other than asked."""
     ctx, ctx_source = resolve_context(args, baseline, server)
