@@ -85,7 +85,8 @@ def test_the_live_console_judges_with_the_runs_own_settings_and_its_rolling_wind
         assert (mcfg.slo_ttft_ms, mcfg.target, mcfg.min_window_s, mcfg.min_requests) == (500.0, 0.9, 120.0, 30)
         assert (mcfg.rolling_s, mcfg.rolling_n, mcfg.check_duplicate_ids) == (*rolling, False)
         # the same console settings the shared reader of the other commands builds from these flags
-        assert mcfg == args.acceptance.monitor_config(check_duplicate_ids=False)
+        assert mcfg == args.acceptance.monitor_config(args.rolling.rolling_seconds, args.rolling.rolling_requests,
+                                                      check_duplicate_ids=False)
 
 
 def test_a_sweep_replays_no_trace_and_its_settings_build_from_its_own_flags():

@@ -1,7 +1,7 @@
 """Declared settings: every command-line flag is declared once, as a field of a settings dataclass.
 
 A field declared with :func:`flag` (or :func:`switch`, :func:`path`, :func:`positional`) carries its flag names,
-placeholder (``metavar``), help, value type, default and, for a path, its role (``tui.cli.options.PATH_ROLES``:
+placeholder (``metavar``), help, value type, default and, for a path, its role (``PATH_ROLES``:
 what the command reads and writes; the own-input guard, ``tui.cli.guard``, reads the roles from here). A field
 declared with :func:`block` is a nested settings dataclass: an argument group when it has a title (the class's
 ``GROUP``, or the block's ``title``), else its flags go where the enclosing block puts its own. A field declared
@@ -30,9 +30,42 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-__all__ = ["Arg", "Block", "CoreDefault", "CoreText", "Custom", "block", "build", "custom", "flag", "parse",
-           "path", "path_values", "positional", "settings_from", "switch", "arg_values", "blocks_of",
-           "declared_args"]
+__all__ = ["APPEND", "GIVEN", "INPUT", "INPUT_DIR", "OUTPUT", "OUTPUT_DIR", "PATH_ROLES", "Arg", "Block",
+           "CoreDefault", "CoreText", "Custom", "Given", "Settings", "arg_values", "block", "blocks_of", "build",
+           "custom", "declared_args", "flag", "parse", "path", "path_values", "positional", "settings_from",
+           "switch"]
+
+#: what a path flag is to its command: declared with the flag (``path(..., role=...)``); the
+#: own-input guard (``tui.cli.guard``) reads the roles from the declarations, so a path flag declared without one
+#: fails tests/cli/test_outputs.py and a new one cannot be forgotten
+INPUT = "input"  # read
+OUTPUT = "output"  # written whole (replaced)
+APPEND = "append"  # appended to (a record file)
+OUTPUT_DIR = "output-dir"  # a folder the command writes files into
+INPUT_DIR = "input-dir"  # a folder the command reads files from
+PATH_ROLES = (INPUT, OUTPUT, APPEND, OUTPUT_DIR, INPUT_DIR)
+
+
+#: the namespace attribute holding the verdict settings whose flags the user GAVE (issue 35: a flag that differs
+#: from the run's own setting re-judges; one left at its default does not): set by the ``Given`` action
+GIVEN = "verdict_flags_given"
+
+
+class Given(argparse.Action):
+    """Stores the value (as ``store`` does) and remembers that the flag was given (``GIVEN``: the verdict setting
+    it sets, ``tui.core.verdict_settings.FIELDS``): the defaults stay the values (``--help`` and every reader
+    unchanged), and a reader knows which were given. A flag declared with ``verdict=NAME`` (``tui.cli.declare``)
+    takes this action."""
+
+    def __init__(self, option_strings: list[str], dest: str, setting: str | None = None, **kw: Any) -> None:
+        super().__init__(option_strings, dest, **kw)
+        self.setting = setting or dest
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, GIVEN, frozenset(vars(namespace).get(GIVEN, frozenset())) | {self.setting})
+
 
 ARG = "servewatch.arg"
 BLOCK = "servewatch.block"
@@ -74,11 +107,11 @@ def _resolve(value: Any) -> Any:
 class Arg:
     """One flag (or positional argument) as argparse takes it, and what the settings know about it.
 
-    ``role``: a path's role (``tui.cli.options.PATH_ROLES``), ``files``: the names an output folder receives,
+    ``role``: a path's role (``PATH_ROLES``), ``files``: the names an output folder receives,
     ``default_from``: an output whose default is derived from the other settings (``f(settings) -> path``);
     ``exclusive``: the name of the mutually exclusive set it belongs to in its group (the block's
     ``REQUIRED_SETS`` says which sets must be given); ``verdict``: the verdict setting it sets
-    (``tui.core.verdict_settings.FIELDS``): its action remembers that it was given (``tui.cli.options.Given``);
+    (``tui.core.verdict_settings.FIELDS``): its action remembers that it was given (``Given``);
     ``into``: the field of the domain settings (``LoadConfig``, ``BudgetInputs``) it fills as it is; ``kind``: how
     a value kept as text is read (the budget flags: ``count``, ``int``, ``float``, ``text``)."""
 
@@ -153,9 +186,7 @@ def switch(*flags: str, help: str | None = None) -> Any:
 
 
 def path(*flags: str, role: str, help: str | None = None, default: Any = None, **kw: Any) -> Any:
-    """A path flag with its role (``tui.cli.options.PATH_ROLES``)."""
-    from tui.cli.options import PATH_ROLES
-
+    """A path flag with its role (``PATH_ROLES``)."""
     if role not in PATH_ROLES:
         raise ValueError(f"unknown path role {role!r}")
     return flag(*flags, help=help, default=default, role=role, **kw)
@@ -203,8 +234,6 @@ def _add_flag(container: Any, f: dataclasses.Field, arg: Arg) -> argparse.Action
             kw[name] = value
     action = arg.action
     if arg.verdict is not None:
-        from tui.cli.options import Given
-
         action, kw["setting"] = Given, arg.verdict
     if action is not None:
         kw["action"] = action

@@ -26,32 +26,29 @@ from dataclasses import dataclass
 from typing import Any
 
 import tui.core.defaults as D
-from tui.cli.declare import CoreDefault, CoreText, Settings, block, custom, flag, path, switch
+from tui.cli.declare import (  # noqa: F401 (the roles and Given re-exported for the command modules)
+    APPEND,
+    GIVEN,
+    INPUT,
+    INPUT_DIR,
+    OUTPUT,
+    OUTPUT_DIR,
+    PATH_ROLES,
+    CoreDefault,
+    CoreText,
+    Given,
+    Settings,
+    block,
+    custom,
+    flag,
+    path,
+    switch,
+)
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
 from tui.core.lengths import LengthDist, parse_lengths
 from tui.core.slos import TTFT_OF, Slos
 from tui.core.thinktime import ThinkDist, parse_think_time
 from tui.core.verdict_settings import TARGET_USAGE_FLOOR, JudgeAt
-
-#: the namespace attribute holding the verdict settings whose flags the user GAVE (issue 35: a flag that differs
-#: from the run's own setting re-judges; one left at its default does not): set by the ``Given`` action
-GIVEN = "verdict_flags_given"
-
-
-class Given(argparse.Action):
-    """Stores the value (as ``store`` does) and remembers that the flag was given (``GIVEN``: the verdict setting
-    it sets, ``tui.core.verdict_settings.FIELDS``): the defaults stay the values (``--help`` and every reader
-    unchanged), and a reader knows which were given. A flag declared with ``verdict=NAME`` (``tui.cli.declare``)
-    takes this action."""
-
-    def __init__(self, option_strings: list[str], dest: str, setting: str | None = None, **kw: Any) -> None:
-        super().__init__(option_strings, dest, **kw)
-        self.setting = setting or dest
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
-        setattr(namespace, GIVEN, frozenset(vars(namespace).get(GIVEN, frozenset())) | {self.setting})
 
 
 def given_flags() -> Any:
@@ -99,15 +96,8 @@ def epilog(*examples: str, codes: str = EXIT_CODES_DOC) -> str:
 
 # ------------------------------------------------------------------ path flags and their roles
 
-#: what a path flag is to its command: declared with the flag (``tui.cli.declare.path(..., role=...)``); the
-#: own-input guard (``tui.cli.guard``) reads the roles from the declarations, so a path flag declared without one
-#: fails tests/cli/test_outputs.py and a new one cannot be forgotten
-INPUT = "input"  # read
-OUTPUT = "output"  # written whole (replaced)
-APPEND = "append"  # appended to (a record file)
-OUTPUT_DIR = "output-dir"  # a folder the command writes files into
-INPUT_DIR = "input-dir"  # a folder the command reads files from
-PATH_ROLES = (INPUT, OUTPUT, APPEND, OUTPUT_DIR, INPUT_DIR)
+# the path roles (what a path flag is to its command) are declared with the flag: ``tui.cli.declare`` (re-exported
+# here: INPUT, OUTPUT, APPEND, OUTPUT_DIR, INPUT_DIR, PATH_ROLES)
 
 
 # ------------------------------------------------------------------ value types

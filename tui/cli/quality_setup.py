@@ -108,45 +108,45 @@ def baseline_spec(baseline_doc: Any) -> Q.SuiteSpec | None:
         raise UsageError(f"the baseline's suite cannot be rebuilt: {exc}") from None
 
 
-def wants_suite(args: SuiteFlags, baseline: Q.SuiteSpec | None) -> bool:
-    if args.suite == "none":
+def wants_suite(suite: SuiteFlags, baseline: Q.SuiteSpec | None) -> bool:
+    if suite.suite == "none":
         return False
-    return args.suite == "standard" or not args.set_path or baseline is not None
+    return suite.suite == "standard" or not suite.set_path or baseline is not None
 
 
-def resolve_context(args: SuiteFlags, baseline: Q.SuiteSpec | None, server: Mapping) -> tuple[int | None, str]:
-    if args.max_context is not None:
-        return int(args.max_context), "--max-context"
+def resolve_context(suite: SuiteFlags, baseline: Q.SuiteSpec | None, server: Mapping) -> tuple[int | None, str]:
+    if suite.max_context is not None:
+        return int(suite.max_context), "--max-context"
     if baseline is not None and baseline.context_tokens:
         return baseline.context_tokens, "the baseline file's suite (its lengths)"
     return server_context(server)
 
 
-def build_plan(args: SuiteFlags, *, team_text: str | None, team_source: str | None,
+def build_plan(suite: SuiteFlags, *, team_text: str | None, team_source: str | None,
                baseline: Q.SuiteSpec | None, server: Mapping, chars_per_token: float, cpt_how: str) -> Plan:
     """The cases to run. UsageError on anything that would make the run mean something other than asked."""
-    ctx, ctx_source = resolve_context(args, baseline, server)
+    ctx, ctx_source = resolve_context(suite, baseline, server)
     notes: list[str] = []
     qset: Q.QualitySet | None = None
     spec: Q.SuiteSpec | None = None
-    if wants_suite(args, baseline):
+    if wants_suite(suite, baseline):
         if baseline is not None:
-            for flag, mine, theirs in (("--cases", args.cases, baseline.cases), ("--level", args.level, baseline.level),
-                                       ("--suite-seed", args.suite_seed, baseline.seed)):
+            for flag, mine, theirs in (("--cases", suite.cases, baseline.cases), ("--level", suite.level, baseline.level),
+                                       ("--suite-seed", suite.suite_seed, baseline.seed)):
                 if mine is not None and mine != theirs:
                     raise UsageError(f"{flag} {mine} differs from the baseline's suite ({theirs}): the candidate "
                                      "runs the baseline's cases; drop the flag")
-            if args.max_context is not None and args.max_context != baseline.context_tokens:
-                raise UsageError(f"--max-context {args.max_context} differs from the baseline's "
+            if suite.max_context is not None and suite.max_context != baseline.context_tokens:
+                raise UsageError(f"--max-context {suite.max_context} differs from the baseline's "
                                  f"{baseline.context_tokens}: the candidate runs the baseline's cases at its lengths")
             spec = baseline
         else:
-            if ctx is None and Q.category_counts(args.cases or Q.SuiteSpec().cases)["long_context"]:
+            if ctx is None and Q.category_counts(suite.cases or Q.SuiteSpec().cases)["long_context"]:
                 raise UsageError("the candidate server does not state its context length: pass --max-context TOKENS")
             try:
-                spec = Q.SuiteSpec(seed=args.suite_seed if args.suite_seed is not None else Q.SuiteSpec().seed,
-                                   cases=args.cases if args.cases is not None else Q.SuiteSpec().cases,
-                                   level=args.level or "default", context_tokens=ctx,
+                spec = Q.SuiteSpec(seed=suite.suite_seed if suite.suite_seed is not None else Q.SuiteSpec().seed,
+                                   cases=suite.cases if suite.cases is not None else Q.SuiteSpec().cases,
+                                   level=suite.level or "default", context_tokens=ctx,
                                    chars_per_token=round(float(chars_per_token), 4), context_source=ctx_source)
             except Q.SetError as exc:
                 raise UsageError(str(exc)) from None
@@ -155,12 +155,12 @@ def build_plan(args: SuiteFlags, *, team_text: str | None, team_source: str | No
         except Q.SetError as exc:
             raise UsageError(str(exc)) from None
         qset.long_context["estimate"] = cpt_how if baseline is None else "taken from the baseline file's suite"
-    elif args.cases is not None or args.level is not None or args.suite_seed is not None:
+    elif suite.cases is not None or suite.level is not None or suite.suite_seed is not None:
         raise UsageError("--cases, --level and --suite-seed size the standard suite: add --suite standard")
     source = "suite:standard" if spec is not None else ""
     if team_text is not None and team_source is not None:
         # a team generator line keeps its own "tokens" unless --max-context (the old --long-context-tokens) is given
-        team = Q.parse_set(team_text, team_source, context_tokens=args.max_context, chars_per_token=chars_per_token)
+        team = Q.parse_set(team_text, team_source, context_tokens=suite.max_context, chars_per_token=chars_per_token)
         if team.problems:
             raise UsageError(f"the set has {len(team.problems)} problem(s): {team.problems[0]}")
         if team.long_context:
@@ -171,7 +171,7 @@ def build_plan(args: SuiteFlags, *, team_text: str | None, team_source: str | No
             raise UsageError(qset.problems[0])
     assert qset is not None
     cats = {c.category for c in qset.cases}
-    unknown = [c for c in (args.required or []) if c not in cats]
+    unknown = [c for c in (suite.required or []) if c not in cats]
     if unknown:
         raise UsageError(f"--required {unknown[0]}: no case of that category (categories: {', '.join(sorted(cats))})")
     cand_ctx, _ = server_context(server)
