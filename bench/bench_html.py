@@ -9,7 +9,7 @@ figures per size:
 - **added, measured inside** (the one the goal is about): the time spent in what ``--html`` adds, timed inside
   the process with ``--html``: the charts' bounded sampler over every block read
   (``tui.core.chartdata.RunSampler.add_many``) plus building and writing the page
-  (``tui.cli.report.write_report_html``: the chart data, the options, the tables, the inlined library). Median
+  (``tui.cli.reporting.write_report_html``: the chart data, the options, the tables, the inlined library). Median
   over the repeats.
 - **end to end**: median wall seconds and CPU seconds of the whole report with and without ``--html`` and their
   difference, and peak RSS (wall seconds are noisy on a shared machine: the 1-minute load average is printed before
@@ -33,7 +33,7 @@ ROOT = os.path.dirname(HERE)
 CHILD = r"""
 import io, json, resource, sys, time
 path, html = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
-import tui.cli.report as R
+import tui.cli.reporting as R
 import tui.core.chartdata as CD
 spent = {"sampler": 0.0, "page": 0.0, "sampler_cpu": 0.0}
 orig_add = CD.RunSampler.add_many

@@ -41,15 +41,13 @@ print(json.dumps({"lines": n, "seconds": dt, "cpu": ru.ru_utime + ru.ru_stime, "
 
 REPORT = r"""
 import io, json, resource, sys, time
-from argparse import Namespace
-from tui.cli.report import run_report
-args = Namespace(slo_ttft_ms=1000.0, slo_tpot_ms=None, slo_itl_ms=None, slo_e2e_ms=None, ttft_of="answer", target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None, json=False,
-                 level=None, params=None, weights=None, gpu_gib=None, margin_gib=None, layers=None, kv_heads=None,
-                 head_dim=None, max_seq=None, kv_dtype=None, tp=None, block_size=None, config=None, budget=None)
+from tui.cli import settings_of
+from tui.cli.reporting import run_report
+args = settings_of(["report", sys.argv[1]])
 ru0 = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 out = io.StringIO()
-rc = run_report(sys.argv[1], args, out=out)
+rc = run_report(args, out=out)
 dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_SELF)
 cpu = (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime)

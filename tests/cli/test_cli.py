@@ -67,13 +67,12 @@ def python(code: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
     r = python("import sys, io, contextlib\n"
-               "from tui.cli import main\n"
+               "from tui.cli import COMMANDS, main\n"
                "with contextlib.redirect_stdout(io.StringIO()):\n"
                "    rc = main(['budget', '--json'])\n"
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual', 'rich'))\n"
-               "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout', 'tui.cli.budget_grid', 'tui.cli.budget_flags'))\n"
-               "print(rc, heavy, cmds)")  # shared flags, checks, output guard; budget's own screening-table module
+               "cmds = sorted(m for m in sys.modules if m in {c.module for c in COMMANDS.values()})\n"  # shared modules load
+               "print(rc, heavy, cmds)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "[]", "['tui.cli.budget']"]
 
@@ -81,12 +80,11 @@ def test_budget_imports_neither_httpx_nor_textual_nor_other_commands():
 @pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_top_level_help_imports_no_command_module_and_lists_every_command():
     r = python("import sys, io, contextlib\n"
-               "from tui.cli import main\n"
+               "from tui.cli import COMMANDS, main\n"
                "buf = io.StringIO()\n"
                "with contextlib.redirect_stdout(buf):\n"
                "    rc = main(['--help'])\n"
-               "cmds = sorted(m for m in sys.modules if m.startswith('tui.cli.') and m not in "
-               "('tui.cli.options', 'tui.cli.guard', 'tui.cli.crash', 'tui.cli.safeout'))\n"  # shared flags, checks, output guard
+               "cmds = sorted(m for m in sys.modules if m in {c.module for c in COMMANDS.values()})\n"  # shared load
                "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'textual'))\n"
                "print(repr(buf.getvalue()))\n"
                "print(rc, cmds, heavy)")
@@ -98,7 +96,8 @@ def test_top_level_help_imports_no_command_module_and_lists_every_command():
 
 
 def test_a_broken_command_module_is_an_error_not_a_hidden_command(monkeypatch, capsys):
-    monkeypatch.setitem(COMMANDS, "report", Command("tui.cli.no_such_module", "headless verdict on a record file"))
+    monkeypatch.setitem(COMMANDS, "report", Command("tui.cli.no_such_module", "headless verdict on a record file",
+                                                      "ReportSettings"))
     assert main(["report", SEED]) == ExitCode.INTERNAL  # an internal error says so (issue 18): never hidden
     assert "internal error" in capsys.readouterr().err
     with pytest.raises(ModuleNotFoundError):
@@ -260,19 +259,24 @@ def test_budget_with_tp_2_does_not_say_one_gpu(capsys):
 
 
 def test_the_command_table_is_the_only_registry():
-    # every command module named in the table exists and has the two functions the table names
+    # every command module named in the table exists and has the settings class and the function the table names
     import importlib
 
     for name, command in COMMANDS.items():
         mod = importlib.import_module(command.module)
-        assert callable(getattr(mod, command.add)) and callable(getattr(mod, command.run)), name
+        assert isinstance(getattr(mod, command.settings), type) and callable(getattr(mod, command.run)), name
     assert not hasattr(cli, "_optional")
 
 
 def test_every_command_module_has_the_one_interface():
-    # `add_arguments(parser)` and `run(args) -> int` in every command module (run and live move to their own
-    # modules in the same reshape: their two rows are checked once they do)
+    # a settings dataclass (its fields declare the flags: tui.cli.declare) and `run(settings) -> int` in every
+    # command module (issue 38)
+    import dataclasses
+    import inspect
+
+    from tui.cli.declare import Settings
+
     for name, command in COMMANDS.items():
-        if name in ("run", "live") and command.module == "tui.cli.run" and command.add != "add_arguments":
-            continue
-        assert (command.add, command.run) == ("add_arguments", "run"), name
+        settings, run = command.load()
+        assert command.run == "run" and dataclasses.is_dataclass(settings) and issubclass(settings, Settings), name
+        assert list(inspect.signature(run).parameters) == ["settings"], name

@@ -403,9 +403,7 @@ def test_import_of_a_synthetic_source_never_exits_0(tmp_path, capsys):
 
 def test_replay_console_exit_of_synthetic_data_is_never_0(tmp_path, monkeypatch):
     """The console's own exit code (the verdict on screen) passes through the same rule."""
-    import argparse
-
-    from tui.cli import replay as R
+    from tui.cli import console as R
     from tui.core.records import RunHeader
 
     class FakeApp:
@@ -433,4 +431,4 @@ def test_replay_console_exit_of_synthetic_data_is_never_0(tmp_path, monkeypatch)
         return real_snapshot(self)
 
     monkeypatch.setattr(MonitorSink, "snapshot", snapshot)
-    assert R.open_console(Src(), argparse.Namespace(), None, MonitorConfig()) == 3
+    assert R.open_console(Src(), R.ConsoleFlags(), None, MonitorConfig()) == 3

@@ -6,7 +6,6 @@ No server: these build settings and frames only.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import asyncio
 import os
@@ -14,11 +13,12 @@ import pathlib
 import pickle
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 import tui.core.defaults as defaults
-from tui.cli import COMMANDS, build_parser
+from tui.cli import COMMANDS, settings_of
 from tui.cli.loadtest import config_from_args, console_monitor_config
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals
 from tui.sources.load.config import LoadConfig
@@ -28,8 +28,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 URL = "http://127.0.0.1:9"
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    return build_parser(only=[argv[0]]).parse_args(argv)
+def parse(argv: list[str]) -> Any:
+    """The command's settings object (``tui.cli.declare``), as ``main`` hands it to the command."""
+    return settings_of(argv)
 
 
 def test_run_and_live_are_two_command_modules_with_the_one_interface():
@@ -38,8 +39,8 @@ def test_run_and_live_are_two_command_modules_with_the_one_interface():
 
     for name, mod in (("run", run), ("live", live)):
         command = COMMANDS[name]
-        assert (command.module, command.add, command.run) == (mod.__name__, "add_arguments", "run")
-        assert command.load() == (mod.add_arguments, mod.run)
+        assert (command.module, command.settings, command.run) == (mod.__name__, f"{name.title()}Settings", "run")
+        assert command.load() == (getattr(mod, f"{name.title()}Settings"), mod.run)
     assert run.__name__ != live.__name__
 
 
@@ -74,24 +75,23 @@ def test_the_flags_take_their_defaults_from_core_defaults(monkeypatch):
 
 
 def test_the_live_console_judges_with_the_runs_own_settings_and_its_rolling_window():
-    from tui.cli.report import monitor_config_from_args
-
     base = ["live", "--url", URL, "--concurrency", "1,2", "--slo-ttft-ms", "500", "--target", "0.9",
             "--min-window-minutes", "2", "--min-requests", "30"]
     for extra, rolling in (([], (defaults.ROLLING_S, None)), (["--rolling-seconds", "30"], (30.0, None)),
                            (["--rolling-requests", "80"], (defaults.ROLLING_S, 80))):
         args = parse(base + extra)
         cfg = config_from_args(args)
-        mcfg = console_monitor_config(args, cfg)
+        mcfg = console_monitor_config(args.rolling, cfg)
         assert (mcfg.slo_ttft_ms, mcfg.target, mcfg.min_window_s, mcfg.min_requests) == (500.0, 0.9, 120.0, 30)
         assert (mcfg.rolling_s, mcfg.rolling_n, mcfg.check_duplicate_ids) == (*rolling, False)
         # the same console settings the shared reader of the other commands builds from these flags
-        assert mcfg == monitor_config_from_args(args, check_duplicate_ids=False)
+        assert mcfg == args.acceptance.monitor_config(args.rolling.rolling_seconds, args.rolling.rolling_requests,
+                                                      check_duplicate_ids=False)
 
 
 def test_a_sweep_replays_no_trace_and_its_settings_build_from_its_own_flags():
     args = parse(["sweep", "--url", URL, "--concurrency", "1,2"])
-    assert (args.trace, args.trace_speed, args.trace_window) == (None, None, None)
+    assert (args.load.trace, args.load.trace_speed, args.load.trace_window) == (None, None, None)
     cfg = config_from_args(args)
     assert (cfg.mode, cfg.levels, cfg.trace, cfg.until_decided) == ("closed", [1.0, 2.0], None, True)
     with pytest.raises(SystemExit):

@@ -1,7 +1,7 @@
 """Issue 36 "Outputs" (finding 5): a command's outputs are one run's, written whole, never onto an input, never
 through a link.
 
-- every path flag of every command is declared with its role (``tui.cli.options.path_arg``), the one list the
+- every path flag of every command is declared with its role (``tui.cli.declare.path``), the one list the
   own-input guard reads: a generated family, every (input flag, output flag) pair of every command given the same
   file, is refused before anything runs (``--dataset`` and ``--server-log`` were missed: ``run --dataset X
   --record X`` appended records to the dataset, ``report --server-log L --html L`` overwrote the engine log);
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import REPO
-from tui.cli import COMMANDS, build_parser, main
+from tui.cli import COMMANDS, build_parser, main, settings_of
 from tui.cli.guard import command_parser, inputs_of, outputs_of, own_input_refusal, path_actions
 from tui.cli.options import APPEND, INPUT, OUTPUT, OUTPUT_DIR, PATH_ROLES
 
@@ -121,7 +121,7 @@ def test_every_input_flag_against_every_output_flag_is_refused(tmp_path):
                 argv = _argv(command, sub, given)
                 args = top.parse_args(argv)
                 assert command_parser(top, args) is sub
-                refusal = own_input_refusal(args, top)
+                refusal = own_input_refusal(settings_of(argv))
                 assert refusal and "refusing to write onto an input" in refusal, (argv, refusal)
                 pairs += 1
     assert pairs >= 30  # the generator did not silently test nothing
@@ -142,8 +142,7 @@ def test_the_missed_inputs_are_refused_end_to_end(tmp_path, argv):
     before = f.read_bytes()
     argv = [a.replace("{f}", str(f)).replace("{d}", str(tmp_path)) for a in argv]
     if argv[0] == "replay":
-        args = build_parser().parse_args(argv)
-        assert own_input_refusal(args, build_parser()) is None
+        assert own_input_refusal(settings_of(argv)) is None
         return
     rc, _out, err = run_cli(argv)
     assert rc == 2 and len(err.splitlines()) == 1 and "refusing to write onto an input" in err, err
@@ -151,14 +150,13 @@ def test_the_missed_inputs_are_refused_end_to_end(tmp_path, argv):
 
 
 def test_outputs_and_inputs_come_from_the_roles():
-    top = build_parser()
-    args = top.parse_args(["import", "x.json"])
-    assert outputs_of(args, top) == [("--out", "x.json.servewatch.jsonl")]  # the derived default
-    assert inputs_of(args, top) == [("FILE", "x.json")]
-    args = top.parse_args(["accept", "--records", "a", "b", "--out", "d", "--no-html"])
-    assert [p for _, p in outputs_of(args, top)] == [os.path.join("d", n) for n in
+    settings = settings_of(["import", "x.json"])
+    assert outputs_of(settings) == [("--out", "x.json.servewatch.jsonl")]  # the derived default
+    assert inputs_of(settings) == [("FILE", "x.json")]
+    settings = settings_of(["accept", "--records", "a", "b", "--out", "d", "--no-html"])
+    assert [p for _, p in outputs_of(settings)] == [os.path.join("d", n) for n in
                                                      ("acceptance.md", "acceptance.json", "acceptance.html")]
-    assert [p for _, p in inputs_of(args, top)] == ["a", "b"]
+    assert [p for _, p in inputs_of(settings)] == ["a", "b"]
 
 
 # ====================================================================== accept's output set

@@ -88,21 +88,18 @@ def test_report_never_raises_on_arbitrary_files(tmp_path_factory, lines):
     p.write_bytes(b"\n".join(lines))
     import contextlib
     import io
-    from argparse import Namespace
 
-    from tui.cli import UsageError
-    from tui.cli.report import run_report
+    from tui.cli import UsageError, settings_of
+    from tui.cli.reporting import run_report
 
-    args = Namespace(slo_ttft_ms=1000.0, slo_tpot_ms=None, slo_itl_ms=None, slo_e2e_ms=None, ttft_of="answer",
-                     target=0.95, alpha=0.05, min_window_minutes=10.0, min_requests=None,
-                     json=True, level=None)
+    args = settings_of(["report", str(p), "--json"])
     out = io.StringIO()
     from tui.core.budget import teaching_case
 
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
-            rc = run_report(str(p), args, budget=teaching_case(), out=out)
+            rc = run_report(args, budget=teaching_case(), out=out)
     except UsageError as exc:  # no line usable: refused as "not a servewatch record file", with the first problem
         # (or a prefix of requests before a header: two runs, never merged, refused with the list: issue 17)
         assert ("not a servewatch record file (0 of" in str(exc) or " runs (run --record appends)" in str(exc)) \
@@ -120,14 +117,9 @@ def test_report_never_raises_on_arbitrary_files(tmp_path_factory, lines):
 
 def test_console_default_arguments_build_a_monitor_config():
     # `servewatch` with no arguments has none of the acceptance flags: the defaults apply
-    import argparse
+    from tui.cli import settings_of
 
-    from tui.cli.options import add_console_default_arguments
-    from tui.cli.report import monitor_config_from_args
-
-    p = argparse.ArgumentParser()
-    add_console_default_arguments(p)
-    cfg = monitor_config_from_args(p.parse_args([]))
+    cfg = settings_of([]).acceptance.monitor_config()
     assert (cfg.slo_ttft_ms, cfg.target, cfg.alpha, cfg.min_window_s) == (1000.0, 0.95, 0.05, 600.0)
 
 
@@ -136,7 +128,7 @@ def test_report_ingest_makes_no_reference_cycles(tmp_path):
     # reading a file leaves no cyclic garbage behind, whatever the lines hold
     import gc
 
-    from tui.cli.report import analyse_file
+    from tui.cli.evidence_files import analyse_file
     from tui.core.monitor import MonitorConfig
 
     good = [b'{"type":"run","schema_version":1,"synthetic":true}',

@@ -170,7 +170,7 @@ def test_echoed_credentials_never_reach_the_record_the_report_or_the_quality_jso
 
 @pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_the_crash_log_holds_no_credential_url_user_info_or_query_value(fs, env, tmp_path, monkeypatch, capsys):
-    import tui.cli.report as R
+    import tui.cli.reporting as R
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     hf = header_file(tmp_path)

@@ -93,14 +93,14 @@ def test_run_replays_a_session_recording_from_the_command_line(session_rec, tmp_
 
 
 def test_the_session_anomalies_are_printed_file_line(session_rec, tmp_path):
-    from tui.cli import build_parser
+    from tui.cli import settings_of
     from tui.cli.loadtest import config_from_args, trace_lines
 
     lines = session_rec.read_text().splitlines()
     first_req = next(x for x in lines if json.loads(x).get("type") == "request")
     rec = tmp_path / "dup.jsonl"
     rec.write_text("\n".join([*lines, first_req]) + "\n")  # one (session, turn) recorded twice, on the last line
-    cfg = config_from_args(build_parser(only=["run"]).parse_args(["run", "--url", URL, "--trace", str(rec)]))
+    cfg = config_from_args(settings_of(["run", "--url", URL, "--trace", str(rec)]))
     out = [x for x in trace_lines(cfg) if "session anomaly" in x]
     assert len(out) == 1 and out[0].startswith(f"trace: session anomaly {rec}:{len(lines) + 1}: ")
     assert "recorded twice" in out[0]

@@ -3,21 +3,22 @@ a combination that means nothing is one line and exit 2, and a recorded session 
 
 from __future__ import annotations
 
-import argparse
 import json
+from typing import Any
 
 import pytest
 
 from tests.support.fault_server import FaultServer
-from tui.cli import build_parser, main
+from tui.cli import main, settings_of
 from tui.cli.loadtest import config_from_args
 
 URL = "http://127.0.0.1:9"
 LEVELS = {"run": ["--rate", "2"], "live": ["--rate", "2"], "sweep": ["--concurrency", "1,2"]}
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    return build_parser(only=[argv[0]]).parse_args(argv)
+def parse(argv: list[str]) -> Any:
+    """The command's settings object (``tui.cli.declare``), as ``main`` hands it to the command."""
+    return settings_of(argv)
 
 
 @pytest.mark.parametrize("command", ["run", "live", "sweep"])

@@ -5,7 +5,6 @@ Waiting is always "poll a condition with a bounded deadline" through ``pilot.pau
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import time
@@ -730,21 +729,19 @@ async def test_degrades_to_80x24(seed_path):
 
 
 def test_replay_arguments_parse_and_bad_file_exits_2(tmp_path, capsys):
-    from tui.cli import UsageError
-    from tui.cli.replay import add_arguments, monitor_config_from_args, run
+    from tui.cli import UsageError, build_parser, settings_of
+    from tui.cli.replay import run
 
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = parser.parse_args([str(tmp_path / "missing.jsonl"), "--speed", "4", "--theme", "light",
-                              "--slo-ttft-ms", "500", "--target", "0.9", "--rolling-requests", "200",
-                              "--min-window-minutes", "2", "--gpu-gib", "80"])
-    assert args.speed == 4.0 and args.theme == "light"
-    cfg = monitor_config_from_args(args)
+    args = settings_of(["replay", str(tmp_path / "missing.jsonl"), "--speed", "4", "--theme", "light",
+                        "--slo-ttft-ms", "500", "--target", "0.9", "--rolling-requests", "200",
+                        "--min-window-minutes", "2", "--gpu-gib", "80"])
+    assert args.speed.speed == 4.0 and args.console.theme == "light"
+    cfg = args.acceptance.monitor_config(args.rolling.rolling_seconds, args.rolling.rolling_requests)
     assert (cfg.slo_ttft_ms, cfg.target, cfg.rolling_n, cfg.min_window_s) == (500.0, 0.9, 200, 120.0)
     with pytest.raises(UsageError, match="no such file"):
         run(args)
     with pytest.raises(SystemExit):
-        parser.parse_args(["f.jsonl", "--speed", "0"])
+        build_parser(only=["replay"]).parse_args(["replay", "f.jsonl", "--speed", "0"])
 
 
 def test_default_sample_is_found():
@@ -933,16 +930,17 @@ async def test_sweep_sits_under_the_budget_in_the_wide_layout(tmp_path):
 
 
 def test_live_accepts_every_console_flag_replay_does(tmp_path):
-    from tui.cli import build_parser
-    from tui.cli.report import monitor_config_from_args
+    from tui.cli import settings_of
+    from tui.cli.loadtest import config_from_args, console_monitor_config
 
-    args = build_parser().parse_args(["live", "--url", "http://127.0.0.1:9", "--concurrency", "1",
-                                      "--theme", "light", "--themes-dir", str(tmp_path), "--export-dir",
-                                      str(tmp_path / "x"), "--rolling-seconds", "30"])
-    assert (args.theme, args.themes_dir, args.export_dir) == ("light", str(tmp_path), str(tmp_path / "x"))
-    assert monitor_config_from_args(args).rolling_s == 30.0
-    args = build_parser().parse_args(["live", "--url", "http://127.0.0.1:9", "--rate", "1", "--rolling-requests", "80"])
-    assert monitor_config_from_args(args).rolling_n == 80
+    args = settings_of(["live", "--url", "http://127.0.0.1:9", "--concurrency", "1",
+                        "--theme", "light", "--themes-dir", str(tmp_path), "--export-dir",
+                        str(tmp_path / "x"), "--rolling-seconds", "30"])
+    c = args.console
+    assert (c.theme, c.themes_dir, c.export_dir) == ("light", str(tmp_path), str(tmp_path / "x"))
+    assert console_monitor_config(args.rolling, config_from_args(args)).rolling_s == 30.0
+    args = settings_of(["live", "--url", "http://127.0.0.1:9", "--rate", "1", "--rolling-requests", "80"])
+    assert console_monitor_config(args.rolling, config_from_args(args)).rolling_n == 80
 
 
 def test_verdict_bar_packs_statuses_without_losing_one():

@@ -5,15 +5,12 @@ showed PASS and quit with 0."""
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from tests.console.test_app import SIZE, screen_text, settled
 from tests.support import evidence_files as E
 from tui.app import build_app
-from tui.cli.options import add_acceptance_arguments, judge_at_from_args
-from tui.cli.report import monitor_config_from_args
+from tui.cli import settings_of
 from tui.core.monitor import Monitor
 from tui.core.slos import Slos
 from tui.core.slos import header_block as slo_block
@@ -32,11 +29,9 @@ def _file(tmp_path):
 
 
 def _app(path, *flags):
-    p = argparse.ArgumentParser()
-    add_acceptance_arguments(p)
-    args = p.parse_args(list(flags))  # the replay's acceptance flags, parsed as the command parses them
+    acc = settings_of(["replay", str(path), *flags]).acceptance  # the replay's acceptance flags, as it parses them
     src = ReplaySource(path, max_speed=True, poll_interval=0.02)
-    mon = Monitor(monitor_config_from_args(args), source=src.label, judge_at=judge_at_from_args(args))
+    mon = Monitor(acc.monitor_config(), source=src.label, judge_at=acc.judge_at())
     sink = MonitorSink(mon)
     return build_app(src, sink, None), src, sink
 

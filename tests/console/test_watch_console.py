@@ -121,18 +121,18 @@ def test_watch_snapshot(snap_compare, tmp_path):
 @pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_console_from_command_line_arguments(tmp_path):
     """The `servewatch watch` console path: arguments -> source -> console, recording as it goes."""
-    from tui.cli import build_parser
+    from tui.cli import settings_of
 
     rec = tmp_path / "w.jsonl"
     with MetricsServer("sglang") as ms:
-        args = build_parser().parse_args(["watch", "--metrics-url", ms.url, "--interval", "0.1",
-                                          "--min-window-minutes", "0", "--record", str(rec)])
+        args = settings_of(["watch", "--metrics-url", ms.url, "--interval", "0.1",
+                            "--min-window-minutes", "0", "--record", str(rec)])
         from tui.sources.recorder import Recorder
 
         recorder = Recorder(str(rec))
-        from tui.cli.watch import settings_from_args
+        from tui.cli.watch import session_settings
 
-        source = WatchConsoleSource(settings_from_args(args), emit=recorder.write)
+        source = WatchConsoleSource(session_settings(args), emit=recorder.write)
         sink = WatchSink(source)
         app = build_app(source, sink, None, export_dir=tmp_path / "exports")
         async with app.run_test(size=SIZE) as pilot:

@@ -66,8 +66,8 @@ def test_the_docs_have_load_examples_to_check():
 
 
 def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tuple[int, str, list]:
-    from tui.cli import build_parser
-    from tui.cli.report import analyse_file, monitor_config_from_args
+    from tui.cli import build_parser, settings_of
+    from tui.cli.evidence_files import analyse_file
 
     argv = shlex.split(cmd)[1:]
     argv = [str(ROOT / a) if prev in ("--trace", "--dataset") else a  # a bundled trace or dataset
@@ -86,7 +86,7 @@ def _run(cmd: str, server: RecordedServer, monkeypatch, tmp_path, capsys) -> tup
     named = argv[argv.index("--record") + 1] if "--record" in argv else None  # a documented --record FILE
     records = [tmp_path / named] if named else sorted(tmp_path.glob("servewatch-*.jsonl"))
     assert len(records) == 1 and records[0].exists(), out
-    mon = analyse_file(str(records[0]), monitor_config_from_args(args))
+    mon = analyse_file(str(records[0]), settings_of(argv).acceptance.monitor_config())
     levels = [(row.level, row.verdict.state, row.verdict.n) for row in mon.snapshot().levels]
     return code, out, levels
 

@@ -8,14 +8,13 @@ condition with a bound; nothing asserts a wall-clock speed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 from tui.app import build_app
 from tui.cli import main
-from tui.cli.budget import view_budget
-from tui.cli.options import add_budget_arguments, add_teaching_argument
+from tui.cli.budgetflags import BudgetFlags, view_budget
+from tui.cli.declare import parse as parse_settings
 from tui.core.budget.memory import MemoryMissing
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.sources.base import MonitorSink
@@ -59,11 +58,8 @@ def test_report_budget_takes_vllms_kv_space_and_shows_its_kv_use(vllm_server, tm
 
 
 async def test_live_console_budget_waits_for_the_engine_kv_space(vllm_server, tmp_path):
-    parser = argparse.ArgumentParser()
-    add_budget_arguments(parser)
-    add_teaching_argument(parser)
-    args = parser.parse_args(["--config", str(vllm_server.model_dir / "config.json"), "--max-seq", "2048"])
-    budget, origin = view_budget(args)  # what `servewatch live --config ...` hands the console
+    flags = parse_settings(BudgetFlags, ["--config", str(vllm_server.model_dir / "config.json"), "--max-seq", "2048"])
+    budget, origin = view_budget(flags)  # what `servewatch live --config ...` hands the console
     assert isinstance(budget, MemoryMissing)
     cfg = LoadConfig(url=vllm_server.base_url, model=vllm_server.model, mode="closed", levels=[4],
                      input_tokens=(16, 16), output_tokens=(16, 16), ignore_eos=True, requests=REQUESTS,

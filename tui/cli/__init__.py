@@ -1,27 +1,39 @@
-"""The `servewatch` command line: one module per command, one module of shared options, one boundary.
+"""The `servewatch` command line: one module per command, shared modules for what several commands use, one
+boundary.
 
-Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -> int``)::
+Layout (every command module exports a settings dataclass and ``run(settings) -> int``)::
 
     tui/cli/__init__.py   the command table, the top-level parser and ``main()`` (the one boundary)
-    tui/cli/options.py    shared options (acceptance/SLO, budget, console, HTTP/TLS/headers) and value types
+    tui/cli/declare.py    declared settings: each flag a field (flag, placeholder, help, type, path role)
+    tui/cli/options.py    shared vocabulary: value types, path roles, the acceptance (SLO) and HTTP blocks
+    tui/cli/budgetflags.py, loadtest.py, console.py, reporting.py, evidence_files.py, watchfiles.py,
+    quality_files.py, chainopts.py, guard.py   shared modules (no command module imports another)
     tui/cli/budget.py     budget                       tui/cli/run.py      run
-    tui/cli/live.py       live                         tui/cli/loadtest.py the load flags/settings of run, live, sweep
-    tui/cli/report.py     report                       tui/cli/sweep.py    sweep
-    tui/cli/replay.py     replay, the no-argument console
+    tui/cli/live.py       live                         tui/cli/sweep.py    sweep
+    tui/cli/report.py     report                       tui/cli/replay.py   replay, the no-argument console
     tui/cli/quality.py    quality                      tui/cli/accept.py   accept
     tui/cli/watch.py      watch                        tui/cli/compare.py  compare
-    tui/cli/importfile.py import                   tui/cli/plan.py     plan
-    tui/cli/select.py     select                       tui/cli/budget_grid.py  budget's screening table
-    tui/cli/export.py     export                   tui/cli/index.py    index
-    tui/cli/history.py    history                  tui/cli/runref.py   run:ID (the catalogue's runs as inputs)
+    tui/cli/importfile.py import                       tui/cli/plan.py     plan
+    tui/cli/select.py     select                       tui/cli/measure.py  measure
+    tui/cli/export.py     export                       tui/cli/index.py    index
+    tui/cli/history.py    history
+    tui/cli/budget_grid.py, runref.py, acceptance_doc.py   budget's screening table, run:ID (the catalogue's runs as
+                          inputs), the acceptance document (accept's and select's)
+
+Each flag is declared once, as a field of a settings dataclass (``tui.cli.declare``: its flag names, placeholder,
+help, type, default and, for a path, its role); the argparse parser of a command is built from its settings class,
+and the parsed namespace becomes a settings object (``tui.cli.declare.settings_from``) before anything runs: the
+command gets the object, never the namespace. The own-input guard (``tui.cli.guard``) reads the path roles from
+the same declarations.
 
 Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
-for report, replay, accept and compare alike: the command modules parse flags, call it and print.
+for report, replay, accept and compare alike: the command modules read their settings, call it and print.
 
 Lazy loading: a command's module is imported only when that command runs (or its ``--help`` is asked for), so
 ``servewatch budget`` never imports httpx or Textual.  ``servewatch --help`` lists every command from
 :data:`COMMANDS` without importing any of them.  A command module that fails to import raises: no command is
-ever hidden by an ImportError.
+ever hidden by an ImportError.  No command module imports another (tests/architecture/test_cli_commands.py):
+what several commands use lives in a shared module.
 
 The boundary: a command raises :class:`~tui.core.exitcodes.UsageError` ("one line") for bad usage or unreadable
 input; ``main()`` prints ``servewatch: <line>`` on stderr and returns 2.  Ctrl-C returns 130 quietly; a closed
@@ -31,12 +43,14 @@ standard output (``servewatch budget --json | head -1``) returns 141 quietly.  A
 
 Adding a command (e.g. ``watch``) is one module plus one table entry:
 
-1. ``tui/cli/watch.py`` with ``add_arguments(parser)`` (declares the flags; imports nothing heavy, shared flags
-   from ``tui.cli.options``; set ``parser.epilog = options.epilog("servewatch watch ...")`` for the example and
-   exit codes) and ``run(args) -> int`` (imports what it needs inside; raises ``UsageError`` for bad usage);
-2. ``"watch": Command("tui.cli.watch", "one-line help"),`` in :data:`COMMANDS`.
+1. ``tui/cli/watch.py`` with a frozen settings dataclass (``WatchSettings(tui.cli.declare.Settings)``: each flag a
+   field declared with ``tui.cli.declare.flag`` / ``switch`` / ``path``, shared blocks with ``block``; its
+   ``EPILOG`` is ``options.epilog("servewatch watch ...")`` for the example and exit codes; the module imports
+   nothing heavy at module level) and ``run(settings: WatchSettings) -> int`` (imports what it needs inside;
+   raises ``UsageError`` for bad usage);
+2. ``"watch": Command("tui.cli.watch", "one-line help", "WatchSettings"),`` in :data:`COMMANDS`.
 
-tests/test_cli.py then checks its help (an example, every default), its placeholder names and its lazy import.
+tests/cli/test_cli.py then checks its help (an example, every default), its placeholder names and its lazy import.
 """
 
 from __future__ import annotations
@@ -47,12 +61,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tui import __version__
-from tui.cli.options import HelpFormatter, add_console_default_arguments
+from tui.cli.console import ConsoleSettings
+from tui.cli.declare import build, settings_from
+from tui.cli.options import HelpFormatter
 from tui.core.exitcodes import EXIT_CODES_DOC, ExitCode, UsageError
 
-__all__ = ["COMMANDS", "Command", "ExitCode", "UsageError", "build_parser", "main"]
+__all__ = ["COMMANDS", "CONSOLE", "Command", "ExitCode", "UsageError", "build_parser", "main", "settings_of"]
 
 DESCRIPTION = (
     "servewatch: is this LLM deployment ready for real traffic? Budget (does it fit?), load (does it finish "
@@ -68,44 +85,64 @@ EPILOG = ("examples:\n  servewatch --speed 16\n  servewatch budget --params 8B -
 
 @dataclass(frozen=True)
 class Command:
-    """One row of the command table: where the command lives and its one-line help."""
+    """One row of the command table: where the command lives, its one-line help, its settings class (its flags:
+    ``tui.cli.declare``) and the function that runs it with a settings object."""
 
     module: str
     help: str
-    add: str = "add_arguments"
+    settings: str
     run: str = "run"
 
-    def load(self) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]:
+    def load(self) -> tuple[type, Callable[[Any], int]]:
         mod = importlib.import_module(self.module)  # an ImportError surfaces: no command is hidden
-        return getattr(mod, self.add), getattr(mod, self.run)
+        return getattr(mod, self.settings), getattr(mod, self.run)
 
 
 COMMANDS: dict[str, Command] = {
-    "budget": Command("tui.cli.budget", "memory budget: a concurrency candidate to test (not a limit)"),
-    "report": Command("tui.cli.report", "headless verdict on a record file"),
-    "replay": Command("tui.cli.replay", "the console replaying a record file"),
-    "run": Command("tui.cli.run", "headless load test against a server, recorded"),
+    "budget": Command("tui.cli.budget", "memory budget: a concurrency candidate to test (not a limit)",
+                      "BudgetSettings"),
+    "report": Command("tui.cli.report", "headless verdict on a record file", "ReportSettings"),
+    "replay": Command("tui.cli.replay", "the console replaying a record file", "ReplaySettings"),
+    "run": Command("tui.cli.run", "headless load test against a server, recorded", "RunSettings"),
     "measure": Command("tui.cli.measure", "a short measurement, no verdict: throughput, goodput, percentiles, "
-                       "errors (the record file is judged by `report`)"),
-    "live": Command("tui.cli.live", "the console watching a live load test"),
-    "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
-    "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
-    "accept": Command("tui.cli.accept", "write the acceptance report"),
+                       "errors (the record file is judged by `report`)", "MeasureSettings"),
+    "live": Command("tui.cli.live", "the console watching a live load test", "LiveSettings"),
+    "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails", "SweepSettings"),
+    "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline", "QualitySettings"),
+    "accept": Command("tui.cli.accept", "write the acceptance report", "AcceptSettings"),
     "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "
-                     "nothing)"),
+                     "nothing)", "WatchSettings"),
     "import": Command("tui.cli.importfile", "convert another load tool's run to a record file (the tools: "
-                      "servewatch import --help)"),
-    "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
-    "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost"),
+                      "servewatch import --help)", "ImportSettings"),
+    "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE",
+                       "CompareSettings"),
+    "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost",
+                    "PlanSettings"),
     "select": Command("tui.cli.select", "choose among measured candidates: the decision table, cost per 1M good "
-                      "tokens at capacity"),
+                      "tokens at capacity", "SelectSettings"),
     "export": Command("tui.cli.export", "one run's per-request records as a CSV or Parquet table, or an llm-d "
-                      "benchmark report"),
-    "index": Command("tui.cli.index", "catalogue every run found in folders in a SQLite file (for history and run:ID)"),
-    "history": Command("tui.cli.history", "the catalogued runs over time: verdict, capacity, goodput (--html: trends)"),
+                      "benchmark report", "ExportSettings"),
+    "index": Command("tui.cli.index", "catalogue every run found in folders in a SQLite file (for history and run:ID)",
+                     "IndexSettings"),
+    "history": Command("tui.cli.history", "the catalogued runs over time: verdict, capacity, goodput (--html: trends)",
+                       "HistorySettings"),
 }
 
-CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", run="run_default")
+@dataclass(frozen=True)
+class Runner:
+    """A command's ``run`` as the parser's ``func`` default: called with the settings object (``main``), or with
+    the parsed namespace (``args.func(args)``), which it first makes the settings object of."""
+
+    settings: type
+    run: Callable[[Any], int]
+
+    def __call__(self, given: Any) -> int:
+        if isinstance(given, argparse.Namespace):
+            given = settings_from(self.settings, given)
+        return self.run(given)
+
+
+CONSOLE = Command("tui.cli.replay", "the console on the bundled sample run", "ConsoleSettings", run="run_default")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -125,37 +162,33 @@ def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true",
                    help="on an internal error (exit 70), print the traceback instead of writing it to a log file "
                         "(allowed anywhere on the command line)")
-    add_console_default_arguments(p)
+    build(p, ConsoleSettings)  # the no-argument console's flags
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, command in COMMANDS.items():
         sp = sub.add_parser(name, help=command.help, description=command.help, epilog=EXIT_CODES_DOC)
         if only is None or name in only:
-            add, run = command.load()
-            add(sp)
-            if name in PERCENTILE_COMMANDS:
-                _add_percentiles(sp)
-            sp.set_defaults(func=run)
+            settings, run = command.load()
+            build(sp, settings)
+            sp.set_defaults(settings_class=settings, func=Runner(settings, run))
     return p
 
 
-#: the reading and load commands that take ``--percentiles`` (issue 41)
+#: the reading and load commands that take ``--percentiles`` (issue 41): each declares ``percentiles_flag()``
+#: (``tui.cli.options``) as its last field
 PERCENTILE_COMMANDS = frozenset({"report", "replay", "run", "live", "sweep", "accept", "watch", "compare", "measure"})
 
 
-def _percentiles(text: str) -> tuple[float, ...]:
-    from tui.core.stats import parse_percentiles
-
-    try:
-        return parse_percentiles(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--percentiles: ")) from None
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings object of a parsed command line (the command's settings class, or the console's)."""
+    return settings_from(vars(args).get("settings_class", ConsoleSettings), args)
 
 
-def _add_percentiles(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--percentiles", type=_percentiles, default=None, metavar="LIST",
-                    help="the latency percentiles read and shown, such as 50,90,95,99,99.9 (default 50,95,99); each "
-                         "is supported only with n >= log(0.05)/log(q) requests (P90 29, P99.9 2,995: "
-                         "docs/statistics.md), else shown with the * mark; JSON keys p50, p90, p99.9")
+def settings_of(argv: Sequence[str]) -> Any:
+    """The settings object ``argv`` (a command and its flags) parses to, as ``main`` hands it to the command
+    (without the own-input guard and without running anything)."""
+    argv = list(argv)
+    named = argv[0] if argv and argv[0] in COMMANDS else None
+    return _settings(build_parser(only=[named] if named else []).parse_args(argv))
 
 
 def _quiet_closed_stdout() -> None:
@@ -219,22 +252,23 @@ def _dispatch(argv: list[str]) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int) else ExitCode.USAGE
     if args.command is not None and command is None:  # console flags before a command: `--theme light replay f`
         raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
+    settings = _settings(args)  # the command sees its settings object, never the namespace
     from tui.cli.guard import own_input_refusal, theme_refusal
 
-    refusal = theme_refusal(args) or own_input_refusal(args, parser)  # an unknown theme; writing onto an input
+    refusal = theme_refusal(settings) or own_input_refusal(settings)  # an unknown theme; writing onto an input
     if refusal:
         raise UsageError(refusal)
     if args.command is None:
-        _add, run = CONSOLE.load()
-        return int(run(args) or 0)
-    qs = getattr(args, "percentiles", None)
+        _cls, run = CONSOLE.load()
+        return int(run(settings) or 0)
+    qs = getattr(settings, "percentiles", None)  # --percentiles (PERCENTILE_COMMANDS)
     if qs is None:
-        return int(args.func(args) or 0)
+        return int(args.func(settings) or 0)
     from tui.core import stats
 
     prev = stats.set_selected(qs)  # one choice for the whole command (tui.core.stats.selected)
     try:
-        return int(args.func(args) or 0)
+        return int(args.func(settings) or 0)
     finally:
         stats.set_selected(prev)
 

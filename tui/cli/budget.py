@@ -13,95 +13,22 @@ Also the budget shown beside a run (report, replay, live, accept, the no-argumen
 
 from __future__ import annotations
 
-import argparse
 import json
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
-from tui.cli.budget_flags import GEOMETRY_NOTE_PREFIX, given_fields
-from tui.cli.options import OUTPUT, UsageError, add_budget_arguments, epilog, path_arg
+from tui.cli.budget_grid import Screening
+from tui.cli.budgetflags import BudgetListFlags, budget_from_args, budget_heading, geometry_warning
+from tui.cli.declare import Settings, block, path, switch
+from tui.cli.options import OUTPUT, UsageError, epilog
 from tui.core.budget.allocation import KvPrediction, predict_allocation
-from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu, teaching_case
+from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu
 from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
-from tui.core.budget.hf_config import inputs_from_hf_config
-from tui.core.budget.inputs import BudgetInputs
 from tui.core.budget.memory import MEMORY_FLAGS, MemoryMissing
 from tui.core.budget.results import BudgetResult
 from tui.core.budget.serialize import budget_to_dict, budget_to_json
-from tui.core.budget.vocab import CANDIDATE_NOTE, GIB, BudgetError
-from tui.core.budgetview import ORIGIN_TEACHING
+from tui.core.budget.vocab import CANDIDATE_NOTE, GIB
 from tui.core.exitcodes import ExitCode
 from tui.core.textsafe import term
-from tui.sources.budget_files import load_budget, load_hf_config
-
-
-def memory_given(given: dict[str, Any]) -> bool:
-    """True when the memory the budget divides was given (--gpu-gib or --kv-cache-gib)."""
-    return "gpu_gib" in given or "kv_space_bytes" in given
-
-
-#: the note a budget carries when --teaching filled in the memory nobody gave
-TEACHING_MEMORY_NOTE = ("memory from the teaching case (--teaching): a 24 GiB GPU and a 3 GiB runtime margin, "
-                        "an example, not your GPU")
-
-
-def budget_given(args: argparse.Namespace) -> bool:
-    """True when any budget flag (or --config / --budget) was given."""
-    return (bool(given_fields(args)) or getattr(args, "budget", None) is not None
-            or getattr(args, "config", None) is not None)
-
-
-def budget_title(result: BudgetResult) -> str:
-    """What the budget is about, e.g. "teaching case (7B params, bf16, 24 GiB GPU)"."""
-    return _title(result).removeprefix("Memory budget: ")
-
-
-def budget_from_args(args: argparse.Namespace) -> BudgetResult | MemoryMissing:
-    """The budget the flags describe.  Raises ValueError with a readable message on bad input.
-
-    No memory input (--gpu-gib, --kv-cache-gib) beside other budget flags or --config: a :class:`MemoryMissing`
-    (the KV figures, no candidate; a view completes it from the run header), never the teaching case's 24 GiB
-    GPU and 3 GiB margin, except with ``--teaching`` (labelled). Nothing given at all: the teaching case."""
-    given = given_fields(args)
-    teaching = bool(getattr(args, "teaching", False))
-    budget_file = getattr(args, "budget", None)
-    config_path = getattr(args, "config", None)
-    if budget_file is not None:
-        if given or config_path is not None:
-            flags = sorted("--" + k.replace("_", "-") for k in given) + (["--config"] if config_path else [])
-            raise ValueError(f"--budget loads a saved budget as it is; it cannot be combined with {', '.join(flags)}")
-        return load_budget(budget_file)
-    try:
-        if config_path is not None:
-            config = load_hf_config(config_path)
-            inputs = inputs_from_hf_config(config, **given)
-            if inputs.model == BudgetInputs().model or inputs.model != config.get("_name_or_path"):
-                parent = Path(config_path).resolve().parent.name
-                stem = Path(config_path).stem
-                label = parent if stem == "config" and parent else stem
-                inputs = inputs.replace(model=f"{label} ({inputs.model})" if inputs.model else label)
-        else:
-            geometry = {"layers", "kv_heads", "head_dim"}
-            if given and not geometry & set(given):
-                defaults = BudgetInputs()
-                given["notes"] = (
-                    f"{GEOMETRY_NOTE_PREFIX}: teaching-case defaults used ({defaults.layers} layers, "
-                    f"{defaults.kv_heads} KV heads, head_dim {defaults.head_dim}); give --layers, --kv-heads, "
-                    "--head-dim or --config for your model",
-                )
-            inputs = BudgetInputs(**given)
-        if (given or config_path is not None) and not memory_given(given):
-            if teaching:
-                return compute_budget(inputs.replace(notes=(*inputs.notes, TEACHING_MEMORY_NOTE)))
-            return MemoryMissing(inputs, budget_source(args) or "flags", margin_given="margin_gib" in given,
-                                 max_seq_given="max_seq" in given, block_size_given="block_size" in given)
-        return compute_budget(inputs)
-    except BudgetError:
-        raise
-    except (TypeError, OverflowError) as exc:
-        raise ValueError(f"bad budget input: {exc}") from None
-
 
 # --------------------------------------------------------------------------------------------
 # Text
@@ -110,32 +37,6 @@ def budget_from_args(args: argparse.Namespace) -> BudgetResult | MemoryMissing:
 
 def _gib(x: float) -> str:
     return f"{x:.2f} GiB"
-
-
-def _title(result: BudgetResult) -> str:
-    i = result.inputs
-    if i == BudgetInputs():
-        what = "teaching case (7B params, bf16, 24 GiB GPU)"
-    elif i.model:
-        what = i.model
-    else:
-        what = f"{i.params / 1e9:g}B params"
-    if TEACHING_MEMORY_NOTE in i.notes:  # --teaching filled in the memory: said in the title, not only below
-        what += f" [TEACHING CASE memory: {i.gpu_gib:g} GiB GPU, {i.margin_gib:g} GiB margin; an example, not your GPU]"
-    per = f", per GPU with tp={i.tp}" if i.tp > 1 else ""
-    return f"Memory budget: {what}{per}{geometry_warning(i)}"
-
-
-
-
-def geometry_warning(inputs: Any) -> str:
-    """" [KV GEOMETRY OF THE TEACHING CASE ...]" for the first line of a budget whose KV geometry nobody gave (the
-    teaching case's 32 layers x 8 KV heads x head_dim 128 stood in: a 70B model has about 80 layers); "" otherwise."""
-    notes = getattr(inputs, "notes", ()) or ()
-    if not any(str(n).startswith(GEOMETRY_NOTE_PREFIX) for n in notes) or inputs.params == BudgetInputs().params:
-        return ""  # (the teaching case's own 7B with its own geometry is the teaching case, titled as such)
-    return (f" [KV geometry: the TEACHING CASE's {inputs.layers} layers x {inputs.kv_heads} KV heads x head_dim "
-            f"{inputs.head_dim}, not your model's]")
 
 
 def _kv_formula(result: BudgetResult) -> str:
@@ -161,7 +62,7 @@ def format_budget_text(result: BudgetResult) -> str:
     """A plain-text budget: the figures (name=value), the variants table, the assumptions, the note."""
     i = result.inputs
     fmt = WEIGHT_FORMATS[i.weights]
-    lines = [_title(result), ""]
+    lines = [budget_heading(result), ""]
     if fmt.quantized and i.unquantized_params:
         weights_how = (
             f"{i.params - i.unquantized_params:,.0f} params x {fmt.bits_per_weight:g} bits ({fmt.name}) "
@@ -222,21 +123,22 @@ EPILOG = epilog("servewatch budget --params 8B --weights awq --gpu-gib 80 --max-
                       "(a grid larger than --max-candidates)")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch budget` (light: imports nothing beyond the standard library and tui.core)."""
-    from tui.cli.budget_grid import add_grid_arguments
+@dataclass(frozen=True, kw_only=True)
+class BudgetSettings(Settings):
+    """`servewatch budget` (light: imports nothing beyond the standard library and tui.core)."""
 
-    parser.description = DESCRIPTION
-    parser.epilog = EPILOG
-    add_budget_arguments(parser, lists=True)
-    add_grid_arguments(parser)
-    parser.add_argument("--teaching", action="store_true",
-                        help="fill the memory inputs not given (--gpu-gib, --margin-gib) from the teaching case "
-                             "(24 GiB GPU, 3 GiB margin), labelled; without it and without --gpu-gib/--kv-cache-gib "
-                             "a model's budget shows its KV figures and no candidate")
-    parser.add_argument("--json", action="store_true", help="print the budget as JSON (loadable with --budget FILE)")
-    path_arg(parser, "--out", role=OUTPUT, default=None, metavar="FILE",
-             help="also save the budget JSON to FILE (default: none)")
+    DESCRIPTION = DESCRIPTION
+    EPILOG = EPILOG
+
+    budget: BudgetListFlags = block(BudgetListFlags)  # comma lists and --config repeated: the screening table
+    grid: Screening = block(Screening)
+    teaching: bool = switch(
+        "--teaching", help="fill the memory inputs not given (--gpu-gib, --margin-gib) from the teaching case (24 GiB "
+                           "GPU, 3 GiB margin), labelled; without it and without --gpu-gib/--kv-cache-gib a model's "
+                           "budget shows its KV figures and no candidate")
+    json: bool = switch("--json", help="print the budget as JSON (loadable with --budget FILE)")
+    out: str | None = path("--out", role=OUTPUT, default=None, metavar="FILE",
+                           help="also save the budget JSON to FILE (default: none)")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -276,23 +178,23 @@ def format_allocation_text(pred: KvPrediction) -> str:
     return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: BudgetSettings) -> int:
     """Print the budget (text, or JSON with --json); save JSON with --out.  0 on success; bad input: UsageError.
 
     ``--kv-cache-gib G``: the cache budget is that space, and the engine's KV allocation for it is predicted
     (``tui.core.budget.allocation``: bytes per token, blocks, tokens, concurrency)."""
     from tui.cli.budget_grid import grid_requested, run_grid, single_values
-    from tui.cli.options import kv_space_from_args, max_num_batched_tokens_from_args
+    from tui.cli.budgetflags import kv_space_from_args, max_num_batched_tokens_from_args
 
-    if grid_requested(args):  # lists: the screening table (issue 40)
-        return run_grid(args)
-    single_values(args)
-    space = kv_space_from_args(args)
-    mnbt = max_num_batched_tokens_from_args(args)
-    if space is not None and getattr(args, "budget", None) is not None:
+    if grid_requested(settings):  # lists: the screening table (issue 40)
+        return run_grid(settings)
+    flags = single_values(settings.budget)
+    space = kv_space_from_args(flags)
+    mnbt = max_num_batched_tokens_from_args(flags)
+    if space is not None and flags.budget is not None:
         raise UsageError("budget: --budget loads a saved budget as it is; it cannot be combined with --kv-cache-gib")
     try:
-        result = budget_from_args(args)
+        result = budget_from_args(flags, settings.teaching)
         if space is not None and not result.inputs.kv_space_bytes:  # budget_from_args may already have it
             result = compute_budget(result.inputs.replace(kv_space_bytes=space))
         space = space or result.inputs.kv_space_bytes or None
@@ -300,11 +202,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         raise UsageError(f"budget: {_one_line(exc)}") from None
     if isinstance(result, MemoryMissing):
-        return _print_memory_missing(result, args)
+        return _print_memory_missing(result, settings)
     text = budget_to_json(result)
     if pred is not None:
         text = json.dumps({**budget_to_dict(result), "kv_allocation": pred.as_dict()}, indent=2)
-    out = getattr(args, "out", None)
+    out = settings.out
     if out:
         try:
             from tui.sources.outfiles import write_text_atomic
@@ -312,13 +214,13 @@ def run(args: argparse.Namespace) -> int:
             write_text_atomic(out, text + "\n")
         except OSError as exc:
             raise UsageError(f"budget: cannot write {out}: {_one_line(exc)}") from None
-    if getattr(args, "json", False):
+    if settings.json:
         print(text)
     else:
         print(format_budget_text(result), end="")
         if pred is not None:
             print(format_allocation_text(pred), end="")
-            if getattr(args, "block_size", None) is None:  # a default standing in: said, not hidden
+            if flags.block_size is None:  # a default standing in: said, not hidden
                 print(f"  - --block-size not given: blocks of {pred.block_size} tokens assumed (vLLM's default on a "
                       "GPU; its CPU backend uses 128): give the engine's block size for its figures")
         if out:
@@ -350,67 +252,14 @@ def format_memory_missing_text(m: MemoryMissing) -> str:
     return "\n".join(term(line) for line in lines) + "\n"  # a config's strings stay on their line
 
 
-def _print_memory_missing(m: MemoryMissing, args: argparse.Namespace) -> int:
+def _print_memory_missing(m: MemoryMissing, settings: BudgetSettings) -> int:
     """Exit 3: the model's KV cost is answered, but "does it fit?" is unknown without the memory (said so, never
     made up). --out refuses (exit 2): a budget without its memory cannot be saved and reloaded with --budget FILE."""
-    if getattr(args, "out", None):
-        raise UsageError(f"budget: nothing to save to {args.out}: the memory input is missing ({WHY_NOT_GIVEN}); "
+    if settings.out:
+        raise UsageError(f"budget: nothing to save to {settings.out}: the memory input is missing ({WHY_NOT_GIVEN}); "
                          f"give {MEMORY_FLAGS}")
-    if getattr(args, "json", False):
-        import json
-
+    if settings.json:
         print(json.dumps(m.as_dict(WHY_NOT_GIVEN), indent=2))
     else:
         print(format_memory_missing_text(m), end="")
     return int(ExitCode.INSUFFICIENT)
-
-
-# --------------------------------------------------------------------------------------------
-# The budget shown beside a run (report, replay, live, accept, the no-argument console)
-# --------------------------------------------------------------------------------------------
-
-
-def budget_source(args: argparse.Namespace) -> str | None:
-    """Where the flags' budget comes from, in words (None when no budget flag was given)."""
-    if getattr(args, "budget", None):
-        return f"file: {args.budget}"
-    if getattr(args, "config", None):
-        return f"model config: {args.config} (+ flags)"
-    given = [k for k in ("params", "weights", "gpu_gib", "kv_cache_gib", "margin_gib", "layers", "kv_heads",
-                         "head_dim", "max_seq", "kv_dtype", "tp", "block_size") if getattr(args, k, None) is not None]
-    if given:
-        return "flags: " + ", ".join("--" + k.replace("_", "-") for k in given)
-    return None
-
-
-def is_teaching_log(path: Any) -> bool:
-    """True when ``path`` holds the bundled teaching log (sample_logs/seed.jsonl, byte for byte)."""
-    try:
-        from tui.samples import sample_path
-
-        seed = Path(sample_path("seed.jsonl"))
-        p = Path(path)
-        return p.is_file() and p.stat().st_size == seed.stat().st_size and p.read_bytes() == seed.read_bytes()
-    except (ImportError, OSError, ValueError, TypeError):
-        return False
-
-
-def view_budget(args: argparse.Namespace,
-                paths: Sequence[Any] = ()) -> tuple[BudgetResult | MemoryMissing | None, str | None]:
-    """The budget a view shows beside a run, and where it came from.
-
-    Budget flags / --config / --budget FILE: that budget; without a memory input (--gpu-gib, --kv-cache-gib) a
-    :class:`MemoryMissing` the Monitor completes from the run header (NVML's GPU, else the engine's own KV space)
-    or leaves unknown with the missing input named. ``--teaching``, or every file is the bundled teaching
-    log: the teaching case, labelled. Otherwise (None, None): unknown, unless the record file carries a budget
-    record (the Monitor reads it). Raises ValueError / OSError on bad budget input."""
-    teaching = bool(getattr(args, "teaching", False))
-    if budget_given(args):
-        if teaching:
-            raise ValueError("--teaching shows the teaching case; it cannot be combined with budget flags")
-        return budget_from_args(args), budget_source(args)
-    if teaching:
-        return teaching_case(), f"{ORIGIN_TEACHING}, asked for with --teaching"
-    if paths and all(is_teaching_log(p) for p in paths):
-        return teaching_case(), f"{ORIGIN_TEACHING}, shown for the bundled teaching log"
-    return None, None

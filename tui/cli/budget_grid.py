@@ -1,4 +1,5 @@
-"""`servewatch budget` with lists: the screening table (issue 40). Argparse glue around ``tui.core.screen``.
+"""`servewatch budget` with lists: the screening table (issue 40). Declared flags (``Screening``) around ``tui.core.screen``; the functions take the ``budget`` command's
+settings (``budget``: :class:`BudgetListFlags`, ``grid``: :class:`Screening`, ``teaching``, ``json``, ``out``).
 
     servewatch budget --config llama.json --config qwen.json --weights bf16,awq --max-seq 4096,8192 --gpu L4,H100-SXM
     servewatch budget --params 7B --tp 1,2,3 --gpu-gib 24,48,80 --csv
@@ -11,12 +12,16 @@ take one value and apply to every row. A grid needs its memory (``--gpu-gib`` or
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui.cli.budgetflags import GEOMETRY_NOTE_PREFIX, BudgetFlags, BudgetListFlags, given_fields
+from tui.cli.declare import Settings, flag, path, switch
+from tui.cli.options import OUTPUT_DIR
 from tui.core.budget.inputs import MAX_GIB, BudgetInputs
 from tui.core.budget.vocab import BudgetError
 from tui.core.devices import THIS_MACHINE, Device, DeviceError, DeviceTable, parse_devices, resolve, this_machine
@@ -33,25 +38,29 @@ NOT_IN_GRID = (("budget", "--budget", "loads one saved budget"),
                ("out", "--out", "saves one budget: give --out-dir DIR for one file per fitting row"))
 
 
-def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True, kw_only=True)
+class Screening(Settings):
     """The screening table's own flags (`budget` only)."""
-    g = parser.add_argument_group("screening table (lists: --config repeated; comma lists for --weights, --kv-dtype, "
-                                  "--max-seq, --tp, --gpu-gib, --gpu; one row per combination)")
-    g.add_argument("--gpu", dest="gpu", action="append", default=None, metavar="LIST",
-                   help="devices of the device table (tui/data/devices.toml), a comma list such as L4,RTX4090,"
-                        "H100-SXM: a case-insensitive prefix of one name (or of several of equal memory) is enough; "
-                        "unified-memory devices divide the GPU's assumed share; this-machine: the memory of the "
-                        "machine it runs on, for CPU inference (default: none)")
-    g.add_argument("--gpu-hour-usd", dest="gpu_hour_usd", action="append", default=None, metavar="USD",
-                   help="price of one GPU-hour for the cost per hour: USD for every memory, or NAME=USD[,NAME=USD] per "
-                        "device (default: none, no cost; the device table ships no price)")
-    g.add_argument("--csv", action="store_true", help="print the table as CSV (only the CSV on standard output)")
-    from tui.cli.options import OUTPUT_DIR, path_arg
 
-    path_arg(g, "--out-dir", role=OUTPUT_DIR, dest="out_dir", default=None, metavar="DIR",
-             help="write one budget JSON per fitting row into DIR, named by its row id (default: none)")
-    g.add_argument("--max-candidates", dest="max_candidates", type=int, default=DEFAULT_MAX_CANDIDATES, metavar="N",
-                   help=f"refuse a larger grid, with its count (default {DEFAULT_MAX_CANDIDATES})")
+    GROUP = ("screening table (lists: --config repeated; comma lists for --weights, --kv-dtype, --max-seq, --tp, "
+             "--gpu-gib, --gpu; one row per combination)")
+
+    gpu: list[str] | None = flag(
+        "--gpu", action="append", default=None, metavar="LIST",
+        help="devices of the device table (tui/data/devices.toml), a comma list such as L4,RTX4090,H100-SXM: a "
+             "case-insensitive prefix of one name (or of several of equal memory) is enough; unified-memory devices "
+             "divide the GPU's assumed share; this-machine: the memory of the machine it runs on, for CPU inference "
+             "(default: none)")
+    gpu_hour_usd: list[str] | None = flag(
+        "--gpu-hour-usd", action="append", default=None, metavar="USD",
+        help="price of one GPU-hour for the cost per hour: USD for every memory, or NAME=USD[,NAME=USD] per device "
+             "(default: none, no cost; the device table ships no price)")
+    csv: bool = switch("--csv", help="print the table as CSV (only the CSV on standard output)")
+    out_dir: str | None = path("--out-dir", role=OUTPUT_DIR, default=None, metavar="DIR",
+                               help="write one budget JSON per fitting row into DIR, named by its row id (default: "
+                                    "none)")
+    max_candidates: int = flag("--max-candidates", type=int, default=DEFAULT_MAX_CANDIDATES, metavar="N",
+                               help=f"refuse a larger grid, with its count (default {DEFAULT_MAX_CANDIDATES})")
 
 
 def _split(raw: Any) -> list[str]:
@@ -61,36 +70,40 @@ def _split(raw: Any) -> list[str]:
     return [p.strip() for v in values for p in str(v).split(",") if p.strip()]
 
 
-def list_values(args: argparse.Namespace) -> dict[str, list[str]]:
+def list_values(b: BudgetListFlags) -> dict[str, list[str]]:
     """The list flags given, split on commas (a flag not given: absent)."""
     out = {}
+    values = vars(b)
     for attr, _flag in LIST_FLAGS:
-        raw = getattr(args, attr, None)
+        raw = values[attr]
         if raw is not None:
             out[attr] = _split(raw)
     return out
 
 
-def grid_requested(args: argparse.Namespace) -> bool:
+def grid_requested(settings: Any) -> bool:
     """True when `budget` is asked for the screening table: several models or list values, a device, --csv,
     --out-dir or a price."""
-    configs = _split(getattr(args, "config", None))
+    configs = _split(settings.budget.config)
     if len(configs) > 1:
         return True
-    if any(len(v) > 1 for v in list_values(args).values()):
+    if any(len(v) > 1 for v in list_values(settings.budget).values()):
         return True
-    return any(getattr(args, a, None) for a in ("gpu", "csv", "out_dir", "gpu_hour_usd"))
+    g: Screening = settings.grid
+    return any((g.gpu, g.csv, g.out_dir, g.gpu_hour_usd))
 
 
-def single_values(args: argparse.Namespace) -> None:
-    """Back to one value per flag for the one-budget path (a list of one: its value; ``--config`` once)."""
-    configs = _split(getattr(args, "config", None))
-    args.config = configs[0] if configs else None
-    for attr, values in list_values(args).items():
+def single_values(b: BudgetListFlags) -> BudgetFlags:
+    """The one-budget path's flags, one value each (a list of one: its value; ``--config`` once)."""
+    configs = _split(b.config)
+    one: dict[str, Any] = {f.name: getattr(b, f.name) for f in dataclasses.fields(BudgetFlags)}
+    one["config"] = configs[0] if configs else None
+    for attr, values in list_values(b).items():
         if len(values) == 1:
-            setattr(args, attr, values[0])
+            one[attr] = values[0]
         elif not values:
             raise UsageError(f"budget: --{attr.replace('_', '-')} needs a value")
+    return BudgetFlags(**one)
 
 
 def _whole(flag: str, text: str) -> int:
@@ -125,14 +138,14 @@ def device_table() -> DeviceTable:
     return parse_devices(path.read_text(encoding="utf-8"), source=str(path))
 
 
-def _prices(args: argparse.Namespace, memories: list[Memory], table: DeviceTable | None) -> list[Memory]:
+def _prices(grid: Screening, memories: list[Memory], table: DeviceTable | None) -> list[Memory]:
     """The memories with the price each gets from ``--gpu-hour-usd`` (a number for all, NAME=USD per device or per
     --gpu-gib value)."""
     from dataclasses import replace
 
     every: float | None = None
     named: dict[str, float] = {}
-    for part in _split(getattr(args, "gpu_hour_usd", None)):
+    for part in _split(grid.gpu_hour_usd):
         name, sep, value = part.partition("=")
         text = value if sep else name
         try:
@@ -178,15 +191,15 @@ def _this_machine() -> Device:
         raise UsageError(f"budget: {exc}") from None
 
 
-def memories_from_args(args: argparse.Namespace) -> tuple[list[Memory], list[str], DeviceTable | None]:
+def memories_from_args(settings: Any) -> tuple[list[Memory], list[str], DeviceTable | None]:
     """(the memories, the notes on how each --gpu name matched, the device table when --gpu was given)."""
     mems: list[Memory] = []
     notes: list[str] = []
     table = None
-    for text in _unique(list_values(args).get("gpu_gib", [])):
+    for text in _unique(list_values(settings.budget).get("gpu_gib", [])):
         g = _gib("--gpu-gib", text)
         mems.append(Memory(f"{g:g} GiB", g))
-    queries = _split(getattr(args, "gpu", None))
+    queries = _split(settings.grid.gpu)
     if any(q.lower() == THIS_MACHINE.lower() for q in queries):
         queries = [q for q in queries if q.lower() != THIS_MACHINE.lower()]
         here = _this_machine()
@@ -201,13 +214,12 @@ def memories_from_args(args: argparse.Namespace) -> tuple[list[Memory], list[str
             if m.note:
                 notes.append(m.note)
             mems.append(Memory(m.device.name, m.device.usable_gib, m.device))
-    return _prices(args, mems, table), notes, table
+    return _prices(settings.grid, mems, table), notes, table
 
 
-def _model_specs(args: argparse.Namespace, fixed: dict[str, Any]) -> list[ModelSpec]:
+def _model_specs(b: BudgetListFlags, fixed: dict[str, Any]) -> list[ModelSpec]:
     """One ModelSpec per --config (or one for the flags), each building its inputs with ``fixed`` (the one-value
     flags) and the row's list values."""
-    from tui.cli.budget_flags import GEOMETRY_NOTE_PREFIX
     from tui.core.budget.hf_config import inputs_from_hf_config
     from tui.sources.budget_files import load_hf_config
 
@@ -215,12 +227,12 @@ def _model_specs(args: argparse.Namespace, fixed: dict[str, Any]) -> list[ModelS
         return {**fixed, **{k: v for k, v in fields.items() if v is not None}}
 
     specs = []
-    for path in _unique(_split(getattr(args, "config", None))):
+    for config_path in _unique(_split(b.config)):
         try:
-            cfg = load_hf_config(path)
+            cfg = load_hf_config(config_path)
         except (BudgetError, OSError) as exc:
             raise UsageError(f"budget: {exc}") from None
-        parent, stem = Path(path).resolve().parent.name, Path(path).stem
+        parent, stem = Path(config_path).resolve().parent.name, Path(config_path).stem
         key = parent if stem == "config" and parent else stem
         name = cfg.get("_name_or_path") if isinstance(cfg.get("_name_or_path"), str) else None
         label = f"{key} ({name})" if name and name != key else key
@@ -245,22 +257,25 @@ def _model_specs(args: argparse.Namespace, fixed: dict[str, Any]) -> list[ModelS
     return specs
 
 
-def axes_from_args(args: argparse.Namespace) -> tuple[Axes, list[Memory], list[str]]:
+def axes_from_args(settings: Any) -> tuple[Axes, list[Memory], list[str]]:
     """The grid the flags describe (raises UsageError)."""
-    from tui.cli.budget_flags import given_fields
     from tui.core.budget.formats import normalize_kv_dtype, normalize_weights
 
-    for attr, flag, why in NOT_IN_GRID:
-        if getattr(args, attr, None) is not None:
-            raise UsageError(f"budget: {flag} {why}; it cannot be combined with the screening table's lists")
-    if getattr(args, "teaching", False):
+    b: BudgetListFlags = settings.budget
+    given = {"budget": b.budget, "kv_cache_gib": b.kv_cache_gib, "max_num_batched_tokens": b.max_num_batched_tokens,
+             "out": settings.out}
+    for attr, shown, why in NOT_IN_GRID:
+        if given[attr] is not None:
+            raise UsageError(f"budget: {shown} {why}; it cannot be combined with the screening table's lists")
+    if settings.teaching:
         raise UsageError("budget: --teaching shows the teaching case's one budget; the screening table needs "
                          "--gpu-gib or --gpu")
-    lists = list_values(args)
-    mems, notes, _table = memories_from_args(args)
+    lists = list_values(b)
+    mems, notes, _table = memories_from_args(settings)
     if not mems:
         raise UsageError("budget: the screening table needs the memory: --gpu-gib G[,G...] or --gpu NAME[,NAME...]")
-    rest = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in dict(LIST_FLAGS)})
+    rest = BudgetFlags(**{f.name: (None if f.name in dict(LIST_FLAGS) or f.name == "config" else getattr(b, f.name))
+                          for f in dataclasses.fields(BudgetFlags)})
     try:
         fixed = given_fields(rest)
         weights = _unique([normalize_weights(w) for w in lists.get("weights", [])]) or (None,)
@@ -269,41 +284,42 @@ def axes_from_args(args: argparse.Namespace) -> tuple[Axes, list[Memory], list[s
         raise UsageError(f"budget: {exc}") from None
     seqs = _unique([_whole("--max-seq", s) for s in lists.get("max_seq", [])]) or (None,)
     tps = _unique([_whole("--tp", t) for t in lists.get("tp", [])]) or (None,)
-    max_c = getattr(args, "max_candidates", DEFAULT_MAX_CANDIDATES)
+    max_c = settings.grid.max_candidates
     if not isinstance(max_c, int) or max_c < 1:
         raise UsageError(f"budget: --max-candidates must be a whole number >= 1, got {max_c!r}")
-    axes = Axes(tuple(_model_specs(args, fixed)), weights, kvs, seqs, tps, tuple(mems))
+    axes = Axes(tuple(_model_specs(b, fixed)), weights, kvs, seqs, tps, tuple(mems))
     return axes, mems, notes
 
 
-def run_grid(args: argparse.Namespace) -> int:
+def run_grid(settings: Any) -> int:
     """Print the screening table (text, --json or --csv) and write --out-dir; 0 when a row fits, 1 when none does."""
     import json
     import sys
 
     from tui.core.screen import format_screen, screen, screen_csv, screen_doc
 
-    axes, mems, notes = axes_from_args(args)
+    axes, mems, notes = axes_from_args(settings)
+    g: Screening = settings.grid
     try:
-        s = screen(axes, args.max_candidates)
+        s = screen(axes, g.max_candidates)
     except GridTooLarge as exc:
         raise UsageError(f"budget: {exc}") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise UsageError(f"budget: bad budget input: {' '.join(str(exc).split())}") from None
-    written = _write_out_dir(args.out_dir, s) if args.out_dir else []
+    written = _write_out_dir(g.out_dir, s) if g.out_dir else []
     devices = [m.how for m in mems]
-    if args.csv:
+    if g.csv:
         sys.stdout.write(screen_csv(s))
-    elif args.json:
+    elif settings.json:
         doc = screen_doc(s, devices)
         doc["matched"] = notes
-        if args.out_dir:
-            doc["out_dir"] = {"dir": args.out_dir, "files": written}
+        if g.out_dir:
+            doc["out_dir"] = {"dir": g.out_dir, "files": written}
         print(json.dumps(doc, indent=2))
     else:
         extra = {"matched": "; ".join(notes)} if notes else {}
-        if args.out_dir:
-            extra["wrote"] = f"{len(written)} budget files into {args.out_dir} (one per fitting row, named by its id)"
+        if g.out_dir:
+            extra["wrote"] = f"{len(written)} budget files into {g.out_dir} (one per fitting row, named by its id)"
         sys.stdout.write(format_screen(s, mems, extra=extra))
     return s.exit_code
 

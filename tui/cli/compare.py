@@ -6,14 +6,28 @@ and its digest chain), the statistics are
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from dataclasses import dataclass, replace
+from typing import Any
 
 import tui.core.defaults as D
-from tui.cli.chainopts import verify_key
-from tui.cli.evidence_files import same_file_as
-from tui.cli.options import INPUT, OUTPUT, judge_at_from_args, path_arg, slos_from_args
+from tui.cli.chainopts import verify_key, verify_key_flag
+from tui.cli.declare import Settings, flag, path, positional, switch
+from tui.cli.evidence_files import runs_problem, same_file_as
+from tui.cli.options import (
+    INPUT,
+    OUTPUT,
+    epilog,
+    fraction,
+    given_flags,
+    html_flag,
+    judge_at_from_args,
+    percentiles_flag,
+    positive_int,
+    slo_flags,
+)
+from tui.cli.runref import db_flag, resolve_run
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
 from tui.core.textsafe import term
@@ -22,116 +36,101 @@ from tui.sources.evidence_monitor import NoRequests, compare_run
 from tui.sources.evidence_probe import input_problem
 from tui.sources.evidence_reader import ReadSettings, open_evidence
 
-__all__ = ["NoRequests", "add_arguments", "load_run", "run"]
+__all__ = ["CompareSettings", "NoRequests", "run"]
 
 COMPARE_EXIT_DOC = ("exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE (also: the same run on both "
                     "sides; a different served model, engine or workload, or an unknown workload, without "
                     "--allow-different FIELD; re-judged at weaker SLOs than a run's), 2 bad usage or input")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.cli.options import add_slo_arguments, fraction
+@dataclass(frozen=True, kw_only=True)
+class CompareSettings(Settings):
+    """`servewatch compare BASE CAND`."""
 
-    parser.description = ("Compare a candidate run with a base run level by level (levels match within 5%): n, good "
-                          "fraction with its interval, TTFT P50/P95/P99, TPOT, goodput, and per level NOT WORSE / "
-                          "WORSE / NOT ENOUGH EVIDENCE on the good fraction.")
-    from tui.cli.options import epilog
+    DESCRIPTION = ("Compare a candidate run with a base run level by level (levels match within 5%): n, good "
+                   "fraction with its interval, TTFT P50/P95/P99, TPOT, goodput, and per level NOT WORSE / "
+                   "WORSE / NOT ENOUGH EVIDENCE on the good fraction.")
+    EPILOG = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
 
-    parser.epilog = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
-    path_arg(parser, "base", role=INPUT, help="the base run (record file or another tool's output, or run:ID: a run "
-             "of the catalogue, servewatch index / history)")
-    path_arg(parser, "cand", role=INPUT, help="the candidate run (the same kinds)")
-    add_slo_arguments(parser)
-    parser.add_argument("--margin", type=fraction, default=D.COMPARE_MARGIN, metavar="FRACTION",
-                        help=f"largest acceptable drop in good fraction (default {D.COMPARE_MARGIN:g} = "
-                             f"{D.COMPARE_MARGIN * 100:g} points)")
-    parser.add_argument("--alpha", type=fraction, default=D.COMPARE_ALPHA, metavar="FRACTION",
+    base: str = positional("base", role=INPUT, help="the base run (record file or another tool's output, or run:ID: a "
+                           "run of the catalogue, servewatch index / history)")
+    cand: str = positional("cand", role=INPUT, help="the candidate run (the same kinds)")
+    slos: Slos = slo_flags()
+    margin: float = flag("--margin", type=fraction, default=D.COMPARE_MARGIN, metavar="FRACTION",
+                         help=f"largest acceptable drop in good fraction (default {D.COMPARE_MARGIN:g} = "
+                              f"{D.COMPARE_MARGIN * 100:g} points)")
+    alpha: float = flag("--alpha", type=fraction, default=D.COMPARE_ALPHA, metavar="FRACTION",
                         help=f"one-sided error level of each decision (default {D.COMPARE_ALPHA:g})")
-    from tui.cli.options import positive_int
-
-    parser.add_argument("--base-run", dest="base_run", type=positive_int, default=None, metavar="N",
-                        help="run N (1-based) of a base file holding several runs (default: none; such a file is "
-                             "refused, exit 2, with the list)")
-    parser.add_argument("--cand-run", dest="cand_run", type=positive_int, default=None, metavar="N",
-                        help="run N of a candidate file holding several runs (default: none, as --base-run)")
-    parser.add_argument("--allow-different", dest="allow_different", action="append", default=[],
-                        metavar="LIST",
-                        help="a comma-separated list of differences to compare anyway: model (the served model), engine, "
-                             "workload (request shape, lengths, shared prefixes, dataset, prompt cache; or a workload "
-                             "that is unknown); the allowed difference is printed beside the verdict (default: none: "
-                             "such runs are not comparable, NOT ENOUGH EVIDENCE, exit 3). The same run on both sides "
-                             "is never compared")
-    parser.add_argument("--allow-different-workload", dest="allow_different_workload", action="store_true",
-                        help="the same as --allow-different workload (kept for scripts)")
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
-    path_arg(parser, "--out", role=OUTPUT, metavar="FILE", default=None,
-             help="also write the JSON comparison to FILE (default: none)")
-    from tui.cli.report import add_html_argument
-
-    add_html_argument(parser, "the comparison")
-    from tui.cli.chainopts import add_verify_key_argument
-
-    add_verify_key_argument(parser)
-    from tui.cli.runref import add_db_argument
-
-    add_db_argument(parser, what="run:ID")
+    base_run: int | None = flag("--base-run", type=positive_int, default=None, metavar="N",
+                                help="run N (1-based) of a base file holding several runs (default: none; such a file "
+                                     "is refused, exit 2, with the list)")
+    cand_run: int | None = flag("--cand-run", type=positive_int, default=None, metavar="N",
+                                help="run N of a candidate file holding several runs (default: none, as --base-run)")
+    allow_different: list[str] = flag(
+        "--allow-different", action="append", default=[], metavar="LIST",
+        help="a comma-separated list of differences to compare anyway: model (the served model), engine, workload "
+             "(request shape, lengths, shared prefixes, dataset, prompt cache; or a workload that is unknown); the "
+             "allowed difference is printed beside the verdict (default: none: such runs are not comparable, NOT "
+             "ENOUGH EVIDENCE, exit 3). The same run on both sides is never compared")
+    allow_different_workload: bool = switch("--allow-different-workload",
+                                            help="the same as --allow-different workload (kept for scripts)")
+    json: bool = switch("--json", help="print the comparison as JSON instead of markdown")
+    out: str | None = path("--out", role=OUTPUT, metavar="FILE", default=None,
+                           help="also write the JSON comparison to FILE (default: none)")
+    html: str | None = html_flag("the comparison")
+    verify_key_env: str | None = verify_key_flag()
+    db: str | None = db_flag(what="run:ID")
+    given: frozenset[str] = given_flags()
+    percentiles: tuple[float, ...] | None = percentiles_flag()
 
 
-def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float = D.SLO_TTFT_MS,
-             slos: Slos | None = None) -> dict:
-    """{"label", "header", "requests", "issues", "problems"} of any readable run, through the evidence reader
-    (``tui.sources.evidence_monitor.compare_run``); raises OSError, ImportProblem, NoRequests, SeveralRuns."""
-    with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
-        return compare_run(ev, slo_ttft_ms, slos)
-
-
-def run(args: argparse.Namespace) -> int:
-    from tui.cli.report import runs_problem
+def run(settings: CompareSettings) -> int:
     from tui.core.compare import compare, to_markdown
     from tui.core.runs import RunNotInFile, SeveralRuns
     from tui.sources.importing import ImportProblem
 
-    key, key_name = verify_key(args)  # a missing key variable: bad usage
-    args = _catalogued(args)  # run:ID: the catalogue's file and run (tui.cli.runref)
-    if getattr(args, "html", None):
-        from tui.cli.report import html_sampler
+    key, key_name = verify_key(settings.verify_key_env)  # a missing key variable: bad usage
+    settings = _catalogued(settings)  # run:ID: the catalogue's file and run (tui.cli.runref)
+    if settings.html:
+        from tui.cli.reporting import html_sampler
 
-        html_sampler(args.html)  # the folder checked before the files are read
-    if args.out:
+        html_sampler(settings.html)  # the folder checked before the files are read
+    if settings.out:
         from tui.sources.outfiles import output_file_problem
 
-        problem = output_file_problem(args.out)
+        problem = output_file_problem(settings.out)
         if problem:
-            raise UsageError(f"--out {args.out}: {problem}")
-    slos = slos_from_args(args)
+            raise UsageError(f"--out {settings.out}: {problem}")
+    slos = settings.slos
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
-    allow = _allowed(args)
-    judge_at = judge_at_from_args(args, GOOD_FIELDS)  # compare judges which request is good: the SLOs alone
+    allow = _allowed(settings)
+    # compare judges which request is good: the SLOs alone (its --alpha is its own test's)
+    judge_at = judge_at_from_args(slos, settings.given, alpha=settings.alpha, fields=GOOD_FIELDS)
     runs = []
     chains = []
     seen: dict[object, str] = {}
     same_file = None
-    for path, pick in ((args.base, args.base_run), (args.cand, args.cand_run)):
-        problem = input_problem(path) if path != "-" else f"cannot read {path}: compare reads two files, not standard input"
+    for file, pick in ((settings.base, settings.base_run), (settings.cand, settings.cand_run)):
+        problem = input_problem(file) if file != "-" else f"cannot read {file}: compare reads two files, not standard input"
         if problem:  # a FIFO, a device, a folder, a missing file: one line before anything is read
             raise UsageError(problem)
-        same_file = same_file_as(path, seen) or same_file  # the same path, a link to it, or identical bytes
-        settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
+        same_file = same_file_as(file, seen) or same_file  # the same path, a link to it, or identical bytes
+        read = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
-            with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain
+            with open_evidence(file, read) as ev:  # one pass: the requests and the digest chain
                 runs.append(compare_run(ev, slo_ttft_ms, slos, judge_at=judge_at))
                 chains.append(ev.integrity)
         except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
         except (SeveralRuns, RunNotInFile) as exc:
             raise runs_problem(exc) from None
         except (ImportProblem, NoRequests) as exc:  # any other ValueError is a bug, not bad input
             raise UsageError(exc) from None
-    if same_file is not None and (args.base_run or args.cand_run) and args.base_run != args.cand_run:
+    if same_file is not None and (settings.base_run or settings.cand_run) and settings.base_run != settings.cand_run:
         same_file = None  # two different runs of one file: the run ids and the request data still say if they are one
     slos, sides = judged_at(runs, judge_at)
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
-    result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos,
+    result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=settings.margin, alpha=settings.alpha, slos=slos,
                      allow_different=allow, same_file=same_file)
     result["verdict_settings"] = {"judged_at": slos.describe(),
                                   **{side: res.to_dict() for side, res in zip(("base", "candidate"), sides)}}
@@ -139,13 +138,13 @@ def run(args: argparse.Namespace) -> int:
     if why:  # re-judged at weaker SLOs than a run's: its verdict is not the runs' (exit 3)
         result["exit_code"] = code
         result["settings_exit"] = "; ".join(why)
-    integrity = _integrity(args, result, chains)
+    integrity = _integrity(settings, result, chains)
     text = json.dumps(result, indent=2, default=str)
     files = []  # the JSON and the page of one comparison: written together (tui.sources.outfiles.write_set)
-    if args.out:
-        files.append((args.out, text + "\n"))
-    if getattr(args, "html", None):
-        files.append((args.html, compare_page(result, runs, slos, slo_ttft_ms)))
+    if settings.out:
+        files.append((settings.out, text + "\n"))
+    if settings.html:
+        files.append((settings.html, compare_page(result, runs, slos, slo_ttft_ms)))
     if files:
         from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
 
@@ -156,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc.strerror or exc}; "
                              "nothing was replaced") from None
-    sys.stdout.write(text + "\n" if args.json else integrity + to_markdown(result))
+    sys.stdout.write(text + "\n" if settings.json else integrity + to_markdown(result))
     if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
         from tui.core.exitcodes import SYNTHETIC_NEVER_0
 
@@ -164,42 +163,36 @@ def run(args: argparse.Namespace) -> int:
     return int(result["exit_code"])
 
 
-def _catalogued(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with each ``run:ID`` replaced by its file and run number (``tui.cli.runref.resolve_run``); the
+def _catalogued(settings: CompareSettings) -> CompareSettings:
+    """``settings`` with each ``run:ID`` replaced by its file and run number (``tui.cli.runref.resolve_run``); the
     outputs are then checked against the files resolved (the own-input guard saw only ``run:ID``)."""
-    from tui.cli.runref import resolve_run
-
-    db = getattr(args, "db", None)
-    base, base_run, _ = resolve_run(args.base, args.base_run, db, "base")
-    cand, cand_run, _ = resolve_run(args.cand, args.cand_run, db, "candidate")
-    if (base, base_run, cand, cand_run) == (args.base, args.base_run, args.cand, args.cand_run):
-        return args
+    base, base_run, _ = resolve_run(settings.base, settings.base_run, settings.db, "base")
+    cand, cand_run, _ = resolve_run(settings.cand, settings.cand_run, settings.db, "candidate")
+    if (base, base_run, cand, cand_run) == (settings.base, settings.base_run, settings.cand, settings.cand_run):
+        return settings
     from tui.sources.outfiles import own_input_problem
 
-    problem = own_input_problem([("--out", args.out), ("--html", getattr(args, "html", None))],
-                                [("base", base), ("cand", cand)])
+    problem = own_input_problem([("--out", settings.out), ("--html", settings.html)], [("base", base), ("cand", cand)])
     if problem:
         raise UsageError(problem)
-    out = argparse.Namespace(**vars(args))
-    out.base, out.base_run, out.cand, out.cand_run = base, base_run, cand, cand_run
-    return out
+    return replace(settings, base=base, base_run=base_run, cand=cand, cand_run=cand_run)
 
 
-def _allowed(args: argparse.Namespace) -> frozenset[str]:
+def _allowed(settings: CompareSettings) -> frozenset[str]:
     """The fields of ``--allow-different`` (and its alias ``--allow-different-workload``); an unknown field is bad
     usage (one line, exit 2)."""
     from tui.core.compare_guard import parse_allow
 
     try:
-        allow = parse_allow(getattr(args, "allow_different", None) or [])
+        allow = parse_allow(settings.allow_different or [])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if getattr(args, "allow_different_workload", False):
+    if settings.allow_different_workload:
         allow |= {"workload"}
     return allow
 
 
-def judged_at(runs: list, judge_at) -> tuple[Slos, list]:
+def judged_at(runs: list, judge_at: Any) -> tuple[Slos, list]:
     """The SLOs both runs are judged at (issue 35): each run's own where they agree, the flags given, and where
     the runs were judged at different SLOs, both at the strictest of them (``common_values``); and each side's
     ``Resolution`` (what it states, what changed, whether weaker)."""
@@ -211,7 +204,7 @@ def judged_at(runs: list, judge_at) -> tuple[Slos, list]:
     return sides[0].effective.slos, sides
 
 
-def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
+def _integrity(settings: CompareSettings, result: Any, chains: list) -> str:
     """Both files' digest chains (verified while they were read: ``tui.core.chain``) into
     ``result["records_integrity"]``; when either chain is broken or a signature fails, NOT WORSE becomes
     NOT ENOUGH EVIDENCE (exit 3) with the reason. Returns the markdown lines saying so."""
@@ -221,12 +214,12 @@ def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
     lines = ["Records integrity (digest chain), per run judged:"]
     found: dict = {}
     problems: list[str] = []
-    for (side, path), ri in zip((("base", args.base), ("candidate", args.cand)), chains, strict=True):
+    for (side, file), ri in zip((("base", settings.base), ("candidate", settings.cand)), chains, strict=True):
         found[side] = ri.to_dict()
         first.append(term(f"{side}: {ri.summary}"))
-        lines.append(term(f"  {side} {path}: {ri.summary}"))
+        lines.append(term(f"  {side} {file}: {ri.summary}"))
         lines.extend(term(f"    {d}") for d in ri.details)
-        problems.extend(f"{side} {path}: {p}" for p in ri.problems)
+        problems.extend(f"{side} {file}: {p}" for p in ri.problems)
     # the first line of the output says what was verified, in the threat model's words (issue 36)
     rest = {k: v for k, v in result.items() if k != "records_integrity"}
     result.clear()
@@ -239,7 +232,7 @@ def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
     return "; ".join(first) + "\n" + "\n".join(lines) + "\n\n"
 
 
-def compare_page(result: dict, runs: list, slos: Slos, slo_ttft_ms: float) -> str:
+def compare_page(result: Any, runs: list, slos: Slos, slo_ttft_ms: float) -> str:
     """The comparison's HTML page (``tui.html.compare_html``): the result and, for the TTFT distribution at the
     judged level, both runs' requests (``tui.core.chartdata.compare_cdf``)."""
     from tui.core.chartdata import compare_cdf, compare_levels

@@ -1,6 +1,6 @@
 """`servewatch export FILE --format csv|parquet|llmd [--out PATH]`: one run's per-request records as one flat
 table (CSV with its metadata in ``PATH.meta.json``, or Parquet with it inside), or one step of it as an llm-d
-benchmark report (v0.2). Thin glue: the settings (:class:`ExportSettings`, built once from the flags), then
+benchmark report (v0.2). Thin glue: the settings (:class:`ExportSettings`, declared; resolved once into an :class:`ExportJob`), then
 ``tui.sources.export_files.export_run`` reads, judges and writes; the columns are ``tui.core.export_rows``.
 
 Exit codes: 0 written, 3 written but the data is SYNTHETIC (never 0), 2 bad usage or unreadable input.
@@ -8,22 +8,24 @@ Exit codes: 0 written, 3 written but the data is SYNTHETIC (never 0), 2 bad usag
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from tui.cli.chainopts import verify_key_flag
+from tui.cli.declare import Settings, block, flag, path, positional, switch
 from tui.cli.options import (
     INPUT,
     OUTPUT,
+    Acceptance,
     UsageError,
-    add_acceptance_arguments,
-    add_required_level_argument,
-    add_run_argument,
     epilog,
-    path_arg,
+    required_level_flag,
+    run_flag,
 )
+from tui.cli.runref import db_flag, resolve_run
 from tui.core.textsafe import term
 from tui.core.verdict_settings import JudgeAt
 
@@ -33,49 +35,46 @@ EXPORT_EXIT_DOC = ("exit codes: 0 written, 3 written but the data is SYNTHETIC (
                    "input or an output refused")
 
 
-def default_out(args: argparse.Namespace) -> str | None:
+def default_out(settings: ExportSettings) -> str | None:
     """The file written: ``--out``, else FILE with the format's suffix appended (``run.jsonl.csv``)."""
-    out = getattr(args, "out", None)
-    file = getattr(args, "file", None)
-    fmt = getattr(args, "format", None) or "csv"
-    return out or (file + SUFFIX.get(fmt, ".csv") if isinstance(file, str) and file != "-" else None)
+    file = settings.file
+    return settings.out or (file + SUFFIX.get(settings.format, ".csv")
+                            if isinstance(file, str) and file != "-" else None)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
+@dataclass(frozen=True, kw_only=True)
+class ExportSettings(Settings):
+    """`servewatch export FILE`."""
+
+    DESCRIPTION = (
         "One run's per-request records as one flat table: one row per request record, one column per field, with "
         "its level, round, phase, outcome and SLO misses (the report's rule, at the settings the file is judged "
         "at). CSV (the run header and the report's level rows in PATH.meta.json beside it), Parquet (the same "
         "inside, as file metadata; needs pyarrow) or llmd: one step as an llm-d benchmark report v0.2 (JSON). "
         "Columns: docs/record-format.md, \"The export's columns\".")
-    parser.epilog = epilog("servewatch export run.jsonl --format parquet --out run.parquet",
-                           codes=EXPORT_EXIT_DOC)
-    path_arg(parser, "file", role=INPUT, metavar="FILE",
-             help="record file, or another tool's export servewatch imports, or run:ID (a run of the catalogue: "
-                  "servewatch index / history, with --db)")
-    parser.add_argument("--format", choices=FORMATS, default="csv",
-                        help="csv (and PATH.meta.json), parquet (pyarrow) or llmd (an llm-d benchmark report of one "
-                             "step: the level judged, or --level's) (default csv)")
-    path_arg(parser, "--out", role=OUTPUT, metavar="FILE", default=None, default_from=default_out,
-             help="the file to write (default: FILE with .csv, .parquet or .llmd.json appended); an existing file "
-                  "is refused unless --force is given")
-    parser.add_argument("--force", action="store_true",
-                        help="replace --out (and its .meta.json) when it exists (default: refuse, exit 2)")
-    parser.add_argument("--json", action="store_true", help="print what was written as JSON")
-    add_run_argument(parser)
-    add_required_level_argument(parser)
-    add_acceptance_arguments(parser)
-    from tui.cli.chainopts import add_verify_key_argument
+    EPILOG = epilog("servewatch export run.jsonl --format parquet --out run.parquet", codes=EXPORT_EXIT_DOC)
 
-    add_verify_key_argument(parser)
-    from tui.cli.runref import add_db_argument
-
-    add_db_argument(parser, what="run:ID")
+    file: str = positional("file", role=INPUT, metavar="FILE",
+                           help="record file, or another tool's export servewatch imports, or run:ID (a run of the "
+                                "catalogue: servewatch index / history, with --db)")
+    format: str = flag("--format", choices=FORMATS, default="csv",
+                       help="csv (and PATH.meta.json), parquet (pyarrow) or llmd (an llm-d benchmark report of one "
+                            "step: the level judged, or --level's) (default csv)")
+    out: str | None = path("--out", role=OUTPUT, metavar="FILE", default=None, default_from=default_out,
+                           help="the file to write (default: FILE with .csv, .parquet or .llmd.json appended); an "
+                                "existing file is refused unless --force is given")
+    force: bool = switch("--force", help="replace --out (and its .meta.json) when it exists (default: refuse, exit 2)")
+    json: bool = switch("--json", help="print what was written as JSON")
+    run: int | None = run_flag()
+    required_level: float | None = required_level_flag()
+    acceptance: Acceptance = block(Acceptance)
+    verify_key_env: str | None = verify_key_flag()
+    db: str | None = db_flag(what="run:ID")
 
 
 @dataclass(frozen=True)
-class ExportSettings:
-    """Everything `export` was asked, read once from the flags."""
+class ExportJob:
+    """Everything `export` was asked, resolved (run:ID to its file and run, the default output named)."""
 
     file: str
     fmt: str
@@ -88,26 +87,24 @@ class ExportSettings:
     verify_key_env: str | None
 
 
-def settings_from_args(args: argparse.Namespace) -> ExportSettings:
-    from tui.cli.options import judge_at_from_args
-    from tui.cli.runref import resolve_run
-
+def export_job(settings: ExportSettings) -> ExportJob:
     # run:ID (a run of the catalogue, servewatch index): its file and run number; the default output is named
     # after that file
-    file, pick_run, _words = resolve_run(args.file, args.run, getattr(args, "db", None), "FILE")
-    out = default_out(argparse.Namespace(**{**vars(args), "file": file}))
+    file, pick_run, _words = resolve_run(settings.file, settings.run, settings.db, "FILE")
+    out = default_out(replace(settings, file=file))
     if out is None:
         raise UsageError("export reads a file, not standard input: give FILE")
-    return ExportSettings(file=file, fmt=args.format, out=out, force=bool(args.force), json=bool(args.json),
-                          pick_run=pick_run, required_level=args.required_level, judge_at=judge_at_from_args(args),
-                          verify_key_env=args.verify_key_env)
+    return ExportJob(file=file, fmt=settings.format, out=out, force=settings.force, json=settings.json,
+                     pick_run=pick_run, required_level=settings.required_level,
+                     judge_at=settings.acceptance.judge_at(settings.required_level),
+                     verify_key_env=settings.verify_key_env)
 
 
-def run(args: argparse.Namespace) -> int:
-    return export(settings_from_args(args))
+def run(settings: ExportSettings) -> int:
+    return export(export_job(settings))
 
 
-def _refusals(s: ExportSettings) -> None:
+def _refusals(s: ExportJob) -> None:
     """Before anything is read: the input is a regular file; no output is the input (the metadata file too);
     an existing output needs --force; Parquet needs pyarrow."""
     from tui.sources.evidence_probe import input_problem
@@ -121,19 +118,19 @@ def _refusals(s: ExportSettings) -> None:
     problem = own_input_problem(outs, [("FILE", s.file)])
     if problem:
         raise UsageError(problem)
-    for what, path in outs:
-        problem = output_file_problem(path)
+    for what, target in outs:
+        problem = output_file_problem(target)
         if problem:
-            raise UsageError(f"{what} {path}: {problem}")
-        if os.path.lexists(path) and not s.force:
-            raise UsageError(f"{path} exists: refusing to replace it; give another --out, or --force to replace it")
+            raise UsageError(f"{what} {target}: {problem}")
+        if os.path.lexists(target) and not s.force:
+            raise UsageError(f"{target} exists: refusing to replace it; give another --out, or --force to replace it")
     if s.fmt == "parquet":
         problem = pyarrow_problem()
         if problem:
             raise UsageError(problem)
 
 
-def export(s: ExportSettings) -> int:
+def export(s: ExportJob) -> int:
     from tui.cli.chainopts import key_from_env
     from tui.core.exitcodes import synthetic_exit
     from tui.core.runs import RunNotInFile, SeveralRuns
@@ -163,7 +160,7 @@ def export(s: ExportSettings) -> int:
                          "written") from None
     code, synthetic_why = synthetic_exit(0, res.synthetic)
     c = res.counts
-    judged = res.judged.report.get("judged") or {}
+    judged: Any = res.judged.report.get("judged") or {}
     summary = {"file": s.file, "format": s.fmt, "out": s.out, "files": res.files, "rows": c["rows"],
                "columns": None if s.fmt == "llmd" else _columns(), "counts": c, "synthetic": res.synthetic,
                "judged_at": res.judged.monitor.cfg.slos.describe(), "verdict": judged.get("text"),
@@ -186,7 +183,7 @@ def _columns() -> int:
     return len(COLUMNS)
 
 
-def _print(s: ExportSettings, res, summary: dict) -> None:
+def _print(s: ExportJob, res, summary: dict) -> None:
     c = res.counts
     label = "SYNTHETIC data: " if res.synthetic else ""
     if s.fmt == "llmd":

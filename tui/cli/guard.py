@@ -1,21 +1,23 @@
 """No command writes onto one of its own inputs: the outputs and inputs of a parsed command line, checked once
-(``tui.cli.main`` calls :func:`own_input_refusal` after parsing, before the command runs; the comparison by
-path or inode is ``tui.sources.outfiles.own_input_problem``).
+(``tui.cli.main`` calls :func:`own_input_refusal` on the command's settings after parsing, before the command
+runs; the comparison by path or inode is ``tui.sources.outfiles.own_input_problem``).
 
-What is an input and what an output is not listed here: every path flag is declared with its role
-(``tui.cli.options.path_arg``: input, output, appended to, a folder written into, a folder read), and this module
-reads the roles from the parsed command's own parser. A new path flag is therefore checked as soon as it is
-declared, and one declared without a role fails tests/cli/test_outputs.py. Outputs: the ``output`` and ``append``
-flags (a record file appended to is written), the files an ``output-dir`` flag names inside its folder (accept's
-acceptance.md, .json, .html), and a derived default (import's ``FILE.servewatch.jsonl``). Inputs: every ``input``
-flag, positional or not.
+What is an input and what an output is not listed here: every path setting is declared with its role
+(``tui.cli.declare.path(..., role=...)``: input, output, appended to, a folder written into, a folder read), and
+this module reads the roles from the declarations of the command's settings (``tui.cli.declare.path_values``).
+A new path flag is therefore checked as soon as it is declared, and one declared without a role fails
+tests/cli/test_outputs.py. Outputs: the ``output`` and ``append`` settings (a record file appended to is written),
+the files an ``output-dir`` setting names inside its folder (accept's acceptance.md, .json, .html), and a derived
+default (import's ``FILE.servewatch.jsonl``). Inputs: every ``input`` setting, positional or not.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
+from tui.cli.declare import blocks_of, path_values
 from tui.cli.options import APPEND, INPUT, OUTPUT, OUTPUT_DIR
 
 
@@ -28,12 +30,10 @@ def _paths(value: object) -> list[str]:
 
 
 def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The parser that declared the command's flags (the top-level one for the no-argument console)."""
-    command = getattr(args, "command", None)
-    if command is None:
-        return parser
+    """The parser that declared a parsed command's flags (the top-level one for the no-argument console)."""
+    command = vars(args).get("command")
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+        if command is not None and isinstance(action, argparse._SubParsersAction):
             sub = action.choices.get(command)
             if isinstance(sub, argparse.ArgumentParser):
                 return sub
@@ -41,50 +41,47 @@ def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def path_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    """The path flags of one parser, each with its ``path_role`` (``tui.cli.options.path_arg``)."""
+    """The path flags of one parser (each carries its declared ``path_role``: ``tui.cli.declare``)."""
     return [a for a in parser._actions if getattr(a, "path_role", None) is not None]
 
 
-def _flag(action: argparse.Action) -> str:
-    return action.option_strings[0] if action.option_strings else action.dest.upper()
-
-
-def outputs_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+def outputs_of(settings: Any) -> list[tuple[str, str]]:
+    """(flag, path) of every file the command line writes (appends to), from the declared roles."""
     outs: list[tuple[str, str]] = []
-    for action in path_actions(command_parser(parser, args)):
-        role = getattr(action, "path_role", None)
-        value = getattr(args, action.dest, None)
-        derive = getattr(action, "path_default", None)
-        if value is None and derive is not None:
-            value = derive(args)
-        if role in (OUTPUT, APPEND):
-            outs += [(_flag(action), p) for p in _paths(value)]
-        elif role == OUTPUT_DIR:
+    for arg, value, holder in path_values(settings):
+        if value is None and arg.default_from is not None:
+            value = arg.default_from(holder)
+        if arg.role in (OUTPUT, APPEND):
+            outs += [(arg.shown, p) for p in _paths(value)]
+        elif arg.role == OUTPUT_DIR:
             for folder in _paths(value):
-                outs += [(_flag(action), os.path.join(folder, name)) for name in getattr(action, "path_files", ())]
+                outs += [(arg.shown, os.path.join(folder, name)) for name in arg.files]
     return outs
 
 
-def inputs_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+def inputs_of(settings: Any) -> list[tuple[str, str]]:
+    """(flag, path) of every file the command line reads, from the declared roles."""
     ins: list[tuple[str, str]] = []
-    for action in path_actions(command_parser(parser, args)):
-        if getattr(action, "path_role", None) == INPUT:
-            ins += [(_flag(action), p) for p in _paths(getattr(args, action.dest, None))]
+    for arg, value, _holder in path_values(settings):
+        if arg.role == INPUT:
+            ins += [(arg.shown, p) for p in _paths(value)]
     return ins
 
 
-def theme_refusal(args: argparse.Namespace) -> str | None:
+def theme_refusal(settings: Any) -> str | None:
     """The one line (exit 2, before the UI starts) for a ``--theme`` no theme answers to, else None."""
-    name = getattr(args, "theme", None)
-    if not isinstance(name, str):
-        return None
-    from tui.theming import unknown_theme_problem
+    from tui.cli.console import ConsoleFlags
 
-    return unknown_theme_problem(name, getattr(args, "themes_dir", None))
+    for console in blocks_of(settings, ConsoleFlags):
+        if isinstance(console.theme, str):
+            from tui.theming import unknown_theme_problem
+
+            return unknown_theme_problem(console.theme, console.themes_dir)
+    return None
 
 
-def own_input_refusal(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+def own_input_refusal(settings: Any) -> str | None:
     """The one line (exit 2) when an output of this command line is one of its inputs, else None."""
     from tui.sources.outfiles import own_input_problem
 
-    return own_input_problem(outputs_of(args, parser), inputs_of(args, parser))
+    return own_input_problem(outputs_of(settings), inputs_of(settings))

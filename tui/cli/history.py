@@ -7,38 +7,42 @@ Exit codes: 0 shown, 2 bad usage or a catalogue that cannot be read.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from tui.cli.options import OUTPUT, UsageError, epilog, path_arg
+from tui.cli.declare import Settings, flag, path, switch
+from tui.cli.options import OUTPUT, UsageError, epilog
+from tui.cli.runref import db_flag, default_db
 
 HISTORY_EXIT_DOC = "exit codes: 0 shown, 2 bad usage or a catalogue file that cannot be read"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tui.cli.runref import add_db_argument
+@dataclass(frozen=True, kw_only=True)
+class HistorySettings(Settings):
+    """`servewatch history`."""
 
-    parser.description = ("The history of the catalogued runs (servewatch index): date, served model, engine, workload, "
-                          "verdict, measured capacity and goodput per run, oldest first; run:ID names a run for "
-                          "compare. --html: capacity and goodput over time per deployment.")
-    parser.epilog = epilog("servewatch history --db runs/servewatch-runs.sqlite --since 2026-01-01 --html trend.html",
-                           codes=HISTORY_EXIT_DOC)
-    add_db_argument(parser, what="history")
-    parser.add_argument("--model", default=None, metavar="NAME",
-                        help="only runs whose served (else asked) model contains NAME, any case (default: all)")
-    parser.add_argument("--since", default=None, metavar="DATE",
-                        help="only runs started on or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC) (default: all)")
-    path_arg(parser, "--html", role=OUTPUT, metavar="FILE", default=None,
-             help="also write the trend page (capacity and goodput over time per deployment) to FILE (opens from "
-                  "file://, fetches nothing; default: none)")
-    parser.add_argument("--json", action="store_true", help="print the runs as JSON")
+    DESCRIPTION = ("The history of the catalogued runs (servewatch index): date, served model, engine, workload, "
+                   "verdict, measured capacity and goodput per run, oldest first; run:ID names a run for "
+                   "compare. --html: capacity and goodput over time per deployment.")
+    EPILOG = epilog("servewatch history --db runs/servewatch-runs.sqlite --since 2026-01-01 --html trend.html",
+                    codes=HISTORY_EXIT_DOC)
+
+    db: str | None = db_flag(what="history")
+    model: str | None = flag("--model", default=None, metavar="NAME",
+                             help="only runs whose served (else asked) model contains NAME, any case (default: all)")
+    since: str | None = flag("--since", default=None, metavar="DATE",
+                             help="only runs started on or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC) (default: "
+                                  "all)")
+    html: str | None = path("--html", role=OUTPUT, metavar="FILE", default=None,
+                            help="also write the trend page (capacity and goodput over time per deployment) to FILE "
+                                 "(opens from file://, fetches nothing; default: none)")
+    json: bool = switch("--json", help="print the runs as JSON")
 
 
 @dataclass(frozen=True)
-class HistorySettings:
+class HistoryQuery:
     db: str
     model: str | None
     since: float | None
@@ -58,18 +62,13 @@ def parse_since(text: str | None) -> float | None:
     raise UsageError(f"--since {text!r}: expected a date, YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)")
 
 
-def settings_from_args(args: argparse.Namespace) -> HistorySettings:
-    from tui.cli.runref import default_db
-
-    return HistorySettings(db=args.db or default_db(), model=args.model, since=parse_since(args.since),
-                           since_text=args.since, html=args.html, json=bool(args.json))
-
-
-def run(args: argparse.Namespace) -> int:
-    return history(settings_from_args(args))
+def run(settings: HistorySettings) -> int:
+    return history(HistoryQuery(db=settings.db or default_db(), model=settings.model,
+                                since=parse_since(settings.since), since_text=settings.since, html=settings.html,
+                                json=settings.json))
 
 
-def history(s: HistorySettings) -> int:
+def history(s: HistoryQuery) -> int:
     from tui.core.history import table, trends
     from tui.sources.runs_db import CatalogueProblem, open_catalogue, query_runs
 

@@ -7,51 +7,57 @@ or nothing importable.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 
 import tui.core.textsafe as textsafe
+from tui.cli.declare import Settings, path, positional, switch
+from tui.cli.options import INPUT, OUTPUT, epilog
 from tui.core.exitcodes import UsageError
 from tui.core.textsafe import term
 
+__all__ = ["ImportSettings", "default_out", "run"]
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+
+def _description() -> str:
     from tui.core.importers import formats_read
 
-    parser.description = (f"Convert another load tool's per-request output ({formats_read()}) to a servewatch "
-                          "record file. The format is recognised by content, not by file name.")
-    from tui.cli.options import epilog
-
-    parser.epilog = epilog("servewatch import profile_export.jsonl --out run.jsonl",
-                           codes="exit codes: 0 converted, 3 converted but SYNTHETIC, or the file disagrees with its "
-                                 "tool's own summary (never 0), 2 bad usage, unreadable or not importable")
-    from tui.cli.options import INPUT, OUTPUT, path_arg
-
-    path_arg(parser, "file", role=INPUT, help="the other tool's output file")
-    path_arg(parser, "--out", role=OUTPUT, metavar="FILE", default=None, default_from=default_out,
-             help="record file to write (default: FILE with .servewatch.jsonl appended); an existing file is "
-                  "refused unless --force is given")
-    parser.add_argument("--force", action="store_true",
-                        help="replace the --out file when it exists (default: refuse, exit 2: a record file, "
-                             "perhaps a signed one, is never replaced silently)")
-    parser.add_argument("--json", action="store_true", help="print the import summary as JSON")
+    return (f"Convert another load tool's per-request output ({formats_read()}) to a servewatch record file. The "
+            "format is recognised by content, not by file name.")
 
 
-def default_out(args: argparse.Namespace) -> str | None:
+def default_out(settings: ImportSettings) -> str | None:
     """The record file written: ``--out``, else FILE with ``.servewatch.jsonl`` appended."""
-    out = getattr(args, "out", None)
-    file = getattr(args, "file", None)
-    return out or (file + ".servewatch.jsonl" if isinstance(file, str) else None)
+    return settings.out or (settings.file + ".servewatch.jsonl" if isinstance(settings.file, str) else None)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, kw_only=True)
+class ImportSettings(Settings):
+    """`servewatch import FILE`."""
+
+    DESCRIPTION = _description
+    EPILOG = epilog("servewatch import profile_export.jsonl --out run.jsonl",
+                    codes="exit codes: 0 converted, 3 converted but SYNTHETIC, or the file disagrees with its "
+                          "tool's own summary (never 0), 2 bad usage, unreadable or not importable")
+
+    file: str = positional("file", role=INPUT, help="the other tool's output file")
+    out: str | None = path("--out", role=OUTPUT, metavar="FILE", default=None, default_from=default_out,
+                           help="record file to write (default: FILE with .servewatch.jsonl appended); an existing "
+                                "file is refused unless --force is given")
+    force: bool = switch("--force", help="replace the --out file when it exists (default: refuse, exit 2: a record "
+                                         "file, perhaps a signed one, is never replaced silently)")
+    json: bool = switch("--json", help="print the import summary as JSON")
+
+
+def run(settings: ImportSettings) -> int:
+    """`servewatch import FILE`."""
     from tui.sources.importing import ImportProblem, import_file, write_records
 
-    path = args.file
-    out = default_out(args) or path + ".servewatch.jsonl"
-    if os.path.lexists(out) and not getattr(args, "force", False):  # before the import is read: at once
+    path = settings.file
+    out = default_out(settings) or path + ".servewatch.jsonl"
+    if os.path.lexists(out) and not settings.force:  # before the import is read: at once
         raise UsageError(f"{out} exists: refusing to replace it (a record file, perhaps a signed one, is never "
                          "replaced silently); give another --out, or --force to replace it")
     if not os.path.exists(path):
@@ -97,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         for p in res.summary_problems:
             print(f"servewatch: {textsafe.term(p)}", file=sys.stderr)
     summary["exit_code"] = code
-    if getattr(args, "json", False):
+    if settings.json:
         print(json.dumps(summary, indent=2))
         return code
     c = res.counts()

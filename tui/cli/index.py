@@ -8,14 +8,14 @@ catalogue that cannot be used.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sqlite3
 import sys
 from dataclasses import dataclass
 
-from tui.cli.options import APPEND, INPUT_DIR, UsageError, epilog, path_arg
+from tui.cli.declare import Settings, path, switch
+from tui.cli.options import APPEND, INPUT_DIR, UsageError, epilog
 from tui.core.textsafe import term
 
 INDEX_EXIT_DOC = ("exit codes: 0 indexed (files holding no run are listed with the reason), 2 bad usage, a folder "
@@ -23,47 +23,45 @@ INDEX_EXIT_DOC = ("exit codes: 0 indexed (files holding no run are listed with t
 SHOWN_SKIPS = 20
 
 
-def default_db(args: argparse.Namespace) -> str | None:
+def default_db(settings: IndexSettings) -> str | None:
     """``--db``, else servewatch-runs.sqlite in the first DIR."""
     from tui.sources.runs_db import DEFAULT_NAME
 
-    db = getattr(args, "db", None)
-    dirs = getattr(args, "dirs", None) or []
-    return db or (os.path.join(dirs[0], DEFAULT_NAME) if dirs and isinstance(dirs[0], str) else None)
+    dirs = settings.dirs or []
+    return settings.db or (os.path.join(dirs[0], DEFAULT_NAME) if dirs and isinstance(dirs[0], str) else None)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
+@dataclass(frozen=True, kw_only=True)
+class IndexSettings(Settings):
+    """`servewatch index DIR...`."""
+
+    DESCRIPTION = (
         "Catalogue every run found under the folders (servewatch record files, and the other tools' exports "
         "servewatch imports: .jsonl, .json, .csv, .yaml) in one SQLite file: run id, file and digest status, target, "
         "served model, engine, workload, settings, per-level verdicts, measured capacity, goodput, dates. Re-indexing "
         "reads only new and changed files. servewatch history shows the catalogue; compare takes run:ID.")
-    parser.epilog = epilog("servewatch index runs/ --db runs/servewatch-runs.sqlite", codes=INDEX_EXIT_DOC)
-    path_arg(parser, "dirs", role=INPUT_DIR, metavar="DIR", nargs="+", help="folders to look in (recursively)")
-    path_arg(parser, "--db", role=APPEND, metavar="FILE", default=None, default_from=default_db,
-             help="the catalogue to build or update (default: servewatch-runs.sqlite in the first DIR)")
-    parser.add_argument("--rehash", action="store_true",
-                        help="hash every file even when its size and modification time are unchanged (default: "
-                             "those two decide, then SHA-256)")
-    parser.add_argument("--json", action="store_true", help="print what was indexed as JSON")
+    EPILOG = epilog("servewatch index runs/ --db runs/servewatch-runs.sqlite", codes=INDEX_EXIT_DOC)
+
+    dirs: list[str] = path("dirs", role=INPUT_DIR, metavar="DIR", nargs="+", help="folders to look in (recursively)")
+    db: str | None = path("--db", role=APPEND, metavar="FILE", default=None, default_from=default_db,
+                          help="the catalogue to build or update (default: servewatch-runs.sqlite in the first DIR)")
+    rehash: bool = switch("--rehash", help="hash every file even when its size and modification time are unchanged "
+                                          "(default: those two decide, then SHA-256)")
+    json: bool = switch("--json", help="print what was indexed as JSON")
 
 
 @dataclass(frozen=True)
-class IndexSettings:
+class IndexJob:
     dirs: tuple[str, ...]
     db: str
     rehash: bool
     json: bool
 
 
-def settings_from_args(args: argparse.Namespace) -> IndexSettings:
-    db = default_db(args)
+def run(settings: IndexSettings) -> int:
+    db = default_db(settings)
     assert db is not None  # dirs is required
-    return IndexSettings(dirs=tuple(args.dirs), db=db, rehash=bool(args.rehash), json=bool(args.json))
-
-
-def run(args: argparse.Namespace) -> int:
-    return index(settings_from_args(args))
+    return index(IndexJob(dirs=tuple(settings.dirs), db=db, rehash=settings.rehash, json=settings.json))
 
 
 def _judge(path: str, run_no: int | None):
@@ -72,7 +70,7 @@ def _judge(path: str, run_no: int | None):
     return judge_run(path, pick_run=run_no)
 
 
-def index(s: IndexSettings) -> int:
+def index(s: IndexJob) -> int:
     from tui.core.history import table
     from tui.sources.outfiles import output_target_problem
     from tui.sources.runs_db import CatalogueProblem, index_dirs, open_catalogue

@@ -9,11 +9,13 @@ are those of `run` (:mod:`tui.cli.loadtest`); the console flags those of `replay
 
 from __future__ import annotations
 
-import argparse
 import sys
+from dataclasses import dataclass
 
-from tui.cli.loadtest import add_load_arguments, config_or_usage, console_monitor_config, trace_lines
-from tui.cli.options import UsageError, add_console_arguments, add_rolling_arguments, epilog
+from tui.cli.console import ConsoleFlags, Rolling
+from tui.cli.declare import block
+from tui.cli.loadtest import LoadSettings, config_or_usage, console_monitor_config, trace_lines
+from tui.cli.options import UsageError, epilog, percentiles_flag, server_log_flag
 from tui.core.exitcodes import ExitCode
 from tui.core.textsafe import term
 
@@ -22,43 +24,43 @@ EPILOG = epilog("servewatch live --url http://127.0.0.1:8080 --concurrency 1,2,4
                       "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or a server that cannot be reached")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch live`: those of `run` plus every console flag `replay` takes
-    (--theme, --themes-dir, --export-dir, --rolling-seconds, --rolling-requests)."""
-    parser.description = "The console watching a live load test, recorded like `run`."
-    parser.epilog = EPILOG
-    add_load_arguments(parser, trace=True)
-    add_console_arguments(parser)
-    add_rolling_arguments(parser)
-    from tui.cli.options import add_server_log_argument
+@dataclass(frozen=True, kw_only=True)
+class LiveSettings(LoadSettings):
+    """`servewatch live`: the flags of `run` plus every console flag `replay` takes (--theme, --themes-dir,
+    --export-dir, --rolling-seconds, --rolling-requests) and --server-log."""
 
-    add_server_log_argument(parser)
+    DESCRIPTION = "The console watching a live load test, recorded like `run`."
+    EPILOG = EPILOG
+
+    console: ConsoleFlags = block(ConsoleFlags)
+    rolling: Rolling = block(Rolling)
+    server_log: str | None = server_log_flag()
+    percentiles: tuple[float, ...] | None = percentiles_flag()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: LiveSettings) -> int:
     """`servewatch live`: the console watching a live load test (recorded like `run`)."""
-    from tui.cli.budget import view_budget
-    from tui.cli.replay import open_console
+    from tui.cli.budgetflags import server_log_from_args, view_budget
+    from tui.cli.console import open_console
     from tui.sources.live import LiveSource
 
-    cfg = config_or_usage(args)
+    cfg = config_or_usage(settings)
     for line in trace_lines(cfg):
         print(term(line), flush=True)
     try:
-        budget, budget_origin = view_budget(args)  # no budget flags: unknown, never the teaching case
-        mcfg = console_monitor_config(args, cfg)
+        budget, budget_origin = view_budget(settings.budget)  # no budget flags: unknown, never the teaching case
+        mcfg = console_monitor_config(settings.rolling, cfg)
     except (ValueError, OSError) as exc:
         raise UsageError(exc) from None
-    from tui.cli.options import server_log_from_args
     from tui.core.budgetview import server_log_sentence
 
-    server_log = server_log_from_args(args)  # --server-log FILE: printed beside the memory-only candidate
+    server_log = server_log_from_args(settings.server_log, settings.budget)  # beside the memory-only candidate
     candidate = getattr(budget, "candidate", None)  # None: unknown, or the memory input still missing
     log_line = server_log_sentence(candidate if isinstance(candidate, int) else None, server_log)
     if log_line:
         print(term(log_line), flush=True)
     source = LiveSource(cfg)
-    code = open_console(source, args, budget, mcfg, budget_origin=budget_origin, server_log=server_log)
+    code = open_console(source, settings.console, budget, mcfg, budget_origin=budget_origin, server_log=server_log)
     try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
         print(term(f"record file: {source.record_path}"), flush=True)
         if log_line:

@@ -1,11 +1,13 @@
 """The load test that `servewatch run`, `live` and `sweep` share: its flags, the settings built from them, the
 recorded run.
 
-- :func:`add_load_arguments`: the flags (target, load, load processes, recording, connection, acceptance,
-  budget); every default is a name of :mod:`tui.core.defaults`, the same names the settings use;
-- :func:`config_from_args`: the :class:`~tui.sources.load.config.LoadConfig` (its ``monitor``, the verdict's
-  settings, included) from the parsed flags; :func:`console_monitor_config`: the console's
-  :class:`~tui.core.monitor.MonitorConfig` for `live`, from the same settings plus the rolling-window flags;
+- :class:`LoadSettings`: the flags (target, load, load processes, recording, connection, acceptance, budget),
+  each declared once (``tui.cli.declare``); every default is a name of :mod:`tui.core.defaults`, the same names
+  the settings use; a flag declared with ``into=NAME`` is the :class:`~tui.sources.load.config.LoadConfig` field
+  NAME as it is (copied by :func:`config_fields`, not by hand);
+- :func:`config_from_args`: the ``LoadConfig`` (its ``monitor``, the verdict's settings, included) from the
+  settings; :func:`console_monitor_config`: the console's :class:`~tui.core.monitor.MonitorConfig` for `live`,
+  from the same settings plus the rolling-window flags;
 - :func:`record_run`: run the load test into its record file, printing progress (`run`, `sweep`).
 
 The sources below (``tui.sources.load``, ``tui.sources.live``) take these settings dataclasses, never the
@@ -24,26 +26,26 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import tui.core.defaults as defaults
-from tui.cli.chainopts import add_sign_key_argument, key_from_env, sign_key
+from tui.cli.budgetflags import BudgetFlags
+from tui.cli.chainopts import key_from_env, sign_key, sign_key_flag
+from tui.cli.declare import CoreDefault, CoreText, Settings, arg_values, block, declared_args, flag, path, switch
 from tui.cli.options import (
     APPEND,
     INPUT,
+    Acceptance,
+    Http,
     UsageError,
-    add_acceptance_arguments,
-    add_budget_arguments,
-    add_http_arguments,
     embeddings_slos,
     extra_headers,
     levels,
     non_negative_float,
     non_negative_int,
-    path_arg,
     positive_float,
     positive_int,
     share,
-    slos_from_args,
     think_time,
     token_lengths,
     url_credentials,
@@ -57,7 +59,7 @@ from tui.sources.live import default_record_path
 from tui.sources.load.config import LoadConfig, monitor_config
 from tui.sources.load.errors import ConfigError, SetupError
 from tui.sources.load.generator import RunSummary, run_load
-from tui.sources.load.kinds import APIS, ARRIVALS
+from tui.sources.load.kinds import APIS, ARRIVALS, Arrival
 from tui.sources.load.sizing import MAX_WORKERS
 from tui.sources.load.tokenizer import load_tokenizer
 from tui.sources.load.trace import MAX_LISTED, Trace, load_trace, parse_window
@@ -74,277 +76,6 @@ def trace_window(text: str) -> tuple[float, float | None]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--trace-window ")) from None
 
 
-def add_load_arguments(parser: argparse.ArgumentParser, *, trace: bool = False) -> None:
-    """Flags of `servewatch run`, `live` and `sweep`: target, load, recording, connection, acceptance, budget.
-    ``trace``: also --trace, --trace-speed, --trace-window (`run` and `live`; a sweep has no trace)."""
-    t = parser.add_argument_group("target")
-    t.add_argument("--url", required=True, metavar="URL",
-                   help="server base URL, with or without a trailing /v1 (required; no default)")
-    t.add_argument("--model", default=None, metavar="NAME",
-                   help="model name sent (default: the first id of /v1/models); the model the server says it serves "
-                        "is recorded beside it, and a name it does not serve is printed and not acceptance-grade")
-    t.add_argument("--api", choices=APIS, default=defaults.LOAD_API,
-                   help="/v1/chat/completions (default), /v1/completions or /v1/embeddings (embeddings: no tokens "
-                        "are streamed, so TTFT, TPOT and ITL are not judgeable and E2E is the SLO, default "
-                        f"{defaults.EMBEDDINGS_SLO_E2E_MS:g} ms)")
-
-    g = parser.add_argument_group("load")
-    m = g.add_mutually_exclusive_group(required=True)
-    m.add_argument("--concurrency", type=levels(int), metavar="LIST",
-                   help="closed loop: in-flight requests per step, a ramp such as 1,2,4,8 (no default: this or --rate)")
-    m.add_argument("--rate", type=levels(float), metavar="LIST",
-                   help="open loop: arrivals per second per step, such as 0.5,1,2 (no default: this or --concurrency)")
-    if trace:
-        path_arg(m, "--trace", role=INPUT, default=None, metavar="FILE",
-                       help="open loop: replay the arrival times and token lengths of a trace, one step at its mean "
-                            "rate: a servewatch open-loop record file, an Azure LLM inference CSV, a BurstGPT CSV or "
-                            "Mooncake JSONL, detected from the content (default: none)")
-        g.add_argument("--trace-speed", type=positive_float, default=None, metavar="FACTOR",
-                       help="with --trace: replay FACTOR times faster, 2 = the gaps halved (default 1)")
-        g.add_argument("--trace-window", type=trace_window, default=None, metavar="START-END",
-                       help="with --trace: only the arrivals from START to END seconds after the trace's first "
-                            "(END may be left out: to the end), before --trace-speed (default: the whole trace)")
-    else:  # a sweep replays no trace
-        parser.set_defaults(trace=None, trace_speed=None, trace_window=None)
-    # None = not given (the defaults apply in config_from_args): a trace refuses the flags that describe another load
-    g.add_argument("--arrival", choices=ARRIVALS, default=None,
-                   help=f"open loop arrival process (default {defaults.ARRIVAL})")
-    g.add_argument("--burstiness", type=non_negative_float, default=None, metavar="FACTOR",
-                   help="gamma arrivals: coefficient of variation of the gaps (shape 1/X^2); 1 = Poisson, "
-                        f">1 burstier (default {defaults.BURSTINESS:g})")
-    g.add_argument("--input-tokens", type=token_lengths, default=None, metavar="DIST",
-                   help="prompt length in tokens: N, MIN-MAX (uniform, the old draws), uniform:MIN-MAX, "
-                        "normal:MEAN,SD[LO-HI] or lognormal:MEDIAN,SIGMA[LO-HI] (clamped to LO-HI, default "
-                        f"{defaults.LENGTH_CLIP_MIN}-{defaults.LENGTH_CLIP_MAX}; seeded by --seed) "
-                        f"(default {defaults.INPUT_TOKENS})")
-    g.add_argument("--output-tokens", type=token_lengths, default=None, metavar="DIST",
-                   help=f"max_tokens per request, the same forms as --input-tokens (default {defaults.OUTPUT_TOKENS})")
-    path_arg(g, "--tokenizer", role=INPUT, default=None, metavar="FILE",
-             help="the model's tokenizer: a local tokenizer.json or a model folder holding one (never downloaded; "
-                  "pip install 'servewatch[tokenizer]'): prompts cut to the exact --input-tokens and answers counted "
-                  "with it, its SHA-256 in the run header (default: the server's /tokenize, else an estimate of "
-                  "~4 chars/token, labelled as one)")
-    g.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None,
-                   help="send ignore_eos: true so every answer has exactly max_tokens tokens (default: off; on "
-                        "with --trace unless --no-ignore-eos; every request records output_tokens_asked beside "
-                        "the output_tokens it got)")
-    g.add_argument("--warmup", type=non_negative_int, default=defaults.WARMUP_REQUESTS, metavar="N",
-                   help="requests before the first step, recorded as phase warmup "
-                        f"(default {defaults.WARMUP_REQUESTS})")
-    g.add_argument("--requests", type=positive_int, default=None, metavar="N",
-                   help="requests per step (default: each step runs until its verdict is PASS or FAIL, "
-                        "see --max-step-seconds)")
-    g.add_argument("--duration", type=positive_float, default=None, metavar="SECONDS",
-                   help="seconds per step (with --requests: whichever comes first; default: until decided)")
-    g.add_argument("--max-step-seconds", type=positive_float, default=None, metavar="SECONDS",
-                   help="a step run until decided (the default without --requests/--duration, and every sweep "
-                        "step) ends UNDECIDED after SECONDS; default: the minimum window + 300 s (900 s for "
-                        "the 10-min window). Shorter than the window, a step cannot PASS.")
-    g.add_argument("--rounds", type=positive_int, default=defaults.ROUNDS, metavar="N",
-                   help=f"repeat the ramp N times (default {defaults.ROUNDS})")
-    g.add_argument("--stop-on-fail", action="store_true", help="end the ramp at the first step whose verdict is FAIL")
-    add_workload_arguments(g)
-    g.add_argument("--seed", type=int, default=defaults.LOAD_SEED, metavar="N",
-                   help=f"seed for lengths and arrivals (default {defaults.LOAD_SEED})")
-
-    w = parser.add_argument_group("load processes")
-    w.add_argument("--workers", type=workers_arg, default=None, metavar="N|auto",  # None: depends on --ray
-                   help=f"processes that send the load: {defaults.LOAD_WORKERS} = this process (default); N >= 2 = N worker processes "
-                        "beside this one, which keeps the record file, the verdict and the console; auto = one per "
-                        "64 streams or 250 req/s of the heaviest level, at most the cores")
-    w.add_argument("--ray", default=None, metavar="auto|ADDRESS",
-                   help="run the workers as actors on a Ray cluster (pip install 'servewatch[ray]'): auto = the "
-                        "cluster RAY_ADDRESS names or one already running here; local = start a throwaway one here; "
-                        "or ray://HOST:10001 / HOST:6379; with --workers N "
-                        "(default with --ray: one per CPU the cluster offers, at most 64)")
-
-    o = parser.add_argument_group("recording and telemetry")
-    path_arg(o, "--record", role=APPEND, default=None, metavar="FILE",
-                   help="record file (default servewatch-YYYYmmdd-HHMMSS.jsonl here); appended to")
-    o.add_argument("--metrics-url", default=None, metavar="URL", help="Prometheus endpoint (default URL/metrics)")
-    o.add_argument("--metrics-interval", type=positive_float, default=defaults.METRICS_INTERVAL_S, metavar="SECONDS",
-                   help=f"seconds between metrics/GPU samples (default {defaults.METRICS_INTERVAL_S:g})")
-    o.add_argument("--no-gpu", action="store_true", help="do not sample NVML/host telemetry")
-    add_sign_key_argument(o)
-
-    c = add_http_arguments(parser)
-    c.add_argument("--connect-timeout", type=positive_float, default=defaults.CONNECT_TIMEOUT_S, metavar="SECONDS",
-                   help=f"seconds to open a connection (default {defaults.CONNECT_TIMEOUT_S:g})")
-    c.add_argument("--read-timeout", type=positive_float, default=defaults.READ_TIMEOUT_S, metavar="SECONDS",
-                   help=f"longest silence allowed, queueing included (default {defaults.READ_TIMEOUT_S:g})")
-
-    add_acceptance_arguments(parser)
-    add_budget_arguments(parser)
-
-
-def add_workload_arguments(g: argparse._ArgumentGroup) -> None:
-    """The workload's shape (issue 23): sessions, shared prefixes, a dataset."""
-    g.add_argument("--turns", type=token_lengths, default=None, metavar="DIST",
-                   help="multi-turn sessions: turns per session, drawn per session (the forms of --input-tokens); "
-                        "each turn sends the whole conversation so far with the answers the server gave; the levels "
-                        "then count sessions (closed loop: concurrent sessions; open loop: session starts per "
-                        "second) and --requests counts sessions (default: one request per arrival)")
-    g.add_argument("--think-time", type=think_time, default=None, metavar="DIST",
-                   help="with --turns: seconds between a turn's end and the next turn: SECONDS, uniform:A-B, "
-                        "normal:M,SD[LO-HI], lognormal:MEDIAN,SIGMA[LO-HI] or exponential:MEAN (default 0)")
-    g.add_argument("--shared-prefix-tokens", type=positive_int, default=None, metavar="TOKENS",
-                   help="every prompt starts with a shared system prompt of TOKENS tokens (one of --prefix-groups); "
-                        "requests then send cache_prompt: true (default: none)")
-    g.add_argument("--prefix-groups", type=positive_int, default=None, metavar="N",
-                   help="with --shared-prefix-tokens: N different system prompts, one drawn per session or "
-                        "request (default 1)")
-    path_arg(g, "--dataset", role=INPUT, default=None, metavar="FILE",
-                   help="prompts from FILE: JSON Lines of prompts or chat messages, or ShareGPT JSON; order seeded "
-                        "by --seed (default: synthetic prompts)")
-    g.add_argument("--max-context", type=positive_int, default=None, metavar="TOKENS",
-                   help="with --dataset: the model's context when the server does not tell it; longer "
-                        "conversations are skipped and counted (default: the server's)")
-    g.add_argument("--dataset-max-bad-share", type=share, default=None, metavar="FRACTION",
-                   help="with --dataset: refuse a file with more bad rows than this share "
-                        f"(default {defaults.DATASET_MAX_BAD_SHARE:g})")
-
-
-def workload_from_args(args: argparse.Namespace) -> dict:
-    """The LoadConfig fields of :func:`add_workload_arguments` (ConfigError on a combination that means nothing)."""
-    v = vars(args)
-    # (--think-time without --turns: LoadConfig.validate says so; --prefix-groups needs its None-ness, seen only here)
-    if v.get("prefix_groups") is not None and v.get("shared_prefix_tokens") is None:
-        raise ConfigError("--prefix-groups needs --shared-prefix-tokens")
-    if v.get("dataset") is None:
-        for flag, attr in (("--max-context", "max_context"), ("--dataset-max-bad-share", "dataset_max_bad_share")):
-            if v.get(attr) is not None:
-                raise ConfigError(f"{flag} needs --dataset FILE")
-    share = v.get("dataset_max_bad_share")
-    return {"turns": v.get("turns"), "think_time": v.get("think_time"),
-            "shared_prefix_tokens": v.get("shared_prefix_tokens"), "prefix_groups": v.get("prefix_groups") or 1,
-            "dataset": v.get("dataset"), "max_context": v.get("max_context"),
-            "dataset_max_bad_share": defaults.DATASET_MAX_BAD_SHARE if share is None else float(share)}
-
-
-# ------------------------------------------------------------------ the settings
-
-
-_TRACE_REFUSES = (("--arrival", "arrival"), ("--burstiness", "burstiness"), ("--input-tokens", "input_tokens"),
-                  ("--output-tokens", "output_tokens"), ("--max-step-seconds", "max_step_seconds"),
-                  # issue 23: a trace replays its own workload (a servewatch record's sessions and prefixes)
-                  ("--turns", "turns"), ("--think-time", "think_time"),
-                  ("--shared-prefix-tokens", "shared_prefix_tokens"), ("--prefix-groups", "prefix_groups"))
-
-
-def trace_from_args(args: argparse.Namespace) -> Trace | None:
-    """The Trace of ``--trace`` (None without it); ConfigError on a bad file or a flag that contradicts it."""
-    if args.trace is None:
-        for flag, value in (("--trace-speed", args.trace_speed), ("--trace-window", args.trace_window)):
-            if value is not None:
-                raise ConfigError(f"{flag} needs --trace FILE")
-        return None
-    given = [flag for flag, attr in _TRACE_REFUSES if vars(args).get(attr) is not None]
-    if args.rounds != 1:
-        given.append("--rounds")
-    if given:
-        raise ConfigError(f"--trace replays the trace's arrivals and lengths (a recording's sessions and prefixes too) "
-                          f"once, to its end (--duration or --requests cut it short): {', '.join(given)} cannot be "
-                          "given with it")
-    trace = load_trace(args.trace, speed=args.trace_speed or 1.0, window=args.trace_window)
-    rp = trace.replay
-    if rp is not None and rp.dataset is not None and vars(args).get("dataset") is not None:
-        # --dataset of a replay: the file the recording used (its SHA-256), checked before any request
-        rp.check_dataset_file(args.dataset, trace.source["file"])
-    return trace
-
-
-def config_from_args(args: argparse.Namespace) -> LoadConfig:
-    """The LoadConfig the flags of :func:`add_load_arguments` describe (raises ConfigError on bad combinations).
-    A flag left at None (not given) takes the default of :mod:`tui.core.defaults`, or the trace's value."""
-    trace = trace_from_args(args)
-    slos = embeddings_slos(args) if args.api == "embeddings" else slos_from_args(args)
-    if args.tokenizer is not None:
-        load_tokenizer(args.tokenizer)  # a bad path or file is bad usage now, before any request (loaded once)
-    closed = args.concurrency is not None
-    levels = args.concurrency if closed else args.rate
-    if trace is not None:
-        levels = [trace.level]
-    if not levels:
-        raise ConfigError("give --concurrency LIST or --rate LIST")
-    cfg = LoadConfig(
-        url=args.url,
-        model=args.model,
-        api=args.api,
-        mode="closed" if closed else "open",
-        levels=list(levels),
-        arrival=args.arrival or defaults.ARRIVAL,
-        burstiness=defaults.BURSTINESS if args.burstiness is None else float(args.burstiness),
-        input_tokens=_lengths(args.input_tokens, trace.input_range if trace else None, defaults.INPUT_TOKENS),
-        output_tokens=_lengths(args.output_tokens, trace.output_range if trace else None, defaults.OUTPUT_TOKENS),
-        input_lengths=args.input_tokens,
-        output_lengths=args.output_tokens,
-        ignore_eos=trace is not None if args.ignore_eos is None else bool(args.ignore_eos),
-        warmup=args.warmup,
-        requests=args.requests,
-        duration=args.duration,
-        rounds=args.rounds,
-        stop_on_fail=bool(args.stop_on_fail),
-        record=args.record,
-        metrics_url=args.metrics_url,
-        metrics_interval=float(args.metrics_interval),
-        gpu=not args.no_gpu,
-        connect_timeout=float(args.connect_timeout),
-        read_timeout=float(args.read_timeout),
-        api_key_env=args.api_key_env,
-        url_credentials_env=args.url_credentials_env if url_credentials(args) else None,  # checked: set, user:password
-        sign_key_env=args.sign_key_env,
-        headers=extra_headers(args),  # --header, --header-file, --header-env
-        insecure=bool(args.insecure),
-        seed=args.seed,
-        monitor=monitor_config(
-            slo_ttft_ms=defaults.SLO_TTFT_MS if slos.ttft_ms is None else float(slos.ttft_ms),
-            slos=slos,
-            target=float(args.target),
-            alpha=float(args.alpha),
-            min_window_minutes=float(args.min_window_minutes),
-            min_requests=args.min_requests,
-        ),
-        # without --requests/--duration every step runs until its verdict is PASS or FAIL (capped);
-        # a trace replay runs to the end of the trace
-        until_decided=trace is None and args.requests is None and args.duration is None,
-        max_step_seconds=args.max_step_seconds,
-        budget=budget_record_from_args(args),
-        workers=_workers_value(args),
-        ray=args.ray,
-        trace=trace,
-        tokenizer=args.tokenizer,
-        **workload_from_args(args),
-    )
-    cfg.validate()
-    return cfg
-
-
-def _lengths(given: LengthDist | None, traced: tuple[int, int] | None, default: int) -> tuple[int, int]:
-    """--input-tokens / --output-tokens: the bounds of the distribution given, else the trace's range, else the
-    default (fixed)."""
-    if given is not None:
-        return given.bounds
-    return traced if traced is not None else (default, default)
-
-
-def console_monitor_config(args: argparse.Namespace, cfg: LoadConfig) -> MonitorConfig:
-    """The console's verdict settings for `live`: the run's own (``cfg.monitor``, from the acceptance flags) with
-    the rolling window of --rolling-seconds / --rolling-requests; the generator's request ids are unique by
-    construction, so no set of every id is kept."""
-    m = cfg.monitor
-    return dataclasses.replace(
-        m, check_duplicate_ids=False,
-        rolling_s=m.rolling_s if args.rolling_seconds is None else float(args.rolling_seconds),
-        rolling_n=m.rolling_n if args.rolling_requests is None else int(args.rolling_requests))
-
-
-def _workers_value(args: argparse.Namespace) -> int | str:
-    """--workers as given; not given: 1 (this process), or with --ray auto (one per cluster CPU, at most 64)."""
-    if args.workers is not None:
-        return args.workers
-    return "auto" if args.ray else defaults.LOAD_WORKERS
-
-
 def workers_arg(text: str) -> int | str:
     """``--workers``: a whole number from 1 or ``auto``."""
     t = text.strip().lower()
@@ -359,16 +90,337 @@ def workers_arg(text: str) -> int | str:
     return n
 
 
-def budget_record_from_args(args: argparse.Namespace) -> dict | None:
+@dataclass(frozen=True, kw_only=True)
+class Target(Settings):
+    GROUP = "target"
+
+    url: str = flag("--url", required=True, metavar="URL", into="url",
+                    help="server base URL, with or without a trailing /v1 (required; no default)")
+    model: str | None = flag("--model", default=None, metavar="NAME", into="model",
+                             help="model name sent (default: the first id of /v1/models); the model the server says "
+                                  "it serves is recorded beside it, and a name it does not serve is printed and not "
+                                  "acceptance-grade")
+    api: str = flag("--api", choices=APIS, default=CoreDefault("LOAD_API"), into="api",
+                    help=CoreText("/v1/chat/completions (default), /v1/completions or /v1/embeddings (embeddings: no "
+                                  "tokens are streamed, so TTFT, TPOT and ITL are not judgeable and E2E is the SLO, "
+                                  "default {EMBEDDINGS_SLO_E2E_MS:g} ms)"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload(Settings):
+    """The workload's shape (issue 23): sessions, shared prefixes, a dataset (in the "load" group)."""
+
+    turns: LengthDist | None = flag(
+        "--turns", type=token_lengths, default=None, metavar="DIST", into="turns",
+        help="multi-turn sessions: turns per session, drawn per session (the forms of --input-tokens); each turn "
+             "sends the whole conversation so far with the answers the server gave; the levels then count sessions "
+             "(closed loop: concurrent sessions; open loop: session starts per second) and --requests counts "
+             "sessions (default: one request per arrival)")
+    think_time: Any = flag(
+        "--think-time", type=think_time, default=None, metavar="DIST", into="think_time",
+        help="with --turns: seconds between a turn's end and the next turn: SECONDS, uniform:A-B, normal:M,SD[LO-HI], "
+             "lognormal:MEDIAN,SIGMA[LO-HI] or exponential:MEAN (default 0)")
+    shared_prefix_tokens: int | None = flag(
+        "--shared-prefix-tokens", type=positive_int, default=None, metavar="TOKENS", into="shared_prefix_tokens",
+        help="every prompt starts with a shared system prompt of TOKENS tokens (one of --prefix-groups); requests "
+             "then send cache_prompt: true (default: none)")
+    prefix_groups: int | None = flag(
+        "--prefix-groups", type=positive_int, default=None, metavar="N",
+        help="with --shared-prefix-tokens: N different system prompts, one drawn per session or request (default 1)")
+    dataset: str | None = path(
+        "--dataset", role=INPUT, default=None, metavar="FILE", into="dataset",
+        help="prompts from FILE: JSON Lines of prompts or chat messages, or ShareGPT JSON; order seeded by --seed "
+             "(default: synthetic prompts)")
+    max_context: int | None = flag(
+        "--max-context", type=positive_int, default=None, metavar="TOKENS", into="max_context",
+        help="with --dataset: the model's context when the server does not tell it; longer conversations are "
+             "skipped and counted (default: the server's)")
+    dataset_max_bad_share: float | None = flag(
+        "--dataset-max-bad-share", type=share, default=None, metavar="FRACTION",
+        help=CoreText("with --dataset: refuse a file with more bad rows than this share "
+                      "(default {DATASET_MAX_BAD_SHARE:g})"))
+
+
+#: the flags of another load that a trace refuses (it replays its own arrivals, lengths, sessions and prefixes)
+_TRACE_REFUSES = ("arrival", "burstiness", "input_tokens", "output_tokens", "max_step_seconds")
+_TRACE_REFUSES_WORKLOAD = ("turns", "think_time", "shared_prefix_tokens", "prefix_groups")
+_TRACE_FLAGS = ("trace", "trace_speed", "trace_window")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Load(Settings):
+    """The load: a ramp of concurrency or rates, or a trace (`run`, `live`); its requests and steps."""
+
+    GROUP = "load"
+    REQUIRED_SETS = ("ladder",)
+
+    concurrency: list[float] | None = flag(
+        "--concurrency", type=levels(int), metavar="LIST", exclusive="ladder",
+        help="closed loop: in-flight requests per step, a ramp such as 1,2,4,8 (no default: this or --rate)")
+    rate: list[float] | None = flag(
+        "--rate", type=levels(float), metavar="LIST", exclusive="ladder",
+        help="open loop: arrivals per second per step, such as 0.5,1,2 (no default: this or --concurrency)")
+    trace: str | None = path(
+        "--trace", role=INPUT, default=None, metavar="FILE", exclusive="ladder",
+        help="open loop: replay the arrival times and token lengths of a trace, one step at its mean rate: a "
+             "servewatch open-loop record file, an Azure LLM inference CSV, a BurstGPT CSV or Mooncake JSONL, "
+             "detected from the content (default: none)")
+    trace_speed: float | None = flag(
+        "--trace-speed", type=positive_float, default=None, metavar="FACTOR",
+        help="with --trace: replay FACTOR times faster, 2 = the gaps halved (default 1)")
+    trace_window: tuple[float, float | None] | None = flag(
+        "--trace-window", type=trace_window, default=None, metavar="START-END",
+        help="with --trace: only the arrivals from START to END seconds after the trace's first (END may be left "
+             "out: to the end), before --trace-speed (default: the whole trace)")
+    # None = not given (the defaults apply in config_from_args): a trace refuses the flags that describe another load
+    arrival: Arrival | None = flag("--arrival", choices=ARRIVALS, default=None,
+                               help=CoreText("open loop arrival process (default {ARRIVAL})"))
+    burstiness: float | None = flag(
+        "--burstiness", type=non_negative_float, default=None, metavar="FACTOR",
+        help=CoreText("gamma arrivals: coefficient of variation of the gaps (shape 1/X^2); 1 = Poisson, >1 burstier "
+                      "(default {BURSTINESS:g})"))
+    input_tokens: LengthDist | None = flag(
+        "--input-tokens", type=token_lengths, default=None, metavar="DIST",
+        help=CoreText("prompt length in tokens: N, MIN-MAX (uniform, the old draws), uniform:MIN-MAX, "
+                      "normal:MEAN,SD[LO-HI] or lognormal:MEDIAN,SIGMA[LO-HI] (clamped to LO-HI, default "
+                      "{LENGTH_CLIP_MIN}-{LENGTH_CLIP_MAX}; seeded by --seed) (default {INPUT_TOKENS})"))
+    output_tokens: LengthDist | None = flag(
+        "--output-tokens", type=token_lengths, default=None, metavar="DIST",
+        help=CoreText("max_tokens per request, the same forms as --input-tokens (default {OUTPUT_TOKENS})"))
+    tokenizer: str | None = path(
+        "--tokenizer", role=INPUT, default=None, metavar="FILE", into="tokenizer",
+        help="the model's tokenizer: a local tokenizer.json or a model folder holding one (never downloaded; pip "
+             "install 'servewatch[tokenizer]'): prompts cut to the exact --input-tokens and answers counted with it, "
+             "its SHA-256 in the run header (default: the server's /tokenize, else an estimate of ~4 chars/token, "
+             "labelled as one)")
+    ignore_eos: bool | None = flag(
+        "--ignore-eos", action=argparse.BooleanOptionalAction, default=None,
+        help="send ignore_eos: true so every answer has exactly max_tokens tokens (default: off; on with --trace "
+             "unless --no-ignore-eos; every request records output_tokens_asked beside the output_tokens it got)")
+    warmup: int = flag("--warmup", type=non_negative_int, default=CoreDefault("WARMUP_REQUESTS"), metavar="N",
+                       into="warmup",
+                       help=CoreText("requests before the first step, recorded as phase warmup "
+                                     "(default {WARMUP_REQUESTS})"))
+    requests: int | None = flag("--requests", type=positive_int, default=None, metavar="N", into="requests",
+                                help="requests per step (default: each step runs until its verdict is PASS or FAIL, "
+                                     "see --max-step-seconds)")
+    duration: float | None = flag("--duration", type=positive_float, default=None, metavar="SECONDS",
+                                  into="duration",
+                                  help="seconds per step (with --requests: whichever comes first; default: until "
+                                       "decided)")
+    max_step_seconds: float | None = flag(
+        "--max-step-seconds", type=positive_float, default=None, metavar="SECONDS", into="max_step_seconds",
+        help="a step run until decided (the default without --requests/--duration, and every sweep step) ends "
+             "UNDECIDED after SECONDS; default: the minimum window + 300 s (900 s for the 10-min window). Shorter "
+             "than the window, a step cannot PASS.")
+    rounds: int = flag("--rounds", type=positive_int, default=CoreDefault("ROUNDS"), metavar="N", into="rounds",
+                       help=CoreText("repeat the ramp N times (default {ROUNDS})"))
+    stop_on_fail: bool = switch("--stop-on-fail", help="end the ramp at the first step whose verdict is FAIL")
+    workload: Workload = block(Workload)
+    seed: int = flag("--seed", type=int, default=CoreDefault("LOAD_SEED"), metavar="N", into="seed",
+                     help=CoreText("seed for lengths and arrivals (default {LOAD_SEED})"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Processes(Settings):
+    GROUP = "load processes"
+
+    workers: int | str | None = flag(  # None: depends on --ray
+        "--workers", type=workers_arg, default=None, metavar="N|auto",
+        help=CoreText("processes that send the load: {LOAD_WORKERS} = this process (default); N >= 2 = N worker "
+                      "processes beside this one, which keeps the record file, the verdict and the console; auto = "
+                      "one per 64 streams or 250 req/s of the heaviest level, at most the cores"))
+    ray: str | None = flag("--ray", default=None, metavar="auto|ADDRESS", into="ray",
+                           help="run the workers as actors on a Ray cluster (pip install 'servewatch[ray]'): auto = "
+                                "the cluster RAY_ADDRESS names or one already running here; local = start a "
+                                "throwaway one here; or ray://HOST:10001 / HOST:6379; with --workers N (default "
+                                "with --ray: one per CPU the cluster offers, at most 64)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recording(Settings):
+    GROUP = "recording and telemetry"
+
+    record: str | None = path("--record", role=APPEND, default=None, metavar="FILE", into="record",
+                              help="record file (default servewatch-YYYYmmdd-HHMMSS.jsonl here); appended to")
+    metrics_url: str | None = flag("--metrics-url", default=None, metavar="URL", into="metrics_url",
+                                   help="Prometheus endpoint (default URL/metrics)")
+    metrics_interval: float = flag(
+        "--metrics-interval", type=positive_float, default=CoreDefault("METRICS_INTERVAL_S"), metavar="SECONDS",
+        into="metrics_interval", help=CoreText("seconds between metrics/GPU samples (default {METRICS_INTERVAL_S:g})"))
+    no_gpu: bool = switch("--no-gpu", help="do not sample NVML/host telemetry")
+    sign_key_env: str | None = sign_key_flag()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Connection(Settings):
+    GROUP = "connection"
+
+    http: Http = block(Http)
+    connect_timeout: float = flag(
+        "--connect-timeout", type=positive_float, default=CoreDefault("CONNECT_TIMEOUT_S"), metavar="SECONDS",
+        into="connect_timeout", help=CoreText("seconds to open a connection (default {CONNECT_TIMEOUT_S:g})"))
+    read_timeout: float = flag(
+        "--read-timeout", type=positive_float, default=CoreDefault("READ_TIMEOUT_S"), metavar="SECONDS",
+        into="read_timeout", help=CoreText("longest silence allowed, queueing included (default {READ_TIMEOUT_S:g})"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadSettings(Settings):
+    """Flags of `servewatch run`, `live` and `sweep`: target, load, load processes, recording, connection,
+    acceptance, budget."""
+
+    target: Target = block(Target)
+    load: Load = block(Load)
+    processes: Processes = block(Processes)
+    recording: Recording = block(Recording)
+    connection: Connection = block(Connection)
+    acceptance: Acceptance = block(Acceptance)
+    budget: BudgetFlags = block(BudgetFlags)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepLoadSettings(LoadSettings):
+    """A sweep's load flags: no trace, and the ladder may be left to the default."""
+
+    load: Load = block(Load, omit=_TRACE_FLAGS, optional=("ladder",))
+
+
+def config_fields(settings: Any) -> dict[str, Any]:
+    """The ``LoadConfig`` fields the settings give as they are: every flag declared with ``into=NAME`` (nested
+    blocks included)."""
+    return {arg.into: value for arg, value, _holder in arg_values(settings) if arg.into is not None}
+
+
+def workload_from_args(w: Workload) -> dict:
+    """The LoadConfig fields of :class:`Workload` that are not as given (ConfigError on a combination that means
+    nothing)."""
+    # (--think-time without --turns: LoadConfig.validate says so; --prefix-groups needs its None-ness, seen only here)
+    if w.prefix_groups is not None and w.shared_prefix_tokens is None:
+        raise ConfigError("--prefix-groups needs --shared-prefix-tokens")
+    if w.dataset is None:
+        for flag_name, value in (("--max-context", w.max_context), ("--dataset-max-bad-share", w.dataset_max_bad_share)):
+            if value is not None:
+                raise ConfigError(f"{flag_name} needs --dataset FILE")
+    bad = w.dataset_max_bad_share
+    return {"prefix_groups": w.prefix_groups or 1,
+            "dataset_max_bad_share": defaults.DATASET_MAX_BAD_SHARE if bad is None else float(bad)}
+
+
+# ------------------------------------------------------------------ the settings
+
+
+def trace_from_args(load: Load, dataset: str | None = None) -> Trace | None:
+    """The Trace of ``--trace`` (None without it); ConfigError on a bad file or a flag that contradicts it."""
+    if load.trace is None:
+        for name, value in (("--trace-speed", load.trace_speed), ("--trace-window", load.trace_window)):
+            if value is not None:
+                raise ConfigError(f"{name} needs --trace FILE")
+        return None
+    refused = {f.name: arg.flags[0] for f, arg in declared_args(Load)}
+    given = [refused[name] for name in _TRACE_REFUSES if getattr(load, name) is not None]
+    given += [refused[name] for name in _TRACE_REFUSES_WORKLOAD if getattr(load.workload, name) is not None]
+    if load.rounds != 1:
+        given.append("--rounds")
+    if given:
+        raise ConfigError(f"--trace replays the trace's arrivals and lengths (a recording's sessions and prefixes too) "
+                          f"once, to its end (--duration or --requests cut it short): {', '.join(given)} cannot be "
+                          "given with it")
+    trace = load_trace(load.trace, speed=load.trace_speed or 1.0, window=load.trace_window)
+    rp = trace.replay
+    if rp is not None and rp.dataset is not None and dataset is not None:
+        # --dataset of a replay: the file the recording used (its SHA-256), checked before any request
+        rp.check_dataset_file(dataset, trace.source["file"])
+    return trace
+
+
+def config_from_args(settings: LoadSettings) -> LoadConfig:
+    """The LoadConfig the flags of :class:`LoadSettings` describe (raises ConfigError on bad combinations).
+    A flag left at None (not given) takes the default of :mod:`tui.core.defaults`, or the trace's value."""
+    load, http = settings.load, settings.connection.http
+    trace = trace_from_args(load, load.workload.dataset)
+    slos = embeddings_slos(settings.acceptance) if settings.target.api == "embeddings" else settings.acceptance.slos
+    if load.tokenizer is not None:
+        load_tokenizer(load.tokenizer)  # a bad path or file is bad usage now, before any request (loaded once)
+    closed = load.concurrency is not None
+    levels = load.concurrency if closed else load.rate
+    if trace is not None:
+        levels = [trace.level]
+    if not levels:
+        raise ConfigError("give --concurrency LIST or --rate LIST")
+    acc = settings.acceptance
+    cfg = LoadConfig(
+        **config_fields(settings),  # url, model, api, warmup, requests, duration, rounds, record, seed ...: as given
+        mode="closed" if closed else "open",
+        levels=list(levels),
+        arrival=load.arrival or defaults.ARRIVAL,
+        burstiness=defaults.BURSTINESS if load.burstiness is None else float(load.burstiness),
+        input_tokens=_lengths(load.input_tokens, trace.input_range if trace else None, defaults.INPUT_TOKENS),
+        output_tokens=_lengths(load.output_tokens, trace.output_range if trace else None, defaults.OUTPUT_TOKENS),
+        input_lengths=load.input_tokens,
+        output_lengths=load.output_tokens,
+        ignore_eos=trace is not None if load.ignore_eos is None else bool(load.ignore_eos),
+        stop_on_fail=bool(load.stop_on_fail),
+        gpu=not settings.recording.no_gpu,
+        # checked: set, user:password
+        url_credentials_env=http.url_credentials_env if url_credentials(http.url_credentials_env) else None,
+        headers=extra_headers(http.extra),  # --header, --header-file, --header-env
+        monitor=monitor_config(
+            slo_ttft_ms=defaults.SLO_TTFT_MS if slos.ttft_ms is None else float(slos.ttft_ms),
+            slos=slos,
+            target=float(acc.target),
+            alpha=float(acc.alpha),
+            min_window_minutes=float(acc.min_window_minutes),
+            min_requests=acc.min_requests,
+        ),
+        # without --requests/--duration every step runs until its verdict is PASS or FAIL (capped);
+        # a trace replay runs to the end of the trace
+        until_decided=trace is None and load.requests is None and load.duration is None,
+        budget=budget_record_from_args(settings.budget),
+        workers=_workers_value(settings.processes),
+        trace=trace,
+        **workload_from_args(load.workload),
+    )
+    cfg.validate()
+    return cfg
+
+
+def _lengths(given: LengthDist | None, traced: tuple[int, int] | None, default: int) -> tuple[int, int]:
+    """--input-tokens / --output-tokens: the bounds of the distribution given, else the trace's range, else the
+    default (fixed)."""
+    if given is not None:
+        return given.bounds
+    return traced if traced is not None else (default, default)
+
+
+def console_monitor_config(rolling: Any, cfg: LoadConfig) -> MonitorConfig:
+    """The console's verdict settings for `live`: the run's own (``cfg.monitor``, from the acceptance flags) with
+    the rolling window of --rolling-seconds / --rolling-requests (``rolling``: ``tui.cli.console.Rolling``); the
+    generator's request ids are unique by construction, so no set of every id is kept."""
+    m = cfg.monitor
+    return dataclasses.replace(
+        m, check_duplicate_ids=False,
+        rolling_s=m.rolling_s if rolling.rolling_seconds is None else float(rolling.rolling_seconds),
+        rolling_n=m.rolling_n if rolling.rolling_requests is None else int(rolling.rolling_requests))
+
+
+def _workers_value(p: Processes) -> int | str:
+    """--workers as given; not given: 1 (this process), or with --ray auto (one per cluster CPU, at most 64)."""
+    if p.workers is not None:
+        return p.workers
+    return "auto" if p.ray else defaults.LOAD_WORKERS
+
+
+def budget_record_from_args(b: BudgetFlags) -> dict | None:
     """The budget JSON (``servewatch budget --json``) when budget inputs were given, else None (no budget is
     made up for a run). Raises ConfigError on bad budget input."""
-    from tui.cli.budget import budget_from_args, budget_given
+    from tui.cli.budgetflags import budget_from_args, budget_given
     from tui.core.budget import budget_to_dict
 
     try:
-        if not budget_given(args):
+        if not budget_given(b):
             return None
-        result = budget_from_args(args)
+        result = budget_from_args(b)
     except (ValueError, OSError) as exc:
         raise ConfigError(f"bad budget: {exc}") from None
     from tui.core.budget.memory import MemoryMissing
@@ -433,13 +485,13 @@ def say(line: str) -> None:
     print(term(line), flush=True)
 
 
-def config_or_usage(args: argparse.Namespace) -> LoadConfig:
+def config_or_usage(settings: LoadSettings) -> LoadConfig:
     """``config_from_args``, with a bad combination raised as UsageError."""
     try:
-        cfg = config_from_args(args)
+        cfg = config_from_args(settings)
     except ConfigError as exc:
         raise UsageError(exc) from None
-    sign_key(args)  # a missing key variable is bad usage before anything runs
+    sign_key(settings.recording.sign_key_env)  # a missing key variable is bad usage before anything runs
     return cfg
 
 

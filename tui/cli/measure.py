@@ -14,14 +14,14 @@ Exit codes: 0 the measurement completed; 2 bad usage, or a server that could not
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from tui.cli.loadtest import add_load_arguments, config_or_usage, record_run, say
-from tui.cli.options import epilog
+from tui.cli.loadtest import LoadSettings, config_or_usage, record_run, say
+from tui.cli.options import epilog, percentiles_flag
 
 NO_VERDICT = "measure only: no verdict"
 EPILOG = epilog("servewatch measure --url http://127.0.0.1:8080 --concurrency 4 --duration 60",
@@ -30,27 +30,32 @@ EPILOG = epilog("servewatch measure --url http://127.0.0.1:8080 --concurrency 4 
                       "record); 2 bad usage or a server that could not be measured; 130 Ctrl-C, 143 SIGTERM")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch measure`: those of `run`, nothing new."""
-    parser.description = ("A short measurement with no verdict: throughput, goodput at the SLOs given, latency "
-                          "percentiles, errors by class. The record file is a normal one: `report` judges it.")
-    parser.epilog = EPILOG
-    add_load_arguments(parser, trace=True)
+@dataclass(frozen=True, kw_only=True)
+class MeasureSettings(LoadSettings):
+    """`servewatch measure`: the flags of `run`, nothing new."""
+
+    DESCRIPTION = ("A short measurement with no verdict: throughput, goodput at the SLOs given, latency "
+                   "percentiles, errors by class. The record file is a normal one: `report` judges it.")
+    EPILOG = EPILOG
+
+    percentiles: tuple[float, ...] | None = percentiles_flag()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: MeasureSettings) -> int:
     """`servewatch measure`."""
-    cfg = config_or_usage(args)
+    cfg = config_or_usage(settings)
     cfg.purpose = "measure"
     recorded = record_run(cfg)
     if recorded.failed is not None:
         return recorded.failed
-    from tui.cli.report import LAST_RUN, run_report
+    from tui.cli.reporting import ReportSettings, run_report
+    from tui.sources.evidence_reader import LAST_RUN
 
-    args.run = LAST_RUN
-    args.json = True
+    assert cfg.record is not None  # record_run named it
+    report = ReportSettings(file=cfg.record, run=LAST_RUN, json=True, acceptance=settings.acceptance,
+                            budget=settings.budget)
     buf = io.StringIO()
-    run_report(cfg.record, args, default_budget=False, out=buf)  # its exit code is a verdict's: not this one's
+    run_report(report, default_budget=False, out=buf)  # its exit code is a verdict's: not this one's
     say("")
     print(format_measure(json.loads(buf.getvalue()), cfg.record), end="")
     return recorded.stop_code(0)

@@ -8,28 +8,31 @@ not acceptance-grade, no level decided, non-monotonic); 2 bad usage or unreadabl
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import shlex
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import tui.core.defaults as D
+from tui.cli.budgetflags import BudgetFlags
+from tui.cli.chainopts import verify_key_flag
+from tui.cli.declare import Settings, block, flag, path, switch
 from tui.cli.options import (
     INPUT,
+    Acceptance,
     UsageError,
-    add_acceptance_arguments,
-    add_budget_arguments,
-    add_run_argument,
     epilog,
     non_negative_float,
     non_negative_int,
-    path_arg,
     positive_float,
     positive_int,
+    run_flag,
 )
 from tui.core.textsafe import term
+
+__all__ = ["PlanSettings", "check_command", "run"]
 
 PLAN_EXIT_DOC = ("exit codes: 0 the plan stands on the evidence, 1 no level met the SLO, 3 evidence missing "
                  "(SYNTHETIC, settings not acceptance-grade: a window under 10 min, a target under 0.9, alpha above "
@@ -37,59 +40,77 @@ PLAN_EXIT_DOC = ("exit codes: 0 the plan stands on the evidence, 1 no level met 
 FLEET_URL = "FLEET_URL"  # the placeholder of the check command without --fleet-url
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch plan`."""
-    parser.description = (
+@dataclass(frozen=True, kw_only=True)
+class Demand(Settings):
+    """The demand: a peak rate or a trace."""
+
+    GROUP = "demand (one of)"
+
+    peak_rate: float | None = flag("--peak-rate", type=positive_float, default=None, metavar="RATE",
+                                   help="the peak demand in requests per second (default: none; or --trace)")
+    trace: str | None = path("--trace", role=INPUT, default=None, metavar="FILE",
+                             help="a trace whose arrival rate over windows gives the demand over time: any format "
+                                  "`run --trace` reads (default: none; or --peak-rate)")
+    window_minutes: float = flag(
+        "--demand-window-minutes", type=positive_float, default=D.DEMAND_WINDOW_MINUTES, metavar="MINUTES",
+        help=f"the window over which a trace's arrival rate is taken (default {D.DEMAND_WINDOW_MINUTES:g})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fleet(Settings):
+    """The fleet and its cost."""
+
+    GROUP = "fleet and cost"
+
+    spare: int = flag("--spare", type=non_negative_int, default=D.PLAN_SPARE, metavar="N",
+                      help=f"replicas beyond those the peak needs (N+{D.PLAN_SPARE}: one can fail or be drained; "
+                           f"default {D.PLAN_SPARE})")
+    gpus: int | None = flag("--gpus", type=positive_int, default=None, metavar="N",
+                            help="GPUs per replica (default: --tp when given, else 1)")
+    gpu_hour_usd: float | None = flag("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
+                                      help="price of one GPU-hour in USD (default: none, no cost figures)")
+    fleet_url: str | None = flag("--fleet-url", default=None, metavar="URL",
+                                 help="the balancer's URL written into the check command (default: the placeholder "
+                                      f"{FLEET_URL})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanSettings(Settings):
+    """`servewatch plan`."""
+
+    DESCRIPTION = (
         "Plan a fleet from one replica's sweep records: the replicas a peak demand needs (from the capacity "
         "bracket re-judged at the SLO given), spares, GPUs and cost; a trace gives an autoscaling schedule. "
         "The anchor rule ceil(1.2 x peak / max throughput) is shown beside it.")
-    parser.epilog = epilog("servewatch plan --records sweep.jsonl --peak-rate 40 --spare 1 --gpus 1 "
-                           "--gpu-hour-usd 2.5",
-                           "servewatch plan --records sweep.jsonl --trace azure.csv --demand-window-minutes 15 --json",
-                           codes=PLAN_EXIT_DOC)
-    path_arg(parser, "--records", role=INPUT, nargs="+", required=True, metavar="FILE",
-                        help="sweep record files of ONE replica (required, no default; - reads standard input)")
-    d = parser.add_argument_group("demand (one of)")
-    d.add_argument("--peak-rate", type=positive_float, default=None, metavar="RATE",
-                   help="the peak demand in requests per second (default: none; or --trace)")
-    path_arg(d, "--trace", role=INPUT, default=None, metavar="FILE",
-                   help="a trace whose arrival rate over windows gives the demand over time: any format `run "
-                        "--trace` reads (default: none; or --peak-rate)")
-    d.add_argument("--demand-window-minutes", type=positive_float, default=D.DEMAND_WINDOW_MINUTES,
-                   metavar="MINUTES",
-                   help=f"the window over which a trace's arrival rate is taken (default {D.DEMAND_WINDOW_MINUTES:g})")
-    f = parser.add_argument_group("fleet and cost")
-    f.add_argument("--spare", type=non_negative_int, default=D.PLAN_SPARE, metavar="N",
-                   help=f"replicas beyond those the peak needs (N+{D.PLAN_SPARE}: one can fail or be drained; "
-                        f"default {D.PLAN_SPARE})")
-    f.add_argument("--gpus", type=positive_int, default=None, metavar="N",
-                   help="GPUs per replica (default: --tp when given, else 1)")
-    f.add_argument("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
-                   help="price of one GPU-hour in USD (default: none, no cost figures)")
-    f.add_argument("--fleet-url", default=None, metavar="URL",
-                   help=f"the balancer's URL written into the check command (default: the placeholder {FLEET_URL})")
-    parser.add_argument("--json", action="store_true", help="print the plan as JSON (default: text)")
-    add_run_argument(parser, several_files=True)
-    add_acceptance_arguments(parser)
-    add_budget_arguments(parser)
-    from tui.cli.chainopts import add_verify_key_argument
+    EPILOG = epilog("servewatch plan --records sweep.jsonl --peak-rate 40 --spare 1 --gpus 1 --gpu-hour-usd 2.5",
+                    "servewatch plan --records sweep.jsonl --trace azure.csv --demand-window-minutes 15 --json",
+                    codes=PLAN_EXIT_DOC)
 
-    add_verify_key_argument(parser)
+    records: list[str] = path("--records", role=INPUT, nargs="+", required=True, metavar="FILE",
+                              help="sweep record files of ONE replica (required, no default; - reads standard input)")
+    demand: Demand = block(Demand)
+    fleet: Fleet = block(Fleet)
+    json: bool = switch("--json", help="print the plan as JSON (default: text)")
+    run: int | None = run_flag(several_files=True)
+    acceptance: Acceptance = block(Acceptance)
+    budget: BudgetFlags = block(BudgetFlags)
+    verify_key_env: str | None = verify_key_flag()
 
 
 # ------------------------------------------------------------------ reading the evidence
 
 
-def _read_runs(args: argparse.Namespace, cfg: Any, budget: Any, origin: str | None) -> list[tuple[str, Any]]:
+def _read_runs(settings: PlanSettings, cfg: Any, budget: Any, origin: str | None) -> list[tuple[str, Any]]:
     """(source, snapshot) of each record file, read as `accept` reads them (a file or a run given twice counted
     once, said on standard error). Raises UsageError."""
     from tui.cli.evidence_files import files_judge_at, judged_monitors
-    from tui.core.importers.limits import limit_snapshot
 
     notes: list[str] = []
     out = []
-    for mon, _tap in judged_monitors(args, cfg, budget, origin, notes, judge_at=files_judge_at(args)):
-        snap = limit_snapshot(mon.snapshot())
+    at = files_judge_at(settings.records, settings.run, settings.acceptance.judge_at())
+    for mon, _tap in judged_monitors(settings.records, settings.run, settings.verify_key_env, cfg, budget, origin,
+                                     notes, judge_at=at):
+        snap = mon.snapshot()  # limited by what the file supports (tui.sources.evidence_monitor.JudgedMonitor)
         for issue in snap.malformed_examples:
             print(f"servewatch: {term(issue)}", file=sys.stderr)
         out.append((mon.source, snap))
@@ -175,22 +196,22 @@ def check_command(header: dict, peak: float, cfg: Any, url: str) -> str:
     ds = load.get("dataset") if isinstance(load.get("dataset"), dict) else None
     if ds is not None:
         cmd += ["--dataset", str(ds.get("name") or "DATASET_FILE")]
-    for flag, key in (("--input-tokens", "input_tokens"), ("--output-tokens", "output_tokens")):
+    for opt, key in (("--input-tokens", "input_tokens"), ("--output-tokens", "output_tokens")):
         if ds is not None and key == "input_tokens":
             continue
         dist = from_header(load.get(key))
         if dist is not None:
-            cmd += [flag, dist.given or format_lengths(dist)]
+            cmd += [opt, dist.given or format_lengths(dist)]
     if load.get("ignore_eos") is True:
         cmd.append("--ignore-eos")
     sp = load.get("shared_prefix") if isinstance(load.get("shared_prefix"), dict) else None
     if sp is not None and isinstance(sp.get("tokens"), int):
         cmd += ["--shared-prefix-tokens", str(sp["tokens"]), "--prefix-groups", str(sp.get("groups") or 1)]
     cmd += ["--slo-ttft-ms", _flag_ms(cfg.slos.ttft_ms)]
-    for flag, v in (("--slo-tpot-ms", cfg.slos.tpot_ms), ("--slo-itl-ms", cfg.slos.itl_ms),
+    for opt, v in (("--slo-tpot-ms", cfg.slos.tpot_ms), ("--slo-itl-ms", cfg.slos.itl_ms),
                     ("--slo-e2e-ms", cfg.slos.e2e_ms)):
         if v is not None:
-            cmd += [flag, f"{v:g}"]
+            cmd += [opt, f"{v:g}"]
     if cfg.slos.ttft_of != "answer":
         cmd += ["--ttft-of", cfg.slos.ttft_of]
     cmd += ["--target", f"{cfg.target:g}", "--alpha", f"{cfg.alpha:g}",
@@ -221,10 +242,9 @@ def _length_mean(header: dict, key: str) -> float | None:
 # ------------------------------------------------------------------ the command
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: PlanSettings) -> int:
     """`servewatch plan`."""
-    from tui.cli.budget import budget_from_args, budget_given, budget_source
-    from tui.cli.report import monitor_config_from_args
+    from tui.cli.budgetflags import budget_from_args, budget_given, budget_source
     from tui.core import plan as P
     from tui.core.budget.memory import MemoryMissing
     from tui.core.capacity import budget_candidate, measure_capacity, snapshot_rows
@@ -233,21 +253,21 @@ def run(args: argparse.Namespace) -> int:
     from tui.core.identity import evidence_identity
     from tui.core.runs import target_of
 
-    if args.peak_rate is None and args.trace is None:
+    if settings.demand.peak_rate is None and settings.demand.trace is None:
         raise UsageError("no demand: give --peak-rate RATE or --trace FILE")
-    if args.peak_rate is not None and args.trace is not None:
+    if settings.demand.peak_rate is not None and settings.demand.trace is not None:
         raise UsageError("give one demand: --peak-rate or --trace, not both")
-    if args.gpu_hour_usd is not None and not args.gpu_hour_usd < 1e9:
+    if settings.fleet.gpu_hour_usd is not None and not settings.fleet.gpu_hour_usd < 1e9:
         raise UsageError("--gpu-hour-usd must be a price >= 0")
-    if args.peak_rate is not None and not args.peak_rate < 1e12:
+    if settings.demand.peak_rate is not None and not settings.demand.peak_rate < 1e12:
         raise UsageError("--peak-rate must be a finite rate")
     try:
-        cfg = monitor_config_from_args(args)
+        cfg = settings.acceptance.monitor_config()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    gpus, gpus_from = args.gpus, "--gpus"
+    gpus, gpus_from = settings.fleet.gpus, "--gpus"
     if gpus is None:
-        tp = getattr(args, "tp", None)
+        tp = settings.budget.tp
         try:
             gpus, gpus_from = (int(str(tp)), "--tp") if tp is not None else (1, "default 1")
         except ValueError:
@@ -257,42 +277,43 @@ def run(args: argparse.Namespace) -> int:
     # demand first: a bad trace is refused before the records are read
     windows = trace_lengths = None
     trace_synthetic = False
-    window_s = args.demand_window_minutes * 60.0
-    if args.trace is not None:
+    window_s = settings.demand.window_minutes * 60.0
+    if settings.demand.trace is not None:
         from tui.sources.load.errors import ConfigError
         from tui.sources.load.trace import load_trace
 
         try:
-            trace = load_trace(args.trace)
+            trace = load_trace(settings.demand.trace)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:
-            raise UsageError(f"cannot read {args.trace}: {exc.strerror or exc}") from None
+            raise UsageError(f"cannot read {settings.demand.trace}: {exc.strerror or exc}") from None
         try:
             windows = P.demand_windows(list(trace.offsets), window_s)
         except ValueError as exc:
-            raise UsageError(f"{args.trace}: {exc}") from None
+            raise UsageError(f"{settings.demand.trace}: {exc}") from None
         for p in trace.problems:
             print(f"servewatch: {term(p)}", file=sys.stderr)
         peak = math.ceil(max(w.rate for w in windows) * 1000.0) / 1000.0  # req/s, up to a whole 0.001
-        peak_from = (f"trace {args.trace} ({trace.source.get('format', 'trace')}, {len(trace)} arrivals over "
+        peak_from = (f"trace {settings.demand.trace} ({trace.source.get('format', 'trace')}, {len(trace)} arrivals over "
                      f"{trace.span_s:g} s): the busiest window of {window_s:g} s")
         trace_lengths = (sum(trace.input_tokens) / len(trace), sum(trace.output_tokens) / len(trace))
         trace_synthetic = trace.synthetic_reason is not None  # the trace's own word (one rule with the run header)
     else:
-        peak, peak_from = float(args.peak_rate), "--peak-rate"
+        assert settings.demand.peak_rate is not None  # one of the two, checked above
+        peak, peak_from = float(settings.demand.peak_rate), "--peak-rate"
     budget, origin = None, None
     try:
-        if budget_given(args):
-            budget, origin = budget_from_args(args), budget_source(args)
+        if budget_given(settings.budget):
+            budget, origin = budget_from_args(settings.budget), budget_source(settings.budget)
     except (ValueError, OSError) as exc:
         raise UsageError(f"bad budget: {exc}") from None
     pending = isinstance(budget, MemoryMissing)
-    runs = _read_runs(args, cfg, budget, origin)
+    runs = _read_runs(settings, cfg, budget, origin)
     if not runs:
         raise UsageError("no record file left to read")
     _one_replica(runs)
-    from tui.cli.accept import judged_settings
+    from tui.cli.evidence_files import judged_settings
 
     # issue 35: the files judged at their runs' settings, the flags given, or one common setting; the plan's SLO,
     # target and window (and its check command) are those
@@ -309,13 +330,13 @@ def run(args: argparse.Namespace) -> int:
     primary = [c.row for c in rows if c.mode == cap.mode]
     bracket = P.search_bracket(primary, levels, cap.mode, cap.unit)
     header = runs[0][1].header
-    url = args.fleet_url or FLEET_URL
+    url = settings.fleet.fleet_url or FLEET_URL
     from tui.core.workload import describe_header
 
     synthetic = any(s.synthetic for _, s in runs)
     inputs = P.PlanInputs(
-        levels=levels, bracket=bracket, peak_rate=peak, peak_from=peak_from, spare=args.spare,
-        gpus_per_replica=gpus, gpus_from=gpus_from, gpu_hour_usd=args.gpu_hour_usd, windows=windows,
+        levels=levels, bracket=bracket, peak_rate=peak, peak_from=peak_from, spare=settings.fleet.spare,
+        gpus_per_replica=gpus, gpus_from=gpus_from, gpu_hour_usd=settings.fleet.gpu_hour_usd, windows=windows,
         window_s=window_s if windows is not None else None, memory_candidate=cand, memory_origin=mem_origin,
         capacity_limits=tuple(cap.limits[:1]), workload=describe_header(header), slos=cfg.slos.describe(),
         target=cfg.target, trace_lengths=trace_lengths,
@@ -324,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
                           or _length_mean(header, "output_tokens")),
         synthetic=synthetic, synthetic_demand=trace_synthetic, not_acceptance_grade=acceptance_grade(cfg),
         check_command=check_command(header, peak, cfg, url),
-        trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),
+        trace_command=(_trace_command(settings.demand.trace, url, target_of(header)[0], cfg) if settings.demand.trace else None),
         sources=[src for src, _ in runs], evidence_problems=_evidence_problems(rows),
         identity_problems=evidence_identity([(src, s.header) for src, s in runs], shown_budget)["problems"])
     doc = P.build_plan(inputs)
@@ -341,7 +362,7 @@ def run(args: argparse.Namespace) -> int:
             "stopped_by": found["stopped_by"], "why": found["why"], "precision": found["precision"]}
     code, synthetic_why = synthetic_exit(doc["exit"]["code"], synthetic or trace_synthetic)
     doc["exit"]["code"] = code
-    if args.json:
+    if settings.json:
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
         for vs in settings_docs:  # what each file was judged at (issue 35), first

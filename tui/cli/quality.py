@@ -6,35 +6,46 @@ Exit codes: 0 PASS, 1 FAIL, 3 no evidence or no baseline, 2 bad usage, an unusab
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import datetime as _dt
 import hashlib
 import json
 import os
 import platform
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from tui import __version__
+from tui.cli.declare import Settings, block, flag, path, switch
 from tui.cli.options import (
     INPUT,
     OUTPUT,
+    Http,
     UsageError,
-    add_http_arguments,
     epilog,
     extra_headers,
     fraction,
     margin_fraction,
-    path_arg,
     positive_float,
     positive_int,
     url_credentials,
 )
-from tui.cli.quality_setup import SETTING_KEYS, baseline_spec, build_plan, config_of, server_context, setting
+from tui.cli.quality_files import httpx_version, now_iso, read_quality_file
+from tui.cli.quality_files import warn as _err
+from tui.cli.quality_setup import (
+    SETTING_KEYS,
+    SuiteFlags,
+    baseline_spec,
+    build_plan,
+    config_of,
+    server_context,
+)
+from tui.cli.quality_setup import setting as setting_pair
 from tui.core import quality as Q
 from tui.core.defaults import QUALITY_REPEAT
 from tui.core.textsafe import term
+
+__all__ = ["QualitySettings", "acceptance_block", "default_set_path", "run", "scrub_doc"]
 
 QUALITY_EXIT_DOC = ("exit codes: 0 PASS (the non-inferiority test shows the drop is below the margin), 1 FAIL "
                     "(candidate worse than the baseline by more than the margin), 3 NO_EVIDENCE or no baseline, "
@@ -49,110 +60,95 @@ def default_set_path() -> str | None:
     return None if p is None else str(p)
 
 
-def _err(msg: str) -> None:
-    """A warning line on stderr (the command goes on); bad usage raises UsageError instead."""
-    print(f"servewatch: {term(msg)}", file=sys.stderr)
+@dataclass(frozen=True, kw_only=True)
+class Credentials(Settings):
+    """Credentials, headers and TLS of both endpoints."""
+
+    GROUP = "credentials, headers and TLS (both endpoints)"
+
+    http: Http = block(Http)
+    baseline_api_key_env: str | None = flag(
+        "--baseline-api-key-env", default=None, metavar="VAR",
+        help="API key variable for the baseline endpoint (default: --api-key-env)")
+    baseline_url_credentials_env: str | None = flag(
+        "--baseline-url-credentials-env", default=None, metavar="VAR",
+        help="user:password for the baseline URL's Basic authentication, from environment variable VAR (default: "
+             "--url-credentials-env when the baseline is the same URL, else none)")
 
 
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+@dataclass(frozen=True, kw_only=True)
+class Integrity(Settings):
+    """The result's signature; a saved baseline's verification."""
+
+    GROUP = "integrity (the result's digest is written either way)"
+
+    sign_key_env: str | None = flag(
+        "--sign-key-env", metavar="VAR", default=None,
+        help="sign the result: its integrity field also carries an HMAC-SHA256 with the key in environment variable "
+             "VAR (the key is never recorded; the file names only a key id) (default: unsigned)")
+    verify_key_env: str | None = flag(
+        "--verify-key-env", metavar="VAR", default=None,
+        help="verify the --baseline FILE's signature with the key in environment variable VAR: a file not signed "
+             "with that key is refused (default: its digest is checked, its signature not)")
 
 
-# =====================================================================================
-# quality
-# =====================================================================================
+@dataclass(frozen=True, kw_only=True)
+class QualitySettings(Settings):
+    """`servewatch quality`."""
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch quality`."""
-    parser.description = (
+    DESCRIPTION = (
         "Run a quality regression set against the candidate deployment (and a baseline endpoint, or compare "
         "with a saved baseline result) with deterministic sampling, and judge whether quality regressed. "
         "A failed request counts as a failed case."
     )
-    parser.epilog = epilog("servewatch quality --url http://127.0.0.1:8080 --baseline-url http://127.0.0.1:8081",
-                           "servewatch quality --url http://127.0.0.1:8080 --baseline quality-result.json --json",
-                           codes=QUALITY_EXIT_DOC)
-    parser.add_argument("--url", required=True, metavar="URL",
-                        help="candidate endpoint (OpenAI-compatible base URL, with or without /v1; required, no default)")
-    parser.add_argument("--model", default=None, metavar="NAME",
-                        help="candidate model name (default: the first of /v1/models)")
-    b = parser.add_mutually_exclusive_group()
-    b.add_argument("--baseline-url", default=None, metavar="URL",
-                   help="baseline endpoint: the set is run there too (default: none; without it or --baseline the "
-                        "verdict is NO_BASELINE)")
-    path_arg(b, "--baseline", role=INPUT, default=None, metavar="FILE",
-                   help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
-    parser.add_argument("--baseline-model", default=None, metavar="NAME",
-                        help="model name on the baseline endpoint (default: the first of its /v1/models)")
-    parser.add_argument("--suite", choices=("standard", "none"), default=None,
-                        help="the generated regression suite (default: standard when no --set is given): standard (with --set "
-                             "the team's cases are added to it), none (only --set)")
-    parser.add_argument("--cases", type=positive_int, default=None, metavar="N",
-                        help=f"cases of the standard suite, at least 10 (default {Q.SuiteSpec().cases}: 40%% of them "
-                             "long-context)")
-    parser.add_argument("--level", choices=Q.LEVELS, default=None,
-                        help="difficulty of the standard suite: default (sized for small models; the default) or hard")
-    parser.add_argument("--suite-seed", type=int, default=None, metavar="N",
-                        help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the result)")
-    path_arg(parser, "--set", role=INPUT, dest="set_path", default=None, metavar="FILE",
-                        help="the team's regression set (JSON Lines, quality/README.md; default: none): replaces the "
-                             "suite, or adds to it with --suite standard")
-    parser.add_argument("--max-context", "--long-context-tokens", dest="max_context", type=positive_int, default=None,
-                        metavar="TOKENS",
-                        help="the context the long-context cases target: prompts at 25, 50 and 90%% of it (default: "
-                             "the candidate server's, from /props or /v1/models; --long-context-tokens is the old name)")
-    parser.add_argument("--required", action="append", default=None, metavar="NAME",
-                        help="a category that must itself be non-inferior for an overall PASS (repeatable; the set's "
-                             "required_categories line adds to them; default: none)")
-    parser.add_argument("--repeat", type=positive_int, default=QUALITY_REPEAT, metavar="N",
-                        help="attempts per case, 1 to 25; the majority is scored (default 1: decoding is deterministic)")
-    parser.add_argument("--setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
-                        help="a fact about the candidate's configuration, for the advice (repeatable; keys: "
-                             + ", ".join(SETTING_KEYS) + "; default: none, the server's own facts only)")
-    parser.add_argument("--baseline-setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
-                        help="the same for the baseline (default: none; a saved baseline keeps the settings it was run with)")
-    path_arg(parser, "--out", role=OUTPUT, default="quality-result.json", metavar="FILE",
-                        help="write the result JSON here (default quality-result.json)")
-    parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
-    parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
-                        help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
-    parser.add_argument("--alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
+    EPILOG = epilog("servewatch quality --url http://127.0.0.1:8080 --baseline-url http://127.0.0.1:8081",
+                    "servewatch quality --url http://127.0.0.1:8080 --baseline quality-result.json --json",
+                    codes=QUALITY_EXIT_DOC)
+
+    url: str = flag("--url", required=True, metavar="URL",
+                    help="candidate endpoint (OpenAI-compatible base URL, with or without /v1; required, no default)")
+    model: str | None = flag("--model", default=None, metavar="NAME",
+                             help="candidate model name (default: the first of /v1/models)")
+    baseline_url: str | None = flag(
+        "--baseline-url", default=None, metavar="URL", exclusive="baseline",
+        help="baseline endpoint: the set is run there too (default: none; without it or --baseline the verdict is "
+             "NO_BASELINE)")
+    baseline: str | None = path(
+        "--baseline", role=INPUT, default=None, metavar="FILE", exclusive="baseline",
+        help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
+    baseline_model: str | None = flag("--baseline-model", default=None, metavar="NAME",
+                                      help="model name on the baseline endpoint (default: the first of its "
+                                           "/v1/models)")
+    suite: SuiteFlags = block(SuiteFlags, title="")
+    repeat: int = flag("--repeat", type=positive_int, default=QUALITY_REPEAT, metavar="N",
+                       help="attempts per case, 1 to 25; the majority is scored (default 1: decoding is "
+                            "deterministic)")
+    setting: list[tuple[str, str]] | None = flag(
+        "--setting", type=setting_pair, action="append", default=None, metavar="KEY=VALUE",
+        help="a fact about the candidate's configuration, for the advice (repeatable; keys: "
+             + ", ".join(SETTING_KEYS) + "; default: none, the server's own facts only)")
+    baseline_setting: list[tuple[str, str]] | None = flag(
+        "--baseline-setting", type=setting_pair, action="append", default=None, metavar="KEY=VALUE",
+        help="the same for the baseline (default: none; a saved baseline keeps the settings it was run with)")
+    out: str | None = path("--out", role=OUTPUT, default="quality-result.json", metavar="FILE",
+                           help="write the result JSON here (default quality-result.json)")
+    json: bool = switch("--json", help="print the result JSON instead of the text summary")
+    margin: float = flag("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
+                         help="largest acceptable drop in pass rate (default 0.05 = 5 points)")
+    alpha: float = flag("--alpha", type=fraction, default=Q.DEFAULT_ALPHA, metavar="FRACTION",
                         help="error level of the tests (default 0.05)")
-    parser.add_argument("--min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
-                        help="fewest usable paired cases with which PASS is possible (default 20; with every pair "
-                             "concordant the test itself needs 59 at the default margin and alpha)")
-    parser.add_argument("--concurrency", type=positive_int, default=1, metavar="N",
-                        help="requests in flight at once, 1 to 64 (default 1: batching can perturb greedy decoding)")
-    parser.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
-                        help="read timeout per request in seconds (default 120)")
-    parser.add_argument("--seed", type=int, default=Q.DEFAULT_SEED, metavar="N",
-                        help="sampling seed sent with every request (default %(default)s)")
-    c = add_http_arguments(parser, title="credentials, headers and TLS (both endpoints)")
-    c.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
-                   help="API key variable for the baseline endpoint (default: --api-key-env)")
-    c.add_argument("--baseline-url-credentials-env", default=None, metavar="VAR",
-                   help="user:password for the baseline URL's Basic authentication, from environment variable VAR "
-                        "(default: --url-credentials-env when the baseline is the same URL, else none)")
-    k = parser.add_argument_group("integrity (the result's digest is written either way)")
-    k.add_argument("--sign-key-env", metavar="VAR", default=None,
-                   help="sign the result: its integrity field also carries an HMAC-SHA256 with the key in environment "
-                        "variable VAR (the key is never recorded; the file names only a key id) (default: unsigned)")
-    k.add_argument("--verify-key-env", metavar="VAR", default=None,
-                   help="verify the --baseline FILE's signature with the key in environment variable VAR: a file not "
-                        "signed with that key is refused (default: its digest is checked, its signature not)")
-
-
-def read_quality_file(path: str, key: bytes | None, what: str = "quality result") -> tuple[Any, Any]:
-    """(document, its verification: ``tui.core.quality.digest.QualityIntegrity``) of a saved quality result.
-    ValueError when it cannot be read or is not JSON (the caller makes it bad usage)."""
-    from tui.core.quality.digest import verify
-
-    doc = _read_json(path, what)
-    try:
-        return doc, verify(doc, key, name=path)
-    except (RecursionError, ValueError, TypeError) as exc:
-        raise ValueError(f"{what} {path} cannot be verified: {type(exc).__name__}") from None
+    min_cases: int = flag("--min-cases", type=positive_int, default=Q.DEFAULT_MIN_CASES, metavar="N",
+                          help="fewest usable paired cases with which PASS is possible (default 20; with every pair "
+                               "concordant the test itself needs 59 at the default margin and alpha)")
+    concurrency: int = flag("--concurrency", type=positive_int, default=1, metavar="N",
+                            help="requests in flight at once, 1 to 64 (default 1: batching can perturb greedy "
+                                 "decoding)")
+    timeout: float = flag("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                          help="read timeout per request in seconds (default 120)")
+    seed: int = flag("--seed", type=int, default=Q.DEFAULT_SEED, metavar="N",
+                     help="sampling seed sent with every request (default %(default)s)")
+    credentials: Credentials = block(Credentials)
+    integrity: Integrity = block(Integrity)
 
 
 def _checked_baseline(path: str, key: bytes | None) -> tuple[Any, dict]:
@@ -192,25 +188,6 @@ def _check_url(url: str, flag: str) -> None:
         raise ValueError(f"{flag} must be an http(s) URL")
 
 
-def _read_json(path: str, what: str) -> Any:
-    """A quality result (``--quality``, ``--baseline``): a regular file of at most ``MAX_QUALITY_FILE_BYTES``,
-    JSON nested no deeper than ``MAX_JSON_DEPTH``; ValueError (one line) otherwise."""
-    from tui.core.bounds import MAX_JSON_DEPTH, MAX_QUALITY_FILE_BYTES, json_too_deep
-    from tui.sources.infiles import read_input
-
-    try:
-        text = read_input(path, MAX_QUALITY_FILE_BYTES, what).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"{what} {path} is not valid JSON: {str(exc)[:80]}") from None
-    if json_too_deep(doc):
-        raise ValueError(f"{what} {path} is nested deeper than {MAX_JSON_DEPTH} levels")
-    return doc
-
-
 def _progress(label: str):
     def cb(done: int, total: int, row: dict) -> None:
         mark = "pass" if row.get("passed") else ("ERROR " + str(row.get("error")) if row.get("error") else "fail")
@@ -219,85 +196,86 @@ def _progress(label: str):
     return cb
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: QualitySettings) -> int:
     """`servewatch quality`."""
     from tui.sources.quality_runner import ProbeError, QualityRunner
 
     # ---- usage checks (the value types refuse nan, inf, negatives and fractions outside 0..1)
     try:
-        _check_url(args.url, "--url")
-        if args.baseline_url:
-            _check_url(args.baseline_url, "--baseline-url")
+        _check_url(settings.url, "--url")
+        if settings.baseline_url:
+            _check_url(settings.baseline_url, "--baseline-url")
     except ValueError as exc:
         raise UsageError(exc) from None
-    if args.concurrency > 64:
+    if settings.concurrency > 64:
         raise UsageError("--concurrency must be from 1 to 64")
-    if args.repeat > 25:
+    if settings.repeat > 25:
         raise UsageError("--repeat must be from 1 to 25")
-    extra = dict(extra_headers(args))  # --header, --header-file, --header-env
-    creds = url_credentials(args)
-    base_creds = url_credentials(args, "baseline_url_credentials_env", "--baseline-url-credentials-env")
-    if base_creds is None and not args.baseline_url:
+    extra = dict(extra_headers(settings.credentials.http.extra))  # --header, --header-file, --header-env
+    creds = url_credentials(settings.credentials.http.url_credentials_env)
+    base_creds = url_credentials(settings.credentials.baseline_url_credentials_env,
+                                 "--baseline-url-credentials-env")
+    if base_creds is None and not settings.baseline_url:
         base_creds = creds  # the baseline is the same URL
-    for flag, url, given in (("--url-credentials-env", args.url, creds),
-                             ("--baseline-url-credentials-env", args.baseline_url, base_creds)):
+    for opt, url, given in (("--url-credentials-env", settings.url, creds),
+                             ("--baseline-url-credentials-env", settings.baseline_url, base_creds)):
         if given and url and ("@" in url.split("://", 1)[-1].split("/", 1)[0]):
-            raise UsageError(f"{flag}: the URL carries user:password too; give the credentials once")
+            raise UsageError(f"{opt}: the URL carries user:password too; give the credentials once")
     team_text: str | None = None
     set_sha: str | None = None
-    if args.set_path:
+    if settings.suite.set_path:
         try:
             from tui.core.bounds import MAX_QUALITY_FILE_BYTES
             from tui.sources.infiles import read_input
 
-            raw = read_input(args.set_path, MAX_QUALITY_FILE_BYTES, "quality set")
+            raw = read_input(settings.suite.set_path, MAX_QUALITY_FILE_BYTES, "quality set")
             team_text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read the set {args.set_path}: {getattr(exc, 'strerror', None) or exc}") from None
+            raise UsageError(f"cannot read the set {settings.suite.set_path}: {getattr(exc, 'strerror', None) or exc}") from None
         set_sha = hashlib.sha256(raw).hexdigest()
-        probe = Q.parse_set(team_text, args.set_path, context_tokens=args.max_context)
+        probe = Q.parse_set(team_text, settings.suite.set_path, context_tokens=settings.suite.max_context)
         if probe.problems:
             for p in probe.problems[:20]:
                 _err(p)
             raise UsageError(f"the set has {len(probe.problems)} problem(s); fix them (a partial set is never run)")
-    elif args.suite == "none":
+    elif settings.suite.suite == "none":
         raise UsageError("--suite none needs --set FILE (nothing to run)")
     from tui.cli.chainopts import key_from_env
 
-    sign = key_from_env(args.sign_key_env, "--sign-key-env")
-    verify_key = key_from_env(args.verify_key_env, "--verify-key-env")
-    if verify_key is not None and not args.baseline:
+    sign = key_from_env(settings.integrity.sign_key_env, "--sign-key-env")
+    verify_key = key_from_env(settings.integrity.verify_key_env, "--verify-key-env")
+    if verify_key is not None and not settings.baseline:
         raise UsageError("--verify-key-env verifies a saved baseline: give --baseline FILE")
     baseline_doc = None
     base_spec = None
     base_integrity = None
-    if args.baseline:
-        raw_doc, base_integrity = _checked_baseline(args.baseline, verify_key)
+    if settings.baseline:
+        raw_doc, base_integrity = _checked_baseline(settings.baseline, verify_key)
         try:
             baseline_doc = Q.baseline_from_result(raw_doc)
         except Q.SetError as exc:
-            raise UsageError(f"{args.baseline}: {exc}") from None
+            raise UsageError(f"{settings.baseline}: {exc}") from None
         except ValueError as exc:
             raise UsageError(exc) from None
         base_spec = baseline_spec(raw_doc)
-        if base_spec is None and not args.set_path:
-            raise UsageError(f"the baseline {args.baseline} ran no standard suite: pass the set it ran (--set FILE)")
-        if base_spec is not None and args.suite == "none":
+        if base_spec is None and not settings.suite.set_path:
+            raise UsageError(f"the baseline {settings.baseline} ran no standard suite: pass the set it ran (--set FILE)")
+        if base_spec is not None and settings.suite.suite == "none":
             raise UsageError("the baseline ran the standard suite: drop --suite none (the candidate runs its cases)")
         if base_integrity["state"] == "unverified":
             _err(f"{base_integrity['summary']}; the comparison is not acceptance-grade")
 
-    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra, creds)
-    base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
-                                              args.baseline_api_key_env or args.api_key_env, extra, base_creds)
+    cand_headers, cand_secrets = _headers_for(settings.url, settings.credentials.http.api_key_env, extra, creds)
+    base_headers, base_secrets = _headers_for(settings.baseline_url or settings.url,
+                                              settings.credentials.baseline_api_key_env or settings.credentials.http.api_key_env, extra, base_creds)
     secrets = cand_secrets + base_secrets + list(cand_headers.values()) + list(base_headers.values())
-    insecure = bool(getattr(args, "insecure", False))
-    cand = QualityRunner(args.url, model=args.model, headers=cand_headers, concurrency=args.concurrency,
-                         timeout=args.timeout, seed=args.seed, extra_secrets=secrets, insecure=insecure)
+    insecure = settings.credentials.http.insecure
+    cand = QualityRunner(settings.url, model=settings.model, headers=cand_headers, concurrency=settings.concurrency,
+                         timeout=settings.timeout, seed=settings.seed, extra_secrets=secrets, insecure=insecure)
     base = None
-    if args.baseline_url:
-        base = QualityRunner(args.baseline_url, model=args.baseline_model, headers=base_headers,
-                             concurrency=args.concurrency, timeout=args.timeout, seed=args.seed, extra_secrets=secrets,
+    if settings.baseline_url:
+        base = QualityRunner(settings.baseline_url, model=settings.baseline_model, headers=base_headers,
+                             concurrency=settings.concurrency, timeout=settings.timeout, seed=settings.seed, extra_secrets=secrets,
                              insecure=insecure)
 
     async def probe_all() -> None:
@@ -332,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
         cpt, how = cand.chars_per_token, "measured with the candidate server's /tokenize"
     else:
         cpt, how = Q.DEFAULT_CHARS_PER_TOKEN, "estimate of 4 characters per token (the server has no /tokenize)"
-    plan = build_plan(args, team_text=team_text, team_source=args.set_path, baseline=base_spec, server=cand.server,
+    plan = build_plan(settings.suite, team_text=team_text, team_source=settings.suite.set_path, baseline=base_spec, server=cand.server,
                       chars_per_token=cpt, cpt_how=how)
     qset, notes = plan.qset, list(plan.notes)
     for runner in (cand, base):
@@ -346,11 +324,11 @@ def run(args: argparse.Namespace) -> int:
     async def go() -> tuple[list[dict], list[dict] | None]:
         print(term(f"servewatch quality: {len(qset.cases)} cases ({plan.set_source}) against {cand.label}"
                    + (f" and baseline {base.label}" if base else "")
-                   + (f", {args.repeat} attempts each" if args.repeat > 1 else "")), file=sys.stderr)
-        cand_rows = await cand.run(qset.cases, progress=_progress("candidate"), repeat=args.repeat)
+                   + (f", {settings.repeat} attempts each" if settings.repeat > 1 else "")), file=sys.stderr)
+        cand_rows = await cand.run(qset.cases, progress=_progress("candidate"), repeat=settings.repeat)
         base_rows = None
         if base is not None:
-            base_rows = await base.run(qset.cases, progress=_progress("baseline"), repeat=args.repeat)
+            base_rows = await base.run(qset.cases, progress=_progress("baseline"), repeat=settings.repeat)
         return cand_rows, base_rows
 
     cand_rows, base_rows = asyncio.run(go())  # Ctrl-C: 130 from main()
@@ -360,16 +338,16 @@ def run(args: argparse.Namespace) -> int:
                              started_at=runner.started_at, seconds=runner.seconds, notes=runner.notes, config=config,
                              server_identity=runner.identity)
 
-    candidate = side(cand, cand_rows, config_of(args.setting, "--setting"))
+    candidate = side(cand, cand_rows, config_of(settings.setting, "--setting"))
     baseline = None
     if base is not None and base_rows is not None:
-        baseline = side(base, base_rows, config_of(args.baseline_setting, "--baseline-setting"))
+        baseline = side(base, base_rows, config_of(settings.baseline_setting, "--baseline-setting"))
     elif baseline_doc is not None:
         baseline = dict(baseline_doc)
-        baseline["source"] = f"file: {args.baseline}"
+        baseline["source"] = f"file: {settings.baseline}"
         baseline["integrity"] = base_integrity  # what was verified when it was read (accept reads it)
-        if args.baseline_setting:
-            baseline["config"] = {**(baseline.get("config") or {}), **config_of(args.baseline_setting,
+        if settings.baseline_setting:
+            baseline["config"] = {**(baseline.get("config") or {}), **config_of(settings.baseline_setting,
                                                                               "--baseline-setting")}
     if candidate["failed_requests"] == len(cand_rows):
         notes.append("every candidate request failed: check --url, the model name and credentials")
@@ -380,11 +358,11 @@ def run(args: argparse.Namespace) -> int:
         sampling.pop(k, None)
     doc = Q.build_result(
         qset=qset, set_source=plan.set_source, set_sha256=set_sha, candidate=candidate, baseline=baseline,
-        margin=args.margin, alpha=args.alpha, min_cases=args.min_cases, sampling=sampling,
-        generated_at=_now_iso(), tool_version=__version__, notes=notes, required=args.required or (),
-        decoding=Q.decoding_of(sampling, args.repeat),
+        margin=settings.margin, alpha=settings.alpha, min_cases=settings.min_cases, sampling=sampling,
+        generated_at=now_iso(), tool_version=__version__, notes=notes, required=settings.suite.required or (),
+        decoding=Q.decoding_of(sampling, settings.repeat),
     )
-    doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()}
+    doc["environment"] = {"servewatch": __version__, "python": platform.python_version(), "httpx": httpx_version()}
     doc["insecure"] = insecure  # TLS verification was off (--insecure), as `run` records it in its header
     doc = scrub_doc(doc, secrets)
     doc["acceptance_grade"] = acceptance_block(doc)
@@ -392,19 +370,19 @@ def run(args: argparse.Namespace) -> int:
 
     doc = seal(doc, sign)  # the integrity field: the digest of the canonical content (and the MAC with a key)
     text = json.dumps(doc, indent=2)  # ensure_ascii: no raw control, C1 or bidi character in the file or on the terminal
-    if args.out:
+    if settings.out:
         try:
             from tui.sources.outfiles import write_text_atomic
 
-            write_text_atomic(args.out, text + "\n")
+            write_text_atomic(settings.out, text + "\n")
         except OSError as exc:
-            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-    if args.json:
+            raise UsageError(f"cannot write {settings.out}: {exc.strerror or exc}") from None
+    if settings.json:
         print(text)
     else:
         print(Q.format_result_text(doc), end="")
-        if args.out:
-            print(f"result written to {args.out}")
+        if settings.out:
+            print(f"result written to {settings.out}")
     return int(doc["verdict"]["exit_code"])
 
 
@@ -421,15 +399,6 @@ def acceptance_block(doc: dict) -> dict:
         problems = [str(exc)]
     return {"acceptance_grade": not problems, "problems": problems, "notes": configuration_problems(doc)[1],
             "policy": "accept's defaults (margin 0.05, alpha 0.05, min cases 20); recomputed by accept"}
-
-
-def _httpx_version() -> str | None:
-    try:
-        import httpx
-
-        return httpx.__version__
-    except Exception:
-        return None
 
 
 def scrub_doc(obj: Any, secrets: list[str]) -> Any:

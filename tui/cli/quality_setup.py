@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.cli.options import UsageError
+from tui.cli.declare import Settings, flag, path
+from tui.cli.options import INPUT, UsageError, positive_int
 from tui.core import quality as Q
 
 #: configuration facts a side may state (the advice reads them): free text values
@@ -51,6 +52,36 @@ def server_context(server: Mapping) -> tuple[int | None, str]:
     return None, ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class SuiteFlags(Settings):
+    """What `servewatch quality` runs: the generated suite, the team's set, the long-context target, the required
+    categories (their flags sit with the command's own, no group of their own)."""
+
+    suite: str | None = flag("--suite", choices=("standard", "none"), default=None,
+                             help="the generated regression suite (default: standard when no --set is given): "
+                                  "standard (with --set the team's cases are added to it), none (only --set)")
+    cases: int | None = flag("--cases", type=positive_int, default=None, metavar="N",
+                             help=f"cases of the standard suite, at least 10 (default {Q.SuiteSpec().cases}: 40%% of "
+                                  "them long-context)")
+    level: str | None = flag("--level", choices=Q.LEVELS, default=None,
+                             help="difficulty of the standard suite: default (sized for small models; the default) "
+                                  "or hard")
+    suite_seed: int | None = flag("--suite-seed", type=int, default=None, metavar="N",
+                                  help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the "
+                                       "result)")
+    set_path: str | None = path("--set", role=INPUT, default=None, metavar="FILE",
+                                help="the team's regression set (JSON Lines, quality/README.md; default: none): "
+                                     "replaces the suite, or adds to it with --suite standard")
+    max_context: int | None = flag(
+        "--max-context", "--long-context-tokens", type=positive_int, default=None, metavar="TOKENS",
+        help="the context the long-context cases target: prompts at 25, 50 and 90%% of it (default: the candidate "
+             "server's, from /props or /v1/models; --long-context-tokens is the old name)")
+    required: list[str] | None = flag(
+        "--required", action="append", default=None, metavar="NAME",
+        help="a category that must itself be non-inferior for an overall PASS (repeatable; the set's "
+             "required_categories line adds to them; default: none)")
+
+
 @dataclass
 class Plan:
     """What one run sends."""
@@ -77,45 +108,45 @@ def baseline_spec(baseline_doc: Any) -> Q.SuiteSpec | None:
         raise UsageError(f"the baseline's suite cannot be rebuilt: {exc}") from None
 
 
-def wants_suite(args: argparse.Namespace, baseline: Q.SuiteSpec | None) -> bool:
-    if args.suite == "none":
+def wants_suite(suite: SuiteFlags, baseline: Q.SuiteSpec | None) -> bool:
+    if suite.suite == "none":
         return False
-    return args.suite == "standard" or not args.set_path or baseline is not None
+    return suite.suite == "standard" or not suite.set_path or baseline is not None
 
 
-def resolve_context(args: argparse.Namespace, baseline: Q.SuiteSpec | None, server: Mapping) -> tuple[int | None, str]:
-    if args.max_context is not None:
-        return int(args.max_context), "--max-context"
+def resolve_context(suite: SuiteFlags, baseline: Q.SuiteSpec | None, server: Mapping) -> tuple[int | None, str]:
+    if suite.max_context is not None:
+        return int(suite.max_context), "--max-context"
     if baseline is not None and baseline.context_tokens:
         return baseline.context_tokens, "the baseline file's suite (its lengths)"
     return server_context(server)
 
 
-def build_plan(args: argparse.Namespace, *, team_text: str | None, team_source: str | None,
+def build_plan(suite: SuiteFlags, *, team_text: str | None, team_source: str | None,
                baseline: Q.SuiteSpec | None, server: Mapping, chars_per_token: float, cpt_how: str) -> Plan:
     """The cases to run. UsageError on anything that would make the run mean something other than asked."""
-    ctx, ctx_source = resolve_context(args, baseline, server)
+    ctx, ctx_source = resolve_context(suite, baseline, server)
     notes: list[str] = []
     qset: Q.QualitySet | None = None
     spec: Q.SuiteSpec | None = None
-    if wants_suite(args, baseline):
+    if wants_suite(suite, baseline):
         if baseline is not None:
-            for flag, mine, theirs in (("--cases", args.cases, baseline.cases), ("--level", args.level, baseline.level),
-                                       ("--suite-seed", args.suite_seed, baseline.seed)):
+            for flag, mine, theirs in (("--cases", suite.cases, baseline.cases), ("--level", suite.level, baseline.level),
+                                       ("--suite-seed", suite.suite_seed, baseline.seed)):
                 if mine is not None and mine != theirs:
                     raise UsageError(f"{flag} {mine} differs from the baseline's suite ({theirs}): the candidate "
                                      "runs the baseline's cases; drop the flag")
-            if args.max_context is not None and args.max_context != baseline.context_tokens:
-                raise UsageError(f"--max-context {args.max_context} differs from the baseline's "
+            if suite.max_context is not None and suite.max_context != baseline.context_tokens:
+                raise UsageError(f"--max-context {suite.max_context} differs from the baseline's "
                                  f"{baseline.context_tokens}: the candidate runs the baseline's cases at its lengths")
             spec = baseline
         else:
-            if ctx is None and Q.category_counts(args.cases or Q.SuiteSpec().cases)["long_context"]:
+            if ctx is None and Q.category_counts(suite.cases or Q.SuiteSpec().cases)["long_context"]:
                 raise UsageError("the candidate server does not state its context length: pass --max-context TOKENS")
             try:
-                spec = Q.SuiteSpec(seed=args.suite_seed if args.suite_seed is not None else Q.SuiteSpec().seed,
-                                   cases=args.cases if args.cases is not None else Q.SuiteSpec().cases,
-                                   level=args.level or "default", context_tokens=ctx,
+                spec = Q.SuiteSpec(seed=suite.suite_seed if suite.suite_seed is not None else Q.SuiteSpec().seed,
+                                   cases=suite.cases if suite.cases is not None else Q.SuiteSpec().cases,
+                                   level=suite.level or "default", context_tokens=ctx,
                                    chars_per_token=round(float(chars_per_token), 4), context_source=ctx_source)
             except Q.SetError as exc:
                 raise UsageError(str(exc)) from None
@@ -124,12 +155,12 @@ def build_plan(args: argparse.Namespace, *, team_text: str | None, team_source: 
         except Q.SetError as exc:
             raise UsageError(str(exc)) from None
         qset.long_context["estimate"] = cpt_how if baseline is None else "taken from the baseline file's suite"
-    elif args.cases is not None or args.level is not None or args.suite_seed is not None:
+    elif suite.cases is not None or suite.level is not None or suite.suite_seed is not None:
         raise UsageError("--cases, --level and --suite-seed size the standard suite: add --suite standard")
     source = "suite:standard" if spec is not None else ""
     if team_text is not None and team_source is not None:
         # a team generator line keeps its own "tokens" unless --max-context (the old --long-context-tokens) is given
-        team = Q.parse_set(team_text, team_source, context_tokens=args.max_context, chars_per_token=chars_per_token)
+        team = Q.parse_set(team_text, team_source, context_tokens=suite.max_context, chars_per_token=chars_per_token)
         if team.problems:
             raise UsageError(f"the set has {len(team.problems)} problem(s): {team.problems[0]}")
         if team.long_context:
@@ -140,7 +171,7 @@ def build_plan(args: argparse.Namespace, *, team_text: str | None, team_source: 
             raise UsageError(qset.problems[0])
     assert qset is not None
     cats = {c.category for c in qset.cases}
-    unknown = [c for c in (args.required or []) if c not in cats]
+    unknown = [c for c in (suite.required or []) if c not in cats]
     if unknown:
         raise UsageError(f"--required {unknown[0]}: no case of that category (categories: {', '.join(sorted(cats))})")
     cand_ctx, _ = server_context(server)

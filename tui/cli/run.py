@@ -7,15 +7,15 @@
 Exit codes: those of the report (0 PASS, 1 FAIL, 3 insufficient/undecided); 2 for bad usage or a
 server that cannot be reached; 130 after Ctrl-C and 143 after SIGTERM (sending stopped, the record sealed, the
 partial verdict printed first). The flags, the settings built from them and the recorded run are shared
-with `live` and `sweep` (:mod:`tui.cli.loadtest`).
+with `live` and `sweep` (:mod:`tui.cli.loadtest`); the report is `report`'s (:mod:`tui.cli.reporting`).
 """
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 
-from tui.cli.loadtest import add_load_arguments, config_or_usage, record_run, say
-from tui.cli.options import epilog
+from tui.cli.loadtest import LoadSettings, config_or_usage, record_run, say
+from tui.cli.options import details_flag, epilog, percentiles_flag
 
 EPILOG = epilog("servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4,8 --output-tokens 64 --ignore-eos",
                 "servewatch run --url https://host/v1 --rate 0.5,1,2 --arrival gamma --burstiness 2 --duration 300",
@@ -25,25 +25,33 @@ EPILOG = epilog("servewatch run --url http://127.0.0.1:8080 --concurrency 1,2,4,
                       "partial verdict printed)")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `servewatch run`."""
-    parser.description = "Headless load test against a server, recorded, then the report on the record file."
-    parser.epilog = EPILOG
-    add_load_arguments(parser, trace=True)
-    from tui.cli.report import add_details_argument
+@dataclass(frozen=True, kw_only=True)
+class RunSettings(LoadSettings):
+    """`servewatch run`: the load flags, and the closing report's length."""
 
-    add_details_argument(parser)  # the closing report: short by default, --details the long one
+    DESCRIPTION = "Headless load test against a server, recorded, then the report on the record file."
+    EPILOG = EPILOG
+
+    details: bool = details_flag()  # the closing report: short by default, --details the long one
+    percentiles: tuple[float, ...] | None = percentiles_flag()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: RunSettings) -> int:
     """`servewatch run`."""
-    cfg = config_or_usage(args)
+    cfg = config_or_usage(settings)
     recorded = record_run(cfg)
     if recorded.failed is not None:
         return recorded.failed
-    from tui.cli.report import LAST_RUN, run_report
+    from tui.cli.reporting import ReportSettings, run_report
+    from tui.sources.evidence_reader import LAST_RUN
 
     say("")
-    args.run = LAST_RUN  # the record file may hold earlier runs (appended): the verdict is on this one
-    code = run_report(cfg.record, args, default_budget=False)  # the partial verdict of a stopped run too
+    assert cfg.record is not None  # record_run named it
+    # the record file may hold earlier runs (appended): the verdict is on this one, at the run's own flags
+    report = ReportSettings(file=cfg.record, run=LAST_RUN, details=settings.details,
+                            acceptance=settings.acceptance, budget=settings.budget)
+    code = run_report(report, default_budget=False)  # the partial verdict of a stopped run too
     return recorded.stop_code(code)  # stopped by Ctrl-C / SIGTERM: 130 / 143 after the report
+
+
+__all__ = ["RunSettings", "run"]

@@ -1,6 +1,6 @@
 """``run:ID`` wherever a command takes a record file (`compare`): a run of the catalogue (`servewatch index`,
 ``tui.sources.runs_db``) stands for its file and its run number. A shared module (no command): the commands
-that take ``run:ID`` call :func:`resolve_run` and :func:`add_db_argument`.
+that take ``run:ID`` declare :func:`db_flag` and call :func:`resolve_run`.
 
 The file must still be there and hold what was catalogued: its SHA-256 is computed and compared with the
 catalogue's, and a file changed since is refused (one line, exit 2: re-index it), so ``run:3`` always means the
@@ -9,10 +9,11 @@ run the history showed.
 
 from __future__ import annotations
 
-import argparse
 import os
+from typing import Any
 
-from tui.cli.options import INPUT, UsageError, path_arg
+from tui.cli.declare import path
+from tui.cli.options import INPUT, UsageError
 
 PREFIX = "run:"
 
@@ -27,10 +28,11 @@ def default_db() -> str:
     return DEFAULT_NAME
 
 
-def add_db_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str) -> None:
-    path_arg(parser, "--db", role=INPUT, metavar="FILE", default=None,
-             help=f"the runs catalogue (servewatch index) that {what} read from (default: "
-                  "./servewatch-runs.sqlite)")
+def db_flag(*, what: str) -> Any:
+    """``--db FILE``: the runs catalogue that ``what`` (``run:ID``) is read from."""
+    return path("--db", role=INPUT, metavar="FILE", default=None,
+                help=f"the runs catalogue (servewatch index) that {what} read from (default: "
+                     "./servewatch-runs.sqlite)")
 
 
 def resolve_run(value: str, run: int | None, db: str | None, what: str) -> tuple[str, int | None, str | None]:

@@ -52,7 +52,7 @@ def guarded_output() -> Iterator[None]:
     out, err = sys.stdout, sys.stderr
     safe_out = out if isinstance(out, SafeStream) or out is None else SafeStream(out)
     safe_err = err if isinstance(err, SafeStream) or err is None else SafeStream(err)
-    sys.stdout, sys.stderr = safe_out, safe_err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = safe_out, safe_err
     try:
         yield
     finally:

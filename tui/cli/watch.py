@@ -10,97 +10,143 @@ Thin glue: the logic is in tui/core/watch.py and tui/sources/watch.py.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import math
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import tui.core.defaults as D
-from tui.cli.options import APPEND, path_arg
+from tui.cli.chainopts import sign_key_flag
+from tui.cli.declare import Settings, block, flag, path, switch
+from tui.cli.options import (
+    APPEND,
+    Acceptance,
+    Headers,
+    epilog,
+    extra_headers,
+    non_negative_float,
+    percentiles_flag,
+    positive_float,
+)
+from tui.cli.watchfiles import EXIT_INSUFFICIENT, judge_watch_file, slo_lines, watch_ttft_slo
+from tui.cli.watchfiles import json_default as _json_default
 from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.report import exit_code
 from tui.core.textsafe import term
-from tui.sources.watch_setup import WatchSettings, build_session
+from tui.sources.watch_setup import WatchSettings as SessionSettings
+from tui.sources.watch_setup import build_session
 
-EXIT_INSUFFICIENT = 3
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from tui.cli.options import (
-        add_acceptance_arguments,
-        add_header_arguments,
-        epilog,
-        non_negative_float,
-        positive_float,
-    )
-
-    p.epilog = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
-                      "servewatch watch --metrics-url http://127.0.0.1:8000/metrics --probe-rate 0.2 --url "
-                      "http://127.0.0.1:8000")
-
-    s = p.add_argument_group("what to watch (one of)")
-    m = s.add_mutually_exclusive_group(required=True)
-    m.add_argument("--prometheus-url", metavar="URL",
-                   help="the team's Prometheus: the whole fleet, the last window at once (HTTP API /api/v1/query) (default: none)")
-    m.add_argument("--metrics-url", metavar="URL",
-                   help="one server's metrics page (TensorRT-LLM: /prometheus/metrics): one replica, judged from "
-                        "when the watch starts (default: none)")
-    s.add_argument("--selector", metavar="LABELS", default=None,
-                   help="label selector such as 'model_name=\"x\"' (required when several models are present) (default: none)")
-    w = p.add_argument_group("windows and output")
-    w.add_argument("--once", action="store_true", help="judge one fixed window, print the verdict, exit")
-    w.add_argument("--window-minutes", type=positive_float, default=None, metavar="MINUTES",
-                   help="--once window (default: the minimum window, --min-window-minutes)")
-    w.add_argument("--window-end", type=positive_float, default=None, metavar="EPOCH",
-                   help="with --prometheus-url --once: the window ends at this Unix time in seconds, e.g. an incident "
-                        "already over (default: now)")
-    w.add_argument("--interval", type=positive_float, default=None, metavar="SECONDS",
-                   help=f"seconds between scrapes / queries (default {D.WATCH_METRICS_INTERVAL_S:g} for --metrics-url, "
-                        f"{D.WATCH_PROMETHEUS_INTERVAL_S:g} for --prometheus-url; with Prometheus keep it at least "
-                        "twice its scrape interval)")
-    w.add_argument("--headless", action="store_true", help="no console: print one line per update")
-    w.add_argument("--duration", type=non_negative_float, default=None, metavar="SECONDS",
-                   help="stop after S seconds (headless; default: until Ctrl-C)")
-    w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
-    path_arg(w, "--record", role=APPEND, metavar="FILE", default=None,
-                   help="write the windows (and canary requests) as records, for replay and report (default: none)")
-    from tui.cli.chainopts import add_sign_key_argument
-
-    add_sign_key_argument(w)
-    c = p.add_argument_group("canary (off by default: without it watch sends the model server nothing)")
-    c.add_argument("--url", default=None, metavar="URL", help="the model server's base URL (for --probe-rate) (default: none)")
-    c.add_argument("--probe-rate", type=positive_float, default=None, metavar="RATE",
-                   help="one small streamed request every 1/RATE seconds, recorded like any load request (default: none, "
-                        "nothing is sent)")
-    c.add_argument("--model", default=None, metavar="NAME", help="model name for the canary (default: the first listed)")
-    n = p.add_argument_group("connection")
-    n.add_argument("--api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding a key sent as Authorization: Bearer (never written anywhere) (default: none)")
-    add_header_arguments(n)  # --header, --header-env, --header-file (values never written anywhere)
-    n.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
-    add_acceptance_arguments(p)
+__all__ = ["EXIT_INSUFFICIENT", "WatchSettings", "format_state", "judge_watch_file", "run", "session_settings",
+           "slo_lines"]
 
 
-def settings_from_args(args: argparse.Namespace) -> WatchSettings:
-    """The watch's settings from its parsed flags (the sources never see the namespace)."""
-    from tui.cli.options import extra_headers
+@dataclass(frozen=True, kw_only=True)
+class Watched(Settings):
+    """What to watch: a Prometheus or one server's metrics page."""
 
-    return WatchSettings(
-        prometheus_url=args.prometheus_url, metrics_url=args.metrics_url, selector=args.selector,
-        interval=args.interval, url=args.url, probe_rate=args.probe_rate, model=args.model,
-        api_key_env=args.api_key_env, headers=tuple(extra_headers(args)), insecure=args.insecure,
-        slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
-        min_window_minutes=args.min_window_minutes, min_requests=args.min_requests,
-        slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)
+    GROUP = "what to watch (one of)"
+    REQUIRED_SETS = ("source",)
+
+    prometheus_url: str | None = flag(
+        "--prometheus-url", metavar="URL", exclusive="source",
+        help="the team's Prometheus: the whole fleet, the last window at once (HTTP API /api/v1/query) (default: "
+             "none)")
+    metrics_url: str | None = flag(
+        "--metrics-url", metavar="URL", exclusive="source",
+        help="one server's metrics page (TensorRT-LLM: /prometheus/metrics): one replica, judged from when the "
+             "watch starts (default: none)")
+    selector: str | None = flag(
+        "--selector", metavar="LABELS", default=None,
+        help="label selector such as 'model_name=\"x\"' (required when several models are present) (default: none)")
 
 
-def _watch_ttft_slo(args: argparse.Namespace) -> float:
-    """The watch judges the TTFT SLO: ``--slo-ttft-ms off`` is bad usage here (not judged silently at a default)."""
-    if args.slo_ttft_ms is None:
-        raise UsageError("watch judges the TTFT SLO: --slo-ttft-ms off is not supported here")
-    return float(args.slo_ttft_ms)
+@dataclass(frozen=True, kw_only=True)
+class Windows(Settings):
+    """Windows and output."""
+
+    GROUP = "windows and output"
+
+    once: bool = switch("--once", help="judge one fixed window, print the verdict, exit")
+    window_minutes: float | None = flag("--window-minutes", type=positive_float, default=None, metavar="MINUTES",
+                                        help="--once window (default: the minimum window, --min-window-minutes)")
+    window_end: float | None = flag(
+        "--window-end", type=positive_float, default=None, metavar="EPOCH",
+        help="with --prometheus-url --once: the window ends at this Unix time in seconds, e.g. an incident already "
+             "over (default: now)")
+    interval: float | None = flag(
+        "--interval", type=positive_float, default=None, metavar="SECONDS",
+        help=f"seconds between scrapes / queries (default {D.WATCH_METRICS_INTERVAL_S:g} for --metrics-url, "
+             f"{D.WATCH_PROMETHEUS_INTERVAL_S:g} for --prometheus-url; with Prometheus keep it at least twice its "
+             "scrape interval)")
+    headless: bool = switch("--headless", help="no console: print one line per update")
+    duration: float | None = flag("--duration", type=non_negative_float, default=None, metavar="SECONDS",
+                                  help="stop after S seconds (headless; default: until Ctrl-C)")
+    json: bool = switch("--json", help="print the verdict as JSON (--once / --headless)")
+    record: str | None = path("--record", role=APPEND, metavar="FILE", default=None,
+                              help="write the windows (and canary requests) as records, for replay and report "
+                                   "(default: none)")
+    sign_key_env: str | None = sign_key_flag()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Canary(Settings):
+    """The canary: off unless --probe-rate and --url are given."""
+
+    GROUP = "canary (off by default: without it watch sends the model server nothing)"
+
+    url: str | None = flag("--url", default=None, metavar="URL",
+                           help="the model server's base URL (for --probe-rate) (default: none)")
+    probe_rate: float | None = flag(
+        "--probe-rate", type=positive_float, default=None, metavar="RATE",
+        help="one small streamed request every 1/RATE seconds, recorded like any load request (default: none, "
+             "nothing is sent)")
+    model: str | None = flag("--model", default=None, metavar="NAME",
+                             help="model name for the canary (default: the first listed)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatchConnection(Settings):
+    """The watch's connection: its own key flag (no default variable), headers, TLS."""
+
+    GROUP = "connection"
+
+    api_key_env: str | None = flag(
+        "--api-key-env", default=None, metavar="VAR",
+        help="environment variable holding a key sent as Authorization: Bearer (never written anywhere) (default: "
+             "none)")
+    extra: Headers = block(Headers)  # --header, --header-env, --header-file (values never written anywhere)
+    insecure: bool = switch("--insecure", help="do not verify TLS certificates")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatchSettings(Settings):
+    """`servewatch watch`."""
+
+    EPILOG = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
+                    "servewatch watch --metrics-url http://127.0.0.1:8000/metrics --probe-rate 0.2 --url "
+                    "http://127.0.0.1:8000")
+
+    watched: Watched = block(Watched)
+    windows: Windows = block(Windows)
+    canary: Canary = block(Canary)
+    connection: WatchConnection = block(WatchConnection)
+    acceptance: Acceptance = block(Acceptance)
+    percentiles: tuple[float, ...] | None = percentiles_flag()
+
+
+def session_settings(settings: WatchSettings) -> SessionSettings:
+    """The watch's session settings (``tui.sources.watch_setup.WatchSettings``) from its command-line settings."""
+    a = settings.acceptance
+    return SessionSettings(
+        prometheus_url=settings.watched.prometheus_url, metrics_url=settings.watched.metrics_url,
+        selector=settings.watched.selector, interval=settings.windows.interval, url=settings.canary.url,
+        probe_rate=settings.canary.probe_rate, model=settings.canary.model,
+        api_key_env=settings.connection.api_key_env, headers=tuple(extra_headers(settings.connection.extra)),
+        insecure=settings.connection.insecure, slo_ttft_ms=watch_ttft_slo(a), target=a.target, alpha=a.alpha,
+        min_window_minutes=a.min_window_minutes, min_requests=a.min_requests,
+        slo_tpot_ms=a.slos.tpot_ms, slo_itl_ms=a.slos.itl_ms, slo_e2e_ms=a.slos.e2e_ms)
 
 
 def _check_url(u: str, flag: str) -> str | None:
@@ -112,28 +158,29 @@ def _check_url(u: str, flag: str) -> str | None:
     return None
 
 
-def usage_error(args) -> str | None:
-    for flag, val in (("--prometheus-url", args.prometheus_url), ("--metrics-url", args.metrics_url)):
+def usage_error(settings: WatchSettings) -> str | None:
+    src, win, canary = settings.watched, settings.windows, settings.canary
+    for opt, val in (("--prometheus-url", src.prometheus_url), ("--metrics-url", src.metrics_url)):
         if val is not None:
-            err = _check_url(val, flag)
+            err = _check_url(val, opt)
             if err:
                 return err
-    if args.probe_rate and not args.url:
+    if canary.probe_rate and not canary.url:
         return "--probe-rate needs --url (the model server to send the canary to)"
-    if args.url and not args.probe_rate:
+    if canary.url and not canary.probe_rate:
         return "--url is only for the canary: add --probe-rate R (without it watch sends the server nothing)"
-    if args.url:
-        err = _check_url(args.url, "--url")
+    if canary.url:
+        err = _check_url(canary.url, "--url")
         if err:
             return err
-    if args.window_minutes is not None and not args.once:
+    if win.window_minutes is not None and not win.once:
         return "--window-minutes is for --once (the console judges from the start of the watch)"
-    if args.once and args.probe_rate:
+    if win.once and canary.probe_rate:
         return "--once judges server metrics only; the canary runs with the console or --headless"
-    if args.window_end is not None and not (args.once and args.prometheus_url):
+    if win.window_end is not None and not (win.once and src.prometheus_url):
         return ("--window-end is for --prometheus-url --once (one server's /metrics has no past: it is judged from "
                 "when the watch starts)")
-    if args.once and args.window_minutes is None and args.min_window_minutes <= 0:
+    if win.once and win.window_minutes is None and settings.acceptance.min_window_minutes <= 0:
         return "--once needs a window: give --window-minutes"
     return None
 
@@ -211,96 +258,74 @@ def format_state(session, out_json: bool = False) -> str:
     return "\n".join(term(line) for line in lines) + "\n"  # outside text stays on its line (tui.core.textsafe)
 
 
-def slo_lines(v) -> list[str]:
-    """Several SLOs: each one's share bracket and the Fréchet bound on all, with which end decides what."""
-    if not v.slos:
-        return []
-    out = ["  SLOs (share of requests meeting each, server-side histograms, bracket):"]
-    for row in v.slos:
-        lo, hi = row.get("share_lo"), row.get("share_hi")
-        rng = "N/A" if lo is None or hi is None else f"{100 * lo:.1f}-{100 * hi:.1f}%"
-        if row["slo"] == "all":
-            out.append(f"    all of them: {rng} (Fréchet bound: lower max(0, sum p_i - (k - 1)), upper min p_i; "
-                       "PASS judged on the lower end, FAIL on the upper)")
-        else:
-            bad = row.get("unjudgeable_windows") or 0
-            out.append(f"    {row['slo']} <= {row['limit_ms']:g} ms: {rng}"
-                       + (f" (not judgeable in {bad} window(s))" if bad else ""))
-    return out
-
-
-def _json_default(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return str(o)
-    return str(o)
-
-
 # ------------------------------------------------------------------ commands
 
 
-def run(args: argparse.Namespace) -> int:
-    err = usage_error(args)
+def run(settings: WatchSettings) -> int:
+    """`servewatch watch`."""
+    err = usage_error(settings)
     if err:
         raise UsageError(err)
-    settings = settings_from_args(args)
+    session = session_settings(settings)
     try:
-        settings.watch_config()
+        session.watch_config()
     except ValueError as exc:
         raise UsageError(exc) from None
-    if not (args.once or args.headless):
-        return run_console(args, settings)
-    return asyncio.run(_headless(args, settings))
+    if not (settings.windows.once or settings.windows.headless):
+        return run_console(settings, session)
+    return asyncio.run(_headless(settings, session))
 
 
-def _open_recorder(path, args=None):
+def _open_recorder(path: str, sign_key_env: str | None = None) -> Any:
     from tui.cli.chainopts import sign_key
     from tui.sources.recorder import Recorder
 
-    key = sign_key(args) if args is not None else None  # UsageError (exit 2) when the key variable is missing
+    key = sign_key(sign_key_env)  # UsageError (exit 2) when the key variable is missing
     return Recorder(path, ids_unique=True, sign_key=key)  # canary ids: the load generator's, unique by construction
 
 
-async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
+async def _headless(flags: WatchSettings, settings: SessionSettings) -> int:
     from tui.sources.watch import WatchError, make_client
 
     rec = None
-    if args.record:
+    record = flags.windows.record
+    if record:
         try:
-            rec = _open_recorder(args.record, args)
+            rec = _open_recorder(record, flags.windows.sign_key_env)
         except OSError as exc:
-            raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
+            raise UsageError(f"cannot write {record}: {exc.strerror or exc}") from None
     client = make_client(settings.request_headers(), insecure=settings.insecure)
     try:
         session, err = build_session(settings, client, emit=rec.write if rec else None)
         if err:
             raise UsageError(err)
         try:
-            if args.once:
-                minutes = args.window_minutes if args.window_minutes is not None else args.min_window_minutes
-                w = await session.once(minutes * 60.0, t_end=args.window_end,
+            if flags.windows.once:
+                minutes = flags.windows.window_minutes if flags.windows.window_minutes is not None else flags.acceptance.min_window_minutes
+                w = await session.once(minutes * 60.0, t_end=flags.windows.window_end,
                                        progress=lambda line: print(line, file=sys.stderr, flush=True))
                 if w is None and session.watcher.engine is None:
                     raise UsageError(f"{session.watcher.label}: {session.error}")
                 if w is None and session.error and session.error.startswith("nothing to judge"):
                     print(f"servewatch: {session.error}", file=sys.stderr)  # the answer, not a verdict
-                    if args.json:
+                    if flags.windows.json:
                         sys.stdout.write(format_state(session, out_json=True))
                     return int(ExitCode.INSUFFICIENT)
             else:
                 stop = asyncio.Event()
                 loop = asyncio.get_running_loop()
-                if args.duration:
-                    loop.call_later(args.duration, stop.set)
+                if flags.windows.duration:
+                    loop.call_later(flags.windows.duration, stop.set)
 
                 def tick():
-                    if not args.json:
+                    if not flags.windows.json:
                         v = session.verdict()
                         lw = session.last_window
                         extra = f" gap: {session.last_gap}" if session.last_gap and (lw is None or lw.ttft is None) else ""
                         print(term(f"[{time.strftime('%H:%M:%S')}] {v.state}: {v.reason}{extra}"), flush=True)
 
                 try:
-                    await session.run(stop, first_window_s=args.min_window_minutes * 60.0 or None, on_update=tick)
+                    await session.run(stop, first_window_s=flags.acceptance.min_window_minutes * 60.0 or None, on_update=tick)
                 except asyncio.CancelledError:
                     pass
         except WatchError as exc:
@@ -311,7 +336,7 @@ async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
             if isinstance(exc, QueryError):
                 raise UsageError(f"{session.watcher.label}: {exc}") from None
             raise
-        sys.stdout.write(format_state(session, out_json=args.json))
+        sys.stdout.write(format_state(session, out_json=flags.windows.json))
         return exit_code(session.verdict().state)  # no TTFT histogram and no canary: INSUFFICIENT (3)
     finally:
         await client.aclose()
@@ -322,108 +347,24 @@ async def _headless(args: argparse.Namespace, settings: WatchSettings) -> int:
 # ------------------------------------------------------------------ console
 
 
-def run_console(args: argparse.Namespace, settings: WatchSettings) -> int:
+def run_console(flags: WatchSettings, settings: SessionSettings) -> int:
     from tui.sources.watch_console import WatchConsoleSource, WatchSink
 
     rec = None
-    if args.record:
+    record = flags.windows.record
+    if record:
         try:
-            rec = _open_recorder(args.record, args)
+            rec = _open_recorder(record, flags.windows.sign_key_env)
         except OSError as exc:
-            raise UsageError(f"cannot write {args.record}: {exc.strerror or exc}") from None
+            raise UsageError(f"cannot write {record}: {exc.strerror or exc}") from None
     try:
         source = WatchConsoleSource(settings, emit=rec.write if rec else None)
         sink = WatchSink(source)
         from tui.app import build_app
 
-        app = build_app(source, sink, None, theme=getattr(args, "theme", None))
+        app = build_app(source, sink, None, theme=None)
         code = app.run()
         return int(code if code is not None else exit_code(sink.snapshot().verdict.state))
     finally:
         if rec is not None:
             rec.close()
-
-
-def replay_watch_file(path: str, args) -> int:
-    """`servewatch replay` of a watch record file: the console on the recorded windows."""
-    from tui.sources.watch_console import WatchFileSource, WatchSink
-
-    cfg = watch_config_from_args(args)
-    source = WatchFileSource(path, cfg)
-    sink = WatchSink(source)
-    from tui.app import build_app
-
-    app = build_app(source, sink, None, theme=getattr(args, "theme", None))
-    code = app.run()
-    return 3 if code is None else int(code)
-
-
-# ------------------------------------------------------------------ report on a watch record file
-
-
-def watch_config_from_args(args: argparse.Namespace):
-    """The judgement's settings of a watch recording (report, replay) from the acceptance flags."""
-    from tui.core.watch import WatchConfig
-
-    try:
-        return WatchConfig(slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
-                           min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests,
-                           slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)
-    except (AttributeError, ValueError) as exc:
-        raise UsageError(exc) from None
-
-
-def judge_watch_file(path: str, cfg):
-    """(WatchJudgement, engine, header, problems) from a watch record file; never raises on content."""
-    from tui.sources.evidence_reader import ReadSettings, open_evidence
-    from tui.sources.evidence_watch import read_watch
-
-    with open_evidence(path, ReadSettings(watch=False)) as ev:
-        got = read_watch(ev, cfg)
-    return got.judgement, got.engine, got.header, got.problems
-
-
-def report_watch(ev, args: argparse.Namespace, out=None) -> int:
-    """`servewatch report` on a watch recording (``ev``, opened by the evidence reader): the same judgement as
-    the live watch; a broken digest chain forbids PASS."""
-    from tui.core.watch import ENGINES, describe_window
-    from tui.sources.evidence_watch import read_watch, verdict_with_integrity
-
-    out = out or sys.stdout
-    path = ev.name
-    cfg = watch_config_from_args(args)
-    got = read_watch(ev, cfg)
-    j, engine, header, problems = got.judgement, got.engine, got.header, got.problems
-    for p in problems[:5]:
-        print(f"servewatch: {term(p)}", file=sys.stderr)
-    if len(problems) > 5:
-        print(f"servewatch: ... and {len(problems) - 5} more problem lines", file=sys.stderr)
-    if engine is None:
-        raise UsageError(f"{path}: a watch file without usable watch records (0 windows)")
-    integrity = got.integrity
-    assert integrity is not None  # read_watch verified the chain while it read
-    has_ttft = bool(ENGINES[engine].ttft)
-    canary = not has_ttft and bool(got.canary)  # judged on the canary's requests, as the watch did
-    from tui.core.watch import canary_verdict
-
-    v = verdict_with_integrity(canary_verdict(got.canary, cfg) if canary else j.verdict(has_ttft=has_ttft), integrity)
-    src = (header.get("source") or {}) if isinstance(header, dict) else {}
-    w = j.span or j.last
-    if getattr(args, "json", False):
-        out.write(json.dumps({"source": src, "engine": engine, "windows": j.windows, "verdict": v.to_dict(),
-                              "window": describe_window(w, cfg) if w else None, "problems": len(problems),
-                              "records_integrity": integrity.to_dict()},
-                             indent=2, default=_json_default) + "\n")
-    else:
-        out.write(f"{term(integrity.summary)}\n")  # the first line: what was verified (issue 36)
-        out.write(term(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}") + "\n")
-        out.write(term(f"  engine {engine}, {j.windows} windows, scope: "
-                       f"{(header.get('watch') or {}).get('scope', 'unknown')}") + "\n")
-        for line in slo_lines(v):
-            out.write(term(line) + "\n")
-        out.write(term(f"verdict: {v.state}: {v.reason}") + "\n")
-        for b in v.blocked:
-            out.write(f"  PASS blocked: {term(b)}\n")
-        for note in v.notes:
-            out.write(f"  note: {term(note)}\n")
-    return exit_code(v.state) if has_ttft or canary else EXIT_INSUFFICIENT

@@ -1,6 +1,12 @@
 """What the commands make of an :class:`~tui.sources.evidence_reader.EvidenceRun` of records: the Monitor that
-report and accept judge (``monitor_of``), the requests that compare and the replay's baseline compare
-(``compare_run``). Reading is ``tui.sources.evidence_reader``; the judgement is ``tui.core``."""
+report, accept, plan and sweep judge (``monitor_of``), the requests that compare and the replay's baseline compare
+(``compare_run``). Reading is ``tui.sources.evidence_reader``; the judgement is ``tui.core``.
+
+The rule "evidence gets no more verdict than it can support" is applied here, once: every Monitor that judges
+evidence is a :class:`JudgedMonitor` (``monitor_of``, and the console's for a replay or a live run), whose every
+snapshot is limited by what its source supports (``tui.core.importers.limits.limit_snapshot``: an imported file
+without a time axis has no observation window, INSUFFICIENT_WINDOW; a sampled per-request list, UNDECIDED). No
+command applies it: `report`, `accept`, `plan` and the console read the same limited snapshot."""
 
 from __future__ import annotations
 
@@ -10,30 +16,41 @@ from dataclasses import replace
 from typing import Any
 
 from tui.core.evidence import Duplicates
+from tui.core.importers.limits import limit_snapshot
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.provenance import source_block
 from tui.core.records import LineIssue, RequestRecord, RunHeader, not_a_record_file
 from tui.core.slos import Slos
+from tui.core.snapshot import Snapshot
 from tui.core.verdict_settings import JudgeAt
-from tui.sources.evidence_reader import EvidenceRun
+from tui.sources.evidence_reader import EvidenceRun, ReadSettings, open_evidence
 
-__all__ = ["NoRequests", "compare_run", "monitor_of", "not_records_problem"]
+__all__ = ["JudgedMonitor", "NoRequests", "compare_run", "load_run", "monitor_of", "not_records_problem"]
 
 
 class NoRequests(ValueError):
     """A readable file without one usable request record (bad input, exit 2)."""
 
 
+class JudgedMonitor(Monitor):
+    """The Monitor of evidence: every snapshot limited by what its source supports (the one place the rule is
+    applied: no time axis, or a sample, gives no verdict; ``tui.core.importers.limits``). A servewatch record file
+    or a live run carries a time axis: its snapshot is the Monitor's, unchanged."""
+
+    def snapshot(self) -> Snapshot:
+        return limit_snapshot(super().snapshot())
+
+
 def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
                budget_origin: str | None = None, tap: Callable[[Sequence], None] | None = None,
-               judge_at: JudgeAt | None = None, settled: Callable[[Monitor], None] | None = None) -> Monitor:
+               judge_at: JudgeAt | None = None, settled: Callable[[Monitor], None] | None = None) -> JudgedMonitor:
     """Read the whole run into a Monitor, each chunk's records as one batch (memory bounded); then the Monitor
     gets the digest chain's result (``Monitor.set_records_integrity``) and holds the file against itself
     (``Monitor.finish``, tui.core.evidence). ``tap``: also given each block (the HTML charts' bounded sampler,
     ``tui.core.chartdata.RunSampler.add_many``). ``judge_at``: the reader's flags (issue 35: the file is judged
     at its run header's settings, re-judged where a flag given differs); ``settled``: called with the Monitor once
     it knows the settings it judges at, before ``tap`` sees a block. Raises what ``EvidenceRun.blocks`` raises."""
-    mon = Monitor(config, budget=budget, source=run.name, budget_origin=budget_origin, judge_at=judge_at)
+    mon = JudgedMonitor(config, budget=budget, source=run.name, budget_origin=budget_origin, judge_at=judge_at)
     add_many = mon.add_many
     # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
     # every record and memory stays bounded without the cycle collector, whose passes over the young records
@@ -116,3 +133,13 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
             "duplicates": dups.copies, "duplicates_problem": dups.problem(),
             "unreadable": {lv: k for lv, k in unreadable.items() if k},
             "prefix_cache": mon.prefix_cache_by_level()}  # issue 23: per level, rounds merged
+
+
+def load_run(path: str, pick_run: int | None = None, slo_ttft_ms: float | None = None,
+             slos: Slos | None = None) -> dict:
+    """``compare_run`` of any readable file (records or another tool's export), read whole by the evidence reader
+    (the replay's ``--baseline``); raises OSError, ImportProblem, NoRequests, SeveralRuns."""
+    import tui.core.defaults as defaults
+
+    with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
+        return compare_run(ev, defaults.SLO_TTFT_MS if slo_ttft_ms is None else slo_ttft_ms, slos)

@@ -16,9 +16,9 @@ cannot be imported), ``UsageError`` (the last run of standard input), ``SeveralR
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from tui.core.bounds import size_text
 from tui.core.chain import ChainVerifier, RecordsIntegrity
@@ -226,7 +226,7 @@ class ReplayPlan:
 
     kind: Kind | None
     play: str
-    line_parser: object = None
+    line_parser: Callable[..., Any] | None = None
     refusal: str | None = None
     error: str | None = None
 

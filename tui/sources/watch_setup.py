@@ -1,5 +1,5 @@
 """Building a watch session from :class:`WatchSettings` (no Textual, no command line): the command line builds the
-settings from its flags (``tui.cli.watch.settings_from_args``); the console's watch source and the headless watch
+settings from its flags (``tui.cli.watch.session_settings``); the console's watch source and the headless watch
 both build their session here, so the source layer never sees the argparse namespace."""
 
 from __future__ import annotations

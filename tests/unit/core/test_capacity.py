@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tui.cli import main
-from tui.cli.report import analyse_file
+from tui.cli.evidence_files import analyse_file
 from tui.core.budget import teaching_case
 from tui.core.capacity import CapRow, measure_capacity, snapshot_rows
 from tui.core.levels import judge_level, mode_tables

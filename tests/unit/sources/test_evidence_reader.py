@@ -222,12 +222,11 @@ def test_watch_settings_take_their_defaults_from_the_one_home():
 
 
 def test_the_watch_command_line_builds_the_settings_the_sources_take():
-    from tui.cli import build_parser
-    from tui.cli.watch import settings_from_args
+    from tui.cli import settings_of
+    from tui.cli.watch import session_settings
 
-    args = build_parser().parse_args(["watch", "--metrics-url", "http://127.0.0.1:9/metrics", "--header", "X-A: b",
-                                      "--slo-ttft-ms", "750"])
-    s = settings_from_args(args)
+    s = session_settings(settings_of(["watch", "--metrics-url", "http://127.0.0.1:9/metrics", "--header", "X-A: b",
+                                      "--slo-ttft-ms", "750"]))
     assert s.metrics_url == "http://127.0.0.1:9/metrics" and s.headers == (("X-A", "b"),)
     assert s.slo_ttft_ms == 750.0 and s.request_headers() == {"X-A": "b"}
 

@@ -247,10 +247,8 @@ def test_run_cli_unreachable_server_exits_2_and_leaves_no_file(tmp_path, capsys)
 @pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 def test_cmd_live_runs_the_console_on_a_live_source(fs, tmp_path, monkeypatch, capsys):
     """`servewatch live` builds a LiveSource, hands it to the console, stops it afterwards."""
-    import argparse
-
     import tui.app
-    from tui.cli.live import add_arguments as add_live_arguments
+    from tui.cli import settings_of
     from tui.cli.live import run as cmd_live
 
     seen = {}
@@ -267,10 +265,8 @@ def test_cmd_live_runs_the_console_on_a_live_source(fs, tmp_path, monkeypatch, c
             return 0
 
     monkeypatch.setattr(tui.app, "build_app", lambda source, sink, budget, **kw: FakeApp(source, sink))
-    p = argparse.ArgumentParser()
-    add_live_arguments(p)
     rec = tmp_path / "live-cmd.jsonl"
-    args = p.parse_args(["--url", fs.url("ok", tokens=2), "--concurrency", "2", "--requests", "4", "--record",
+    args = settings_of(["live", "--url", fs.url("ok", tokens=2), "--concurrency", "2", "--requests", "4", "--record",
                          str(rec), "--no-gpu"])
     assert cmd_live(args) == 0
     assert f"record file: {rec}" in capsys.readouterr().out

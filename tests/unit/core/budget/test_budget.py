@@ -5,7 +5,6 @@ GiB = 2**30 bytes throughout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import pathlib
@@ -16,8 +15,9 @@ from hypothesis import strategies as st
 
 from tests.support.paths import TESTS
 from tui.cli import main as cli_main
-from tui.cli.budget import budget_from_args, format_budget_text
-from tui.cli.options import add_budget_arguments
+from tui.cli.budget import format_budget_text
+from tui.cli.budgetflags import BudgetFlags, budget_from_args
+from tui.cli.declare import parse as parse_settings
 from tui.core.budget import (
     CANDIDATE_NOTE,
     GIB,
@@ -500,14 +500,13 @@ def test_cli_flags_and_config_override(capsys):
     assert run_cli(["--max-seq", "8192"]) == 3  # issue 37: "does it fit?" unknown without the memory
     out = capsys.readouterr().out
     assert "memory_only_candidate=unknown" in out and "memory input missing" in out and "=7 " not in out
-    parser = argparse.ArgumentParser()
-    add_budget_arguments(parser)
-    args = parser.parse_args(["--config", str(CONFIGS / "llama-3-8b.json"), "--max-seq", "8192", "--gpu-gib", "80"])
+    args = parse_settings(BudgetFlags, ["--config", str(CONFIGS / "llama-3-8b.json"), "--max-seq", "8192",
+                                        "--gpu-gib", "80"])
     r = budget_from_args(args)
     assert r.inputs.params == 8_030_261_248 and r.inputs.max_seq == 8192 and r.inputs.gpu_gib == 80
     assert r.kv_per_seq_gib == 1.0
-    assert budget_from_args(parser.parse_args(["--params", "8B"])).inputs.params == 8e9
-    assert budget_from_args(parser.parse_args([])) == teaching_case()
+    assert budget_from_args(parse_settings(BudgetFlags, ["--params", "8B"])).inputs.params == 8e9
+    assert budget_from_args(parse_settings(BudgetFlags, [])) == teaching_case()
 
 
 def test_cli_json_out_and_reload(tmp_path, capsys):

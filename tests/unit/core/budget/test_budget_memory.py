@@ -7,13 +7,16 @@ time beside the budget's predicted KV ceiling."""
 
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass
 
 import pytest
 
-from tui.cli.budget import budget_from_args, view_budget
-from tui.cli.options import add_budget_arguments, add_teaching_argument
+from tui.cli import budgetflags
+from tui.cli.budgetflags import BudgetFlags
+from tui.cli.declare import Settings, block
+from tui.cli.declare import parse as parse_settings
+from tui.cli.options import teaching_flag
 from tui.core.budget.memory import (
     WHY_NO_HEADER,
     MemoryMissing,
@@ -43,11 +46,24 @@ def smol_config(tmp_path):
     return p
 
 
+@dataclass(frozen=True, kw_only=True)
+class _BudgetView(Settings):
+    """The budget flags and --teaching, as a view (report, replay, live) declares them."""
+
+    budget: BudgetFlags = block(BudgetFlags)
+    teaching: bool = teaching_flag()
+
+
 def parse(argv):
-    parser = argparse.ArgumentParser()
-    add_budget_arguments(parser)
-    add_teaching_argument(parser)
-    return parser.parse_args(argv)
+    return parse_settings(_BudgetView, argv)
+
+
+def budget_from_args(view):
+    return budgetflags.budget_from_args(view.budget, view.teaching)
+
+
+def view_budget(view):
+    return budgetflags.view_budget(view.budget, view.teaching)
 
 
 def vllm_header(kv_bytes=GIB, url="http://127.0.0.1:8000", gpu=None):
@@ -71,8 +87,7 @@ def test_config_without_memory_is_memory_missing_with_the_kv_figures(smol_config
     # the memory flags give a budget as before; --gpu-gib alone too
     r = budget_from_args(parse(["--config", str(smol_config), "--max-seq", "2048", "--gpu-gib", "80"]))
     assert isinstance(r, BudgetResult) and r.inputs.gpu_gib == 80
-    ns = parse(["--config", str(smol_config), "--max-seq", "2048"])
-    ns.kv_cache_gib = "1"  # the allocation scope's --kv-cache-gib flag (read defensively here)
+    ns = parse(["--config", str(smol_config), "--max-seq", "2048", "--kv-cache-gib", "1"])
     r = budget_from_args(ns)
     assert isinstance(r, BudgetResult) and r.inputs.kv_space_bytes == GIB and r.candidate == 22
 

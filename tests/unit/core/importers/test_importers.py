@@ -8,7 +8,6 @@ line / entry and counted).
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import shutil
@@ -101,14 +100,12 @@ CASES = {
 
 
 def report(path: Path, *extra: str) -> tuple[int, dict, str]:
-    from tui.cli.report import add_arguments as add_report_arguments
-    from tui.cli.report import run_report
+    from tui.cli import settings_of
+    from tui.cli.reporting import run_report
 
-    p = argparse.ArgumentParser()
-    add_report_arguments(p)
-    args = p.parse_args([str(path), "--json", *extra])
+    settings = settings_of(["report", str(path), "--json", *extra])
     out = io.StringIO()
-    code = run_report(str(path), args, out=out, default_budget=False)
+    code = run_report(settings, out=out, default_budget=False)
     return code, json.loads(out.getvalue()), out.getvalue()
 
 

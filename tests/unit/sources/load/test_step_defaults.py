@@ -6,7 +6,6 @@ llama-server requests of sample_logs/default.jsonl (tests/support/virtual_server
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import httpx
@@ -41,22 +40,23 @@ def _steps(recs):
 
 
 def test_the_default_step_runs_until_decided_capped_at_window_plus_count_allowance():
+    from tui.cli import settings_of
     from tui.cli.loadtest import config_from_args
-    from tui.cli.run import add_arguments as add_run_arguments
 
-    p = argparse.ArgumentParser()
-    add_run_arguments(p)
-    cfg = config_from_args(p.parse_args(["--url", "http://127.0.0.1:9", "--concurrency", "1,2"]))
+    def parse(argv: list[str]):
+        return settings_of(["run", *argv])
+
+    cfg = config_from_args(parse(["--url", "http://127.0.0.1:9", "--concurrency", "1,2"]))
     assert cfg.until_decided and cfg.step_requests is None
     assert cfg.step_duration == default_step_cap(10.0) == 900.0
-    cfg = config_from_args(p.parse_args(["--url", "http://127.0.0.1:9", "--concurrency", "1", "--min-window-minutes",
+    cfg = config_from_args(parse(["--url", "http://127.0.0.1:9", "--concurrency", "1", "--min-window-minutes",
                                          "20", "--max-step-seconds", "2000"]))
     assert cfg.step_duration == 2000.0
-    assert config_from_args(p.parse_args(["--url", "http://127.0.0.1:9", "--concurrency", "1",
+    assert config_from_args(parse(["--url", "http://127.0.0.1:9", "--concurrency", "1",
                                           "--min-window-minutes", "20"])).step_duration == 1500.0
-    fixed = config_from_args(p.parse_args(["--url", "http://127.0.0.1:9", "--concurrency", "1", "--requests", "7"]))
+    fixed = config_from_args(parse(["--url", "http://127.0.0.1:9", "--concurrency", "1", "--requests", "7"]))
     assert not fixed.until_decided and fixed.step_requests == 7 and fixed.step_duration is None
-    timed = config_from_args(p.parse_args(["--url", "http://127.0.0.1:9", "--concurrency", "1", "--duration", "30"]))
+    timed = config_from_args(parse(["--url", "http://127.0.0.1:9", "--concurrency", "1", "--duration", "30"]))
     assert not timed.until_decided and timed.step_requests is None and timed.step_duration == 30
     # programmatic use keeps its old bound (the CLI never leaves a step unbounded)
     assert LoadConfig(url="http://127.0.0.1:9").step_requests == 40

@@ -293,11 +293,11 @@ def test_cli_bad_trace_files_name_the_file(tmp_path, capsys):
 
 
 def test_config_from_the_flags(tmp_path):
-    from tui.cli import build_parser
+    from tui.cli import settings_of
     from tui.cli.loadtest import config_from_args
 
     p = write(tmp_path, "b.csv", BURST_HEAD + "".join(f"{10 * i},m,{5 + i},{7 + i},0,x\n" for i in range(5)))
-    parse = build_parser(only=["run"]).parse_args
+    parse = settings_of
     cfg = config_from_args(parse(["run", "--url", "http://127.0.0.1:9", "--trace", str(p), "--trace-speed", "4"]))
     assert (cfg.mode, cfg.levels, cfg.rounds, cfg.until_decided, cfg.ignore_eos) == ("open", [0.4], 1, False, True)
     assert cfg.input_tokens == (5, 9) and cfg.output_tokens == (7, 11) and cfg.step_requests is None
