@@ -23,6 +23,7 @@ from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.identity import identity_of, identity_problems
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.redact import header_secrets, scrub, url_secrets
+from tui.core.slos import ttft_or_default
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_json, latency_value
@@ -218,7 +219,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "provenance": _prov.as_dict(snap.header),
         "synthetic": snap.synthetic,
         "header": snap.header,
-        "slo": {"ttft_ms": snap.slo_ttft_ms, "target": snap.target, "alpha": v.alpha,
+        "slo": {"ttft_ms": ttft_or_default(snap.slos), "target": snap.target, "alpha": v.alpha,
                 "slos": {"ttft_ms": snap.slos.ttft_ms, "tpot_ms": snap.slos.tpot_ms, "itl_ms": snap.slos.itl_ms,
                          "e2e_ms": snap.slos.e2e_ms, "ttft_of": snap.slos.ttft_shown()},
                 "in_force": list(snap.slos.in_force()), "text": snap.slos.describe()},

@@ -16,8 +16,9 @@ by module path, never through it.
 
 from __future__ import annotations
 
-from tui.core.monitor.config import LATENCY_KEYS, MonitorConfig, config_at, settings_of
+from tui.core.monitor.config import MonitorConfig, config_at, settings_of
 from tui.core.monitor.facade import Monitor
 from tui.core.monitor.words import verdict_from_judge
+from tui.core.slos import LATENCY_KEYS
 
 __all__ = ["LATENCY_KEYS", "Monitor", "MonitorConfig", "config_at", "settings_of", "verdict_from_judge"]

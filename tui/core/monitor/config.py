@@ -16,13 +16,10 @@ GIB = 2**30
 EVIDENCE_CAP = evidence.EVIDENCE_CAP
 SERIES_LEN = 240
 MAX_EXAMPLES = 5
-_UNSET_SLOS = Slos()  # MonitorConfig.slos not given: the TTFT SLO of ``slo_ttft_ms`` alone
-LATENCY_KEYS = ("ttft", "tpot", "itl", "e2e")  # WindowStat.latency, in the order of tui.core.slos.SLO_NAMES
 
 
 @dataclass(frozen=True)
 class MonitorConfig:
-    slo_ttft_ms: float = defaults.SLO_TTFT_MS
     target: float = defaults.TARGET
     alpha: float = defaults.ALPHA
     min_window_s: float = defaults.MIN_WINDOW_S
@@ -37,20 +34,10 @@ class MonitorConfig:
     recent_rows: int = defaults.RECENT_ROWS
     bucket_s: float = defaults.BUCKET_S  # sparkline bucket width (record time)
     batch_s: float = defaults.BATCH_S  # shortest batch length of the dependence correction (also x2, x4, x8)
-    # every SLO a request must meet to be good (tui.core.slos); not given: the TTFT SLO ``slo_ttft_ms`` alone.
-    # ``slo_ttft_ms`` stays the TTFT SLO for the callers that read it (the default's value when TTFT is off)
-    slos: Slos = _UNSET_SLOS
+    # every SLO a request must meet to be good (tui.core.slos: the table, the limits in force); default: TTFT alone
+    slos: Slos = Slos()
 
     def __post_init__(self) -> None:
-        if not self.slo_ttft_ms > 0:
-            raise ValueError("slo_ttft_ms must be > 0")
-        if self.slos is _UNSET_SLOS:
-            object.__setattr__(self, "slos", Slos(ttft_ms=self.slo_ttft_ms))
-        elif self.slos.ttft_ms is not None:
-            if self.slo_ttft_ms != defaults.SLO_TTFT_MS and self.slo_ttft_ms != self.slos.ttft_ms:
-                raise ValueError(f"slo_ttft_ms ({self.slo_ttft_ms:g}) and slos.ttft_ms ({self.slos.ttft_ms:g}) "
-                                 "must agree")
-            object.__setattr__(self, "slo_ttft_ms", float(self.slos.ttft_ms))
         if not 0.0 < self.target < 1.0:
             raise ValueError("target must be a fraction between 0 and 1 (for example 0.95)")
         if not 0.0 < self.alpha < 1.0:
@@ -63,8 +50,7 @@ def config_at(cfg: MonitorConfig, vs: VerdictSettings) -> MonitorConfig:
     """``cfg`` with the verdict settings ``vs`` (``tui.core.verdict_settings``); the views (rolling window, ...)
     kept."""
     s = vs.slos
-    return dataclasses.replace(cfg, slo_ttft_ms=defaults.SLO_TTFT_MS if s.ttft_ms is None else s.ttft_ms, slos=s,
-                               target=vs.target, alpha=vs.alpha, min_window_s=vs.min_window_s,
+    return dataclasses.replace(cfg, slos=s, target=vs.target, alpha=vs.alpha, min_window_s=vs.min_window_s,
                                min_requests=vs.min_requests)
 
 

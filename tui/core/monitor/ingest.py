@@ -254,7 +254,11 @@ class Ingest(BudgetTracking):
         # TTFT / TPOT values of level ``st`` not yet in its stores: stored when the level changes and at
         # the end of the batch (a store keeps values, not their order), so a snapshot sees them all
         ttfts: list[float] = []
-        lat: tuple[list, list, list] = ([], [], [])  # new TPOT, ITL, E2E values (the same batching)
+        # new values of each SLO kind after TTFT (tui.core.slos.SLO_TABLE: TPOT, ITL, E2E, ...; the same batching): the
+        # three built-in ones derived inline, any further kind of the table by its row's ``derive``
+        kinds = self.cfg.slos.table[1:]
+        extra = tuple((i, k.derive) for i, k in enumerate(kinds) if i >= 3)
+        lat: tuple[list, ...] = tuple([] for _ in kinds)
         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
         try:
             for r in items:
@@ -263,7 +267,7 @@ class Ingest(BudgetTracking):
                     if ttfts or lat[2]:
                         store(st, ttfts, lat)
                         ttfts = []
-                        lat = ([], [], [])
+                        lat = tuple([] for _ in kinds)
                         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
                     self.seq_no = seq
                     self._add_other(r)
@@ -337,7 +341,7 @@ class Ingest(BudgetTracking):
                     if ttfts or lat[2]:
                         store(st, ttfts, lat)
                         ttfts = []
-                        lat = ([], [], [])
+                        lat = tuple([] for _ in kinds)
                         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
                     nst = self._state_for(r.level, r.round)
                     if nst is None:  # beyond MAX_LEVELS distinct levels: counted, never judged
@@ -455,6 +459,11 @@ class Ingest(BudgetTracking):
                         gap = itl_ms(r)
                     if gap is not None:
                         itl_add(gap)
+                    if extra:
+                        for i, derive in extra:
+                            v = derive(r, answer_judged)
+                            if v is not None:
+                                lat[i].append(v)
                 # the verdict: one judge per level, re-checked after every measured outcome (its window
                 # starts when the level's first measured request was sent)
                 judge = st.judge

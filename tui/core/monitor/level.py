@@ -15,7 +15,7 @@ import tui.core.turns as turns
 from tui.core.monitor.config import MonitorConfig
 from tui.core.prefix_cache import PrefixTally
 from tui.core.records.request import RequestRecord
-from tui.core.slos import MISS_MASK, NOJUDGE_SHIFT, SLO_NAMES, combo_name, miss_names
+from tui.core.slos import MISS_MASK, NOJUDGE_SHIFT, combo_name, miss_names
 from tui.core.snapshot import (
     Percentile,
 )
@@ -34,7 +34,7 @@ class LevelState:
         "lateness_p99_ms", "max_waiting", "peak_gpu_gib", "_sorted_cache", "degraded",
         "waiting_sum", "waiting_n", "peak_kv_usage", "order",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
-        "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
+        "lat", "table", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
         "tokens", "sessions", "turns", "pcache", "ttft0", "err_classes", "step_over", "client", "client_kinds",
         "client_step",
     )
@@ -48,11 +48,11 @@ class LevelState:
         self.last_t: float | None = None
         self.ttft = stats.QuantileStore(EXACT_CAP)
         self.out_tokens = 0
-        # issue 21: TPOT (last-token based), the largest inter-token gap and end-to-end of completed requests
-        # (bounded stores like TTFT's), the miss / not-judgeable bits per combination, good output tokens
-        self.tpot = stats.QuantileStore(EXACT_CAP)
-        self.itl = stats.QuantileStore(EXACT_CAP)
-        self.e2e = stats.QuantileStore(EXACT_CAP)
+        # issue 21: one bounded store (like TTFT's) per SLO kind after TTFT in the table (tui.core.slos.SLO_TABLE:
+        # TPOT, the largest inter-token gap, end-to-end, ...) of completed requests; the miss / not-judgeable bits
+        # per combination, good output tokens
+        self.table = cfg.slos.table
+        self.lat = tuple(stats.QuantileStore(EXACT_CAP) for _ in self.table[1:])
         self.combos: dict[int, int] = {}
         self.good_out_tokens = 0
         self.unjudged = 0  # completed, nothing missed, an SLO in force not judgeable: unknown (judged as good for FAIL)
@@ -119,13 +119,13 @@ class LevelState:
         for bits, k in self.combos.items():
             m = bits & MISS_MASK
             if m:
-                for name in miss_names(m):
+                for name in miss_names(m, self.table):
                     misses[name] = misses.get(name, 0) + k
-                key = combo_name(m)
+                key = combo_name(m, self.table)
                 combos[key] = combos.get(key, 0) + k
-            for name in miss_names(bits >> NOJUDGE_SHIFT):
+            for name in miss_names(bits >> NOJUDGE_SHIFT, self.table):
                 nojudge[name] = nojudge.get(name, 0) + k
-        order = {name: i for i, name in enumerate(SLO_NAMES)}
+        order = {k.name: i for i, k in enumerate(self.table)}
         return (dict(sorted(misses.items(), key=lambda kv: order[kv[0]])),
                 dict(sorted(combos.items(), key=lambda kv: (kv[0].count("+"), kv[0]))),
                 dict(sorted(nojudge.items(), key=lambda kv: order[kv[0]])))
@@ -150,12 +150,12 @@ def step_over(st: LevelState) -> completeness.StepValues:
     return st.step_over
 
 
-def store(st: LevelState | None, ttfts: list[float], lat: tuple[list, list, list]) -> None:
+def store(st: LevelState | None, ttfts: list[float], lat: tuple[list, ...]) -> None:
+    """The values of a batch into the level's stores: TTFT's, then one per SLO kind after it (``LevelState.lat``)."""
     if st is not None:
         st.ttft.extend(ttfts)
-        st.tpot.extend(lat[0])
-        st.itl.extend(lat[1])
-        st.e2e.extend(lat[2])
+        for s, vals in zip(st.lat, lat):
+            s.extend(vals)
 
 
 def add_other_ttft(st: LevelState, r: RequestRecord, pending: list[float], answer_judged: bool) -> None:

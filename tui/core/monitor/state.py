@@ -24,7 +24,7 @@ from tui.core.monitor.config import (
 )
 from tui.core.monitor.level import LevelState
 from tui.core.records.model import QueueSample
-from tui.core.slos import slo_rule
+from tui.core.slos import slo_rule, ttft_or_default
 from tui.core.states import VerdictState
 from tui.core.verdict import MixtureTest
 from tui.core.verdict_settings import (
@@ -158,8 +158,8 @@ class MonitorState:
         self.cfg = cfg
         self.test = MixtureTest(cfg.target, cfg.alpha)
         self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
-        self.slo_s = cfg.slo_ttft_ms / 1000.0
-        self._slo_ms = cfg.slo_ttft_ms
+        self._slo_ms = ttft_or_default(cfg.slos)  # the delivered load's yardstick (tui.core.evidence)
+        self.slo_s = self._slo_ms / 1000.0
         self._classify = slo_rule(cfg.slos)  # the one rule (tui.core.slos)
 
     def run_settings_monitor(self) -> Self:

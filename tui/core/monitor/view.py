@@ -25,7 +25,7 @@ from tui.core.prefix_cache import level_summary as prefix_cache_summary
 from tui.core.prefix_cache import short_text as prefix_cache_short
 from tui.core.records.request import RequestRecord
 from tui.core.severity import NA, fraction_severity
-from tui.core.slos import MISS_MASK, NEEDS, NOJUDGE_SHIFT, miss_names
+from tui.core.slos import MISS_MASK, NOJUDGE_SHIFT, miss_names
 from tui.core.snapshot import (
     FractionStat,
     LevelRow,
@@ -77,7 +77,7 @@ class ReadSide(BudgetTracking):
                 missing=f"need {self.min_requests} more requests, {fmt_minutes(cfg.min_window_s)} more",
                 n=0, good=0, elapsed_s=0.0, need_requests=self.min_requests, need_seconds=cfg.min_window_s,
                 e_pass=1.0, e_fail=1.0, threshold=thr, vif=1.0, n_eff=0.0, bursty=False,
-                target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+                target=cfg.target, alpha=cfg.alpha,
             )
         j = st.judge
         lost = self.unreadable_requests((st.level, st.round))
@@ -175,7 +175,8 @@ class ReadSide(BudgetTracking):
         nojudge = st.miss_counts()[2]
         name = evidence.level_name(st.level, st.round, self._mode_of(st))
         for slo, k in nojudge.items():
-            out.append(f"{name}: {slo} not judgeable on {k} of {st.rec_n} requests: the file has no {NEEDS[slo]}")
+            needs = next(kind.needs for kind in st.table if kind.name == slo)
+            out.append(f"{name}: {slo} not judgeable on {k} of {st.rec_n} requests: the file has no {needs}")
         return out
 
     # ------------------------------------------------------------------ snapshot
@@ -209,10 +210,10 @@ class ReadSide(BudgetTracking):
             req_per_s=st.n / secs if secs > 0 else None,
             output_tok_per_s=st.out_tokens / secs if secs > 0 else None,
             goodput_per_s=st.good / secs if secs > 0 else None,
-            tpot_ms_p50=st.tpot.quantile(0.5),
+            tpot_ms_p50=st.lat[0].quantile(0.5),
             seconds=secs,
-            latency={"ttft": ttft, "tpot": st.percentiles_of("tpot", st.tpot), "itl": st.percentiles_of("itl", st.itl),
-                     "e2e": st.percentiles_of("e2e", st.e2e), **self._both_ttfts(st, ttft)},
+            latency={"ttft": ttft, **{k.key: st.percentiles_of(k.key, s) for k, s in zip(st.table[1:], st.lat)},
+                     **self._both_ttfts(st, ttft)},
             misses=misses, miss_combos=combos, unjudgeable=nojudge,
             good_output_tok_per_s=st.good_out_tokens / secs if secs > 0 else None,
         )
@@ -277,7 +278,9 @@ class ReadSide(BudgetTracking):
         if outcome != SLOW and outcome != EXCLUDED:
             return ""
         bits = self._classify(r)[2]
-        return "+".join(miss_names(bits & MISS_MASK) + tuple(f"{n}?" for n in miss_names(bits >> NOJUDGE_SHIFT)))
+        table = self.cfg.slos.table
+        return "+".join(miss_names(bits & MISS_MASK, table)
+                        + tuple(f"{n}?" for n in miss_names(bits >> NOJUDGE_SHIFT, table)))
 
     def level_rows(self) -> tuple[LevelRow, ...]:
         rows = []
@@ -389,7 +392,6 @@ class ReadSide(BudgetTracking):
             good_series=tuple(series_good),
             p95_series=tuple(series_p95),
             target=self.cfg.target,
-            slo_ttft_ms=self.cfg.slo_ttft_ms,
             slos=self.cfg.slos,
             tokens=self.tokens_summary(),
             prefix_cache_text=self._prefix_cache_text(st, levels),

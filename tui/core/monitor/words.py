@@ -102,7 +102,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig, unjudged: int = 0)
             reason += (f" Failures arrive in bursts: {when} at this rate "
                        f"(until the effective n reaches what PASS needs, if the fraction holds).")
     slos = cfg.slos
-    if slos != Slos(ttft_ms=cfg.slo_ttft_ms):  # more than the TTFT SLO alone (whose value every view shows)
+    if slos.ttft_ms is None or slos != Slos(ttft_ms=slos.ttft_ms):  # more than the TTFT SLO alone (the default)
         reason += f" Good = completed AND {slos.describe()}."
     e_pass, e_fail = judge.e_values()
     k, longest_s, _ = judge.episode_summary()
@@ -112,7 +112,7 @@ def verdict_from_judge(judge: LevelJudge, cfg: MonitorConfig, unjudged: int = 0)
         e_pass=e_pass, e_fail=e_fail, threshold=judge.test.threshold,
         vif=v, n_eff=n_eff, bursty=bursty,
         decided_at_n=judge.state_since_n if state in (PASS, FAIL) else None,
-        target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+        target=cfg.target, alpha=cfg.alpha,
         episodes=k, longest_episode_s=longest_s, unseen_episode_period_s=judge.unseen_episode_period_s(),
         minutes_more=more, vif_point=judge.vif_point, slos=slos.describe(),
     )
