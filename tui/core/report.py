@@ -23,7 +23,7 @@ from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.identity import identity_of, identity_problems
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.redact import header_secrets, scrub, url_secrets
-from tui.core.slos import ttft_or_default
+from tui.core.slos import SLO_JSON_KEYS, SLO_TABLE, SloKind, ttft_or_default
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.stats import INSUFFICIENT_LEGEND, INSUFFICIENT_MARK, latency_json, latency_value
@@ -119,7 +119,11 @@ def both_ttfts_dict(w: WindowStat, ttft_of: str) -> dict[str, Any]:
             "ttft_judged": ttft_of}
 
 
-def window_dict(w: WindowStat, ttft_of: str = "answer") -> dict[str, Any]:
+#: the long text's label of an SLO kind's latency line (a kind not named here: its key, upper case)
+_TEXT_TITLES = {"tpot_ms": "TPOT", "itl_ms": "ITL (largest gap)", "e2e_ms": "E2E"}
+
+
+def window_dict(w: WindowStat, ttft_of: str = "answer", table: tuple[SloKind, ...] = SLO_TABLE) -> dict[str, Any]:
     lat = w.latency
     ttft_flat = latency_dict(lat.get("ttft", w.ttft))
     return {
@@ -135,9 +139,7 @@ def window_dict(w: WindowStat, ttft_of: str = "answer") -> dict[str, Any]:
                                  "n_needed": p.n_needed, "approximate": p.approximate} for p in w.ttft},
                     **ttft_flat},
         **both_ttfts_dict(w, ttft_of),
-        "tpot_ms": latency_dict(lat.get("tpot", ())),
-        "itl_ms": latency_dict(lat.get("itl", ())),
-        "e2e_ms": latency_dict(lat.get("e2e", ())),
+        **{k.json_key: latency_dict(lat.get(k.key, ())) for k in table[1:]},  # TPOT, ITL, E2E, ... (the table)
         "misses": dict(w.misses),
         "miss_combos": dict(w.miss_combos),
         "unjudgeable": dict(w.unjudgeable),
@@ -220,8 +222,8 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "synthetic": snap.synthetic,
         "header": snap.header,
         "slo": {"ttft_ms": ttft_or_default(snap.slos), "target": snap.target, "alpha": v.alpha,
-                "slos": {"ttft_ms": snap.slos.ttft_ms, "tpot_ms": snap.slos.tpot_ms, "itl_ms": snap.slos.itl_ms,
-                         "e2e_ms": snap.slos.e2e_ms, "ttft_of": snap.slos.ttft_shown()},
+                "slos": {**{k.json_key: v for k, v in zip(snap.slos.table, snap.slos.limits())},
+                         "ttft_of": snap.slos.ttft_shown()},
                 "in_force": list(snap.slos.in_force()), "text": snap.slos.describe()},
         "identity": _identity(snap.header),
         "budget": None,
@@ -238,7 +240,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             "client_limited": 0 if row is None else row.client_limited,
             "good_fraction": frac,
             "latency_success_gate": None if frac is None else frac >= snap.target,
-            "window": window_dict(w, snap.slos.ttft_of),
+            "window": window_dict(w, snap.slos.ttft_of, snap.slos.table),
             "verdict": {
                 "state": state, "reason": reason, "missing": v.missing, "n": v.n, "minutes": v.elapsed_s / 60,
                 "need_requests": v.need_requests, "need_seconds": v.need_seconds,
@@ -255,7 +257,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
              "client_limited": r.client_limited, "client_limited_kinds": r.client_limited_kinds,
              "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
              **({"search_probe": True} if r.search_probe else {}),
-             **window_dict(r.window, snap.slos.ttft_of)}
+             **window_dict(r.window, snap.slos.ttft_of, snap.slos.table)}
             for r in snap.levels
         ],
         # what the file says against itself (tui.core.evidence): each of these forbids PASS where it applies
@@ -470,7 +472,8 @@ def format_report(rep: dict[str, Any]) -> str:
             title = "TTFT to the first answer token" if what == "answer" else "TTFT to the first token of any kind"
             judged = " (judged)" if w["ttft_judged"] == what else " (not judged)"
             add(f"  {title}{judged} (n={w[key]['n']}): {_lat(w[key])}")
-    for key, title in (("tpot_ms", "TPOT"), ("itl_ms", "ITL (largest gap)"), ("e2e_ms", "E2E")):
+    for key in (k for k in (slo.get("slos") or SLO_JSON_KEYS) if k not in ("ttft_ms", "ttft_of") and k in w):
+        title = _TEXT_TITLES.get(key) or key.removesuffix("_ms").upper()
         add(f"  {title} over completed requests (n={w[key]['n']}): {_lat(w[key])}")
         marked = marked or bool(w[key].get("insufficient_n"))
     if marked:
