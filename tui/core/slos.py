@@ -290,7 +290,7 @@ class SloKind:
       (None: this kind is not judged then);
     - ``gapless_met``: met vacuously by a request with no inter-token gap (fewer than 2 tokens with a last-token
       time);
-    - ``title``: what the charts and the long report call it.
+    - ``title``: what the charts and the long report call it; ``help``: what ``flag`` says in ``--help``.
     """
 
     name: str
@@ -303,6 +303,8 @@ class SloKind:
     at_cancel: Callable[[TimedRequest, bool], float | None] | None = None
     gapless_met: bool = False
     title: str = ""
+    #: the flag's help (``tui.cli.options.add_slo_arguments`` adds one flag per row, "off" or MS, default off)
+    help: str = ""
 
 
 def _tpot(r: TimedRequest, answer: bool) -> float | None:
@@ -320,13 +322,18 @@ def _e2e(r: TimedRequest, answer: bool) -> float | None:
 #: the SLO kinds, in the order they are shown and judged (their miss bits are 1 << their index)
 SLO_TABLE: Final[tuple[SloKind, ...]] = (
     SloKind("TTFT", "ttft", "ttft_ms", "--slo-ttft-ms", "ms", _ttft_of_record, "first-token times",
-            at_cancel=_ttft_at_cancel, title="time to first token"),
+            at_cancel=_ttft_at_cancel, title="time to first token",
+            help="a request is good when it completes AND meets every SLO given: time to first (answer) token at "
+                 f"most this (default {defaults.SLO_TTFT_MS:g}; off: not judged)"),
     SloKind("TPOT", "tpot", "tpot_ms", "--slo-tpot-ms", "ms", _tpot, "last-token times", gapless_met=True,
-            title="TPOT (time per output token)"),
+            title="TPOT (time per output token)",
+            help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
+                 "(default: off)"),
     SloKind("ITL", "itl", "itl_ms", "--slo-itl-ms", "ms", _itl, "inter-token gaps (itl_max_ms or token_offsets)",
-            at_cancel=_itl, gapless_met=True, title="inter-token latency (largest gap)"),
+            at_cancel=_itl, gapless_met=True, title="inter-token latency (largest gap)",
+            help="the largest gap between two consecutive tokens at most this (a stall the user sees; default: off)"),
     SloKind("E2E", "e2e", "e2e_ms", "--slo-e2e-ms", "ms", _e2e, "end times", at_cancel=_elapsed_ms,
-            title="end-to-end latency"),
+            title="end-to-end latency", help="request sent to last token at most this (default: off; MS or off)"),
 )
 #: the keys of the four kinds every table starts with (the record format's; the Monitor's hot path derives them inline)
 BUILTIN_KEYS: Final = ("ttft", "tpot", "itl", "e2e")

@@ -11,13 +11,14 @@ never a number made up here.
 from __future__ import annotations
 
 import tui.widgets.fmt as fmt
+from tui.core.slos import SLO_TABLE
 from tui.core.snapshot import Percentile, Snapshot, WindowStat
 from tui.widgets.fmt import esc, na
 
 #: (snapshot key, short name) of each latency metric, in the order every view lists them.
-METRICS: tuple[tuple[str, str], ...] = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "E2E"))
+METRICS: tuple[tuple[str, str], ...] = tuple((k.key, k.name) for k in SLO_TABLE)  # tui.core.slos: the table
 #: The views ``l`` cycles through, the default first.
-VIEWS: tuple[str, ...] = ("ttft", "all", "tpot", "itl", "e2e")
+VIEWS: tuple[str, ...] = ("ttft", "all", *(k.key for k in SLO_TABLE[1:]))
 #: The pane's border title in each view ("4 " goes before it).
 VIEW_TITLES = {"ttft": "TTFT", "all": "Latency", "tpot": "TPOT", "itl": "Inter-token (ITL)",
                "e2e": "End-to-end (E2E)"}
