@@ -363,8 +363,12 @@ def slos_from_args(args: argparse.Namespace) -> Slos:
     """The SLOs the acceptance flags give (``--slo-ttft-ms MS|off``, ``--slo-tpot-ms``, ``--slo-itl-ms``,
     ``--slo-e2e-ms``, ``--ttft-of``): the one place they become ``tui.core.slos.Slos``."""
     try:
-        return Slos(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms, itl_ms=args.slo_itl_ms,
-                    e2e_ms=args.slo_e2e_ms, ttft_of=args.ttft_of)
+        given = vars(args)  # one value per row of the SLO table, under its flag's name (add_slo_arguments)
+        dests = {k.key: k.flag.removeprefix("--").replace("-", "_") for k in SLO_TABLE}
+        for dest in dests.values():
+            if dest not in given:  # a namespace without the flag: a bug, never an SLO silently off
+                raise AttributeError(dest)
+        return Slos.of({key: given[dest] for key, dest in dests.items()}, ttft_of=args.ttft_of)
     except ValueError as exc:
         raise UsageError(exc) from None
 
