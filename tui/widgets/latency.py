@@ -21,13 +21,15 @@ METRICS: tuple[tuple[str, str], ...] = tuple((k.key, k.name) for k in SLO_TABLE)
 VIEWS: tuple[str, ...] = ("ttft", "all", *(k.key for k in SLO_TABLE[1:]))
 #: The pane's border title in each view ("4 " goes before it).
 VIEW_TITLES = {"ttft": "TTFT", "all": "Latency", "tpot": "TPOT", "itl": "Inter-token (ITL)",
-               "e2e": "End-to-end (E2E)"}
+               "e2e": "End-to-end (E2E)",
+               **{k.key: k.name for k in SLO_TABLE[4:]}}  # a kind added to the SLO table: its name
 #: What each metric is, one line (docs/statistics.md has the definitions).
 DEFINITIONS = {
     "ttft": "request sent to first token",
     "tpot": "(last - first token) / (tokens - 1), per request",
     "itl": "largest gap between two tokens, per request",
     "e2e": "request sent to last token",
+    **{k.key: k.title for k in SLO_TABLE[4:]},
 }
 QUANTILES = ("P50", "P95", "P99")
 
