@@ -375,9 +375,10 @@ def slos_from_args(args: argparse.Namespace) -> Slos:
 
 def add_slo_arguments(g: argparse._ActionsContainer) -> None:
     """The SLO flags (``slos_from_args`` turns them into ``Slos``): in ``add_acceptance_arguments``, and `compare`."""
-    default = Slos()
-    for kind, v in zip(SLO_TABLE, default.limits()):  # one flag per row of the SLO table (tui.core.slos)
-        g.add_argument(kind.flag, type=ms_or_off, default=v, metavar="MS", action=Given, help=kind.help)
+    on = {"ttft": D.SLO_TTFT_MS}  # the kinds on by default (the one home's value, read now); the others: off
+    for kind in SLO_TABLE:  # one flag per row of the SLO table (tui.core.slos)
+        g.add_argument(kind.flag, type=ms_or_off, default=on.get(kind.key), metavar="MS", action=Given,
+                       help=kind.help)
     g.add_argument("--ttft-of", choices=TTFT_OF, default="answer", action=Given,
                    help="what the TTFT SLO judges on a reasoning model: the first answer token (answer, the "
                         "stricter: fast reasoning must not look fast) or the first token of any kind (any, when "

@@ -303,7 +303,8 @@ class SloKind:
     at_cancel: Callable[[TimedRequest, bool], float | None] | None = None
     gapless_met: bool = False
     title: str = ""
-    #: the flag's help (``tui.cli.options.add_slo_arguments`` adds one flag per row, "off" or MS, default off)
+    #: the flag's help (``tui.cli.options.add_slo_arguments`` adds one flag per row, "off" or MS; argparse fills in
+    #: ``%(default)g``)
     help: str = ""
 
 
@@ -324,7 +325,7 @@ SLO_TABLE: Final[tuple[SloKind, ...]] = (
     SloKind("TTFT", "ttft", "ttft_ms", "--slo-ttft-ms", "ms", _ttft_of_record, "first-token times",
             at_cancel=_ttft_at_cancel, title="time to first token",
             help="a request is good when it completes AND meets every SLO given: time to first (answer) token at "
-                 f"most this (default {defaults.SLO_TTFT_MS:g}; off: not judged)"),
+                 "most this (default %(default)g; off: not judged)"),
     SloKind("TPOT", "tpot", "tpot_ms", "--slo-tpot-ms", "ms", _tpot, "last-token times", gapless_met=True,
             title="TPOT (time per output token)",
             help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
