@@ -740,7 +740,7 @@ def test_replay_arguments_parse_and_bad_file_exits_2(tmp_path, capsys):
                               "--min-window-minutes", "2", "--gpu-gib", "80"])
     assert args.speed == 4.0 and args.theme == "light"
     cfg = monitor_config_from_args(args)
-    assert (cfg.slo_ttft_ms, cfg.target, cfg.rolling_n, cfg.min_window_s) == (500.0, 0.9, 200, 120.0)
+    assert (cfg.slos.ttft_ms, cfg.target, cfg.rolling_n, cfg.min_window_s) == (500.0, 0.9, 200, 120.0)
     with pytest.raises(UsageError, match="no such file"):
         run(args)
     with pytest.raises(SystemExit):

@@ -36,6 +36,7 @@ from tui.core import acceptance as A
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
+from tui.core.slos import ttft_or_default
 from tui.core.textsafe import term
 
 #: the report files of one run, written together as one set (``tui.sources.outfiles.write_set``)
@@ -260,7 +261,7 @@ def acceptance_document(args: argparse.Namespace) -> Accepted:
         cost=A.CostInputs(gpu_hour_usd=args.gpu_hour_usd, gpus=args.gpus, tp=_tp(args)),
         rollback_rules=user_rules,
         rollback_source=args.rollback,
-        slo_ttft_ms=cfg.slo_ttft_ms,
+        slo_ttft_ms=ttft_or_default(cfg.slos),
         slos=cfg.slos,
         target=cfg.target,
         alpha=cfg.alpha,

@@ -23,7 +23,7 @@ from tui.core.budget.inputs import MAX_GIB
 from tui.core.budget.vocab import GIB
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
 from tui.core.lengths import LengthDist, parse_lengths
-from tui.core.slos import TTFT_OF, Slos
+from tui.core.slos import SLO_TABLE, TTFT_OF, Slos
 from tui.core.thinktime import ThinkDist, parse_think_time
 from tui.core.verdict_settings import TARGET_USAGE_FLOOR, JudgeAt
 
@@ -363,8 +363,12 @@ def slos_from_args(args: argparse.Namespace) -> Slos:
     """The SLOs the acceptance flags give (``--slo-ttft-ms MS|off``, ``--slo-tpot-ms``, ``--slo-itl-ms``,
     ``--slo-e2e-ms``, ``--ttft-of``): the one place they become ``tui.core.slos.Slos``."""
     try:
-        return Slos(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms, itl_ms=args.slo_itl_ms,
-                    e2e_ms=args.slo_e2e_ms, ttft_of=args.ttft_of)
+        given = vars(args)  # one value per row of the SLO table, under its flag's name (add_slo_arguments)
+        dests = {k.key: k.flag.removeprefix("--").replace("-", "_") for k in SLO_TABLE}
+        for dest in dests.values():
+            if dest not in given:  # a namespace without the flag: a bug, never an SLO silently off
+                raise AttributeError(dest)
+        return Slos.of({key: given[dest] for key, dest in dests.items()}, ttft_of=args.ttft_of)
     except ValueError as exc:
         raise UsageError(exc) from None
 
@@ -388,17 +392,10 @@ def embeddings_slos(args: argparse.Namespace) -> Slos:
 
 def add_slo_arguments(g: argparse._ActionsContainer) -> None:
     """The SLO flags (``slos_from_args`` turns them into ``Slos``): in ``add_acceptance_arguments``, and `compare`."""
-    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS", action=Given,
-                   help="a request is good when it completes AND meets every SLO given: time to first (answer) "
-                        f"token at most this (default {D.SLO_TTFT_MS:g}; off: not judged)")
-    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
-                   help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
-                        "(default: off)")
-    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
-                   help="the largest gap between two consecutive tokens at most this (a stall the user sees; "
-                        "default: off)")
-    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
-                   help="request sent to last token at most this (default: off; MS or off)")
+    on = {"ttft": D.SLO_TTFT_MS}  # the kinds on by default (the one home's value, read now); the others: off
+    for kind in SLO_TABLE:  # one flag per row of the SLO table (tui.core.slos)
+        g.add_argument(kind.flag, type=ms_or_off, default=on.get(kind.key), metavar="MS", action=Given,
+                       help=kind.help)
     g.add_argument("--ttft-of", choices=TTFT_OF, default="answer", action=Given,
                    help="what the TTFT SLO judges on a reasoning model: the first answer token (answer, the "
                         "stricter: fast reasoning must not look fast) or the first token of any kind (any, when "

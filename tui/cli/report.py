@@ -10,7 +10,6 @@ import argparse
 import json
 import sys
 
-import tui.core.defaults as D
 from tui.cli.options import (
     INPUT,
     OUTPUT,
@@ -43,7 +42,6 @@ def monitor_config_from_args(args: argparse.Namespace, **extra) -> MonitorConfig
     parser sets the same names to the one home's defaults): the SLOs through ``slos_from_args``."""
     slos = slos_from_args(args)
     kw = dict(
-        slo_ttft_ms=D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms,
         slos=slos,
         target=args.target,
         alpha=args.alpha,

@@ -363,12 +363,13 @@ def replay_watch_file(path: str, args) -> int:
 
 def watch_config_from_args(args: argparse.Namespace):
     """The judgement's settings of a watch recording (report, replay) from the acceptance flags."""
+    from tui.core.slos import Slos
     from tui.core.watch import WatchConfig
 
     try:
-        return WatchConfig(slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
-                           min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests,
-                           slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)
+        return WatchConfig(slos=Slos(ttft_ms=_watch_ttft_slo(args), tpot_ms=args.slo_tpot_ms, itl_ms=args.slo_itl_ms,
+                                     e2e_ms=args.slo_e2e_ms), target=args.target, alpha=args.alpha,
+                           min_window_s=args.min_window_minutes * 60.0, min_requests=args.min_requests)
     except (AttributeError, ValueError) as exc:
         raise UsageError(exc) from None
 

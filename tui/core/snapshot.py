@@ -68,7 +68,6 @@ class Snapshot:
     good_series: tuple[float, ...]  # rolling good fraction per time bucket
     p95_series: tuple[float, ...]  # per-bucket TTFT P95 in ms
     target: float
-    slo_ttft_ms: float
     queue: QueueState
     gpu: GpuState
     errors_by_class: dict[str, int]

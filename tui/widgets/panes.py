@@ -250,7 +250,7 @@ class GoodFractionPane(PaneMixin, Vertical):
                     "  " + sev(fmt.pct(g.fraction), g.severity, bold=True)
                     + f"  n {g.n:,}  [$sw-na]({fmt.interval(g.lo, g.hi)})[/]"
                 )
-        lines.append(f"target {fmt.pct(snap.target, 0)} [$sw-na]· good: TTFT ≤ {fmt.ms(snap.slo_ttft_ms)}[/]")
+        lines.append(f"target {fmt.pct(snap.target, 0)} [$sw-na]· good: {fmt.esc(snap.slos.describe())}[/]")
         lines.append("[$sw-na](…) descriptive, not the verdict[/]")
         self.query_one("#good-text", Static).update("\n".join(lines))
         self.query_one("#good-spark", TargetSparkline).set_data(snap.good_series, snap.target)
@@ -331,8 +331,10 @@ class TtftPane(PaneMixin, Vertical):
         if any(p.approximate for w in windows for p in w.ttft):
             rows.append("[$sw-na]≈ from the streaming sketch (±1%)[/]")
         self.query_one("#ttft-text", Static).update("\n".join(rows))
-        self.query_one("#ttft-spark", TargetSparkline).set_data(snap.p95_series, snap.slo_ttft_ms)
-        self.query_one("#ttft-legend", Static).update(f"[$sw-na]P95 per bucket · ┄ SLO {fmt.ms(snap.slo_ttft_ms)}[/]")
+        ttft_slo = snap.slos.ttft_ms  # None: the TTFT SLO is off (no SLO line)
+        self.query_one("#ttft-spark", TargetSparkline).set_data(snap.p95_series, ttft_slo)
+        self.query_one("#ttft-legend", Static).update(
+            "[$sw-na]P95 per bucket" + ("" if ttft_slo is None else f" · ┄ SLO {fmt.ms(ttft_slo)}") + "[/]")
 
 
 # --------------------------------------------------------------------------- 5 queue

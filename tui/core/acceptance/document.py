@@ -313,7 +313,7 @@ def good_text(slos: Slos) -> str:
 
 def slo_block(slos: Slos, target: float, alpha: float, min_window_s: float) -> SloBlock:
     """The document's ``slo`` block: every SLO in force (None: off), which TTFT is judged, and the sentence."""
-    return {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms,
+    return cast(SloBlock, {**cast(Any, {k.json_key: v for k, v in zip(slos.table, slos.limits())}),  # the SLO table's keys
             "ttft_of": slos.ttft_shown(), "in_force": list(slos.in_force()), "text": slos.describe(),
             "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
-            "good": f"completed AND {good_text(slos)}, over all measured requests"}
+            "good": f"completed AND {good_text(slos)}, over all measured requests"})

@@ -12,10 +12,11 @@ from typing import Any
 
 from tui.core.acceptance.document import AcceptanceDoc
 from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
-from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES
+from tui.core.compare import LATENCY_NAMES
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 from tui.core.search import format_bracket
+from tui.core.slos import SLO_JSON_KEYS
 from tui.core.stats import INSUFFICIENT_MARK, insufficient_legend, latency_cell
 from tui.core.textsafe import md, md_code
 from tui.core.token_counts import TOLERANCE_RULE
@@ -315,10 +316,10 @@ def _misses(r: Mapping) -> str:
 
 def md_latency(m: Mapping) -> list[str]:
     """Per level: P50 / P95 / P99 of TTFT, TPOT, inter-token and end-to-end; goodput beside throughput."""
-    L = _table(("run", "level", "round", *(f"{LATENCY_NAMES[k]} P50 / P95 / P99 ms" for k in LATENCY_KEYS),
+    L = _table(("run", "level", "round", *(f"{LATENCY_NAMES[k]} P50 / P95 / P99 ms" for k in SLO_JSON_KEYS),
                 "throughput req/s", "goodput req/s", "goodput tok/s", "missed"), (
         (md_code(r["source"]), _fmt_level(r["level"]), r["round"],
-         *(latency_cell((r.get("latency") or {}).get(k)) for k in LATENCY_KEYS),
+         *(latency_cell((r.get("latency") or {}).get(k)) for k in SLO_JSON_KEYS),
          _f(r.get("throughput_rps")), _f(r.get("goodput_rps")), _f(r.get("goodput_tok_s"), 1), _misses(r))
         for r in m["levels"]))
     L.append("")
