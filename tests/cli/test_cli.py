@@ -29,6 +29,7 @@ MINIMAL = {
     "run": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
     "live": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
     "sweep": ["--url", "http://127.0.0.1:9"],
+    "drill": ["--url", "http://127.0.0.1:9", "--rate", "1", "--spike", "3x:10s"],
     "quality": ["--url", "http://127.0.0.1:9"],
     "accept": ["--records", SEED],
     "watch": ["--metrics-url", "http://127.0.0.1:9/metrics", "--once"],
@@ -39,7 +40,8 @@ MINIMAL = {
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
 METAVARS = {"FILE", "DIR", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
             "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
-            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
+            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE",
+            "DURATION", "KxDURATION", "CMD"}  # DURATION: 120s, 2m or bare seconds (drill); CMD: a shell command  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

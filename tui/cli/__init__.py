@@ -11,6 +11,7 @@ Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -
     tui/cli/quality.py    quality                      tui/cli/accept.py   accept
     tui/cli/watch.py      watch                        tui/cli/compare.py  compare
     tui/cli/importfile.py import                   tui/cli/plan.py     plan
+    tui/cli/drill.py      drill                        tui/cli/drillopts.py the drill's flags and files (drill, live)
 
 Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
 for report, replay, accept and compare alike: the command modules parse flags, call it and print.
@@ -84,6 +85,8 @@ COMMANDS: dict[str, Command] = {
     "run": Command("tui.cli.run", "headless load test against a server, recorded"),
     "live": Command("tui.cli.live", "the console watching a live load test"),
     "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
+    "drill": Command("tui.cli.drill", "recovery drill: baseline, disturbance (spike, fault command, your act), "
+                     "recovery; time to recover and impact"),
     "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
     "accept": Command("tui.cli.accept", "write the acceptance report"),
     "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "
