@@ -136,8 +136,11 @@ def load_theme_file(path: str | os.PathLike) -> Theme:
     """Load one theme file; raises ThemeFileError naming the file and the problem."""
     p = Path(path)
     where = str(p)
+    from tui.core.bounds import MAX_SMALL_FILE_BYTES
+    from tui.sources.infiles import read_input
+
     try:
-        raw = p.read_bytes()
+        raw = read_input(p, MAX_SMALL_FILE_BYTES, "theme file")  # a regular file, at most 16 MiB: never a FIFO
     except OSError as exc:
         raise ThemeFileError(f"{where}: cannot read ({exc.strerror or exc})") from None
     try:
@@ -146,6 +149,8 @@ def load_theme_file(path: str | os.PathLike) -> Theme:
         raise ThemeFileError(f"{where}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ThemeFileError(f"{where}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ThemeFileError(f"{where}: not valid TOML (nested too deep)") from None
     return theme_from_mapping(data, p.stem, where)
 
 

@@ -40,8 +40,8 @@ MINIMAL = {
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
 METAVARS = {"FILE", "DIR", "URL", "NAME", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
             "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
-            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE",
-            "DURATION", "KxDURATION", "CMD"}  # DURATION: 120s, 2m or bare seconds (drill); CMD: a shell command  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
+            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE", "NAME=VAR",
+            "DURATION", "KxDURATION", "CMD"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution; DURATION: 120s, 2m or bare seconds (drill); CMD: a shell command
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -126,14 +126,14 @@ def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, cap
                        "100", "--no-gpu", "--record", str(rec), "--min-window-minutes", "0"])
             out = capsys.readouterr().out
             assert rc == 0, out
-            assert "verdict=PASS (not acceptance-grade: window 0 min)" in out
+            assert "verdict=PASS (not acceptance-grade: window 0 min < 10 min)" in out
             assert re.search(r"measured requests=100\b", out), out  # this run's 100, never 200
     rc, _, err = report_json(capsys, str(rec), "--min-window-minutes", "0")
     assert rc == 2 and "holds 2 runs" in err and "run 1:" in err and "run 2:" in err
     for n in ("1", "2"):
         rc, rep, _ = report_json(capsys, str(rec), "--min-window-minutes", "0", "--run", n)
         assert rc == 0 and rep["measured"]["window"]["n"] == 100
-        assert rep["settings"]["not_acceptance_grade"] == ["window 0 min"]
+        assert rep["settings"]["not_acceptance_grade"] == ["window 0 min < 10 min"]
     rc, doc, _, _ = accept(tmp_path, "--records", str(rec), "--run", "2", "--min-window-minutes", "0", *BUDGET)
     assert doc["measured"]["state"] == "PASS"  # the measured state is unchanged ...
     assert rc == 3 and doc["conclusion"]["ready_for_traffic"] is False  # ... but window 0 is never "ready"
@@ -267,9 +267,11 @@ def test_accept_refuses_files_of_different_models_unless_model_picks(tmp_path, c
 
 def test_synthetic_never_exits_0(tmp_path, capsys):
     """Before: `report sample_logs/seed.jsonl --min-window-minutes 0 --target 0.01` was PASS, exit 0; `compare`
-    on a synthetic file NOT WORSE, exit 0."""
-    seed = str(sample_path("seed.jsonl"))
-    rc = main(["report", seed, "--min-window-minutes", "0", "--target", "0.01"])
+    on a synthetic file NOT WORSE, exit 0. (A target below 0.5 is bad usage since issue 35: 0.5 here.)"""
+    assert main(["report", str(sample_path("seed.jsonl")), "--target", "0.01"]) == 2  # issue 35: bad usage
+    capsys.readouterr()
+    syn = write(tmp_path / "syn.jsonl", run_lines(synthetic=True, prefix="s"))
+    rc = main(["report", str(syn), "--min-window-minutes", "0", "--target", "0.5"])
     cap = capsys.readouterr()
     assert rc == 3
     assert "SYNTHETIC" in cap.err and "never exits 0" in cap.err
@@ -299,7 +301,7 @@ def test_weakened_settings_are_named_and_marked(tmp_path, capsys):
     rc = main(["report", str(rec), "--min-window-minutes", "0", "--alpha", "0.5", "--target", "0.5"])
     out = capsys.readouterr().out
     assert rc == 0  # a quick check may still PASS ...
-    assert "verdict=PASS (not acceptance-grade: window 0 min, alpha 0.5)" in out  # ... marked
+    assert "verdict=PASS (not acceptance-grade: window 0 min < 10 min, target 0.5 < 0.9, alpha 0.5 > 0.05)" in out
     assert "[settings not default: target 0.5, alpha 0.5, window 0 min]" in out
 
 
@@ -314,17 +316,22 @@ def test_accept_never_says_ready_on_weakened_settings(tmp_path, capsys):
     c = doc["conclusion"]
     assert doc["measured"]["state"] == "PASS" and doc["quality"]["state"] == "PASS"
     assert rc == 3 and c["ready_for_traffic"] is False and "NOT ready" in out
-    assert c["not_acceptance_grade"] == ["window 0 min", "alpha 0.5", "min requests 1 (the test needs 3)"]
+    assert c["not_acceptance_grade"] == ["window 0 min < 10 min", "target 0.5 < 0.9", "alpha 0.5 > 0.05",
+                                         "min requests 1 < 3 (what the test needs)"]
     assert "[settings not default: target 0.5, alpha 0.5, window 0 min, min requests 1]" in out
     assert any(line.startswith("Settings: not acceptance-grade") for line in c["missing_or_failed"])
 
 
 def test_acceptance_grade_floors():
+    """Issue 35, "Floors": a window of at least the default 10 min, a target of at least 0.9, alpha at most the
+    default 0.05 (before: alpha 0.1 and a 1-minute window were the floors, and the target had none)."""
     assert acceptance_grade(MonitorConfig()) == [] and changed_settings(MonitorConfig()) == []
-    assert acceptance_grade(MonitorConfig(alpha=ALPHA_FLOOR)) == []
-    assert acceptance_grade(MonitorConfig(alpha=0.11)) == ["alpha 0.11"]
-    assert acceptance_grade(MonitorConfig(min_window_s=MIN_WINDOW_FLOOR_S)) == []
-    assert acceptance_grade(MonitorConfig(min_window_s=59)) == ["window 0.983333 min"]
+    assert acceptance_grade(MonitorConfig(alpha=ALPHA_FLOOR)) == [] and ALPHA_FLOOR == 0.05
+    assert acceptance_grade(MonitorConfig(alpha=0.051)) == ["alpha 0.051 > 0.05"]
+    assert acceptance_grade(MonitorConfig(min_window_s=MIN_WINDOW_FLOOR_S)) == [] and MIN_WINDOW_FLOOR_S == 600
+    assert acceptance_grade(MonitorConfig(min_window_s=599.4)) == ["window 9.99 min < 10 min"]
+    assert acceptance_grade(MonitorConfig(target=0.9)) == []
+    assert acceptance_grade(MonitorConfig(target=0.89)) == ["target 0.89 < 0.9"]
     assert changed_settings(MonitorConfig(slo_ttft_ms=500)) == ["SLO 500 ms"]
 
 

@@ -45,7 +45,7 @@ def _boom(*_a, **_k):
 
 
 def test_a_bug_in_a_command_is_exit_70_with_one_line_and_a_log_file(cache, monkeypatch, capsys, tmp_path):
-    import tui.cli.report as R
+    import tui.core.report as R  # report_at_settings (tui.core.report) calls build_report
 
     monkeypatch.setattr(R, "build_report", _boom)
     monkeypatch.chdir(tmp_path)
@@ -54,7 +54,7 @@ def test_a_bug_in_a_command_is_exit_70_with_one_line_and_a_log_file(cache, monke
     assert len(lines) == 1, lines
     line = lines[0]
     assert line.startswith("servewatch: internal error")
-    assert " at tui/cli/report.py:run_report:" in line  # the failing place: the innermost frame of servewatch
+    assert " at tui/core/report.py:report_at_settings:" in line  # the failing place: the innermost servewatch frame
     assert "ValueError: cannot convert float NaN to integer" in line
     assert "sk-abcdef1234567890" not in line  # scrubbed
     logs = list((cache / "servewatch").glob("crash-*.log"))
@@ -65,7 +65,7 @@ def test_a_bug_in_a_command_is_exit_70_with_one_line_and_a_log_file(cache, monke
 
 
 def test_debug_prints_the_traceback_and_writes_no_log(cache, monkeypatch, capsys):
-    import tui.cli.report as R
+    import tui.core.report as R  # report_at_settings (tui.core.report) calls build_report
 
     monkeypatch.setattr(R, "build_report", _boom)
     assert main(["--debug", "report", str(SEED)]) == 70
@@ -109,7 +109,7 @@ def test_bad_usage_and_bad_input_still_exit_2(capsys, tmp_path):
 
 
 def test_a_usage_error_raised_by_a_command_is_still_exit_2(monkeypatch, capsys):
-    import tui.cli.report as R
+    import tui.core.report as R  # report_at_settings (tui.core.report) calls build_report
 
     def refuse(*_a, **_k):
         raise UsageError("a one-line reason")
@@ -215,22 +215,26 @@ def test_a_full_disk_while_importing_keeps_the_previous_output(tmp_path, monkeyp
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    assert main(["import", str(src), "--out", str(out)]) == 2
+    assert main(["import", str(src), "--out", str(out), "--force"]) == 2  # an existing --out needs --force
     assert "No space left on device" in capsys.readouterr().err
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert out.read_text() == "previous conversion\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile_export.jsonl", "run.jsonl"]
 
 
-def test_a_symlinked_output_is_written_through_the_link(tmp_path):
-    from tui.sources.outfiles import write_text_atomic
+def test_a_symlinked_output_is_refused_and_the_file_it_points_to_kept(tmp_path):
+    """Issue 36 finding 5: a link planted where an output goes redirected the report onto another file (it was
+    written through). Now refused, one line; the file it points to is untouched."""
+    from tui.sources.outfiles import OutputRefused, write_text_atomic
 
     real = tmp_path / "real.json"
     real.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    write_text_atomic(link, "new")
-    assert link.is_symlink() and real.read_text() == "new"
+    with pytest.raises(OutputRefused, match="symbolic link"):
+        write_text_atomic(link, "new")
+    assert link.is_symlink() and real.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json"]
 
 
 # ====================================================================== the console

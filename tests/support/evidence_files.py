@@ -8,6 +8,7 @@ exits 0, whatever it holds)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,7 +79,8 @@ def step_records(reqs: list[dict], level: float, mode: str, rnd: int = 1) -> tup
            "errors": errors, "duration_s": round(t_end - t_start, 3)}
     if mode == "open":
         late = sorted(r["t_sent"] - r["t_intended"] for r in reqs)
-        end["lateness_p99_ms"] = round(late[int(0.99 * (len(late) - 1))] * 1000, 3)
+        # nearest rank, as the load generator computes it (a reader recomputes and compares it: issue 35)
+        end["lateness_p99_ms"] = round(late[max(1, math.ceil(0.99 * len(late))) - 1] * 1000, 3)
         end["saturated"] = end["lateness_p99_ms"] > 10
     return start, end
 

@@ -20,6 +20,10 @@ Scenarios (``ok`` parameters apply to all that stream):
                   role=0/1, ping=0/1, crlf=0/1, split=0/1, usage=0/1, done=0/1, finish=length
   status          HTTP ``code`` (default 500) with a JSON error body; ``msg`` for its message
   echo_auth       HTTP 400 whose message repeats the request's Authorization and X-* headers
+  echo_forms      HTTP 400, a text/plain body repeating the Authorization value, its credential (after the scheme) and
+                  every X-* header value in one encoded form: ``form`` = url (percent-encoded), b64 (base64 of the
+                  value), b64line (base64 of the whole "Name: value" line), json (JSON-escaped), json2 (escaped twice),
+                  or cycle (the next of these on each request, the default); the bodies sent are logged (``echoed``)
   reject_field    HTTP 400 naming ``field`` while the request carries it, else like ok
   stall           headers + role chunk, then nothing until the client goes away
   stall_headers   nothing at all (no headers) until the client goes away
@@ -83,6 +87,36 @@ def _described(path: str, params: dict[str, str]) -> dict | None:
                  ctx=int(params.get("ctx") or 2048)).get(path)
 
 
+ECHO_FORMS = ("url", "b64", "b64line", "json", "json2")
+
+
+def _echo_values(name: str, value: str) -> list[tuple[str, str]]:
+    """The header values echo_forms repeats: the Authorization value and its credential alone, every X-* value."""
+    if name == "authorization":
+        out = [(name, value)]
+        scheme, _, cred = value.partition(" ")
+        return out + ([(name, cred)] if cred else [])
+    return [(name, value)] if name.startswith("x-") else []
+
+
+def echo_form(form: str, name: str, value: str) -> str:
+    """``value`` as echo_forms sends it in ``form`` (what a careless server does with a key in an error body)."""
+    import base64
+    from urllib.parse import quote
+
+    if form == "url":
+        return quote(value, safe="")
+    if form == "b64":
+        return base64.b64encode(value.encode()).decode()
+    if form == "b64line":
+        return base64.b64encode(f"{name}: {value}".encode()).decode()
+    if form == "json":
+        return json.dumps(value)[1:-1]
+    if form == "json2":
+        return json.dumps(json.dumps(value)[1:-1])[1:-1]
+    raise ValueError(form)
+
+
 class FaultServer:
     """Start with ``with FaultServer() as fs:`` (runs in its own thread and event loop)."""
 
@@ -96,6 +130,7 @@ class FaultServer:
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
         self.connections = 0
+        self._echo_n = 0  # echo_forms, form=cycle: the next form
 
     # ----------------------------------------------------------- lifecycle
 
@@ -340,6 +375,19 @@ class FaultServer:
         if scen == "status":
             code = int(p.get("code", "500"))
             await self._json(writer, code, {"error": {"message": p.get("msg", f"status {code}"), "code": code}})
+            return
+        if scen == "echo_forms":
+            form = p.get("form", "cycle")
+            if form == "cycle":
+                form = ECHO_FORMS[self._echo_n % len(ECHO_FORMS)]
+                self._echo_n += 1
+            body = "denied: " + " ".join(echo_form(form, k, v) for k, v in entry["headers"].items()
+                                         for k, v in _echo_values(k, v))
+            entry["echoed"] = body
+            data = body.encode()
+            writer.write(f"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {len(data)}\r\n"
+                         f"Connection: close\r\n\r\n".encode() + data)
+            await writer.drain()
             return
         if scen == "echo_auth":
             echoed = {k: v for k, v in entry["headers"].items() if k == "authorization" or k.startswith("x-")}

@@ -191,7 +191,7 @@ def _dispatch(argv: list[str]) -> int:
         raise UsageError(f"flags go after the command: servewatch {args.command} ... (see servewatch --help)")
     from tui.cli.guard import own_input_refusal, theme_refusal
 
-    refusal = theme_refusal(args) or own_input_refusal(args)  # an unknown theme; a command writing onto its input
+    refusal = theme_refusal(args) or own_input_refusal(args, parser)  # an unknown theme; writing onto an input
     if refusal:
         raise UsageError(refusal)
     if args.command is None:
@@ -222,9 +222,11 @@ def _main(argv: list[str], debug: bool) -> int:
             return ExitCode.BROKEN_PIPE
         return code
     except UsageError as exc:
+        from tui.cli.crash import scrub_line
         from tui.core.textsafe import term
 
-        print(f"servewatch: {term(exc)}", file=sys.stderr)  # one line, whatever a server's answer in it holds
+        # one line, whatever a server's answer in it holds; no secret, no URL user info / query
+        print(f"servewatch: {term(scrub_line(str(exc), argv))}", file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED

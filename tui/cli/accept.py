@@ -13,6 +13,8 @@ from pathlib import Path
 
 from tui import __version__
 from tui.cli.options import (
+    INPUT,
+    OUTPUT_DIR,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -24,6 +26,7 @@ from tui.cli.options import (
     fraction,
     margin_fraction,
     non_negative_float,
+    path_arg,
     positive_int,
 )
 from tui.cli.quality import _err, _httpx_version, _now_iso
@@ -32,8 +35,11 @@ from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
 from tui.core.textsafe import term
 
+#: the report files of one run, written together as one set (``tui.sources.outfiles.write_set``)
+REPORT_FILES = ("acceptance.md", "acceptance.json", "acceptance.html")
 ACCEPT_EXIT_DOC = ("exit codes: 0 ready for real traffic, 1 something failed (budget, measured load or quality), "
-                   "3 evidence missing, 2 bad usage or unreadable input")
+                   "3 evidence missing or not acceptance-grade (a window under 10 min, a target under 0.9, alpha "
+                   "above 0.05; a file re-judged at weaker settings than its run's), 2 bad usage or unreadable input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,13 +52,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = epilog("servewatch accept --records run.jsonl --quality quality-result.json --params 8B "
                            "--gpu-gib 80 --out report/",
                            codes=ACCEPT_EXIT_DOC)
-    parser.add_argument("--records", nargs="+", required=True, metavar="FILE",
+    path_arg(parser, "--records", role=INPUT, nargs="+", required=True, metavar="FILE",
                         help="record files (JSON Lines, v1; required, no default; - reads standard input)")
-    parser.add_argument("--quality", default=None, metavar="FILE",
+    path_arg(parser, "--quality", role=INPUT, default=None, metavar="FILE",
                         help="result JSON of `servewatch quality` (default: none, quality is not run)")
-    parser.add_argument("--rollback", default=None, metavar="FILE",
+    path_arg(parser, "--rollback", role=INPUT, default=None, metavar="FILE",
                         help="extra rollback conditions: one rule per line, or a JSON list (default: none)")
-    parser.add_argument("--out", default=".", metavar="DIR", help="directory for the report files (default: .)")
+    path_arg(parser, "--out", role=OUTPUT_DIR, files=REPORT_FILES, default=".", metavar="DIR",
+             help="directory for the report files (default: .); they are written together: a run's "
+                  "acceptance.md, .json and .html replace the previous run's as one set (docs/acceptance.md)")
     parser.add_argument("--gpu-hour-usd", type=non_negative_float, default=None, metavar="USD",
                         help="price of one GPU-hour in USD (default: none, no cost figures)")
     parser.add_argument("--gpus", type=positive_int, default=None, metavar="N",
@@ -82,8 +90,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_rollback_file(path: str) -> list[str]:
     """User rollback rules: a JSON list (strings or objects) or one rule per line (# comments). Raises ValueError."""
+    from tui.core.bounds import MAX_SMALL_FILE_BYTES
+    from tui.sources.infiles import read_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, MAX_SMALL_FILE_BYTES, "rollback file").decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read rollback file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     from tui.core.acceptance import parse_rollback_rules
@@ -148,6 +159,12 @@ def run(args: argparse.Namespace) -> int:
         cfg = monitor_config_from_args(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    from tui.sources.outfiles import output_target_problem
+
+    for name in REPORT_FILES:  # a link planted in the output folder: refused before the records are read
+        problem = output_target_problem(Path(args.out) / name)
+        if problem:
+            raise UsageError(f"{Path(args.out) / name} {problem}")
     try:
         budget, budget_origin = view_budget(args, args.records)
     except (ValueError, OSError) as exc:
@@ -181,11 +198,13 @@ def run(args: argparse.Namespace) -> int:
     pending = isinstance(budget, MemoryMissing)
     input_notes: list[str] = []
     samplers: dict[str, object] = {}  # per record file, the HTML charts' bounded sample (tui.core.chartdata)
-    from tui.cli.evidence_files import judged_monitors
+    from tui.cli.evidence_files import files_judge_at, judged_monitors
     from tui.core.chartdata import RunSampler
 
     tap_for = None if args.no_html else (lambda: RunSampler(cfg.slos))
-    for mon, sampler in judged_monitors(args, cfg, budget, budget_origin, input_notes, tap_for):
+    # issue 35: each file judged at its run's settings, the flags given, or one common setting (files_judge_at)
+    for mon, sampler in judged_monitors(args, cfg, budget, budget_origin, input_notes, tap_for,
+                                        judge_at=files_judge_at(args)):
         from tui.core.importers.limits import limit_snapshot
 
         snap = limit_snapshot(mon.snapshot())  # imported: no time axis or a sample -> no verdict
@@ -197,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
         runs.append(A.RunInput(source=mon.source, snapshot=snap, received=snap.tokens))  # counted tokens, run-wide
         samplers[mon.source] = sampler
     runs = one_target(runs, args.model, input_notes)
+    cfg, required_level, settings_docs, weaker = judged_settings(runs, cfg, args.required_level)
     if pending:
         budget, budget_origin = record_budget if record_budget is not None else (None, None)
     elif budget is None and record_budget is not None:  # the first file's budget record (verified on load)
@@ -207,9 +227,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot create {out_dir}: {exc.strerror or exc}") from None
     try:
-        A.measured_section(runs, None, args.required_level)  # a level not in the files: exit 2 before writing
+        A.measured_section(runs, None, required_level)  # a level not in the files: exit 2 before writing
     except A.LevelNotInFile as exc:
-        raise UsageError(str(exc)) from None
+        from tui.cli.options import given_settings
+
+        if required_level is None or "required_level" in given_settings(args):
+            raise UsageError(str(exc)) from None
+        # the level the RUNS name (their verdict_settings) is not in them: the highest tested, never "ready"
+        weaker.append(f"the runs' required level {required_level:g} is not in the files: judged at the highest "
+                      "level tested")
+        required_level = None
     doc = A.build_acceptance(
         runs=runs,
         budget=budget,
@@ -224,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
         target=cfg.target,
         alpha=cfg.alpha,
         min_window_s=cfg.min_window_s,
-        required_level=args.required_level,
+        required_level=required_level,
         generator={"servewatch": __version__, "python": platform.python_version(), "httpx": _httpx_version()},
         generated_at=_now_iso(),
         quality_policy=QualityPolicy(args.quality_margin, args.quality_alpha, args.quality_min_cases),
@@ -233,26 +260,33 @@ def run(args: argparse.Namespace) -> int:
         input_notes=input_notes,
         server_log=server_log,
         quality_integrity=quality_integrity,
+        verdict_settings=settings_docs,
+        rejudged_weaker=weaker,
     )
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
         doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
     md = A.render_markdown(doc)
-    from tui.sources.outfiles import write_text_atomic
+    page = None
+    if not args.no_html:
+        from tui.html import accept_html
 
-    written = []
-    try:
-        for name, content in (("acceptance.md", md), ("acceptance.json", json.dumps(doc, indent=2) + "\n")):
-            write_text_atomic(out_dir / name, content)
-            written.append(str(out_dir / name))
-        if not args.no_html:
-            from tui.html import accept_html
+        page = accept_html(doc, accept_chart_data(doc, runs, samplers, cfg))
+    contents = (md, json.dumps(doc, indent=2) + "\n", page)
+    files = [(out_dir / name, text) for name, text in zip(REPORT_FILES, contents, strict=True)]
+    from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
 
-            write_text_atomic(out_dir / "acceptance.html", accept_html(doc, accept_chart_data(doc, runs, samplers, cfg)))
-            written.append(str(out_dir / "acceptance.html"))
+    try:  # one set: all written first, then renamed together; never this run's md beside another run's html
+        removed = write_set(files)
+    except (OutputRefused, SetIncomplete) as exc:
+        raise UsageError(f"cannot write the report into {out_dir}: {exc}") from None
     except OSError as exc:
-        raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write the report into {out_dir}: {exc.strerror or exc}; nothing was replaced (the "
+                         "report files there, if any, are still the previous run's, whole)") from None
+    written = [str(p) for p, text in files if text is not None]
     c = doc["conclusion"]
+    for src, ri in integrity:  # the first lines: what was verified, in the threat model's words (issue 36)
+        print(term(f"records {src}: {ri.summary}"))
     if doc.get("banner"):
         print(term(doc["banner"]))
     for note in input_notes:
@@ -271,14 +305,47 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {term(doc['quality']['integrity']['summary'])}")
     if doc["measured"].get("judged"):
         print(f"  {term(doc['measured']['judged']['text'])}")
+    for vs in settings_docs:  # what each file was judged at (issue 35)
+        for line in vs["lines"]:
+            print(term(f"  {vs['source']}: {line.strip()}"))
     if doc["budget"].get("capacity_vs_server"):
         print(f"  {term(doc['budget']['capacity_vs_server'])}")
     for line in c["missing_or_failed"]:
         print(f"  {term(line)}")
-    for src, ri in integrity:
-        print(term(f"  {src}: {ri.summary}"))
     print(term("wrote " + ", ".join(written)))
+    for path in removed:  # --no-html: the previous run's page must not stand beside this run's report
+        print(term(f"removed {path} (the previous run's; this run wrote no page)"))
     return int(doc["exit_code"])
+
+
+def judged_settings(runs: list, cfg, flag_level: float | None) -> tuple:
+    """What the record files were judged at together (issue 35): (the Monitor settings, the required level, per
+    file its ``verdict_settings`` document, the files re-judged weaker than their runs' with the reason). Files
+    judged at different settings (standard input, whose header is read once, by the judging pass, stating others)
+    are refused: one verdict is judged at one setting. Also `plan`'s."""
+    from tui.core.monitor import config_at
+    from tui.core.report import run_state
+    from tui.core.verdict_settings import settings_exit
+
+    docs, weaker, effective = [], [], []
+    for r in runs:
+        src, snap = (r.source, r.snapshot) if hasattr(r, "snapshot") else r
+        res = snap.settings
+        if res is None:
+            continue
+        docs.append({"source": src, **res.to_dict(run_state(snap))})
+        _code, why = settings_exit(0, res)
+        if why:
+            weaker.append(f"{src}: {why}")
+        effective.append(res.effective)
+    if not effective:
+        return cfg, flag_level, docs, weaker
+    if any(e != effective[0] for e in effective[1:]):
+        raise UsageError("the record files are judged at different settings ("
+                         + "; ".join(f"{d['source']}: " + next(x for x in d["lines"] if x.startswith("settings:"))
+                                     for d in docs)
+                         + "): give the settings to judge all of them at as flags")
+    return config_at(cfg, effective[0]), effective[0].required_level, docs, weaker
 
 
 def accept_chart_data(doc: dict, runs: list, samplers: dict, cfg) -> dict:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tui.cli.options import UsageError, add_budget_arguments, epilog
+from tui.cli.options import OUTPUT, UsageError, add_budget_arguments, epilog, path_arg
 from tui.core.budget.allocation import KvPrediction, predict_allocation
 from tui.core.budget.arithmetic import compute_budget, kv_heads_per_gpu, teaching_case
 from tui.core.budget.formats import KV_DTYPES, WEIGHT_FORMATS
@@ -290,7 +290,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(24 GiB GPU, 3 GiB margin), labelled; without it and without --gpu-gib/--kv-cache-gib "
                              "a model's budget shows its KV figures and no candidate")
     parser.add_argument("--json", action="store_true", help="print the budget as JSON (loadable with --budget FILE)")
-    parser.add_argument("--out", default=None, metavar="FILE", help="also save the budget JSON to FILE (default: none)")
+    path_arg(parser, "--out", role=OUTPUT, default=None, metavar="FILE",
+             help="also save the budget JSON to FILE (default: none)")
 
 
 def _one_line(exc: BaseException) -> str:

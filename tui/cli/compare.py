@@ -8,24 +8,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 import tui.core.defaults as D
 from tui.cli.chainopts import verify_key
 from tui.cli.evidence_files import same_file_as
-from tui.cli.options import slos_from_args
+from tui.cli.options import INPUT, OUTPUT, judge_at_from_args, path_arg, slos_from_args
 from tui.core.exitcodes import UsageError
 from tui.core.slos import Slos
 from tui.core.textsafe import term
+from tui.core.verdict_settings import GOOD_FIELDS, worst_exit
 from tui.sources.evidence_monitor import NoRequests, compare_run
+from tui.sources.evidence_probe import input_problem
 from tui.sources.evidence_reader import ReadSettings, open_evidence
 
 __all__ = ["NoRequests", "add_arguments", "load_run", "run"]
 
 COMPARE_EXIT_DOC = ("exit codes: 0 NOT WORSE, 1 WORSE (some level), 3 NOT ENOUGH EVIDENCE (also: the same run on both "
                     "sides; a different served model, engine or workload, or an unknown workload, without "
-                    "--allow-different FIELD), 2 bad usage or input")
+                    "--allow-different FIELD; re-judged at weaker SLOs than a run's), 2 bad usage or input")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tui.cli.options import epilog
 
     parser.epilog = epilog("servewatch compare base.jsonl cand.jsonl --margin 0.02", codes=COMPARE_EXIT_DOC)
-    parser.add_argument("base", help="the base run (record file or another tool's output)")
-    parser.add_argument("cand", help="the candidate run")
+    path_arg(parser, "base", role=INPUT, help="the base run (record file or another tool's output)")
+    path_arg(parser, "cand", role=INPUT, help="the candidate run")
     add_slo_arguments(parser)
     parser.add_argument("--margin", type=fraction, default=D.COMPARE_MARGIN, metavar="FRACTION",
                         help=f"largest acceptable drop in good fraction (default {D.COMPARE_MARGIN:g} = "
@@ -62,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-different-workload", dest="allow_different_workload", action="store_true",
                         help="the same as --allow-different workload (kept for scripts)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of markdown")
-    parser.add_argument("--out", metavar="FILE", default=None, help="also write the JSON comparison to FILE (default: none)")
+    path_arg(parser, "--out", role=OUTPUT, metavar="FILE", default=None,
+             help="also write the JSON comparison to FILE (default: none)")
     from tui.cli.report import add_html_argument
 
     add_html_argument(parser, "the comparison")
@@ -90,21 +92,29 @@ def run(args: argparse.Namespace) -> int:
         from tui.cli.report import html_sampler
 
         html_sampler(args.html)  # the folder checked before the files are read
+    if args.out:
+        from tui.sources.outfiles import output_file_problem
+
+        problem = output_file_problem(args.out)
+        if problem:
+            raise UsageError(f"--out {args.out}: {problem}")
     slos = slos_from_args(args)
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     allow = _allowed(args)
+    judge_at = judge_at_from_args(args, GOOD_FIELDS)  # compare judges which request is good: the SLOs alone
     runs = []
     chains = []
     seen: dict[object, str] = {}
     same_file = None
     for path, pick in ((args.base, args.base_run), (args.cand, args.cand_run)):
-        if not os.path.isfile(path):
-            raise UsageError(f"cannot read {path}: {'is a folder' if os.path.isdir(path) else 'no such file'}")
+        problem = input_problem(path) if path != "-" else f"cannot read {path}: compare reads two files, not standard input"
+        if problem:  # a FIFO, a device, a folder, a missing file: one line before anything is read
+            raise UsageError(problem)
         same_file = same_file_as(path, seen) or same_file  # the same path, a link to it, or identical bytes
         settings = ReadSettings(pick_run=pick, verify_key=key, key_name=key_name, watch=False, verify_imported=True)
         try:
             with open_evidence(path, settings) as ev:  # one pass: the requests and the digest chain
-                runs.append(compare_run(ev, slo_ttft_ms, slos))
+                runs.append(compare_run(ev, slo_ttft_ms, slos, judge_at=judge_at))
                 chains.append(ev.integrity)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -114,20 +124,34 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(exc) from None
     if same_file is not None and (args.base_run or args.cand_run) and args.base_run != args.cand_run:
         same_file = None  # two different runs of one file: the run ids and the request data still say if they are one
+    slos, sides = judged_at(runs, judge_at)
+    slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     result = compare(runs[0], runs[1], slo_ttft_ms=slo_ttft_ms, margin=args.margin, alpha=args.alpha, slos=slos,
                      allow_different=allow, same_file=same_file)
+    result["verdict_settings"] = {"judged_at": slos.describe(),
+                                  **{side: res.to_dict() for side, res in zip(("base", "candidate"), sides)}}
+    code, why = worst_exit(result["exit_code"], zip(("base", "candidate"), sides))
+    if why:  # re-judged at weaker SLOs than a run's: its verdict is not the runs' (exit 3)
+        result["exit_code"] = code
+        result["settings_exit"] = "; ".join(why)
     integrity = _integrity(args, result, chains)
     text = json.dumps(result, indent=2, default=str)
+    files = []  # the JSON and the page of one comparison: written together (tui.sources.outfiles.write_set)
     if args.out:
-        try:
-            from tui.sources.outfiles import write_text_atomic
-
-            write_text_atomic(args.out, text + "\n")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+        files.append((args.out, text + "\n"))
     if getattr(args, "html", None):
-        write_compare_html(args.html, result, runs, slos, slo_ttft_ms)
-    sys.stdout.write(text + "\n" if args.json else to_markdown(result) + integrity)
+        files.append((args.html, compare_page(result, runs, slos, slo_ttft_ms)))
+    if files:
+        from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
+
+        try:
+            write_set(files)
+        except (OutputRefused, SetIncomplete) as exc:
+            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc.strerror or exc}; "
+                             "nothing was replaced") from None
+    sys.stdout.write(text + "\n" if args.json else integrity + to_markdown(result))
     if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
         from tui.core.exitcodes import SYNTHETIC_NEVER_0
 
@@ -149,35 +173,53 @@ def _allowed(args: argparse.Namespace) -> frozenset[str]:
     return allow
 
 
+def judged_at(runs: list, judge_at) -> tuple[Slos, list]:
+    """The SLOs both runs are judged at (issue 35): each run's own where they agree, the flags given, and where
+    the runs were judged at different SLOs, both at the strictest of them (``common_values``); and each side's
+    ``Resolution`` (what it states, what changed, whether weaker)."""
+    from tui.core.verdict_settings import common_values, read_header, resolve
+
+    files = [read_header(r.get("header")) for r in runs]
+    at = common_values(files, judge_at)
+    sides = [resolve(f, at) for f in files]
+    return sides[0].effective.slos, sides
+
+
 def _integrity(args: argparse.Namespace, result: dict, chains: list) -> str:
     """Both files' digest chains (verified while they were read: ``tui.core.chain``) into
     ``result["records_integrity"]``; when either chain is broken or a signature fails, NOT WORSE becomes
     NOT ENOUGH EVIDENCE (exit 3) with the reason. Returns the markdown lines saying so."""
     from tui.core.compare import EXIT, NOT_ENOUGH, NOT_WORSE
 
-    lines = ["", "Records integrity (digest chain):"]
+    first: list[str] = []
+    lines = ["Records integrity (digest chain), per run judged:"]
     found: dict = {}
     problems: list[str] = []
     for (side, path), ri in zip((("base", args.base), ("candidate", args.cand)), chains, strict=True):
         found[side] = ri.to_dict()
+        first.append(term(f"{side}: {ri.summary}"))
         lines.append(term(f"  {side} {path}: {ri.summary}"))
+        lines.extend(term(f"    {d}") for d in ri.details)
         problems.extend(f"{side} {path}: {p}" for p in ri.problems)
-    result["records_integrity"] = found
-    if problems and result.get("verdict") == NOT_WORSE:
+    # the first line of the output says what was verified, in the threat model's words (issue 36)
+    rest = {k: v for k, v in result.items() if k != "records_integrity"}
+    result.clear()
+    result.update({"records_integrity": found, **rest})
+    if problems and result.get("verdict") in (NOT_WORSE, NOT_ENOUGH):  # (the levels may have said so already)
         result["verdict"] = NOT_ENOUGH
         result["exit_code"] = EXIT[NOT_ENOUGH]
         result["reason"] = f"cannot say NOT WORSE: records integrity: {problems[0]}"
         lines.append(term(f"  => {result['reason']} (exit {EXIT[NOT_ENOUGH]})"))
-    return "\n".join(lines) + "\n"
+    return "; ".join(first) + "\n" + "\n".join(lines) + "\n\n"
 
 
-def write_compare_html(path: str, result: dict, runs: list, slos: Slos, slo_ttft_ms: float) -> None:
+def compare_page(result: dict, runs: list, slos: Slos, slo_ttft_ms: float) -> str:
     """The comparison's HTML page (``tui.html.compare_html``): the result and, for the TTFT distribution at the
     judged level, both runs' requests (``tui.core.chartdata.compare_cdf``)."""
-    from tui.cli.report import write_html
     from tui.core.chartdata import compare_cdf, compare_levels
     from tui.html import compare_html
 
     doc = json.loads(json.dumps(result, default=str))
     cd = compare_cdf(doc, runs[0]["requests"], runs[1]["requests"], slos)
-    write_html(path, compare_html(doc, compare_levels(doc), cd, slos.ttft_ms))
+    return compare_html(doc, compare_levels(doc), cd, slos.ttft_ms)
+

@@ -2,10 +2,13 @@
 (``tui.cli.main`` calls :func:`own_input_refusal` after parsing, before the command runs; the comparison by
 path or inode is ``tui.sources.outfiles.own_input_problem``).
 
-Outputs: ``--out`` (import: its default ``FILE.servewatch.jsonl`` too; accept: the report files inside the
-``--out`` folder), ``--record`` (run, live, sweep, watch: appended to, so reading it as the trace would read its
-own output), ``--sweep-json``, ``--html`` (report, compare).  Inputs: the record/run files, ``--quality``, ``--rollback``, ``--config``,
-``--budget``, ``--trace``, ``--baseline``, ``--set``.
+What is an input and what an output is not listed here: every path flag is declared with its role
+(``tui.cli.options.path_arg``: input, output, appended to, a folder written into, a folder read), and this module
+reads the roles from the parsed command's own parser. A new path flag is therefore checked as soon as it is
+declared, and one declared without a role fails tests/cli/test_outputs.py. Outputs: the ``output`` and ``append``
+flags (a record file appended to is written), the files an ``output-dir`` flag names inside its folder (accept's
+acceptance.md, .json, .html), and a derived default (import's ``FILE.servewatch.jsonl``). Inputs: every ``input``
+flag, positional or not.
 """
 
 from __future__ import annotations
@@ -13,9 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 
-_INPUTS = (("file", "FILE"), ("base", "BASE"), ("cand", "CAND"), ("records", "--records"), ("rollback", "--rollback"),
-           ("config", "--config"), ("budget", "--budget"), ("trace", "--trace"), ("baseline", "--baseline"),
-           ("set_path", "--set"))
+from tui.cli.options import APPEND, INPUT, OUTPUT, OUTPUT_DIR
 
 
 def _paths(value: object) -> list[str]:
@@ -26,32 +27,49 @@ def _paths(value: object) -> list[str]:
     return []
 
 
-def outputs_of(args: argparse.Namespace) -> list[tuple[str, str]]:
+def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser that declared the command's flags (the top-level one for the no-argument console)."""
     command = getattr(args, "command", None)
+    if command is None:
+        return parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub = action.choices.get(command)
+            if isinstance(sub, argparse.ArgumentParser):
+                return sub
+    return parser
+
+
+def path_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The path flags of one parser, each with its ``path_role`` (``tui.cli.options.path_arg``)."""
+    return [a for a in parser._actions if getattr(a, "path_role", None) is not None]
+
+
+def _flag(action: argparse.Action) -> str:
+    return action.option_strings[0] if action.option_strings else action.dest.upper()
+
+
+def outputs_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
     outs: list[tuple[str, str]] = []
-    out = getattr(args, "out", None)
-    if command == "accept":
-        folder = out or "."
-        names = ["acceptance.md", "acceptance.json"] + ([] if getattr(args, "no_html", False) else ["acceptance.html"])
-        outs += [("--out", os.path.join(folder, n)) for n in names]
-    elif command == "import":
-        file = getattr(args, "file", None)
-        target = out or (file + ".servewatch.jsonl" if isinstance(file, str) else None)
-        if target:
-            outs.append(("--out", target))
-    elif isinstance(out, str):
-        outs.append(("--out", out))
-    for attr, flag in (("record", "--record"), ("sweep_json", "--sweep-json"), ("html", "--html")):
-        outs += [(flag, p) for p in _paths(getattr(args, attr, None))]
+    for action in path_actions(command_parser(parser, args)):
+        role = getattr(action, "path_role", None)
+        value = getattr(args, action.dest, None)
+        derive = getattr(action, "path_default", None)
+        if value is None and derive is not None:
+            value = derive(args)
+        if role in (OUTPUT, APPEND):
+            outs += [(_flag(action), p) for p in _paths(value)]
+        elif role == OUTPUT_DIR:
+            for folder in _paths(value):
+                outs += [(_flag(action), os.path.join(folder, name)) for name in getattr(action, "path_files", ())]
     return outs
 
 
-def inputs_of(args: argparse.Namespace) -> list[tuple[str, str]]:
+def inputs_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
     ins: list[tuple[str, str]] = []
-    for attr, flag in _INPUTS:
-        ins += [(flag, p) for p in _paths(getattr(args, attr, None))]
-    if getattr(args, "command", None) == "accept":
-        ins += [("--quality", p) for p in _paths(getattr(args, "quality", None))]
+    for action in path_actions(command_parser(parser, args)):
+        if getattr(action, "path_role", None) == INPUT:
+            ins += [(_flag(action), p) for p in _paths(getattr(args, action.dest, None))]
     return ins
 
 
@@ -65,8 +83,8 @@ def theme_refusal(args: argparse.Namespace) -> str | None:
     return unknown_theme_problem(name, getattr(args, "themes_dir", None))
 
 
-def own_input_refusal(args: argparse.Namespace) -> str | None:
+def own_input_refusal(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
     """The one line (exit 2) when an output of this command line is one of its inputs, else None."""
     from tui.sources.outfiles import own_input_problem
 
-    return own_input_problem(outputs_of(args), inputs_of(args))
+    return own_input_problem(outputs_of(args, parser), inputs_of(args, parser))

@@ -27,16 +27,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = epilog("servewatch import profile_export.jsonl --out run.jsonl",
                            codes="exit codes: 0 converted, 3 converted but SYNTHETIC, or the file disagrees with its "
                                  "tool's own summary (never 0), 2 bad usage, unreadable or not importable")
-    parser.add_argument("file", help="the other tool's output file")
-    parser.add_argument("--out", metavar="FILE", default=None,
-                        help="record file to write (default: FILE with .servewatch.jsonl appended)")
+    from tui.cli.options import INPUT, OUTPUT, path_arg
+
+    path_arg(parser, "file", role=INPUT, help="the other tool's output file")
+    path_arg(parser, "--out", role=OUTPUT, metavar="FILE", default=None, default_from=default_out,
+             help="record file to write (default: FILE with .servewatch.jsonl appended); an existing file is "
+                  "refused unless --force is given")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the --out file when it exists (default: refuse, exit 2: a record file, "
+                             "perhaps a signed one, is never replaced silently)")
     parser.add_argument("--json", action="store_true", help="print the import summary as JSON")
+
+
+def default_out(args: argparse.Namespace) -> str | None:
+    """The record file written: ``--out``, else FILE with ``.servewatch.jsonl`` appended."""
+    out = getattr(args, "out", None)
+    file = getattr(args, "file", None)
+    return out or (file + ".servewatch.jsonl" if isinstance(file, str) else None)
 
 
 def run(args: argparse.Namespace) -> int:
     from tui.sources.importing import ImportProblem, import_file, write_records
 
     path = args.file
+    out = default_out(args) or path + ".servewatch.jsonl"
+    if os.path.lexists(out) and not getattr(args, "force", False):  # before the import is read: at once
+        raise UsageError(f"{out} exists: refusing to replace it (a record file, perhaps a signed one, is never "
+                         "replaced silently); give another --out, or --force to replace it")
     if not os.path.exists(path):
         raise UsageError(f"cannot read {path}: no such file")
     if os.path.isdir(path):
@@ -53,7 +70,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"servewatch: ... and {len(res.issues) - 20} more problem entries", file=sys.stderr)
     if res.converted == 0:
         raise UsageError(f"{path}: nothing importable (0 of {res.entries} entries usable)")
-    out = args.out or (path + ".servewatch.jsonl")
     try:
         lines = write_records(res, out)
     except OSError as exc:

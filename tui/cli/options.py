@@ -2,7 +2,7 @@
 
 Every placeholder name comes from one vocabulary (``FILE``, ``DIR``, ``URL``, ``NAME``, ``MS``, ``SECONDS``,
 ``MINUTES``, ``FRACTION``, ``N``, ``LIST``, ``GIB``, ``TOKENS``, ``FACTOR``, ``USD``, ``VAR``, ``FORMAT``,
-``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``, ``START-END``), and every option's help states its default (or that it
+``DTYPE``, ``LEVEL``, ``N|MIN-MAX``, ``'NAME: VALUE'``, ``NAME=VAR``, ``START-END``), and every option's help states its default (or that it
 has none): :class:`HelpFormatter` appends ``(default: X)`` where the text does not say it already.
 
 Every float type refuses ``nan`` and ``inf`` (and negatives where a negative means nothing) with one line.
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import stat
 from typing import Any
 
 import tui.core.defaults as D
@@ -23,6 +25,44 @@ from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-expo
 from tui.core.lengths import LengthDist, parse_lengths
 from tui.core.slos import TTFT_OF, Slos
 from tui.core.thinktime import ThinkDist, parse_think_time
+from tui.core.verdict_settings import TARGET_USAGE_FLOOR, JudgeAt
+
+#: the namespace attribute holding the verdict flags the user GAVE (issue 35: a flag that differs from the run's
+#: own setting re-judges; one left at its default does not): set by the ``Given`` action
+GIVEN = "verdict_flags_given"
+#: each verdict flag's argparse dest -> the setting it sets (``tui.core.verdict_settings.FIELDS``)
+DEST_TO_SETTING = {"slo_ttft_ms": "ttft_ms", "slo_tpot_ms": "tpot_ms", "slo_itl_ms": "itl_ms", "slo_e2e_ms": "e2e_ms",
+                   "ttft_of": "ttft_of", "target": "target", "alpha": "alpha", "min_window_minutes": "min_window_s",
+                   "min_requests": "min_requests", "required_level": "required_level"}
+
+
+class Given(argparse.Action):
+    """Stores the value (as ``store`` does) and remembers that the flag was given (``GIVEN``): the defaults stay
+    the values (``--help`` and every reader of ``args.target`` unchanged), and a reader knows which were given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, GIVEN, frozenset(getattr(namespace, GIVEN, frozenset())) | {self.dest})
+
+
+def given_settings(args: argparse.Namespace) -> frozenset[str]:
+    """The verdict settings the user gave as flags (``tui.core.verdict_settings.FIELDS`` names)."""
+    return frozenset(DEST_TO_SETTING[d] for d in getattr(args, GIVEN, frozenset()) if d in DEST_TO_SETTING)
+
+
+def judge_at_from_args(args: argparse.Namespace, fields: tuple[str, ...] | None = None) -> JudgeAt:
+    """What a reader's flags ask (``tui.core.verdict_settings.JudgeAt``): every setting's value (the defaults
+    where not given) and which were given. ``fields``: the settings the command judges on (default: all)."""
+    from tui.core.verdict_settings import FIELDS, VerdictSettings
+
+    slos = slos_from_args(args)
+    values = VerdictSettings(slos=slos, target=getattr(args, "target", D.TARGET),
+                             alpha=getattr(args, "alpha", D.ALPHA),
+                             min_window_s=getattr(args, "min_window_minutes", D.MIN_WINDOW_MINUTES) * 60.0,
+                             min_requests=getattr(args, "min_requests", None),
+                             required_level=getattr(args, "required_level", None))
+    return JudgeAt(values=values, given=given_settings(args), fields=fields or FIELDS)
 
 # ------------------------------------------------------------------ help
 
@@ -45,6 +85,32 @@ def epilog(*examples: str, codes: str = EXIT_CODES_DOC) -> str:
     """The epilog of a command: its examples, then its exit codes."""
     lines = ["example:" if len(examples) == 1 else "examples:"] + [f"  {e}" for e in examples]
     return "\n".join(lines) + "\n\n" + codes
+
+
+# ------------------------------------------------------------------ path flags and their roles
+
+#: what a path flag is to its command (the own-input guard, ``tui.cli.guard``, reads the roles from the parser, so
+#: a path flag declared without one fails tests/cli/test_outputs.py and a new one cannot be forgotten)
+INPUT = "input"  # read
+OUTPUT = "output"  # written whole (replaced)
+APPEND = "append"  # appended to (a record file)
+OUTPUT_DIR = "output-dir"  # a folder the command writes files into
+INPUT_DIR = "input-dir"  # a folder the command reads files from
+PATH_ROLES = (INPUT, OUTPUT, APPEND, OUTPUT_DIR, INPUT_DIR)
+
+
+def path_arg(container: argparse._ActionsContainer, *flags: str, role: str, files: tuple[str, ...] = (),
+             default_from: Any = None, **kw: Any) -> argparse.Action:
+    """Declare a path flag (``add_argument``) with its ``role`` (one of ``PATH_ROLES``): the one list of what each
+    command reads and writes. ``files``: for an OUTPUT_DIR, the names written inside it; ``default_from``: for an
+    output whose default is derived from other flags (``import``'s ``FILE.servewatch.jsonl``), ``f(args) -> path``."""
+    if role not in PATH_ROLES:
+        raise ValueError(f"unknown path role {role!r}")
+    action = container.add_argument(*flags, **kw)
+    setattr(action, "path_role", role)  # noqa: B010 (an attribute argparse does not declare)
+    setattr(action, "path_files", tuple(files))  # noqa: B010
+    setattr(action, "path_default", default_from)  # noqa: B010
+    return action
 
 
 # ------------------------------------------------------------------ value types
@@ -86,6 +152,15 @@ def fraction(text: str) -> float:
     v = positive_float(text)
     if not v < 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return v
+
+
+def target_fraction(text: str) -> float:
+    """``--target``: from 0.5 up to below 1 (a good fraction under one half is no target: bad usage everywhere)."""
+    v = _number(text)
+    if not TARGET_USAGE_FLOOR <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least {TARGET_USAGE_FLOOR:g} and below 1 (a good fraction under "
+                                         f"one half is no target), got {text}")
     return v
 
 
@@ -162,9 +237,101 @@ def header_arg(text: str) -> tuple[str, str]:
     """``'Name: value'`` (the value is never echoed in an error)."""
     name, sep, value = str(text).partition(":")
     name = name.strip()
-    if not sep or not name or any(c in name for c in " \t\r\n"):
+    if not sep or not _header_name_ok(name):
         raise argparse.ArgumentTypeError("expected 'Name: value'")
     return name, value.strip()
+
+
+def _header_name_ok(name: str) -> bool:
+    return bool(name) and not any(c in name for c in " \t\r\n:")
+
+
+def header_env_arg(text: str) -> tuple[str, str]:
+    """``--header-env NAME=VAR``: the header NAME, its value read from the environment variable VAR (when the
+    command runs: :func:`extra_headers`)."""
+    name, sep, var = str(text).partition("=")
+    name, var = name.strip(), var.strip()
+    if not sep or not _header_name_ok(name) or not var:
+        raise argparse.ArgumentTypeError("expected NAME=VAR (a header name and an environment variable's name)")
+    return name, var
+
+
+HEADER_FILE_MAX_BYTES = 64 * 1024  # a --header-file larger than this is not a header file
+
+
+def read_header_file(path: str) -> list[tuple[str, str]]:
+    """The headers of a ``--header-file``: one ``Name: value`` per line; blank lines and ``#`` comments skipped.
+
+    Refused (UsageError, one line naming the file and the line number, never a value): not a regular file, larger
+    than :data:`HEADER_FILE_MAX_BYTES`, readable or writable by other users (``chmod 600 FILE``: a file of secrets
+    every user of the machine can read is no safer than the command line; group access is allowed, for a team's
+    shared secret), not UTF-8, a line that is not ``Name: value``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UsageError(f"--header-file {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"--header-file {path}: not a regular file")
+        if os.name == "posix" and st.st_mode & (stat.S_IROTH | stat.S_IWOTH):
+            raise UsageError(f"--header-file {path}: readable or writable by every user (mode "
+                             f"{stat.S_IMODE(st.st_mode):04o}): chmod 600 {path}, or pass the value with --header-env")
+        if st.st_size > HEADER_FILE_MAX_BYTES:
+            raise UsageError(f"--header-file {path}: larger than {HEADER_FILE_MAX_BYTES // 1024} KiB")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(HEADER_FILE_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"--header-file {path}: not UTF-8 text") from None
+    out: list[tuple[str, str]] = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            out.append(header_arg(line))
+        except argparse.ArgumentTypeError:
+            raise UsageError(f"--header-file {path}:{i}: expected 'Name: value'") from None
+    return out
+
+
+def env_value(var: str, flag: str) -> str:
+    """The value of environment variable ``var`` for ``flag``; UsageError (naming the variable, never a value)
+    when it is not set or empty."""
+    value = os.environ.get(var)
+    if not value:
+        raise UsageError(f"{flag} {var}: the environment variable {var} is not set or empty")
+    return value
+
+
+def extra_headers(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Every extra request header the flags give: ``--header`` (visible in ``ps``), ``--header-file FILE`` and
+    ``--header-env NAME=VAR`` (not visible), in that order (a later one replaces an earlier one of the same name)."""
+    out = list(getattr(args, "headers", None) or [])
+    for path in getattr(args, "header_files", None) or []:
+        out += read_header_file(path)
+    for name, var in getattr(args, "header_envs", None) or []:
+        value = env_value(var, "--header-env")
+        if any(c in value for c in "\r\n\x00"):
+            raise UsageError(f"--header-env {name}={var}: the value holds a line break or NUL")
+        out.append((name, value.strip()))
+    return out
+
+
+def url_credentials(args: argparse.Namespace, attr: str = "url_credentials_env",
+                    flag: str = "--url-credentials-env") -> str | None:
+    """``user:password`` from the variable ``--url-credentials-env VAR`` names (None without the flag); UsageError
+    when the variable is not set or holds no ``:``."""
+    var = getattr(args, attr, None)
+    if not var:
+        return None
+    value = env_value(var, flag)
+    if ":" not in value:
+        raise UsageError(f"{flag} {var}: expected user:password in {var}")
+    return value
 
 
 # ------------------------------------------------------------------ acceptance target (SLO and verdict)
@@ -174,13 +341,14 @@ def add_acceptance_arguments(parser: argparse.ArgumentParser) -> None:
     """The SLO / verdict flags shared by report, replay, run, live, sweep and accept."""
     g = parser.add_argument_group("acceptance target")
     add_slo_arguments(g)
-    g.add_argument("--target", type=fraction, default=D.TARGET, metavar="FRACTION",
-                   help=f"required good fraction (default {D.TARGET:g})")
-    g.add_argument("--alpha", type=fraction, default=D.ALPHA, metavar="FRACTION",
+    g.add_argument("--target", type=target_fraction, default=D.TARGET, metavar="FRACTION", action=Given,
+                   help=f"required good fraction, at least {TARGET_USAGE_FLOOR:g} (default {D.TARGET:g})")
+    g.add_argument("--alpha", type=fraction, default=D.ALPHA, metavar="FRACTION", action=Given,
                    help=f"error level of the anytime-valid verdict test (default {D.ALPHA:g})")
     g.add_argument("--min-window-minutes", type=non_negative_float, default=D.MIN_WINDOW_MINUTES, metavar="MINUTES",
+                   action=Given,
                    help=f"minimum observation time before PASS can be declared (default {D.MIN_WINDOW_MINUTES:g})")
-    g.add_argument("--min-requests", type=positive_int, default=None, metavar="N",
+    g.add_argument("--min-requests", type=positive_int, default=None, metavar="N", action=Given,
                    help="minimum measured requests (default: the fewest with which PASS is possible)")
 
 
@@ -203,18 +371,18 @@ def slos_from_args(args: argparse.Namespace) -> Slos:
 
 def add_slo_arguments(g: argparse._ActionsContainer) -> None:
     """The SLO flags (``slos_from_args`` turns them into ``Slos``): in ``add_acceptance_arguments``, and `compare`."""
-    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS",
+    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS", action=Given,
                    help="a request is good when it completes AND meets every SLO given: time to first (answer) "
                         f"token at most this (default {D.SLO_TTFT_MS:g}; off: not judged)")
-    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS",
+    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
                    help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
                         "(default: off)")
-    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS",
+    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
                    help="the largest gap between two consecutive tokens at most this (a stall the user sees; "
                         "default: off)")
-    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS",
+    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS", action=Given,
                    help="request sent to last token at most this (default: off; MS or off)")
-    g.add_argument("--ttft-of", choices=TTFT_OF, default="answer",
+    g.add_argument("--ttft-of", choices=TTFT_OF, default="answer", action=Given,
                    help="what the TTFT SLO judges on a reasoning model: the first answer token (answer, the "
                         "stricter: fast reasoning must not look fast) or the first token of any kind (any, when "
                         "the product shows the reasoning) (default answer)")
@@ -223,7 +391,7 @@ def add_slo_arguments(g: argparse._ActionsContainer) -> None:
 def add_required_level_argument(parser: argparse.ArgumentParser) -> None:
     """--required-level (alias --level): the level the measured verdict judges. Same flag in report and accept."""
     parser.add_argument("--required-level", "--level", dest="required_level", type=positive_float, default=None,
-                        metavar="LEVEL",
+                        metavar="LEVEL", action=Given,
                         help="the load the deployment must carry (concurrency or req/s); the measured verdict judges "
                              "this level (default: the highest level tested); a level not in the file is refused "
                              "(exit 2). --level is an alias")
@@ -274,16 +442,16 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-num-batched-tokens", dest="max_num_batched_tokens", default=None, metavar="TOKENS",
                    help="the engine's scheduler chunk (vLLM --max-num-batched-tokens): the blocks a sliding-window "
                    "layer group needs per request depend on it (default: unknown: the concurrency is a range)")
-    g.add_argument("--config", default=None, metavar="FILE",
-                   help="Hugging Face config.json; other flags override it (default: none)")
-    g.add_argument("--budget", default=None, metavar="FILE",
+    path_arg(g, "--config", role=INPUT, default=None, metavar="FILE",
+             help="Hugging Face config.json; other flags override it (default: none)")
+    path_arg(g, "--budget", role=INPUT, default=None, metavar="FILE",
                    help="load, recompute and verify a saved budget JSON (default: none)")
 
 
 def add_server_log_argument(parser: argparse.ArgumentParser) -> None:
     """``--server-log FILE``: the engine's own startup log (vLLM's "Maximum concurrency for N tokens per request")."""
-    parser.add_argument(
-        "--server-log", dest="server_log", default=None, metavar="FILE",
+    path_arg(
+        parser, "--server-log", role=INPUT, dest="server_log", default=None, metavar="FILE",
         help="the serving engine's log (vLLM): its \"KV cache size: N tokens\" and \"Maximum concurrency for N "
         "tokens per request: Xx\" lines are shown beside the memory-only candidate (default: none)",
     )
@@ -363,9 +531,9 @@ def add_console_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("console")
     g.add_argument("--theme", default=None, metavar="NAME",
                    help="dark, light, high-contrast or one from --themes-dir (default: dark)")
-    g.add_argument("--themes-dir", dest="themes_dir", default=None, metavar="DIR",
+    path_arg(g, "--themes-dir", role=INPUT_DIR, dest="themes_dir", default=None, metavar="DIR",
                    help="extra theme TOML files (default: none)")
-    g.add_argument("--export-dir", dest="export_dir", default=D.EXPORT_DIR, metavar="DIR",
+    path_arg(g, "--export-dir", role=OUTPUT_DIR, dest="export_dir", default=D.EXPORT_DIR, metavar="DIR",
                    help=f"where ctrl+s writes the SVG screenshot and JSON snapshot (default ./{D.EXPORT_DIR})")
 
 
@@ -402,14 +570,29 @@ def add_console_default_arguments(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------ HTTP: endpoint, credentials, TLS, headers
 
 
+def add_header_arguments(c: argparse._ArgumentGroup) -> None:
+    """--header, --header-file and --header-env (run, live, sweep, quality, watch): :func:`extra_headers`."""
+    c.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
+                   help="extra request header, repeatable; visible in ps: prefer --header-env or --header-file for "
+                        "a secret (default: none; values never recorded)")
+    c.add_argument("--header-env", dest="header_envs", action="append", type=header_env_arg, default=[],
+                   metavar="NAME=VAR", help="extra request header NAME with the value of environment variable VAR, "
+                                            "repeatable (default: none; values never recorded)")
+    c.add_argument("--header-file", dest="header_files", action="append", default=[], metavar="FILE",
+                   help="extra request headers from FILE, one 'Name: value' per line (# comments); refused when "
+                        "other users may read it: chmod 600 (default: none; values never recorded)")
+
+
 def add_http_arguments(parser: argparse.ArgumentParser, *, title: str = "connection") -> argparse._ArgumentGroup:
     """Credentials, extra headers and TLS, as `run`, `live`, `sweep` and `quality` take them."""
     c = parser.add_argument_group(title)
     c.add_argument("--api-key-env", default=D.API_KEY_ENV, metavar="VAR",
                    help="environment variable holding the API key, sent as Authorization: Bearer "
                         f"(default {D.API_KEY_ENV}; never recorded)")
-    c.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
-                   help="extra request header, repeatable (default: none; values never recorded)")
+    c.add_argument("--url-credentials-env", default=None, metavar="VAR",
+                   help="user:password for the URL's Basic authentication, read from environment variable VAR "
+                        "(user:password@ in --url is visible in ps; never recorded) (default: none)")
+    add_header_arguments(c)
     c.add_argument("--insecure", action="store_true",
                    help="do not verify TLS certificates (recorded; SSL_CERT_FILE / SSL_CERT_DIR add trusted CAs)")
     return c

@@ -17,6 +17,7 @@ from typing import Any
 
 import tui.core.defaults as D
 from tui.cli.options import (
+    INPUT,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -24,13 +25,15 @@ from tui.cli.options import (
     epilog,
     non_negative_float,
     non_negative_int,
+    path_arg,
     positive_float,
     positive_int,
 )
 from tui.core.textsafe import term
 
 PLAN_EXIT_DOC = ("exit codes: 0 the plan stands on the evidence, 1 no level met the SLO, 3 evidence missing "
-                 "(SYNTHETIC, settings not acceptance-grade, no level decided), 2 bad usage or unreadable input")
+                 "(SYNTHETIC, settings not acceptance-grade: a window under 10 min, a target under 0.9, alpha above "
+                 "0.05; re-judged weaker than a run's settings; no level decided), 2 bad usage or unreadable input")
 FLEET_URL = "FLEET_URL"  # the placeholder of the check command without --fleet-url
 
 
@@ -44,12 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "--gpu-hour-usd 2.5",
                            "servewatch plan --records sweep.jsonl --trace azure.csv --demand-window-minutes 15 --json",
                            codes=PLAN_EXIT_DOC)
-    parser.add_argument("--records", nargs="+", required=True, metavar="FILE",
+    path_arg(parser, "--records", role=INPUT, nargs="+", required=True, metavar="FILE",
                         help="sweep record files of ONE replica (required, no default; - reads standard input)")
     d = parser.add_argument_group("demand (one of)")
     d.add_argument("--peak-rate", type=positive_float, default=None, metavar="RATE",
                    help="the peak demand in requests per second (default: none; or --trace)")
-    d.add_argument("--trace", default=None, metavar="FILE",
+    path_arg(d, "--trace", role=INPUT, default=None, metavar="FILE",
                    help="a trace whose arrival rate over windows gives the demand over time: any format `run "
                         "--trace` reads (default: none; or --peak-rate)")
     d.add_argument("--demand-window-minutes", type=positive_float, default=D.DEMAND_WINDOW_MINUTES,
@@ -80,12 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _read_runs(args: argparse.Namespace, cfg: Any, budget: Any, origin: str | None) -> list[tuple[str, Any]]:
     """(source, snapshot) of each record file, read as `accept` reads them (a file or a run given twice counted
     once, said on standard error). Raises UsageError."""
-    from tui.cli.evidence_files import judged_monitors
+    from tui.cli.evidence_files import files_judge_at, judged_monitors
     from tui.core.importers.limits import limit_snapshot
 
     notes: list[str] = []
     out = []
-    for mon, _tap in judged_monitors(args, cfg, budget, origin, notes):
+    for mon, _tap in judged_monitors(args, cfg, budget, origin, notes, judge_at=files_judge_at(args)):
         snap = limit_snapshot(mon.snapshot())
         for issue in snap.malformed_examples:
             print(f"servewatch: {term(issue)}", file=sys.stderr)
@@ -127,7 +130,7 @@ def _one_replica(runs: list[tuple[str, Any]]) -> None:
     if any(not same_model(m, known[0][1]) for _src, m in known[1:]):
         raise UsageError("the record files are of different served models ("
                          + ", ".join(f"{src}: {m}" for src, m in known) + "): a plan reads the evidence of ONE replica")
-    modes = {((s.header.get("load") or {}).get("mode")) for _, s in runs} - {None}
+    modes = {str(m) for _, s in runs if (m := (s.header.get("load") or {}).get("mode")) is not None}
     if len(modes) > 1:
         raise UsageError("the record files mix loop modes (" + ", ".join(sorted(modes)) + "): give the sweep "
                          "files of one mode")
@@ -150,7 +153,7 @@ def _flag_ms(v: float | None) -> str:
     return "off" if v is None else f"{v:g}"
 
 
-def check_command(header: dict, peak: float, args: argparse.Namespace, cfg: Any, url: str) -> str:
+def check_command(header: dict, peak: float, cfg: Any, url: str) -> str:
     """The exact `servewatch run` that checks the plan: the peak rate, the evidence's workload, this SLO."""
     from tui.core.lengths import format_lengths, from_header
     from tui.core.runs import target_of
@@ -188,8 +191,8 @@ def check_command(header: dict, peak: float, args: argparse.Namespace, cfg: Any,
                     ("--slo-e2e-ms", cfg.slos.e2e_ms)):
         if v is not None:
             cmd += [flag, f"{v:g}"]
-    if args.ttft_of != "answer":
-        cmd += ["--ttft-of", args.ttft_of]
+    if cfg.slos.ttft_of != "answer":
+        cmd += ["--ttft-of", cfg.slos.ttft_of]
     cmd += ["--target", f"{cfg.target:g}", "--alpha", f"{cfg.alpha:g}",
             "--min-window-minutes", f"{cfg.min_window_s / 60.0:g}"]
     if cfg.min_requests is not None:
@@ -289,6 +292,11 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         raise UsageError("no record file left to read")
     _one_replica(runs)
+    from tui.cli.accept import judged_settings
+
+    # issue 35: the files judged at their runs' settings, the flags given, or one common setting; the plan's SLO,
+    # target and window (and its check command) are those
+    cfg, _level, settings_docs, weaker = judged_settings(runs, cfg, None)
     snap_budget = next((s.budget for _, s in runs if s.budget is not None), None)
     shown_budget = snap_budget if (budget is None or pending) else budget
     mem_origin = origin if (budget is not None and not pending) else ("the records' budget" if snap_budget else None)
@@ -315,11 +323,15 @@ def run(args: argparse.Namespace) -> int:
                           (bracket.lo.output_tok_per_req if bracket.lo else None)
                           or _length_mean(header, "output_tokens")),
         synthetic=synthetic, synthetic_demand=trace_synthetic, not_acceptance_grade=acceptance_grade(cfg),
-        check_command=check_command(header, peak, args, cfg, url),
+        check_command=check_command(header, peak, cfg, url),
         trace_command=(_trace_command(args.trace, url, target_of(header)[0], cfg) if args.trace else None),
         sources=[src for src, _ in runs], evidence_problems=_evidence_problems(rows),
         identity_problems=evidence_identity([(src, s.header) for src, s in runs], shown_budget)["problems"])
     doc = P.build_plan(inputs)
+    doc["verdict_settings"] = settings_docs
+    if weaker:  # re-judged at weaker settings than a run's: never a plan to act on (exit 3)
+        doc["exit"]["code"] = 3
+        doc["exit"]["why"] = "; ".join(weaker)
     from tui.core.search import capacity_bracket as searched
 
     found = searched(primary, header, cap.unit, cap.mode)  # None: the sweep was no `--search`
@@ -332,6 +344,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
+        for vs in settings_docs:  # what each file was judged at (issue 35), first
+            for line in vs["lines"]:
+                sys.stdout.write(f"{vs['source']}: {line.strip()}\n")
         sys.stdout.write(P.format_plan(doc))
     if synthetic_why:
         print(f"servewatch: {synthetic_why}", file=sys.stderr)

@@ -14,18 +14,22 @@ import json
 import os
 import platform
 import sys
-from pathlib import Path
 from typing import Any
 
 from tui import __version__
 from tui.cli.options import (
+    INPUT,
+    OUTPUT,
     UsageError,
     add_http_arguments,
     epilog,
+    extra_headers,
     fraction,
     margin_fraction,
+    path_arg,
     positive_float,
     positive_int,
+    url_credentials,
 )
 from tui.cli.quality_setup import SETTING_KEYS, baseline_spec, build_plan, config_of, server_context, setting
 from tui.core import quality as Q
@@ -77,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--baseline-url", default=None, metavar="URL",
                    help="baseline endpoint: the set is run there too (default: none; without it or --baseline the "
                         "verdict is NO_BASELINE)")
-    b.add_argument("--baseline", default=None, metavar="FILE",
+    path_arg(b, "--baseline", role=INPUT, default=None, metavar="FILE",
                    help="a saved quality result (--out of an earlier run) whose candidate is the baseline (default: none)")
     parser.add_argument("--baseline-model", default=None, metavar="NAME",
                         help="model name on the baseline endpoint (default: the first of its /v1/models)")
@@ -91,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="difficulty of the standard suite: default (sized for small models; the default) or hard")
     parser.add_argument("--suite-seed", type=int, default=None, metavar="N",
                         help=f"the suite generator's seed (default {Q.SuiteSpec().seed}; recorded in the result)")
-    parser.add_argument("--set", dest="set_path", default=None, metavar="FILE",
+    path_arg(parser, "--set", role=INPUT, dest="set_path", default=None, metavar="FILE",
                         help="the team's regression set (JSON Lines, quality/README.md; default: none): replaces the "
                              "suite, or adds to it with --suite standard")
     parser.add_argument("--max-context", "--long-context-tokens", dest="max_context", type=positive_int, default=None,
@@ -108,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              + ", ".join(SETTING_KEYS) + "; default: none, the server's own facts only)")
     parser.add_argument("--baseline-setting", type=setting, action="append", default=None, metavar="KEY=VALUE",
                         help="the same for the baseline (default: none; a saved baseline keeps the settings it was run with)")
-    parser.add_argument("--out", default="quality-result.json", metavar="FILE",
+    path_arg(parser, "--out", role=OUTPUT, default="quality-result.json", metavar="FILE",
                         help="write the result JSON here (default quality-result.json)")
     parser.add_argument("--json", action="store_true", help="print the result JSON instead of the text summary")
     parser.add_argument("--margin", type=margin_fraction, default=Q.DEFAULT_MARGIN, metavar="FRACTION",
@@ -127,6 +131,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c = add_http_arguments(parser, title="credentials, headers and TLS (both endpoints)")
     c.add_argument("--baseline-api-key-env", default=None, metavar="VAR",
                    help="API key variable for the baseline endpoint (default: --api-key-env)")
+    c.add_argument("--baseline-url-credentials-env", default=None, metavar="VAR",
+                   help="user:password for the baseline URL's Basic authentication, from environment variable VAR "
+                        "(default: --url-credentials-env when the baseline is the same URL, else none)")
     k = parser.add_argument_group("integrity (the result's digest is written either way)")
     k.add_argument("--sign-key-env", metavar="VAR", default=None,
                    help="sign the result: its integrity field also carries an HMAC-SHA256 with the key in environment "
@@ -168,11 +175,13 @@ def _checked_baseline(path: str, key: bytes | None) -> tuple[Any, dict]:
     return raw_doc, integrity.to_dict()
 
 
-def _headers_for(url: str, env_var: str | None, extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from the URL's user info."""
+def _headers_for(url: str, env_var: str | None, extra: dict[str, str],
+                 credentials: str | None = None) -> tuple[dict[str, str], list[str]]:
+    """(headers, secrets) as `run` builds them: Bearer from the key variable, else Basic from ``credentials``
+    (``--url-credentials-env``) or the URL's user info."""
     from tui.sources.openai_http import auth_headers
 
-    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()))
+    return auth_headers(url, os.environ.get(env_var) if env_var else None, list(extra.items()), credentials=credentials)
 
 
 def _check_url(url: str, flag: str) -> None:
@@ -184,14 +193,22 @@ def _check_url(url: str, flag: str) -> None:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A quality result (``--quality``, ``--baseline``): a regular file of at most ``MAX_QUALITY_FILE_BYTES``,
+    JSON nested no deeper than ``MAX_JSON_DEPTH``; ValueError (one line) otherwise."""
+    from tui.core.bounds import MAX_JSON_DEPTH, MAX_QUALITY_FILE_BYTES, json_too_deep
+    from tui.sources.infiles import read_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input(path, MAX_QUALITY_FILE_BYTES, what).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{what} {path} is not valid JSON: {str(exc)[:80]}") from None
+    if json_too_deep(doc):
+        raise ValueError(f"{what} {path} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return doc
 
 
 def _progress(label: str):
@@ -217,12 +234,23 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--concurrency must be from 1 to 64")
     if args.repeat > 25:
         raise UsageError("--repeat must be from 1 to 25")
-    extra = dict(args.headers)
+    extra = dict(extra_headers(args))  # --header, --header-file, --header-env
+    creds = url_credentials(args)
+    base_creds = url_credentials(args, "baseline_url_credentials_env", "--baseline-url-credentials-env")
+    if base_creds is None and not args.baseline_url:
+        base_creds = creds  # the baseline is the same URL
+    for flag, url, given in (("--url-credentials-env", args.url, creds),
+                             ("--baseline-url-credentials-env", args.baseline_url, base_creds)):
+        if given and url and ("@" in url.split("://", 1)[-1].split("/", 1)[0]):
+            raise UsageError(f"{flag}: the URL carries user:password too; give the credentials once")
     team_text: str | None = None
     set_sha: str | None = None
     if args.set_path:
         try:
-            raw = Path(args.set_path).read_bytes()
+            from tui.core.bounds import MAX_QUALITY_FILE_BYTES
+            from tui.sources.infiles import read_input
+
+            raw = read_input(args.set_path, MAX_QUALITY_FILE_BYTES, "quality set")
             team_text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the set {args.set_path}: {getattr(exc, 'strerror', None) or exc}") from None
@@ -259,9 +287,9 @@ def run(args: argparse.Namespace) -> int:
         if base_integrity["state"] == "unverified":
             _err(f"{base_integrity['summary']}; the comparison is not acceptance-grade")
 
-    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra)
+    cand_headers, cand_secrets = _headers_for(args.url, args.api_key_env, extra, creds)
     base_headers, base_secrets = _headers_for(args.baseline_url or args.url,
-                                              args.baseline_api_key_env or args.api_key_env, extra)
+                                              args.baseline_api_key_env or args.api_key_env, extra, base_creds)
     secrets = cand_secrets + base_secrets + list(cand_headers.values()) + list(base_headers.values())
     insecure = bool(getattr(args, "insecure", False))
     cand = QualityRunner(args.url, model=args.model, headers=cand_headers, concurrency=args.concurrency,

@@ -13,6 +13,7 @@ from typing import Any
 
 import tui.core.defaults as D
 from tui.cli.options import (
+    INPUT,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -22,6 +23,7 @@ from tui.cli.options import (
     add_speed_arguments,
     add_teaching_argument,
     epilog,
+    path_arg,
     positive_int,
     slos_from_args,
 )
@@ -38,14 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "servewatch replay run.jsonl --follow --rolling-requests 200",
                            codes="exit codes (when the console closes): the verdict on screen, 0 PASS, 1 FAIL, "
                                  "3 INSUFFICIENT_WINDOW or UNDECIDED; 2 bad usage or unreadable input")
-    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
+    path_arg(parser, "file", role=INPUT, metavar="FILE", help="record file (JSON Lines, format servewatch.record/1)")
     add_speed_arguments(parser, f"default: {D.REPLAY_SPEED:g}, as recorded")
     g = parser.add_argument_group("replay")
     g.add_argument("--follow", action="store_true", help="keep reading as the file grows (like tail -f)")
     g.add_argument("--run", dest="run", type=positive_int, default=None, metavar="N",
                    help="replay run N (1-based) of a file holding several runs (default: none; such a file is "
                         "refused, exit 2, with the list; with --follow the first run, runs appended later left out)")
-    g.add_argument("--baseline", metavar="FILE", default=None,
+    path_arg(g, "--baseline", role=INPUT, metavar="FILE", default=None,
                    help="a base run (any importable format): its per-level good fraction is drawn beside this "
                         "run's in the sweep pane (default: none)")
     add_console_arguments(parser)
@@ -128,7 +130,10 @@ def run_console(path: str | os.PathLike, args: argparse.Namespace, budget: Any, 
     source = ReplaySource(play, speed=speed, max_speed=bool(getattr(args, "max_speed", False)),
                           follow=follow, label=label or os.fspath(path), line_parser=line_parser, run=pick,
                           verify_key=key, key_name=key_name)
-    return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline)
+    from tui.cli.options import judge_at_from_args
+
+    return open_console(source, args, budget, cfg, budget_origin=budget_origin, baseline=baseline,
+                        judge_at=judge_at_from_args(args))
 
 
 def _replay_check(play: str, pick: int | None) -> str | None:
@@ -160,9 +165,12 @@ def _check_runs(play: str, pick: int | None) -> None:
 
 
 def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_config: Any, *,
-                 budget_origin: str | None = None, server_log: dict | None = None, **app_kw: Any) -> int:
+                 budget_origin: str | None = None, server_log: dict | None = None, judge_at: Any = None,
+                 **app_kw: Any) -> int:
     """Run the console on ``source`` until the user quits; returns the verdict's exit code (3 when none).
-    ``server_log``: the engine's startup-log figures (``--server-log``), shown in the budget pane."""
+    ``server_log``: the engine's startup-log figures (``--server-log``), shown in the budget pane; ``judge_at``:
+    a replay's flags (issue 35: the file is judged at its run's own settings, re-judged where a flag differs;
+    None for a live run, which writes those settings)."""
     from tui.core.importers.limits import limit_snapshot
     from tui.core.monitor import Monitor
     from tui.sources.base import MonitorSink
@@ -176,7 +184,8 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
 
     from tui.core.budget.memory import MemoryMissing
 
-    monitor = Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin)
+    monitor = Monitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin,
+                      judge_at=judge_at)
     monitor.server_log = dict(server_log) if server_log else None
     sink = LimitedSink(monitor)
     if isinstance(budget, MemoryMissing):  # the Monitor completes it from the run header; the panes follow snapshots
@@ -189,12 +198,16 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
     finally:
         source.stop()
     from tui.core.exitcodes import synthetic_exit
+    from tui.core.verdict_settings import settings_exit
 
-    final, why = synthetic_exit(ExitCode.INSUFFICIENT if code is None else int(code), sink.snapshot().synthetic)
-    if why:
-        import sys
+    last = sink.snapshot()
+    final, settings_why = settings_exit(ExitCode.INSUFFICIENT if code is None else int(code), last.settings)
+    final, why = synthetic_exit(final, last.synthetic)
+    for said in (settings_why, why):
+        if said:
+            import sys
 
-        print(f"servewatch: {why}", file=sys.stderr)
+            print(f"servewatch: {said}", file=sys.stderr)
     return final
 
 

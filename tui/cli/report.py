@@ -12,6 +12,8 @@ import sys
 
 import tui.core.defaults as D
 from tui.cli.options import (
+    INPUT,
+    OUTPUT,
     UsageError,
     add_acceptance_arguments,
     add_budget_arguments,
@@ -20,11 +22,14 @@ from tui.cli.options import (
     add_server_log_argument,
     add_teaching_argument,
     epilog,
+    judge_at_from_args,
+    path_arg,
     slos_from_args,
 )
 from tui.core.monitor import Monitor, MonitorConfig
-from tui.core.report import LevelNotInFile, build_report, exit_code, format_report
+from tui.core.report import exit_code, format_report, report_at_settings, run_state
 from tui.core.textsafe import term
+from tui.core.verdict_settings import settings_exit
 from tui.sources.evidence_monitor import monitor_of, not_records_problem
 from tui.sources.evidence_probe import input_problem
 from tui.sources.evidence_reader import LAST_RUN, WATCH, EvidenceRun, ReadSettings, open_evidence
@@ -58,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "The headless verdict on a record file: measured verdict, budget and quality kept apart."
     parser.epilog = epilog("servewatch report run.jsonl --slo-ttft-ms 500 --target 0.99",
                            "servewatch report - --json < run.jsonl")
-    parser.add_argument("file", metavar="FILE", help="record file (JSON Lines, record format v1); - reads standard input")
+    path_arg(parser, "file", role=INPUT, metavar="FILE",
+             help="record file (JSON Lines, record format v1); - reads standard input")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_html_argument(parser, "the report")
     add_required_level_argument(parser)
@@ -74,14 +80,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def analyse_file(path: str, config: MonitorConfig, budget=None, budget_origin: str | None = None,
                  pick_run: int | None = None, verify_key: bytes | None = None,
-                 key_name: str = "the key given") -> Monitor:
+                 key_name: str = "the key given", judge_at=None) -> Monitor:
     """Read a whole record file ('-': standard input) into a Monitor (raises OSError when unreadable): the
     evidence reader (``tui.sources.evidence_reader``, a watch recording read as records) and its Monitor
     (``tui.sources.evidence_monitor.monitor_of``). ``pick_run``: run N (1-based), ``LAST_RUN``, None (a file
     of several runs raises ``SeveralRuns``)."""
     settings = ReadSettings(pick_run=pick_run, verify_key=verify_key, key_name=key_name, watch=False)
     with open_evidence(path, settings) as ev:
-        return monitor_of(ev, config, budget, budget_origin)
+        return monitor_of(ev, config, budget, budget_origin, judge_at=judge_at)
 
 
 def runs_problem(exc: Exception) -> UsageError:
@@ -146,7 +152,9 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
                     raise UsageError(f"--html: {path} is a watch recording; its report has no HTML form (a record "
                                      "file's has)")
                 return _report_watch(ev, args, out)
-            mon = monitor_of(ev, cfg, budget, origin, tap=None if sampler is None else sampler.add_many)
+            mon = monitor_of(ev, cfg, budget, origin, tap=None if sampler is None else sampler.add_many,
+                             judge_at=judge_at_from_args(args),
+                             settled=None if sampler is None else (lambda m: sampler.use_slos(m.cfg.slos)))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
@@ -159,14 +167,12 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     from tui.core.importers.limits import limit_snapshot
 
     snap = limit_snapshot(mon.snapshot())  # imported data without a time axis, or a sample: no verdict
-    try:
-        rep = build_report(snap, level=getattr(args, "required_level", None), server_log=server_log)
-    except LevelNotInFile as exc:
-        raise UsageError(exc) from None
+    cfg = mon.cfg  # the settings the file is judged at (issue 35: its run's own, re-judged where a flag differs)
+    rep, level_missing = report_at_settings(snap, getattr(args, "required_level", None), server_log=server_log)
     if snap.budget is not None:
         rep["budget"]["title"] = budget_title(snap.budget)
-    if snap.records_integrity is not None:  # the digest chain (tui.core.chain)
-        rep["records_integrity"] = snap.records_integrity.to_dict()
+    if snap.records_integrity is not None:  # the digest chain (tui.core.chain): the JSON's first key (issue 36)
+        rep = {"records_integrity": snap.records_integrity.to_dict(), **rep}
     for issue in snap.malformed_examples:
         print(f"servewatch: {term(issue)}", file=sys.stderr)
     hidden = snap.malformed + snap.truncated + snap.unknown_types - len(snap.malformed_examples)
@@ -175,9 +181,14 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     from tui.core.exitcodes import synthetic_exit
 
     state = rep["measured"]["verdict"]["state"]
-    code, synthetic_why = synthetic_exit(exit_code(state), snap.synthetic)
+    code, settings_why = settings_exit(exit_code(state), snap.settings)  # re-judged weaker: 3
+    if level_missing and code == 0:
+        code, settings_why = 3, level_missing
+    code, synthetic_why = synthetic_exit(code, snap.synthetic)
     rep["settings"] = settings_dict(cfg)
-    rep["exit"] = {"code": code, "synthetic": synthetic_why}
+    if snap.settings is not None:
+        rep["verdict_settings"] = snap.settings.to_dict(run_state(snap))
+    rep["exit"] = {"code": code, "synthetic": synthetic_why, "settings": settings_why}
     if getattr(args, "json", False):
         out.write(json.dumps(rep, indent=2, default=str) + "\n")
     else:
@@ -188,8 +199,10 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
                 + list((rep.get("identity") or {}).get("not_acceptance_grade") or [])}  # + a model claimed, not served
         text = mark_verdict_line(format_report(rep), state, weak, synthetic_why)
         text = text if line is None else f"{term(line)}\n" + text
-        if snap.records_integrity is not None:  # the digest chain's verification, right under the first line
+        if snap.records_integrity is not None:  # the digest chain's verification: the first line (issue 36)
             text = _with_integrity(text, snap.records_integrity)
+        text = with_settings_lines(text, list((rep.get("verdict_settings") or {}).get("lines") or ())
+                                   + ([f"  {level_missing}"] if level_missing else []))
         out.write(text)
     if html_out:
         write_report_html(html_out, rep, snap, sampler, cfg)
@@ -198,8 +211,21 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     return code
 
 
+def with_settings_lines(text: str, lines: list[str]) -> str:
+    """The report text with what it was judged at (``tui.core.verdict_settings.Resolution.lines``) in its header
+    block: after the ``data from:`` line and the records-integrity lines (else after the first line)."""
+    if not lines:
+        return text
+    rows = text.split("\n")
+    at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
+    while at + 1 < len(rows) and (rows[at + 1].startswith(("records ", "  ")) and rows[at + 1].strip()):
+        at += 1
+    rows[at + 1:at + 1] = lines
+    return "\n".join(rows)
+
+
 def add_html_argument(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--html", metavar="FILE", default=None,
+    path_arg(parser, "--html", role=OUTPUT, metavar="FILE", default=None,
                         help=f"also write {what} as one self-contained HTML page with charts to FILE (opens from "
                              "file://, fetches nothing; default: none)")
 
@@ -271,11 +297,13 @@ def mark_verdict_line(text: str, state: str, settings: dict, synthetic_why: str 
 
 
 def _with_integrity(text: str, integrity) -> str:
-    """The report text with the records-integrity line (and its details) after its ``data from:`` line (else
-    after its first line)."""
+    """The report text with the records-integrity line first (what was verified, in the threat model's words:
+    issue 36), its details and problems under it; only a SYNTHETIC banner comes before it."""
     rows = text.split("\n")
-    at = next((i for i, row in enumerate(rows) if row.startswith("data from:")), 0)
-    rows[at + 1:at + 1] = [term(integrity.summary)] + [f"  {term(d)}" for d in integrity.details]
+    at = next((i for i, row in enumerate(rows) if row.startswith("servewatch report")), 0)
+    add = [term(integrity.summary)] + [f"  {term(d)}" for d in integrity.details]
+    add += [f"  integrity problem: {term(p)}" for p in integrity.problems[1:]]
+    rows[at:at] = add
     return "\n".join(rows)
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from tui.cli.options import UsageError, epilog, positive_float, positive_int
+from tui.cli.options import OUTPUT, UsageError, epilog, path_arg, positive_float, positive_int
 from tui.core.defaults import SEARCH_BUDGET_MINUTES, SEARCH_PRECISION
 from tui.core.search import SearchSettings, parse_precision
 from tui.core.sweep import DEFAULT_MAX_LEVEL, default_ladder, format_sweep, sweep_summary
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"budget inputs are given, else {DEFAULT_MAX_LEVEL})")
     s.add_argument("--continue-after-fail", action="store_true",
                    help="keep climbing after a step FAILs (default: stop there)")
-    s.add_argument("--sweep-json", metavar="FILE", help="also write the sweep table as JSON (default: none)")
+    path_arg(s, "--sweep-json", role=OUTPUT, metavar="FILE", help="also write the sweep table as JSON (default: none)")
     q = parser.add_argument_group("capacity search (--search: after the ladder, bisect between its last PASS and first "
                                   "FAIL; each probe a full step judged by the same verdict)")
     q.add_argument("--search", action="store_true",
@@ -100,7 +100,10 @@ def run(args: argparse.Namespace) -> int:
     recorded = record_run(cfg)
     if recorded.failed is not None:
         return recorded.failed
-    mon = analyse_file(cfg.record, monitor_config_from_args(args), given, pick_run=LAST_RUN)  # this run only
+    from tui.cli.options import judge_at_from_args
+
+    mon = analyse_file(cfg.record, monitor_config_from_args(args), given, pick_run=LAST_RUN,  # this run only,
+                       judge_at=judge_at_from_args(args))  # at the settings its header states (the flags')
     summary = sweep_summary(mon.snapshot(), mon.budget if isinstance(given, MemoryMissing) else budget, cfg.record)
     summary["record"] = cfg.record
     if summary.get("capacity_bracket") is not None:

@@ -18,6 +18,7 @@ import sys
 import time
 
 import tui.core.defaults as D
+from tui.cli.options import APPEND, path_arg
 from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.report import exit_code
 from tui.core.textsafe import term
@@ -27,7 +28,13 @@ EXIT_INSUFFICIENT = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from tui.cli.options import add_acceptance_arguments, epilog, header_arg, non_negative_float, positive_float
+    from tui.cli.options import (
+        add_acceptance_arguments,
+        add_header_arguments,
+        epilog,
+        non_negative_float,
+        positive_float,
+    )
 
     p.epilog = epilog("servewatch watch --prometheus-url http://prometheus:9090 --selector 'model_name=\"m\"' --once",
                       "servewatch watch --metrics-url http://127.0.0.1:8000/metrics --probe-rate 0.2 --url "
@@ -57,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--duration", type=non_negative_float, default=None, metavar="SECONDS",
                    help="stop after S seconds (headless; default: until Ctrl-C)")
     w.add_argument("--json", action="store_true", help="print the verdict as JSON (--once / --headless)")
-    w.add_argument("--record", metavar="FILE", default=None,
+    path_arg(w, "--record", role=APPEND, metavar="FILE", default=None,
                    help="write the windows (and canary requests) as records, for replay and report (default: none)")
     from tui.cli.chainopts import add_sign_key_argument
 
@@ -71,18 +78,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     n = p.add_argument_group("connection")
     n.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding a key sent as Authorization: Bearer (never written anywhere) (default: none)")
-    n.add_argument("--header", dest="headers", action="append", type=header_arg, default=[], metavar="'NAME: VALUE'",
-                   help="extra request header, repeatable (values never written anywhere; default: none)")
+    add_header_arguments(n)  # --header, --header-env, --header-file (values never written anywhere)
     n.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     add_acceptance_arguments(p)
 
 
 def settings_from_args(args: argparse.Namespace) -> WatchSettings:
     """The watch's settings from its parsed flags (the sources never see the namespace)."""
+    from tui.cli.options import extra_headers
+
     return WatchSettings(
         prometheus_url=args.prometheus_url, metrics_url=args.metrics_url, selector=args.selector,
         interval=args.interval, url=args.url, probe_rate=args.probe_rate, model=args.model,
-        api_key_env=args.api_key_env, headers=tuple(args.headers), insecure=args.insecure,
+        api_key_env=args.api_key_env, headers=tuple(extra_headers(args)), insecure=args.insecure,
         slo_ttft_ms=_watch_ttft_slo(args), target=args.target, alpha=args.alpha,
         min_window_minutes=args.min_window_minutes, min_requests=args.min_requests,
         slo_tpot_ms=args.slo_tpot_ms, slo_itl_ms=args.slo_itl_ms, slo_e2e_ms=args.slo_e2e_ms)
@@ -407,10 +415,10 @@ def report_watch(ev, args: argparse.Namespace, out=None) -> int:
                               "records_integrity": integrity.to_dict()},
                              indent=2, default=_json_default) + "\n")
     else:
+        out.write(f"{term(integrity.summary)}\n")  # the first line: what was verified (issue 36)
         out.write(term(f"servewatch report (watch record, source kind {src.get('kind', 'unknown')}): {path}") + "\n")
         out.write(term(f"  engine {engine}, {j.windows} windows, scope: "
                        f"{(header.get('watch') or {}).get('scope', 'unknown')}") + "\n")
-        out.write(f"{term(integrity.summary)}\n")
         for line in slo_lines(v):
             out.write(term(line) + "\n")
         out.write(term(f"verdict: {v.state}: {v.reason}") + "\n")

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import tui.core.defaults as defaults
+from tui.core.bounds import MAX_GPU_DEVICES, MAX_LEVELS
 from tui.core.outcomes import FAILED
 from tui.core.records import GpuSample, QueueSample, RequestRecord, StepRecord
 from tui.core.slos import Slos, slo_rule
@@ -64,6 +65,9 @@ class Thinned:
         return self.stride > 1
 
 
+_DROPPED = Thinned(1)  # the box of a level beyond MAX_LEVELS: nothing is kept
+
+
 class RunSampler:
     """What the charts need from the records themselves, bounded: per (level, round) the measured requests (an
     evenly spaced sample, failures sampled apart so none is lost to thinning below the cap), the queue samples, the
@@ -83,6 +87,10 @@ class RunSampler:
         self.gpu_names: dict[int, str | None] = {}
         self.steps: list[tuple[float, str, float | None, int]] = []
         self.t0: float | None = None
+
+    def use_slos(self, slos: Slos) -> None:
+        """Classify by ``slos`` from now on (the settings the Monitor settled on, before any request came)."""
+        self.classify = slo_rule(slos)
 
     def add_many(self, items: Iterable) -> None:
         """The hot path (every record of a 1M-request report passes here once): per request a type check, the
@@ -106,8 +114,13 @@ class RunSampler:
                 if r.level != level or r.round != rnd:
                     level, rnd = r.level, r.round
                     key = (level, rnd)
-                    ok_box = reqs.get(key) or reqs.setdefault(key, Thinned(cap))
-                    bad_box = fails.get(key) or fails.setdefault(key, Thinned(cap))
+                    if key not in reqs and len(reqs) >= MAX_LEVELS:  # the Monitor judges no more levels either
+                        ok_box = bad_box = _DROPPED
+                    else:
+                        ok_box = reqs.get(key) or reqs.setdefault(key, Thinned(cap))
+                        bad_box = fails.get(key) or fails.setdefault(key, Thinned(cap))
+                if ok_box is _DROPPED:
+                    continue
                 box = bad_box if r.error is not None or not r.complete else ok_box
                 n = box.seen
                 box.seen = n + 1
@@ -118,6 +131,8 @@ class RunSampler:
                 self.queue.add((r.t, r.waiting, r.running, r.kv_cache_usage, r.client_in_flight))
             elif tp is GpuSample:
                 gbox = self.gpu.get(r.device)
+                if gbox is None and len(self.gpu) >= MAX_GPU_DEVICES:
+                    continue
                 if gbox is None:
                     gbox = self.gpu[r.device] = Thinned(self.points_cap)
                     self.gpu_names[r.device] = r.name

@@ -30,7 +30,7 @@ import tui.core.stats as stats
 import tui.core.workload as workload
 from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
-from tui.core.outcomes import EXCLUDED, GOOD
+from tui.core.outcomes import CLIENT, EXCLUDED, GOOD
 from tui.core.records.request import RequestRecord
 from tui.core.slos import Slos, metric_values, slo_rule
 from tui.core.stats import latency_cell, latency_json
@@ -57,6 +57,7 @@ class LevelStats:
     good: int = 0
     excluded_open: int = 0
     unjudged: int = 0  # nothing missed, an SLO in force not judgeable: unknown, not compared (said)
+    client: int = 0  # failed in the client (its own resources ran out, issue 36): unknown, never the server's
     ttft_ms: list[float] = field(default_factory=list)
     tpot_ms: list[float] = field(default_factory=list)
     outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (t_end, good)
@@ -98,6 +99,7 @@ class LevelStats:
             "good_fraction": self.good / self.n if self.n else None, "wilson_95": [lo, hi],
             "excluded_cancelled_open": self.excluded_open,
             "not_judgeable": self.unjudged,
+            "client_limited": self.client,
             "ttft_ms": {p.label: {"value": p.value_ms, "n": p.n, "supported": p.supported, "n_needed": p.n_needed}
                         for p in pct},
             "tpot_ms_p50": stats.nearest_rank(tp, 0.5) if tp else None,
@@ -136,6 +138,8 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
         if outcome == EXCLUDED:
             if r.error is None:  # completed, nothing missed, an SLO in force not judgeable on the record
                 st.unjudged += 1
+            elif r.error == CLIENT:  # the client's own resources ran out: unknown (hold_client_limited)
+                st.client += 1
             else:
                 st.excluded_open += 1
             continue
@@ -227,6 +231,22 @@ def hold_against_unreadable(j: dict[str, Any], base: dict, cand: dict, lost_base
         f"against this verdict they would change {v}; judged on the readable lines: {j['reason']}")}
 
 
+def hold_client_limited(j: dict[str, Any], base: dict, cand: dict, margin: float, alpha: float) -> dict[str, Any]:
+    """Requests that failed in the client (issue 36: unknown outcomes, never the server's) on either side: NOT WORSE
+    is not possible (a client-limited run cannot PASS); WORSE stands only if it holds with the candidate's counted
+    good and the base's counted failed; otherwise NOT ENOUGH EVIDENCE, naming the counts."""
+    cb, cc = int(base.get("client_limited") or 0), int(cand.get("client_limited") or 0)
+    v = j["verdict"]
+    if not (cb or cc) or v not in (WORSE, NOT_WORSE):
+        return j
+    what = (f"client_limited: {cb + cc} requests failed in the client (base {cb}, candidate {cc}; the client's own "
+            "resources ran out, their outcome at the server is unknown)")
+    if v == WORSE and judge(_plus(base, 0, cb), _plus(cand, cc, cc), margin, alpha)["verdict"] == WORSE:
+        return {**j, "reason": j["reason"] + f"; holds whatever their outcome ({what})"}
+    return {**j, "verdict": NOT_ENOUGH, "reason": f"{what}: a {v} cannot rest on them; judged without them: "
+                                                  f"{j['reason']}"}
+
+
 def same_level(a: float | None, b: float | None, tol: float = LEVEL_TOLERANCE) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -290,6 +310,7 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
             j = judge(sb, sc, margin, alpha)
             j = hold_against_unreadable(j, sb, sc, (base.get("unreadable") or {}).get(lb, 0),
                                         (cand.get("unreadable") or {}).get(match, 0), margin, alpha)
+            j = hold_client_limited(j, sb, sc, margin, alpha)
         rows.append({"level_base": lb, "level_cand": match, "base": sb, "cand": sc, **j,
                      "latency": latency_change(sb["latency"], sc["latency"])})
         pcb, pcc = (base.get("prefix_cache") or {}).get(lb), (cand.get("prefix_cache") or {}).get(match)
@@ -415,6 +436,18 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "N/A" if v is None else fmt.format(v)
 
 
+def _settings_markdown(cmp: dict) -> list[str]:
+    """What each run was judged at (issue 35: ``cmp["verdict_settings"]``, set by the command line)."""
+    vs = cmp.get("verdict_settings") or {}
+    out = []
+    for side in ("base", "candidate"):
+        for line in (vs.get(side) or {}).get("lines") or ():
+            out.append(f"- {side} {str(line).strip()}")
+    if cmp.get("settings_exit"):
+        out.append(f"- exit 3: {cmp['settings_exit']}")
+    return out
+
+
 def to_markdown(cmp: dict) -> str:
     b, c = cmp["base"], cmp["candidate"]
     title = (cmp["verdict"] + (f" ({cmp['verdict_note']})" if cmp.get("verdict_note") else "")
@@ -428,6 +461,7 @@ def to_markdown(cmp: dict) -> str:
              f"- good = completed AND {_good_text(cmp)}; margin {100 * cmp['margin']:.1f} points; "
              f"one-sided confidence {100 * (1 - cmp['alpha']):.0f}%",
              *_workload_markdown(cmp),
+             *_settings_markdown(cmp),
              f"- {md(cmp['reason'])}", ""]
     for w in cmp["warnings"]:
         lines.append(f"> WARNING: {md(w)}")

@@ -29,6 +29,8 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from tui.core.bounds import MAX_LINE_BYTES, size_text
+
 Format = Literal["jsonl-prompts", "jsonl-messages", "sharegpt"]
 FORMATS: tuple[Format, ...] = ("jsonl-prompts", "jsonl-messages", "sharegpt")
 
@@ -254,8 +256,14 @@ class DatasetRows:
         s = text.strip()
         if not s:
             return
+        if len(s) > MAX_LINE_BYTES:
+            self.bad_row(line, f"longer than the {size_text(MAX_LINE_BYTES)} line limit: skipped")
+            return
         try:
             value = json.loads(s)
+        except RecursionError:
+            self.bad_row(line, "not JSON (nested too deep)")
+            return
         except ValueError as exc:
             self.bad_row(line, f"not JSON ({exc.msg if isinstance(exc, json.JSONDecodeError) else exc})")
             return
@@ -294,9 +302,9 @@ class JsonListItems:
 
     _WS = " \t\r\n"
 
-    def __init__(self) -> None:
+    def __init__(self, first_line: int = 1) -> None:
         self._buf = ""
-        self._line = 1  # the line at _buf[0]
+        self._line = first_line  # the line at _buf[0]
         self._state = "start"  # start | item | sep | end
         self._index = 0
         self._dec = json.JSONDecoder()
@@ -342,13 +350,21 @@ class JsonListItems:
                     continue
                 try:
                     value, end = self._dec.raw_decode(buf, pos)
+                except RecursionError:
+                    raise JsonListError(line_of(pos), f"item {self._index + 1}: nested too deep") from None
                 except json.JSONDecodeError as exc:
                     if not final:
+                        if len(buf) - pos > MAX_LINE_BYTES:  # never held without end: a row is at most the line cap
+                            raise JsonListError(line_of(pos), f"item {self._index + 1} is longer than the "
+                                                f"{size_text(MAX_LINE_BYTES)} limit of one row") from None
                         break  # the item may be incomplete: wait for more text
                     line_of(pos)
                     raise JsonListError(line_of(max(pos, exc.pos)), f"item {self._index + 1}: {exc.msg}") from None
                 if end >= len(buf) and not final:
                     break  # a value cut at the end of the text (a number) may go on
+                if end - pos > MAX_LINE_BYTES:  # the same limit whatever the chunks the text came in
+                    raise JsonListError(line_of(pos), f"item {self._index + 1} is longer than the "
+                                        f"{size_text(MAX_LINE_BYTES)} limit of one row")
                 self._index += 1
                 out.append((self._index, line_of(pos), value))
                 self._state, pos = "sep", end

@@ -48,6 +48,7 @@ def synthetic_exit(code: int, synthetic: bool) -> tuple[int, str | None]:
     return int(code), None
 
 
-EXIT_CODES_DOC = ("exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED, 2 bad usage or unreadable input, "
+EXIT_CODES_DOC = ("exit codes: 0 PASS, 1 FAIL, 3 INSUFFICIENT_WINDOW or UNDECIDED (also: re-judged at weaker settings "
+                  "than the run's), 2 bad usage or unreadable input, "
                   "70 internal error (a bug; the traceback's log file is named)")
 

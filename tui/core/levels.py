@@ -102,13 +102,14 @@ class ModeTable:
 def mode_tables(rows: Iterable[tuple[float | None, str | None, str]]) -> list[ModeTable]:
     """THE capacity rule. ``rows``: (level, mode, state) per level row (round, file). One table per loop
     mode, the primary mode (closed loop, then open loop) first; [] when there are no rows."""
-    rows = list(rows)
+    by_mode: dict[str | None, dict[float | None, list[str]]] = {}
+    for lv, m, st in rows:  # one pass: the work per level stays the same however many levels there are
+        by_mode.setdefault(m, {}).setdefault(lv, []).append(st)
     out = []
-    for mode in sorted({m for _, m, _ in rows}, key=lambda m: (m != "closed", m != "open", str(m))):
-        mrows = [(lv, st) for lv, m, st in rows if m == mode]
-        present = sorted({lv for lv, _ in mrows}, key=level_key)
-        states = tuple(LevelState(lv, combine_states(st for x, st in mrows if x == lv),
-                                  sum(1 for x, _ in mrows if x == lv)) for lv in present)
+    for mode in sorted(by_mode, key=lambda m: (m != "closed", m != "open", str(m))):
+        groups = by_mode[mode]
+        present = sorted(groups, key=level_key)
+        states = tuple(LevelState(lv, combine_states(groups[lv]), len(groups[lv])) for lv in present)
         passing = [s.level for s in states if s.state == PASS]
         out.append(ModeTable(mode, UNITS.get(str(mode), "level"), states, passing[-1] if passing else None,
                              bool(passing)))

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import tui.core.advice as advice
+import tui.core.clientlimit as clientlimit
+import tui.core.completeness as completeness
 import tui.core.defaults as defaults
 import tui.core.evidence as evidence
 import tui.core.importers.crosscheck as crosscheck
@@ -29,6 +31,7 @@ import tui.core.provenance as provenance
 import tui.core.slos as slo_defs
 import tui.core.stats as stats
 import tui.core.turns as turns
+from tui.core.bounds import MAX_ERROR_CLASSES, MAX_GPU_DEVICES, MAX_LEVELS, OTHER_ERRORS
 from tui.core.budget import BudgetError
 from tui.core.budget.memory import (
     ENGINE_KV_LABEL,
@@ -48,7 +51,7 @@ from tui.core.budgetview import (
 from tui.core.capacity import budget_candidate, cap_rows, measure_capacity
 from tui.core.importers.limits import ttft_of_label
 from tui.core.levels import fmt_level, row_mode
-from tui.core.outcomes import EXCLUDED, FAILED, SLOW
+from tui.core.outcomes import CLIENT, EXCLUDED, FAILED, SLOW
 from tui.core.prefix_cache import PrefixTally
 from tui.core.prefix_cache import by_level as prefix_cache_by_level
 from tui.core.prefix_cache import is_known as prefix_cache_known
@@ -75,6 +78,16 @@ from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictS
 from tui.core.textfmt import fmt_minutes, fmt_span
 from tui.core.token_counts import TokenTally
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
+from tui.core.verdict_settings import (
+    NO_SETTINGS,
+    VERDICT_SETTINGS,
+    FileSettings,
+    JudgeAt,
+    Resolution,
+    VerdictSettings,
+    read_header,
+)
+from tui.core.verdict_settings import resolve as resolve_settings
 
 GIB = 2**30
 EVIDENCE_CAP = evidence.EVIDENCE_CAP
@@ -125,6 +138,21 @@ class MonitorConfig:
             raise ValueError("alpha must be between 0 and 1 (for example 0.05)")
         if self.min_window_s < 0:
             raise ValueError("min_window_s must be >= 0")
+
+
+def config_at(cfg: MonitorConfig, vs: VerdictSettings) -> MonitorConfig:
+    """``cfg`` with the verdict settings ``vs`` (``tui.core.verdict_settings``); the views (rolling window, ...)
+    kept."""
+    s = vs.slos
+    return dataclasses.replace(cfg, slo_ttft_ms=defaults.SLO_TTFT_MS if s.ttft_ms is None else s.ttft_ms, slos=s,
+                               target=vs.target, alpha=vs.alpha, min_window_s=vs.min_window_s,
+                               min_requests=vs.min_requests)
+
+
+def settings_of(cfg: MonitorConfig, required_level: float | None = None) -> VerdictSettings:
+    """The verdict settings of ``cfg`` (and the required level): what a load command writes into its header."""
+    return VerdictSettings(slos=cfg.slos, target=cfg.target, alpha=cfg.alpha, min_window_s=cfg.min_window_s,
+                           min_requests=cfg.min_requests, required_level=required_level)
 
 
 def _episode_note(judge: LevelJudge) -> str:
@@ -238,7 +266,8 @@ class _LevelState:
         "waiting_sum", "waiting_n", "peak_kv_usage", "order",
         "rec_n", "rec_err", "rec_incomplete", "times", "delivered_cache",
         "tpot", "itl", "e2e", "combos", "good_out_tokens", "lat_cache", "ttft_other", "unjudged",
-        "tokens", "sessions", "turns", "pcache",
+        "tokens", "sessions", "turns", "pcache", "ttft0", "err_classes", "step_over", "client", "client_kinds",
+        "client_step",
     )
 
     def __init__(self, level: float | None, rnd: int, test: MixtureTest, cfg: MonitorConfig, min_requests: int) -> None:
@@ -258,6 +287,11 @@ class _LevelState:
         self.combos: dict[int, int] = {}
         self.good_out_tokens = 0
         self.unjudged = 0  # completed, nothing missed, an SLO in force not judgeable: unknown (judged as good for FAIL)
+        # the client's own resources ran out (error "client", tui.core.clientlimit): unknown, judged as good for FAIL
+        # only, never in n / good / failed; per errno name; and whether a step end record says client_limited
+        self.client = 0
+        self.client_kinds: dict[str, int] = {}
+        self.client_step = False
         self.lat_cache: dict[str, tuple[int, tuple[Percentile, ...]]] = {}
         self.tokens = TokenTally()  # counted tokens: asked vs received, server vs client (tui.core.token_counts)
         self.pcache = PrefixTally()  # the server's prefix-cache counts per request (tui.core.prefix_cache)
@@ -283,6 +317,12 @@ class _LevelState:
         self.rec_n = self.rec_err = self.rec_incomplete = 0
         self.times = array("d")  # (t_sent, t_end, t_sent - t_intended) per record, interleaved: one extend each
         self.delivered_cache: tuple[int, evidence.Delivered] | None = None
+        # what the level's step end record is recomputed from (tui.core.completeness): the TTFT (t_first_token -
+        # t_sent, +inf without one) of its records without an error, the first EVIDENCE_CAP; the error classes;
+        # the values past the cap (the generator's histogram, created only then)
+        self.ttft0 = array("d")
+        self.err_classes: dict[str, int] = {}
+        self.step_over: completeness.StepValues | None = None
         # issue 23: session workloads (records that carry ``session`` / ``turn``): the sessions' spans for the
         # delivered-load rule in sessions, the per-turn table; None while no record of the level carries them
         self.sessions: evidence.SessionSpans | None = None
@@ -331,6 +371,16 @@ class _LevelState:
         return s
 
 
+_INF = math.inf
+
+
+def _step_over(st: _LevelState) -> completeness.StepValues:
+    """A level's values past EVIDENCE_CAP, for its step record's percentiles (created at the first of them)."""
+    if st.step_over is None:
+        st.step_over = completeness.StepValues()
+    return st.step_over
+
+
 def _store(st: _LevelState | None, ttfts: list[float], lat: tuple[list, list, list]) -> None:
     if st is not None:
         st.ttft.extend(ttfts)
@@ -357,8 +407,17 @@ class Monitor:
     with ``tui.sources.base.MonitorSink`` when a source thread feeds it."""
 
     def __init__(self, config: MonitorConfig | None = None, budget: Any = None, source: str = "",
-                 budget_origin: str | None = None) -> None:
-        self.cfg = cfg = config or MonitorConfig()
+                 budget_origin: str | None = None, judge_at: JudgeAt | None = None) -> None:
+        cfg = config or MonitorConfig()
+        #: issue 35: a reader's Monitor judges a file at the settings its run header states (``judge_at``: what
+        #: the reader's flags change, ``tui.core.verdict_settings.resolve``), settled at the header (before any
+        #: request); None: ``config`` as given (the load generator's own Monitor, which writes the header)
+        self._judge_at = judge_at
+        self.settings: Resolution | None = None
+        self._file_settings: FileSettings | None = None  # what the run header states (held against step records)
+        #: when a reader re-judges at other settings: a second Monitor at the run's own, for "the run was judged
+        #: at 50 ms: FAIL" (fed the same records; only while re-judging)
+        self._shadow: Monitor | None = None
         #: a budget given without its memory input (issue 22): completed from the run header (NVML, else the
         #: engine's own KV space) when it comes; until then, and when neither is there, the budget is unknown
         self.memory_pending: MemoryMissing | None = budget if isinstance(budget, MemoryMissing) else None
@@ -377,11 +436,7 @@ class Monitor:
         self._budget_view_key: tuple | None = None
         self._budget_view: BudgetView | None = None
         self.source = source
-        self.test = MixtureTest(cfg.target, cfg.alpha)
-        self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
-        self.slo_s = cfg.slo_ttft_ms / 1000.0
-        self._slo_ms = cfg.slo_ttft_ms
-        self._classify = slo_rule(cfg.slos)  # the one rule (tui.core.slos)
+        self._use_config(cfg)
         # measured requests cancelled (by the user or by servewatch), per (level, round): still open
         # (excluded from the good fraction and the verdict) / already past the SLO (counted as failed)
         self.cancelled_open: dict[tuple, int] = {}
@@ -397,6 +452,7 @@ class Monitor:
         self.truncated = 0
         self.unknown_types = 0
         self.duplicates = 0
+        self.levels_over_cap = 0  # measured request and step records of levels beyond MAX_LEVELS (never judged)
         #: refused lines that may have been measured requests (``LineIssue.request`` not False), by the
         #: (level, round) the line still names, or under None when it names none (it may belong to any level)
         self.unreadable: dict[tuple | None, int] = {}
@@ -439,6 +495,8 @@ class Monitor:
         self._host: dict = {}
         self._notes: list[str] = []
         self.step_info: dict[tuple, dict] = {}
+        #: every step end record in file order: ((level, round), search probe, its fields, its mode)
+        self.step_ends: list[tuple[tuple, bool, dict, str | None]] = []
         # every verdict state change a watcher re-checking after each request would have seen
         self._timeline_head: list[tuple] = []
         self._timeline_tail: deque = deque(maxlen=TIMELINE_TAIL)
@@ -451,14 +509,78 @@ class Monitor:
         self.contradictions = 0
         self.finished = False  # ``finish()`` ran: the whole file has been read
 
+    def _use_config(self, cfg: MonitorConfig) -> None:
+        """The verdict settings in force (before any request is judged)."""
+        self.cfg = cfg
+        self.test = MixtureTest(cfg.target, cfg.alpha)
+        self.min_requests = max(cfg.min_requests or 0, self.test.min_requests_to_pass())
+        self.slo_s = cfg.slo_ttft_ms / 1000.0
+        self._slo_ms = cfg.slo_ttft_ms
+        self._classify = slo_rule(cfg.slos)  # the one rule (tui.core.slos)
+
+    # ------------------------------------------------------------------ the run's settings (issue 35)
+    def _settle(self, items: Iterable) -> list:
+        """Before the first request: the settings this file is judged at, from its run header (or none)."""
+        items = list(items)
+        for it in items:
+            if isinstance(it, RunHeader):
+                self._adopt(it.data)
+                break
+            if type(it) is RequestRecord:
+                self._adopt(None)
+                break
+        return items
+
+    def _adopt(self, header: dict | None) -> None:
+        at = self._judge_at
+        assert at is not None
+        self._file_settings = fs = read_header(header)
+        res = resolve_settings(fs, at)
+        self.settings = res
+        self._use_config(config_at(self.cfg, res.effective))
+        if res.rejudged and res.run is not None:
+            self._shadow = Monitor(config_at(self.cfg, res.run), source=self.source)
+        for problem in res.problems:
+            self.block_pass(problem)
+
+    def _check_step_settings(self, s: StepRecord, block: Any) -> None:
+        """A step end record states the settings its step was judged at (as `run` writes them): held against the
+        run header's; a difference, or settings the header no longer states, forbids PASS run-wide."""
+        step = read_header({"verdict_settings": block})
+        own = self._file_settings
+        name = evidence.level_name(s.level, s.round, s.mode)
+        if step.problems:
+            self.block_pass(f"{name}: its step end record's verdict_settings is malformed: the settings it was "
+                            "judged at are unknown")
+        elif own is None or own.origin != VERDICT_SETTINGS:
+            self.block_pass(f"{name}: its step end record states verdict settings ({block.get('text')}) and the run "
+                            "header does not: the header's settings were removed or edited")
+        else:
+            diff = [k for k in step.values if step.values[k] != own.values.get(k)]
+            if diff:
+                self.block_pass(f"{name}: its step end record states other verdict settings than the run header ("
+                                + "; ".join(f"{k}: {step.values[k]!r} vs {own.values.get(k)!r}" for k in diff)
+                                + "): the settings were edited")
+
+    def run_settings_monitor(self) -> Monitor:
+        """The Monitor that judges at the run's own settings: this one, or the second one when re-judging."""
+        return self._shadow if self._shadow is not None else self
+
     # ------------------------------------------------------------------ evidence problems
     def block_pass(self, reason: str, key: tuple | None = None) -> None:
         """Record an evidence problem that forbids PASS: for the level ``key`` = (level, round), or for every
         level when ``key`` is None. A PASS becomes UNDECIDED with the reason; FAIL stands (a failing server is
         still failing); the reason is listed in the snapshot's ``evidence_problems``."""
+        if self._shadow is not None:
+            self._shadow.block_pass(reason, key)
         reasons = self._pass_blocks.setdefault(key, [])
         if reason not in reasons:
             reasons.append(reason)
+            if key is not None:  # one level's problem: only its verdict changes (per-level work stays linear)
+                one = self.levels.get(key)
+                if one is not None:
+                    one.verdict_cache = None
+                return
             for st in self.levels.values():
                 st.verdict_cache = None
 
@@ -519,30 +641,55 @@ class Monitor:
         contradiction as a reason that forbids PASS. Readers of complete files call it once at the end; a live
         run does not (its steps are still being written)."""
         self.finished = True
+        if self._shadow is not None:
+            self._shadow.finish()
         header = self.header
         load = header.get("load")
         ld: dict = load if isinstance(load, dict) else {}
         by_key = {(st.level, st.round): st for st in self.levels.values()}
+        load_run = completeness.is_load_run(header)  # issue 35: complete or not PASS
+        # a step record's verdict was reached at the run's own settings: held against the level judged at those
+        # (the second monitor when this one re-judges at a reader's flags), never against a re-judgement
+        rs = self.run_settings_monitor()
+        settings = rs._settings_words()
+
+        def recomputed(key: tuple) -> str:
+            return rs._recomputed_state(rs.levels.get(key) if rs is not self else by_key.get(key))
         # step end records against the request records of their level and round
         if self.step_info:
             for key, info in self.step_info.items():
                 st = by_key.get(key)
-                name = evidence.level_name(key[0], key[1], info.get("mode") or (st.mode if st is not None else None))
+                name = self._name_of(*key)
                 n, err, inc = (st.rec_n, st.rec_err, st.rec_incomplete) if st is not None else (0, 0, 0)
                 problem = evidence.step_count_problem(name, info, n, err, err + inc)
                 if problem:
+                    self.block_pass(problem, key)
+                if load_run and not all(isinstance(info.get(k), int) for k in ("requests", "completed", "failed")):
+                    self.block_pass(f"{name}: the step record holds no request counts (requests, completed, failed): "
+                                    "its request records cannot be checked against it", key)
+                for problem in completeness.step_problems(
+                        name, info, (n, err, inc),
+                        st.err_classes if st is not None else {}, st.times[2::3] if st is not None else (),
+                        st.ttft0 if st is not None else (), st.step_over if st is not None else None,
+                        recomputed(key), settings):
                     self.block_pass(problem, key)
             for key, st in by_key.items():
                 if st.rec_n and key not in self.step_info:
                     name = evidence.level_name(key[0], key[1], self._mode_of(st))
                     self.block_pass(f"{name}: {st.rec_n} request records but no step end record for them (the "
                                     "file has step records for other levels): records added or relabelled", key)
-        elif self.requests_total and (provenance.source_block(header) or {}).get("kind") in ("run", "trace"):
-            self._notes.append("no step records: the file is judged on what its request records hold")
-        # planned rounds against those present (a sweep that stopped at a FAIL legitimately has fewer)
+        if load_run:  # its planned steps present in order (or a recorded stop), and its seal
+            ends = [(key, probe, info) for key, probe, info, _mode in self.step_ends]
+            for problem in completeness.plan_problems(header, ends, self._name_of, recomputed):
+                self.block_pass(problem)
+            problem = completeness.seal_problem(self.records_integrity)
+            if problem:
+                self.block_pass(problem)
+        # planned rounds against those present (a sweep that stopped at a FAIL legitimately has fewer; a load
+        # run's plan is held against its steps above)
         stopped_on_fail = bool(ld.get("stop_on_fail")) and any(
             self.verdict_for(st).state == FAIL for st in self.levels.values() if st.n)
-        if not stopped_on_fail:
+        if not stopped_on_fail and not load_run:
             rounds: dict[float | None, list[int]] = {}
             for (lv, rnd), st in by_key.items():
                 if st.rec_n:
@@ -596,6 +743,27 @@ class Monitor:
             self.block_pass(problem)
         self._notes.extend(n for n in notes if n not in self._notes)
 
+    def _name_of(self, level: float | None, rnd: int) -> str:
+        """'concurrency 4 round 1' (the level's own loop mode, else the header's)."""
+        st = self.levels.get((level, rnd))
+        return evidence.level_name(level, rnd, row_mode(st.mode if st is not None else None, self.header))
+
+    def _recomputed_state(self, st: _LevelState | None) -> str:
+        """A level's verdict from its request records alone (its judge, and the unreadable lines that may be
+        its requests), before any evidence problem holds it back: what its step record's verdict is held against."""
+        if st is None or st.n == 0:
+            return INSUFFICIENT_WINDOW
+        v = verdict_from_judge(st.judge, self.cfg)
+        lost = self.unreadable_requests((st.level, st.round))
+        if lost:
+            v = self._hold_against_unreadable(st.judge, v, lost)
+        return v.state
+
+    def _settings_words(self) -> str:
+        cfg = self.cfg
+        return (f"{cfg.slos.describe()}, target {cfg.target:.0%}, window {fmt_minutes(cfg.min_window_s)}, "
+                f"alpha {cfg.alpha:g}")
+
     # ------------------------------------------------------------------ records integrity (tui.core.chain)
     records_integrity: Any = None  # the RecordsIntegrity of the file read; None: not verified
 
@@ -603,6 +771,8 @@ class Monitor:
         """The digest chain's verification of the file (``tui.core.chain.RecordsIntegrity``): shown in every view;
         each of its problems (a broken chain, a signature that does not verify) forbids PASS run-wide."""
         self.records_integrity = integrity
+        if self._shadow is not None:
+            self._shadow.set_records_integrity(integrity)
         for problem in integrity.problems:
             self.block_pass(f"records integrity: {problem}")
 
@@ -625,6 +795,10 @@ class Monitor:
             self._add_gpu(item)
         elif isinstance(item, RunHeader):
             if not self.header:
+                if (self.settings is not None and self.settings.origin == NO_SETTINGS and self.requests_total
+                        and read_header(item.data).origin != NO_SETTINGS):
+                    self.block_pass("the run header came after request records: the verdict settings it states "
+                                    "were not applied")
                 self.header = item.data
                 self._resolve_memory()
                 label = ttft_of_label(item.data)  # an import's TTFT is its tool's, never "answer" (issue 37)
@@ -686,20 +860,39 @@ class Monitor:
             self.malformed += 1
         if issue.kind in ("malformed", "truncated") and issue.request is not False:
             key = issue.level_round
+            if key is not None and key not in self.unreadable and len(self.unreadable) >= MAX_LEVELS:
+                key = None  # beyond the level cap: counted against every level (the stricter), never dropped
             self.unreadable[key] = self.unreadable.get(key, 0) + 1
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(str(issue))
 
-    def _state_for(self, level: float | None, rnd: int) -> _LevelState:
+    def _state_for(self, level: float | None, rnd: int) -> _LevelState | None:
+        """The state of level (level, round), made on its first record; None beyond ``MAX_LEVELS`` distinct ones
+        (the caller counts the record as over the cap: ``_over_cap``)."""
         key = (level, rnd)
         st = self.levels.get(key)
         if st is None:
+            if len(self.levels) >= MAX_LEVELS:
+                return None
             st = self.levels[key] = _LevelState(level, rnd, self.test, self.cfg, self.min_requests)
             st.order = len(self.levels)
         return st
 
+    def _over_cap(self, level: float | None, rnd: int) -> None:
+        """A record of a level beyond the first ``MAX_LEVELS``: counted, never judged, and no level of the run can
+        PASS (a file that holds more levels than are judged is not judged whole)."""
+        self.levels_over_cap += 1
+        if self.levels_over_cap == 1:
+            name = evidence.level_name(level, rnd, None)
+            self.block_pass(f"the run holds more than {MAX_LEVELS:,} distinct levels (level, round), the most "
+                            f"servewatch judges: the records of the levels after the first {MAX_LEVELS:,} (from "
+                            f"{name} on) are counted and reported, never judged")
+
     def _add_step(self, s: StepRecord) -> None:
         st = self._state_for(s.level, s.round)
+        if st is None:
+            self._over_cap(s.level, s.round)
+            return
         if s.mode:
             st.mode = s.mode
         if s.event == "start":
@@ -708,6 +901,9 @@ class Monitor:
             info = s.info
             if info.get("saturated"):
                 st.saturated = True
+            if info.get("client_limited"):  # the records say so too (derived there); a step record can only add it
+                st.client_step = True
+                st.verdict_cache = None
             if info.get("degraded"):
                 st.degraded = (f"degraded: a load worker was lost during this step ({info.get('worker_lost', '?')} "
                                "requests in flight recorded as worker_lost); the level was not held, so it cannot PASS")
@@ -715,7 +911,10 @@ class Monitor:
             lp = info.get("lateness_p99_ms")
             if isinstance(lp, (int, float)):
                 st.lateness_p99_ms = float(lp)
+            if self._judge_at is not None and "verdict_settings" in info:
+                self._check_step_settings(s, info["verdict_settings"])
             self.step_info[(s.level, s.round)] = dict(info)
+            self.step_ends.append(((s.level, s.round), info.get("search_probe") is True, info, s.mode))
 
     def add_many(self, items: Iterable) -> None:
         """Ingest records and line issues in order: the one ingest path (``add`` is a batch of one).
@@ -723,6 +922,13 @@ class Monitor:
         The hot path of every reader (1M-record reports and replays): per request a few attribute
         reads, the outcome rule (``tui.core.records.outcome_rule``, its one definition), the level's
         judge and two tuples; what does not change within a batch is looked up once per batch."""
+        if self._judge_at is not None:  # a reader: the run's settings first (once), then both judges when re-judging
+            if self.settings is None:
+                items = self._settle(items)
+            if self._shadow is not None:
+                if not isinstance(items, (list, tuple)):
+                    items = list(items)
+                self._shadow.add_many(items)
         classify = self._classify
         answer_judged = self.cfg.slos.ttft_of == "answer"
         recent_append = self._recent.append
@@ -773,7 +979,11 @@ class Monitor:
                     self.last_t = t_end
                 err = r.error
                 if err is not None:
-                    errors[err] = errors.get(err, 0) + 1
+                    c = errors.get(err)
+                    if c is None and len(errors) >= MAX_ERROR_CLASSES:  # a class named per record: bounded
+                        errors[OTHER_ERRORS] = errors.get(OTHER_ERRORS, 0) + 1
+                    else:
+                        errors[err] = 1 if c is None else c + 1
                 outcome, ttft_ms, misses = classify(r)  # the one rule: tui.core.slos.slo_rule
                 recent_append((r, outcome, ttft_ms))  # rows are built at snapshot time only
                 if r.phase != "measure":
@@ -789,17 +999,31 @@ class Monitor:
                         ttfts = []
                         lat = ([], [], [])
                         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
-                    st = self.current = self._state_for(r.level, r.round)
+                    nst = self._state_for(r.level, r.round)
+                    if nst is None:  # beyond MAX_LEVELS distinct levels: counted, never judged
+                        self._over_cap(r.level, r.round)
+                        continue
+                    st = self.current = nst
                 # what the file says about this level, for the cross-checks (tui.core.evidence)
                 rn = st.rec_n = st.rec_n + 1
                 if err is not None:
                     st.rec_err += 1
-                elif not r.complete:
-                    st.rec_incomplete += 1
-                elif outcome == FAILED:
-                    self._contradiction(r)
+                    ec = st.err_classes
+                    ec[err] = ec.get(err, 0) + 1
+                else:
+                    if not r.complete:
+                        st.rec_incomplete += 1
+                    elif outcome == FAILED:
+                        self._contradiction(r)
+                    tf = r.t_first_token  # the step record's TTFT (tui.core.completeness)
+                    if len(st.ttft0) < EVIDENCE_CAP:
+                        st.ttft0.append(_INF if tf is None else tf - t_sent)
+                    else:
+                        _step_over(st).add_ttft(_INF if tf is None else tf - t_sent)
                 if rn <= EVIDENCE_CAP:  # rec_n == len(times) / 3 up to the cap
                     st.times.extend((t_sent, t_end, t_sent - r.t_intended))
+                else:
+                    _step_over(st).add_lateness(t_sent - r.t_intended)
                 if r.session is not None:  # a session workload (issue 23): its spans, bounded by EVIDENCE_CAP
                     sp = st.sessions
                     if sp is None:
@@ -811,6 +1035,9 @@ class Monitor:
                         self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
                         continue
                     self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
+                elif err == CLIENT and outcome == EXCLUDED:  # the client's own resources ran out: unknown
+                    self._client_unknown(st, r, t_sent, t_end)
+                    continue
                 # counted tokens: one tuple and one dict update (TokenTally.pending, tallied when read)
                 tk = st.tokens.pending
                 # a session's turn asked its whole prompt (context_tokens), not only its user message
@@ -934,6 +1161,52 @@ class Monitor:
             self.seq_no = seq
             self.requests_total += requests
 
+    def _client_unknown(self, st: _LevelState, r: RequestRecord, t_sent: float, t_end: float) -> None:
+        """A measured request the client itself could not carry out (``error: "client"``, outcome still open):
+        counted per errno name, never in the level's n / good / failed (not the server's outcome); the judge counts
+        it good, so a FAIL is one the server's failures alone prove (``_client_limited`` forbids PASS)."""
+        st.client += 1
+        kind = clientlimit.kind_of(r.error_detail)
+        st.client_kinds[kind] = st.client_kinds.get(kind, 0) + 1
+        judge = st.judge
+        before = judge.state
+        judge.add(t_end, True, t_sent)
+        if judge.state != before or judge.n == 1:
+            self._timeline_add(st, judge.state, judge.n, t_end)
+
+    def client_limited_text(self, st: _LevelState) -> str | None:
+        """The client_limited sentence of a level (what ran out, what to do), or None when it is not."""
+        if st.client:
+            return clientlimit.describe(st.client, st.client_kinds, clientlimit.fd_limit_of(self.header),
+                                        self._mode_of(st), of=st.client + st.n)
+        if st.client_step:
+            return ("client_limited: the step record says the client ran out of its own resources (no request record "
+                    "of the level shows it)")
+        return None
+
+    def _client_limited(self, st: _LevelState, v: Verdict) -> Verdict:
+        """A client-limited level: it cannot PASS; FAIL only when the server's failures alone prove it (the judge
+        counted the client's failures good); otherwise UNDECIDED with what ran out and what to do."""
+        text = self.client_limited_text(st)
+        if text is None:
+            return v
+        if v.state == FAIL:
+            if not st.client:
+                return v
+            return dataclasses.replace(v, reason=(
+                f"FAIL on the server's failures alone ({text}). The {st.client:,} requests that failed in the client "
+                f"are counted good here (their outcome at the server is unknown: the most favourable case) and the "
+                f"evidence still shows FAIL: {v.reason}"))
+        if st.n:
+            server = (f"the server's own outcomes ({st.good:,} good of the {st.n:,} requests it answered or failed) "
+                      "do not show FAIL")
+        else:
+            server = "the server saw none of them"
+        prev = v.reason if v.reason.startswith("cannot PASS: ") else None
+        return dataclasses.replace(v, state=UNDECIDED, missing=None, reason=(
+            f"cannot PASS: {text}. Their outcome at the server is unknown, so the level cannot PASS, and {server}."
+            + (f" Also {prev}" if prev else "")))
+
     def _timeline_add(self, st: _LevelState, state: VerdictState, n: int, t: float) -> None:
         entry = (st.level, st.round, state, n, t)
         if len(self._timeline_head) < TIMELINE_HEAD:
@@ -992,6 +1265,8 @@ class Monitor:
             self._running_series.append(q.running)
 
     def _add_gpu(self, g: GpuSample) -> None:
+        if g.device not in self._gpu and len(self._gpu) >= MAX_GPU_DEVICES:
+            return  # a device number per sample would grow without end: the first MAX_GPU_DEVICES are shown
         d = self._gpu.setdefault(g.device, {"series": deque(maxlen=SERIES_LEN), "peak": None})
         d["name"] = g.name
         d["util"] = g.utilization
@@ -1106,7 +1381,7 @@ class Monitor:
         request (the console, report, run, sweep and accept all read it from here)."""
         cfg = self.cfg
         thr = self.test.threshold
-        if st is None or st.n == 0:
+        if st is None or (st.n == 0 and not st.client):
             return Verdict(
                 state=INSUFFICIENT_WINDOW, reason="no measured requests yet",
                 missing=f"need {self.min_requests} more requests, {fmt_minutes(cfg.min_window_s)} more",
@@ -1137,6 +1412,8 @@ class Monitor:
             if st.unjudged and v.state == FAIL:
                 v = dataclasses.replace(v, reason=v.reason + f" This holds even counting the {st.unjudged} requests "
                                         "not judgeable on an SLO as good (they are not shown as good).")
+            if st.client or st.client_step:
+                v = self._client_limited(st, v)
             c = st.verdict_cache = (key, v)
         return c[1]
 
@@ -1195,11 +1472,14 @@ class Monitor:
     def level_rows(self) -> tuple[LevelRow, ...]:
         rows = []
         for st in self.levels.values():
-            if st.n == 0:
+            if st.n == 0 and not st.client:
                 continue
             d = self.delivered(st)
             problems = self.pass_blocks((st.level, st.round))
             problems = problems + [p for p in self.unjudgeable_problems(st) if p not in problems]
+            limited = self.client_limited_text(st)
+            if limited is not None:
+                problems.append(limited)
             rows.append(LevelRow(
                 level=st.level, round=st.round, mode=st.mode, window=self._window_from_state(st),
                 verdict=self.verdict_for(st), saturated=st.saturated, lateness_p99_ms=st.lateness_p99_ms,
@@ -1216,6 +1496,7 @@ class Monitor:
                     st.pcache, (self.step_info.get((st.level, st.round), {}).get("prefix_cache"),)),
                 search_probe=bool(self.step_info.get((st.level, st.round), {}).get("search_probe")),
                 step_s=_step_seconds(self.step_info.get((st.level, st.round), {})),
+                client_limited=st.client, client_limited_kinds=dict(st.client_kinds) if st.client else None,
             ))
         return tuple(rows)
 
@@ -1385,7 +1666,11 @@ class Monitor:
             cancelled_late=sum(self.cancelled_late.values()),
             capacity=cap,
             evidence_problems=self.evidence_problems(),
+            levels_over_cap=self.levels_over_cap,
             records_integrity=self.records_integrity,
+            settings=self.settings,
+            run_levels=None if self._shadow is None else self._shadow.level_rows(),
+            run_verdict=None if self._shadow is None else self._shadow.verdict_for(self._shadow.current),
         )
 
 

@@ -18,3 +18,8 @@ OUTCOMES: tuple[Outcome, ...] = (GOOD, SLOW, FAILED, EXCLUDED)
 
 #: The error class of a request the client cancelled (``request.error``); excluded while its outcome was still open.
 CANCELLED: Final = "cancelled"
+
+#: The error class of a request the CLIENT could not carry out: its own resources ran out (file descriptors, local
+#: ports, network buffers; ``tui.core.clientlimit``). Never the server's failure: unknown while its outcome was still
+#: open (the rule of a cancellation), and a level with any cannot PASS.
+CLIENT: Final = "client"

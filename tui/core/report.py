@@ -16,9 +16,10 @@ import tui.core.server_timing as _server_timing
 import tui.core.token_counts as _token_counts
 import tui.core.turns as _turns
 import tui.core.workload as _workload
+from tui.core.bounds import MAX_LEVELS
 from tui.core.budgetview import budget_view as _budget_view
 from tui.core.budgetview import with_server_log as _with_server_log
-from tui.core.exitcodes import ExitCode
+from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.identity import identity_of, identity_problems
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
 from tui.core.redact import header_secrets, scrub, url_secrets
@@ -46,6 +47,38 @@ def select_row(snap: Snapshot, level: float | None = None) -> LevelRow | None:
 def judge(snap: Snapshot, required_level: float | None = None) -> JudgedLevel | None:
     """The judged level of one snapshot (tui.core.levels.judge_level; the same rule `accept` uses)."""
     return judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.levels), required_level)
+
+
+def report_at_settings(snap: Snapshot, flag_level: float | None, **kw: Any) -> tuple[dict[str, Any], str | None]:
+    """``build_report`` at the required level the file is judged at (the run's own, or ``--required-level``):
+    a level the flag names that is not in the file is bad usage; one the RUN names (its verdict_settings) that is
+    not in the file is judged at the highest level tested, and returns why it cannot exit 0."""
+    res = snap.settings
+    level = res.effective.required_level if res is not None else flag_level
+    try:
+        return build_report(snap, level=level, **kw), None
+    except LevelNotInFile as exc:
+        if res is None or not res.from_run("required_level") or level is None:
+            raise UsageError(str(exc)) from None
+    return build_report(snap, level=None, **kw), (f"the run's required level {level:g} is not in the file: judged at "
+                                                   "the highest level tested; it cannot exit 0")
+
+
+def run_state(snap: Snapshot) -> str | None:
+    """The verdict the run had at its OWN settings, when a reader re-judged it (issue 35): at the run's required
+    level, from the level rows the Monitor judged at the run's settings beside the re-judged ones; None when not
+    re-judged."""
+    res = snap.settings
+    if res is None or not res.rejudged or snap.run_levels is None or res.run is None:
+        return None
+    try:
+        j = judge_level(((r.level, row_mode(r.mode, snap.header), r.verdict.state) for r in snap.run_levels),
+                        res.run.required_level)
+    except LevelNotInFile:
+        j = None
+    if j is not None:
+        return j.state
+    return None if snap.run_verdict is None else snap.run_verdict.state
 
 
 def latency_dict(ps: tuple[Percentile, ...]) -> dict[str, Any]:
@@ -200,6 +233,8 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             "level": None if row is None else row.level,
             "round": None if row is None else row.round,
             "cancelled_open": 0 if row is None else row.cancelled_open,
+            # issue 36: requests that failed in the client (its own resources ran out): unknown, not the server's
+            "client_limited": 0 if row is None else row.client_limited,
             "good_fraction": frac,
             "latency_success_gate": None if frac is None else frac >= snap.target,
             "window": window_dict(w, snap.slos.ttft_of),
@@ -216,6 +251,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             {"level": r.level, "round": r.round, "mode": r.mode, "verdict": r.verdict.state,
              "saturated": r.saturated, "lateness_p99_ms": r.lateness_p99_ms, "max_waiting": r.max_waiting,
              "peak_gpu_gib": r.peak_gpu_gib, "cancelled_open": r.cancelled_open,
+             "client_limited": r.client_limited, "client_limited_kinds": r.client_limited_kinds,
              "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
              **({"search_probe": True} if r.search_probe else {}),
              **window_dict(r.window, snap.slos.ttft_of)}
@@ -233,6 +269,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
                       "note": snap.cancelled_note},
         "input_problems": {"malformed": snap.malformed, "truncated": snap.truncated,
                            "unknown_types": snap.unknown_types, "duplicate_request_ids": snap.duplicates,
+                           "records_of_levels_over_cap": snap.levels_over_cap,
                            "examples": list(snap.malformed_examples)},
         "quality": quality or "not run",
         "conclusion": {"ready_for_traffic": ready, "missing_or_failed": missing,
@@ -403,6 +440,9 @@ def format_report(rep: dict[str, Any]) -> str:
         f"target {slo['target']:.0%})")
     add(f"  level={fmt_level(m['level'])} round={m['round'] or '-'}  measured requests={w['n']}  "
         f"warmup excluded={rep['warmup_total']}")
+    if m.get("client_limited"):
+        add(f"  CLIENT-LIMITED: {m['client_limited']} more measured requests failed in the client (its own resources "
+            "ran out): not the server's outcome, not counted above, and the level cannot PASS")
     gf = m["good_fraction"]
     lo, hi = w["wilson_95_descriptive"]
     add(f"  good_fraction={fmt_pct(gf)} ({w['good']}/{w['n']}; completed {w['completed']}, slow {w['slow']}, "
@@ -475,6 +515,7 @@ def format_report(rep: dict[str, Any]) -> str:
             add(f"  {fmt_level(r['level']):>5} {r['round']:>5} {r['n']:>6} {fmt_pct(r['good_fraction'], 1):>7} "
                 f"{ms('P50'):>8} {ms('P95'):>8} {ms('P99'):>8} {_f(r['req_per_s']):>6} {_f(r['goodput_per_s']):>9} "
                 f"{r['verdict']}" + ("  client saturated, results not valid" if r["saturated"] else "")
+                + (f"  CLIENT-LIMITED ({r['client_limited']} failed in the client)" if r.get("client_limited") else "")
                 + ("  NOT REACHED" if r.get("not_reached") else ""))
         add(f"  ({INSUFFICIENT_LEGEND})")
         if rep.get("capacity_bracket"):
@@ -498,6 +539,9 @@ def format_report(rep: dict[str, Any]) -> str:
             "(counted once)")
         for e in ip["examples"]:
             add(f"    {e}")
+    if ip.get("records_of_levels_over_cap"):
+        add(f"  input problems: {ip['records_of_levels_over_cap']:,} records of levels beyond the first "
+            f"{MAX_LEVELS:,} distinct levels: counted, not judged; the run cannot PASS")
     for n in rep["notes"]:
         add(f"  note: {n}")
     out.extend(_prefix_cache.report_lines(rep))  # issue 23: per level and round, or "unknown"

@@ -35,6 +35,9 @@ class RunInfo:
     header: dict
     requests: int = 0
     levels: set = field(default_factory=set)
+    first_line: int | None = 1  # the run's first line in the file (None: not known, e.g. an import)
+    header_line: int | None = None  # its header's line (None: no header, or not known)
+    last_line: int | None = None  # its last line (None: to the end of the file)
 
     def describe(self) -> str:
         h = self.header
@@ -124,13 +127,19 @@ class RunSplitter:
         cur.requests += n
 
     def _new_run(self, h: RunHeader) -> None:
+        line = h.line
         if not self._seen_header:
             self._seen_header = True
             if self.runs[0].requests == 0:  # a prefix without requests belongs to the first header's run
                 self.runs[0].header = h.data
+                self.runs[0].header_line = line
+                if line is None:
+                    self.runs[0].first_line = None
                 return
+        prev = self.runs[-1]
+        prev.last_line = None if line is None or prev.first_line is None else line - 1
         self._cur += 1
-        self.runs.append(RunInfo(self._cur, h.data))
+        self.runs.append(RunInfo(self._cur, h.data, first_line=line, header_line=line))
 
     def check(self, source: str) -> None:
         """Raise SeveralRuns (no --run, several runs) or RunNotInFile (--run N beyond them)."""
@@ -142,6 +151,14 @@ class RunSplitter:
 
     def kept(self) -> RunInfo:
         return self.runs[(self.pick or 1) - 1]
+
+    def kept_span(self) -> tuple[int, int | None, int | None] | None:
+        """(first line, last line or None: to the end, header line or None) of the run kept; None when the
+        lines are not known (records made elsewhere than from a file's lines: an import)."""
+        r = self.kept()
+        if r.first_line is None or (r.header and r.header_line is None):
+            return None
+        return r.first_line, r.last_line, r.header_line
 
 
 def target_of(header: Mapping[str, Any]) -> tuple[str | None, str | None]:

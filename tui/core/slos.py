@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
 import tui.core.defaults as defaults
-from tui.core.outcomes import CANCELLED, EXCLUDED, FAILED, GOOD, SLOW, Outcome
+from tui.core.outcomes import CANCELLED, CLIENT, EXCLUDED, FAILED, GOOD, SLOW, Outcome
 
 TtftOf = Literal["answer", "any"]
 TTFT_OF: tuple[TtftOf, ...] = ("answer", "any")
@@ -258,6 +258,10 @@ def slo_rule(slos: Slos) -> Rule:
       the cancellation (TTFT: a first token within it, or none yet and the time at the cancellation within it;
       E2E: the time at the cancellation within it; ITL: the largest gap seen within it). Counted and shown, not
       judged.
+    - ``excluded`` also: ``error == "client"`` (the client's own resources ran out, ``tui.core.clientlimit``) while
+      the outcome was still open, by the same test as a cancellation: unknown, never the server's failure (the
+      Monitor judges it good for the FAIL side only and forbids PASS). With an HTTP status the server answered:
+      the record contradicts itself and is ``failed``.
     - ``excluded`` also: completed, no SLO in force missed, but one could not be judged (the record lacks what it
       needs: its NOJUDGE bit is set): not evidence either way; the Monitor counts it per SLO and blocks PASS.
     - ``failed``: everything else: not complete, an error, no first token; ``misses`` is 0.
@@ -278,7 +282,7 @@ def slo_rule(slos: Slos) -> Rule:
         ttft = None if ta is None else (ta - t_sent) * 1000.0
         err = r.error
         if tf is None or err is not None or not r.complete or not _complete(r):
-            if err != CANCELLED:
+            if err != CANCELLED and (err != CLIENT or r.http_status is not None):
                 return FAILED, ttft, 0
             el = (r.t_end - t_sent) * 1000.0
             if ttft_lim is not None and ((ttft if ttft is not None else el) * 1000.0 + 0.5) // 1.0 > ttft_lim:
@@ -326,7 +330,7 @@ def _ttft_only_rule(slo_us: float | None, answer: bool) -> Rule:
         tf = r.t_first_token
         err = r.error
         if tf is None:
-            if err == CANCELLED and ((r.t_end - r.t_sent) * 1000.0 * 1000.0 + 0.5) // 1.0 <= lim:
+            if _open_error(r, err) and ((r.t_end - r.t_sent) * 1000.0 * 1000.0 + 0.5) // 1.0 <= lim:
                 return EXCLUDED, None, 0  # no first token yet, but the SLO had not passed either
             return FAILED, None, 0
         if answer and r.t_first_reasoning is not None:
@@ -334,7 +338,7 @@ def _ttft_only_rule(slo_us: float | None, answer: bool) -> Rule:
             if ta is None:  # reasoning, no answer token (yet)
                 if err is None and r.complete and _complete(r):
                     return (GOOD, None, 0) if slo_us is None else (SLOW, None, MISS_TTFT)
-                if err == CANCELLED and ((r.t_end - r.t_sent) * 1000.0 * 1000.0 + 0.5) // 1.0 <= lim:
+                if _open_error(r, err) and ((r.t_end - r.t_sent) * 1000.0 * 1000.0 + 0.5) // 1.0 <= lim:
                     return EXCLUDED, None, 0
                 return FAILED, None, 0
             tf = ta
@@ -351,11 +355,17 @@ def _ttft_only_rule(slo_us: float | None, answer: bool) -> Rule:
                         return GOOD, ttft, 0
                     return SLOW, ttft, MISS_TTFT
             return FAILED, ttft, 0
-        if err == CANCELLED and (ttft * 1000.0 + 0.5) // 1.0 <= lim:
+        if _open_error(r, err) and (ttft * 1000.0 + 0.5) // 1.0 <= lim:
             return EXCLUDED, ttft, 0
         return FAILED, ttft, 0
 
     return classify
+
+
+def _open_error(r: TimedRequest, err: str | None) -> bool:
+    """An error that leaves the outcome open (judged by the cancellation test): a cancellation, or a failure of the
+    client's own resources (``client``) that carries no HTTP status (with one, the server answered)."""
+    return err == CANCELLED or (err == CLIENT and r.http_status is None)
 
 
 # ------------------------------------------------------------------ the run header's ``slo`` block

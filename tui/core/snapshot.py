@@ -209,6 +209,10 @@ class LevelRow:
     search_probe: bool = False
     #: the step's recorded duration (its end record's ``duration_s``); None: no step end record
     step_s: float | None = None
+    #: issue 36: measured requests of the level that failed in the client (its own resources ran out: error
+    #: ``client``, outcome unknown, not in ``window``); with any the level cannot PASS. Per errno name when > 0
+    client_limited: int = 0
+    client_limited_kinds: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +263,11 @@ class Snapshot:
     #: tui.core.chain.RecordsIntegrity of the file read (digest chain verified, broken, unverified); None: not
     #: verified by this view (a live run, a stream still being read)
     records_integrity: Any = None
+    #: issue 35: what the file was judged at (``tui.core.verdict_settings.Resolution``; None: a Monitor that
+    #: judges at its config as given); when re-judged, the level rows and the current verdict at the run's own
+    run_levels: tuple[LevelRow, ...] | None = None
+    run_verdict: Verdict | None = None
+    settings: Any = None
     #: the SLOs in force (tui.core.slos.Slos): ``slos.describe()`` names them wherever the verdict is shown
     slos: Slos = field(default_factory=Slos)
     #: counted tokens over every measured level (``TokenTally.summary()``); None: none measured / not computed
@@ -266,6 +275,9 @@ class Snapshot:
     #: the console's prefix-cache line for the current level (``tui.core.prefix_cache.short_text``); None: nothing
     #: known there (no request said cached tokens, no step counters), the line is not shown
     prefix_cache_text: str | None = None
+    #: measured request and step records of levels beyond ``tui.core.bounds.MAX_LEVELS`` distinct ones: counted,
+    #: never judged; any such record forbids PASS (an evidence problem says so)
+    levels_over_cap: int = 0
 
     @property
     def cancelled_note(self) -> str | None:

@@ -99,7 +99,8 @@ def report_html(rep: Mapping, data: Mapping) -> str:
     body = [f"<h1>servewatch report: {esc(rep.get('source'))}</h1>",
             f'<p class="note">data from: {esc(prov)}</p>',
             banners(synthetic, weak, integrity_lines(rep.get("records_integrity"))
-                    + ([str(ex["synthetic"])] if ex.get("synthetic") else [])),
+                    + ([str(ex["synthetic"])] if ex.get("synthetic") else [])
+                    + _settings_lines(rep.get("verdict_settings"))),
             verdict_boxes([("budget: does it fit?", budget), ("load: does it finish in time?", state),
                            ("quality: are answers usable?", conc.get("quality"))]),
             f'<p class="overall">{esc(judged.get("text"))}</p>',
@@ -123,6 +124,13 @@ def report_html(rep: Mapping, data: Mapping) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ accept
+
+def _settings_lines(vs: Any) -> list[str]:
+    """Issue 35: a re-judgement (or a settings problem) in the page's banners, in the report's words."""
+    if not isinstance(vs, Mapping) or not (vs.get("rejudged") or vs.get("problems")):
+        return []
+    return [str(line).strip() for line in vs.get("lines") or () if not str(line).startswith("settings: judged")]
+
 
 def accept_html(doc: Mapping, data: Mapping) -> str:
     """acceptance.html from the acceptance document (the same dict as acceptance.json) and the chart data: the

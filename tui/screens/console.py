@@ -46,6 +46,7 @@ from tui.core.console_seams import ConsoleFeed, ReplayControls, SourceView
 from tui.core.report import exit_code
 from tui.core.snapshot import Snapshot
 from tui.core.textsafe import console
+from tui.core.verdict_settings import settings_exit
 from tui.screens.export import export_json, free_base
 from tui.widgets.bars import HeaderBar, VerdictBar
 from tui.widgets.panes import PANES, BudgetPane, GoodFractionPane, GpuPane, QueuePane, RequestsPane, TtftPane
@@ -290,7 +291,10 @@ class ConsoleScreen(Screen[None]):
 
     def exit_code(self) -> int:
         """The verdict shown, as the command's exit code (3 before any snapshot)."""
-        return exit_code(self.snapshot.verdict.state) if self.snapshot is not None else 3
+        if self.snapshot is None:
+            return 3
+        code, _why = settings_exit(exit_code(self.snapshot.verdict.state), self.snapshot.settings)
+        return code  # re-judged at weaker settings than the run's: 3 (tui.core.verdict_settings)
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

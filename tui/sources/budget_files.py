@@ -11,21 +11,32 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tui.core.bounds import MAX_JSON_DEPTH, MAX_SMALL_FILE_BYTES, json_too_deep
 from tui.core.budget.results import BudgetResult
 from tui.core.budget.serialize import budget_from_dict
 from tui.core.budget.vocab import BudgetError
+from tui.sources.infiles import read_input
+
+
+def _read_json(path: str | Path, what: str) -> Any:
+    """A small JSON file (a regular file of at most ``MAX_SMALL_FILE_BYTES``, nested no deeper than
+    ``MAX_JSON_DEPTH``), or BudgetError naming it."""
+    try:
+        text = read_input(path, MAX_SMALL_FILE_BYTES, what).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BudgetError(f"cannot read {what} {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BudgetError(f"{what} {str(path)!r} is not valid JSON: {str(exc)[:120]}") from None
+    if json_too_deep(data):
+        raise BudgetError(f"{what} {str(path)!r} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
 
 
 def load_budget(path: str | Path) -> BudgetResult:
     """Read a saved budget JSON file, recompute it and verify it (BudgetError when it disagrees)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BudgetError(f"cannot read budget file {str(path)!r}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise BudgetError(f"budget file {str(path)!r} is not valid JSON: {exc}") from None
+    data = _read_json(path, "budget file")
     try:
         return budget_from_dict(data)
     except BudgetError as exc:
@@ -34,12 +45,7 @@ def load_budget(path: str | Path) -> BudgetResult:
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:
     """Read a Hugging Face config.json (BudgetError when unreadable)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BudgetError(f"cannot read model config {str(path)!r}: {exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise BudgetError(f"model config {str(path)!r} is not valid JSON: {exc}") from None
+    data = _read_json(path, "model config")
     if not isinstance(data, dict):
         raise BudgetError(f"model config {str(path)!r} must be a JSON object")
     return data

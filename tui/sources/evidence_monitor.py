@@ -11,6 +11,7 @@ from typing import Any
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import LineIssue, RequestRecord, RunHeader, not_a_record_file
 from tui.core.slos import Slos
+from tui.core.verdict_settings import JudgeAt
 from tui.sources.evidence_reader import EvidenceRun
 
 __all__ = ["NoRequests", "compare_run", "monitor_of", "not_records_problem"]
@@ -21,12 +22,15 @@ class NoRequests(ValueError):
 
 
 def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
-               budget_origin: str | None = None, tap: Callable[[Sequence], None] | None = None) -> Monitor:
+               budget_origin: str | None = None, tap: Callable[[Sequence], None] | None = None,
+               judge_at: JudgeAt | None = None, settled: Callable[[Monitor], None] | None = None) -> Monitor:
     """Read the whole run into a Monitor, each chunk's records as one batch (memory bounded); then the Monitor
     gets the digest chain's result (``Monitor.set_records_integrity``) and holds the file against itself
     (``Monitor.finish``, tui.core.evidence). ``tap``: also given each block (the HTML charts' bounded sampler,
-    ``tui.core.chartdata.RunSampler.add_many``). Raises what ``EvidenceRun.blocks`` raises."""
-    mon = Monitor(config, budget=budget, source=run.name, budget_origin=budget_origin)
+    ``tui.core.chartdata.RunSampler.add_many``). ``judge_at``: the reader's flags (issue 35: the file is judged
+    at its run header's settings, re-judged where a flag given differs); ``settled``: called with the Monitor once
+    it knows the settings it judges at, before ``tap`` sees a block. Raises what ``EvidenceRun.blocks`` raises."""
+    mon = Monitor(config, budget=budget, source=run.name, budget_origin=budget_origin, judge_at=judge_at)
     add_many = mon.add_many
     # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
     # every record and memory stays bounded without the cycle collector, whose passes over the young records
@@ -36,6 +40,9 @@ def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
     try:
         for items in run.blocks():
             add_many(items)
+            if settled is not None and (mon.settings is not None or judge_at is None):
+                settled(mon)
+                settled = None
             if tap is not None:
                 tap(items)
     finally:
@@ -52,7 +59,8 @@ def not_records_problem(mon: Monitor) -> str | None:
     return None if problem is None else f"{mon.source}: {problem}"
 
 
-def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None) -> dict:
+def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
+                judge_at: JudgeAt | None = None) -> dict:
     """{"label", "header", "requests", "issues", "problems", "unreadable", "prefix_cache"} of a run (``problems``:
     per level, the evidence problems that forbid judging it: the file held against itself; ``prefix_cache``: per
     level, ``tui.core.prefix_cache.level_summary``); raises NoRequests, and what
@@ -61,11 +69,14 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None) 
     reqs: list = []
     issues = 0
     cfg = MonitorConfig(slo_ttft_ms=slo_ttft_ms) if slos is None else MonitorConfig(slos=slos)
-    mon = Monitor(cfg, source=run.path)  # the cross-checks of the file
+    mon = Monitor(cfg, source=run.path, judge_at=judge_at)  # the cross-checks of the file (at its run's settings)
+    judged = mon.levels
     for kept in run.blocks():
         mon.add_many(kept)
         for it in kept:
             if type(it) is RequestRecord:
+                if it.phase == "measure" and (it.level, it.round) not in judged:
+                    continue  # a level beyond MAX_LEVELS: counted by the Monitor (it forbids NOT WORSE), not compared
                 reqs.append(it)
             elif isinstance(it, RunHeader):
                 header = header or it.data
@@ -73,6 +84,8 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None) 
                 issues += 1
     if not reqs:
         raise NoRequests(f"{run.path}: no usable request records ({issues} problem lines)")
+    if run.integrity is not None:  # the run's digest chain: its problems, and a load run's seal (issue 35)
+        mon.set_records_integrity(run.integrity)
     mon.finish()
     problems: dict = {}
     for (level, rnd), _st in mon.levels.items():

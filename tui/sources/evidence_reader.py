@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from tui.core.bounds import size_text
 from tui.core.chain import ChainVerifier, RecordsIntegrity
 from tui.core.exitcodes import UsageError
 from tui.core.records import iter_blocks
@@ -28,7 +29,7 @@ from tui.sources.evidence_probe import IMPORT, MAX_DOCUMENT_BYTES, RECORDS, STDI
 from tui.sources.importing import ImportProblem, import_file, records_of
 
 __all__ = ["IMPORT", "LAST_RUN", "RECORDS", "WATCH", "EvidenceRun", "ReadSettings", "ReplayPlan", "check_runs",
-           "open_evidence", "plan_replay", "replay_check"]
+           "judged_integrity", "open_evidence", "plan_replay", "replay_check", "run_header_of"]
 
 LAST_RUN = -1  # ``pick_run`` of `run` and `sweep`: the run they have just appended
 IMPORT_BATCH = 4096  # converted records handed on in blocks of this many
@@ -96,15 +97,16 @@ class EvidenceRun:
                 yield kept
         splitter.check(self.name)
         self.runs = splitter.runs
-        self.integrity = verifier.finish()  # another tool's file: "unverified (no digest)"
+        self.integrity = judged_integrity(verifier, splitter)  # another tool's file: "unverified (no digest)"
 
     def _imported(self, verifier: ChainVerifier) -> Iterator[list[Item]]:
         data = self.document
         if data is None:
-            if os.fstat(self.handle.fileno()).st_size > MAX_DOCUMENT_BYTES:
-                raise ImportProblem(f"{self.path}: larger than {MAX_DOCUMENT_BYTES >> 20} MiB; too big to import "
-                                    "as one document")
-            data = self.handle.read()
+            size = os.fstat(self.handle.fileno()).st_size
+            data = self.handle.read(MAX_DOCUMENT_BYTES + 1) if size <= MAX_DOCUMENT_BYTES else b""
+            if size > MAX_DOCUMENT_BYTES or len(data) > MAX_DOCUMENT_BYTES:
+                raise ImportProblem(f"{self.path}: larger than {size_text(MAX_DOCUMENT_BYTES)}, the most servewatch "
+                                    "imports (an import is read whole; README.md, \"Limits on input\")")
         if self.settings.verify_imported:
             for i in range(0, len(data), 1 << 20):
                 verifier.feed(data[i:i + (1 << 20)])
@@ -128,6 +130,17 @@ class EvidenceRun:
         return splitter.runs
 
 
+def judged_integrity(verifier: ChainVerifier, splitter: RunSplitter) -> RecordsIntegrity:
+    """The digest chain's verdict on the run judged (issue 36: a signature verifies a run, or nothing): the lines
+    of the run ``splitter`` kept, from its first line to the next run's header; the whole file when those lines are
+    not known (an import: its records were made, not read from lines)."""
+    span = splitter.kept_span()
+    if span is None:
+        return verifier.finish()
+    first, last, header_line = span
+    return verifier.run_result(first, last, header_line)
+
+
 def open_evidence(path: str, settings: ReadSettings | None = None) -> EvidenceRun:
     """Open ``path`` ('-': standard input) once and decide what it holds. Raises OSError when unreadable and
     ``ImportProblem`` for another tool's summary file (no per-request data in it)."""
@@ -141,6 +154,29 @@ def open_evidence(path: str, settings: ReadSettings | None = None) -> EvidenceRu
         raise ImportProblem(f"{path}: {why}")
     return EvidenceRun(kind=probe.kind, path=path, name=STDIN_NAME if path == STDIN else path, format=probe.format,
                        settings=s, handle=fh, document=probe.document)
+
+
+def run_header_of(path: str, pick_run: int | None = None) -> dict | None:
+    """The run header of a servewatch record file's run (``pick_run`` as ``ReadSettings``: None the first), read
+    up to that header only; None for standard input (read once, by the judging pass), another tool's file, a
+    watch recording, a run without a header, or a file that cannot be read (the judging pass says why)."""
+    from tui.core.records import RequestRecord, RunHeader
+
+    if path == STDIN:
+        return None
+    try:
+        with open_evidence(path, ReadSettings(pick_run=pick_run, watch=False)) as ev:
+            if ev.kind != RECORDS:
+                return None
+            for items in ev.blocks():
+                for it in items:
+                    if isinstance(it, RunHeader):
+                        return it.data
+                    if type(it) is RequestRecord:
+                        return None
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def check_runs(path: str, pick_run: int | None) -> None:

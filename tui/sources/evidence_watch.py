@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.core.bounds import MAX_JSON_DEPTH, MAX_LINE_BYTES, json_too_deep, size_text
 from tui.core.chain import ChainVerifier, RecordsIntegrity
 from tui.core.defaults import READ_CHUNK_BYTES
 from tui.core.records import RecordError
+from tui.core.records.reader import LineCut
 from tui.core.snapshot import PASS, UNDECIDED
 from tui.core.watch import WatchConfig, WatchJudgement, WatchVerdict, window_from_record
 from tui.sources.evidence_reader import EvidenceRun
@@ -38,17 +40,46 @@ class WatchRead:
 
 def watch_lines(run: EvidenceRun, tap: Callable[[bytes], None] | None = None) -> Iterator[tuple[int, Any]]:
     """(line number, the line's JSON object, or the ValueError it raised) for each non-blank line of a
-    recording; ``tap`` gets every raw line as read (the digest chain's verifier)."""
-    for n, raw in enumerate(_lines(run.handle), 1):
+    recording; ``tap`` gets every raw chunk as read (the digest chain's verifier). A line longer than
+    ``MAX_LINE_BYTES`` is read past (a ValueError naming its length); a value nested deeper than
+    ``MAX_JSON_DEPTH`` is a ValueError too."""
+    cut = LineCut()
+    read = run.handle.read
+    while True:
+        data = read(READ_CHUNK_BYTES)
+        if not data:
+            break
         if tap is not None:
-            tap(raw)
-        line = raw.decode("utf-8", errors="surrogateescape")
-        if not line.strip():
+            tap(data)
+        yield from _decoded(cut.feed(data))
+    last = cut.end()
+    if last is not None:
+        yield from _decoded([last])
+
+
+class NotRead(ValueError):
+    """A line not decoded: longer than ``MAX_LINE_BYTES``, or nested deeper than ``MAX_JSON_DEPTH`` (its words)."""
+
+
+def _decoded(segments: list[tuple[int, bytes | int]]) -> Iterator[tuple[int, Any]]:
+    for first, body in segments:
+        if isinstance(body, int):
+            yield first, NotRead(f"line longer than the {size_text(MAX_LINE_BYTES)} limit ({body:,} bytes): "
+                                 "skipped unread")
             continue
-        try:
-            yield n, json.loads(line)
-        except ValueError as exc:
-            yield n, exc
+        for n, raw in enumerate(body.split(b"\n"), first):
+            line = raw.decode("utf-8", errors="surrogateescape")
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except RecursionError:
+                yield n, NotRead("JSON nested too deep to decode")
+                continue
+            except ValueError as exc:
+                yield n, exc
+                continue
+            yield n, (NotRead(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") if json_too_deep(d) else d)
 
 
 def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
@@ -59,7 +90,7 @@ def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
     path = run.name
     for n, d in watch_lines(run, verifier.feed):
         if isinstance(d, ValueError):
-            out.problems.append(f"{path}:{n}: invalid JSON: {str(d)[:60]}")
+            out.problems.append(f"{path}:{n}: {d}" if isinstance(d, NotRead) else f"{path}:{n}: invalid JSON: {str(d)[:60]}")
             continue
         if not isinstance(d, dict):
             out.problems.append(f"{path}:{n}: line is not a JSON object")
@@ -80,22 +111,6 @@ def read_watch(run: EvidenceRun, cfg: WatchConfig) -> WatchRead:
             out.judgement.add(w)
     out.integrity = verifier.finish()
     return out
-
-
-def _lines(fh: Any, chunk: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
-    """The raw lines of a binary stream (the last one possibly unterminated), read ``chunk`` bytes at a time."""
-    partial = b""
-    while True:
-        data = fh.read(chunk)
-        if not data:
-            break
-        buf = partial + data if partial else data
-        parts = buf.split(b"\n")
-        partial = parts.pop()
-        for p in parts:
-            yield p + b"\n"
-    if partial:
-        yield partial
 
 
 def verdict_with_integrity(v: WatchVerdict, integrity: RecordsIntegrity) -> WatchVerdict:

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tui.core.bounds as B
 import tui.core.importers as I
 from tui.core.records import LineIssue, RecordError, parse_object, read_file
+from tui.sources.infiles import InputRefused, input_refusal, open_input, read_input
 
 HEAD_BYTES = 65536
-MAX_DOCUMENT_BYTES = 512 << 20
+MAX_DOCUMENT_BYTES = B.MAX_DOCUMENT_BYTES  # an import is read whole: at most this (tui.core.bounds)
 
 
 class ImportProblem(ValueError):
@@ -44,13 +46,14 @@ class RunSource:
 
 
 def _read_head(path: str) -> str:
-    with open(path, "rb") as fh:
+    with open_input(path, "file to import") as fh:
         head = fh.read(HEAD_BYTES)
     return head.decode("utf-8", errors="replace")
 
 
 def detect_file(path: str) -> str | None:
-    """The format of ``path`` by content (reads the head, and the whole file for JSON documents)."""
+    """The format of ``path`` by content (reads the head, and the whole file for JSON documents up to
+    ``MAX_DOCUMENT_BYTES``). Raises OSError (``InputRefused`` for a FIFO, a device, a directory)."""
     head = _read_head(path)
     fmt = I.detect_format(head)
     if fmt is not None:
@@ -61,20 +64,18 @@ def detect_file(path: str) -> str | None:
     return None
 
 
+def _read_bytes(path: str) -> bytes:
+    """The whole file to import, at most ``MAX_DOCUMENT_BYTES`` (a larger one: ImportProblem, one line)."""
+    try:
+        return read_input(path, MAX_DOCUMENT_BYTES, "file to import (an import is read whole)")
+    except InputRefused as exc:
+        if "larger than" in str(exc):
+            raise ImportProblem(f"{path}: {exc}") from None
+        raise
+
+
 def _read_text(path: str) -> str:
-    if os.path.getsize(path) > MAX_DOCUMENT_BYTES:
-        raise ImportProblem(f"{path}: larger than {MAX_DOCUMENT_BYTES >> 20} MiB; too big to import as one document")
-    with open(path, "rb") as fh:
-        data = fh.read()
-    return data.decode("utf-8", errors="replace")
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return _read_bytes(path).decode("utf-8", errors="replace")
 
 
 def _load_yaml(text: str, path: str) -> Any:
@@ -83,10 +84,18 @@ def _load_yaml(text: str, path: str) -> Any:
     except ImportError:
         raise ImportProblem(f"{path}: a GuideLLM YAML file, but PyYAML is not installed here; convert it to JSON "
                             "(guidellm writes benchmarks.json too) or install PyYAML") from None
+    if len(text) > B.MAX_YAML_BYTES:  # PyYAML needs far more memory per byte than the JSON decoder
+        raise ImportProblem(f"{path}: a GuideLLM YAML file larger than {B.size_text(B.MAX_YAML_BYTES)}, the most "
+                            "servewatch imports as YAML; import its benchmarks.json instead")
     try:
-        return yaml.safe_load(text)
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ImportProblem(f"{path}: GuideLLM YAML does not parse: {str(exc).splitlines()[0][:120]}") from None
+    except RecursionError:
+        doc = None
+    if (doc is None and text.strip()) or B.json_too_deep(doc):
+        raise ImportProblem(f"{path}: GuideLLM YAML nested deeper than {B.MAX_JSON_DEPTH} levels: not imported")
+    return doc
 
 
 def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
@@ -105,7 +114,7 @@ def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
             if not side.is_file():
                 opts["summary_missing"] = f"{side.name} is not beside the file"
                 return opts, notes
-            d = json.loads(side.read_text(encoding="utf-8"))
+            d = _side_json(side)
             if not isinstance(d, dict):
                 raise ValueError("not an object")
             opts["summary"], opts["summary_file"] = d, f"{side.name} beside the file"
@@ -137,7 +146,7 @@ def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
                 opts["summary_missing"] = "no *_summary.json named for it beside the file"
                 return opts, notes
             side_name = found.name
-            d = json.loads(found.read_text(encoding="utf-8"))
+            d = _side_json(found)
             if not isinstance(d, dict):
                 raise ValueError("not an object")
             opts["summary"], opts["summary_file"] = d, f"{found.name} beside the file"
@@ -153,7 +162,7 @@ def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
                 if not stage.isdigit():
                     continue  # stage_N_session_lifecycle_metrics.json and the like
                 side_name = side.name
-                d = json.loads(side.read_text(encoding="utf-8"))
+                d = _side_json(side)
                 ls = d.get("load_summary") if isinstance(d, dict) else None
                 if not isinstance(ls, dict):
                     continue
@@ -175,13 +184,13 @@ def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
             whole = folder / "summary_lifecycle_metrics.json"
             if whole.is_file():
                 side_name = whole.name
-                d = json.loads(whole.read_text(encoding="utf-8"))
+                d = _side_json(whole)
                 if isinstance(d, dict):
                     opts["summary"] = d
             if not stages and "summary" not in opts:
                 opts["summary_missing"] = ("neither summary_lifecycle_metrics.json nor stage_N_lifecycle_metrics.json "
                                            "is beside the file")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         notes.append(f"{side_name} could not be read: level unknown")
         opts = {"summary_missing": f"{side_name} could not be read"}
     return opts, notes
@@ -197,6 +206,15 @@ def _llmperf_summary(path: Path) -> Path | None:
             return mine
     found = sorted(p for p in path.parent.glob("*_summary.json") if p.is_file())
     return found[0] if len(found) == 1 else None
+
+
+def _side_json(side: Path) -> Any:
+    """A tool's summary file beside the import: a regular file of at most ``MAX_SMALL_FILE_BYTES``, JSON no deeper
+    than ``MAX_JSON_DEPTH`` (else OSError / ValueError: the level stays unknown, said)."""
+    d = json.loads(read_input(side, B.MAX_SMALL_FILE_BYTES, "summary file").decode("utf-8"))
+    if B.json_too_deep(d):
+        raise ValueError("nested too deep")
+    return d
 
 
 def _find_key(d: Any, names: tuple[str, ...], depth: int = 0) -> Any:
@@ -230,9 +248,9 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
     if fmt == I.SERVEWATCH:
         raise ImportProblem(f"{path}: already a servewatch record file; nothing to import")
     if data is None:
-        text, sha256 = _read_text(path), _sha256(path)
-    else:
-        text, sha256 = data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
+        data = _read_bytes(path)  # one read: the text and its SHA-256 are of the same bytes
+    text, sha256 = data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
+    data = None  # the bytes are not needed again: the text alone is held while it is converted
     opts, notes = _sidecar_opts(path, fmt) if sidecars else ({}, [])
     doc = _load_yaml(text, path) if fmt == "guidellm-yaml" else None
     try:
@@ -275,6 +293,9 @@ def open_run(path: str | os.PathLike) -> tuple[Iterator, RunSource]:
     recognised at all) is read by ``read_file`` unchanged, so its bad lines are reported as before.
     Raises ImportProblem (a ValueError, one line for the user) for a file that cannot be imported."""
     p = os.fspath(path)
+    why = input_refusal(p, "run file")
+    if why is not None:  # read_file below would block on a FIFO
+        raise InputRefused(why, p)
     try:
         fmt = detect_file(p)
     except OSError:

@@ -19,7 +19,8 @@ The contract servewatch relies on, kept from httpcore:
   socket, ``.complete`` once it was (or ``.failed`` when the connection was already gone: nothing was written),
   ``http11.receive_response_headers.started/complete/failed`` and ``http11.response_closed.started/complete``;
 - exceptions: ``httpx.ConnectTimeout`` / ``httpx.ConnectError`` (TLS failures included, chained to the
-  ``ssl.SSLError``) while connecting; ``httpx.ReadTimeout`` when no byte arrives within the read timeout (per wait,
+  ``ssl.SSLError``; an ``OSError`` such as EMFILE chained too, so the client's own failures are told apart) while
+  connecting; ``httpx.ReadTimeout`` when no byte arrives within the read timeout (per wait,
   like httpcore); ``httpx.ReadError`` when the connection is reset; ``httpx.RemoteProtocolError`` when the server
   closes before a response ("Server disconnected without sending a response."), mid-body ("peer closed connection
   without sending complete message body ...", h11's wording) or sends a malformed response;
@@ -188,7 +189,9 @@ class _Conn(asyncio.Protocol):
         """The exception for a reader that needs more bytes and will get none (None: it may still get some)."""
         if self.exc is not None:
             exc = self.exc
-            return httpx.ReadError(str(exc) or type(exc).__name__, request=request)
+            err = httpx.ReadError(str(exc) or type(exc).__name__, request=request)
+            err.__cause__ = exc  # the OSError behind it (ENOBUFS is the client's own: openai_http.client_errno)
+            return err
         return None
 
     def close(self) -> None:

@@ -20,9 +20,11 @@ One place for:
 
 from __future__ import annotations
 
+import errno
 import http.cookiejar
 import json
 import os
+import re
 import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,13 +33,15 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
+from tui.core.clientlimit import CONNECT_ONLY, ERRNOS
 from tui.core.redact import Scrubber, redact_url, url_secrets
 
 #: Request fields a server may reject; sent first, then dropped (and noted) after a 400 that names them.
 OPTIONAL_FIELDS = ("stream_options", "cache_prompt", "seed")
 
-#: Error classes that mean the request got no HTTP answer (nothing about the model's output).
-TRANSPORT_ERRORS = frozenset({"connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "other"})
+#: Error classes that mean the request got no HTTP answer (nothing about the model's output). ``client``: the
+#: client's own resources ran out (:func:`client_errno`), so the request may never have left this machine.
+TRANSPORT_ERRORS = frozenset({"connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "client", "other"})
 
 PROBE_CONNECT_TIMEOUT = 5.0
 PROBE_READ_TIMEOUT = 10.0
@@ -65,13 +69,13 @@ def split_url(url: str) -> tuple[str, str, str]:
     return root, root + "/v1", p.query
 
 
-def auth_headers(url: str, api_key: str | None = None,
-                 extra: Iterable[tuple[str, str]] = ()) -> tuple[dict[str, str], list[str]]:
+def auth_headers(url: str, api_key: str | None = None, extra: Iterable[tuple[str, str]] = (),
+                 credentials: str | None = None) -> tuple[dict[str, str], list[str]]:
     """(request headers, secret strings to scrub from anything written).
 
-    ``Authorization: Bearer KEY`` when ``api_key`` is given, else Basic from the URL's user info;
-    ``extra`` headers (name, value) are added last. Secrets: the key, the Basic token, header values,
-    URL user name, password and query values.
+    ``Authorization: Bearer KEY`` when ``api_key`` is given, else Basic from ``credentials`` (``user:password``, from
+    ``--url-credentials-env``) or the URL's user info; ``extra`` headers (name, value) are added last. Secrets: the
+    key, the Basic token, header values, the user name and password, URL query values.
     """
     headers: dict[str, str] = {}
     secrets: list[str] = []
@@ -79,10 +83,17 @@ def auth_headers(url: str, api_key: str | None = None,
         headers["Authorization"] = f"Bearer {api_key}"
         secrets.append(api_key)
     p = urlsplit(url.strip())
-    if (p.username or p.password) and "Authorization" not in headers:
+    if credentials:
+        user, _, password = credentials.partition(":")
+        secrets += [x for x in (user, password) if len(x) >= 4]
+    elif p.username or p.password:
+        user, password = unquote(p.username or ""), unquote(p.password or "")
+    else:
+        user = password = ""
+    if (user or password) and "Authorization" not in headers:
         import base64
 
-        token = base64.b64encode(f"{unquote(p.username or '')}:{unquote(p.password or '')}".encode()).decode()
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
         headers["Authorization"] = f"Basic {token}"
         secrets.append(token)
     for k, v in extra:
@@ -181,8 +192,44 @@ def _is_tls(exc: BaseException) -> bool:
     return any(k in text for k in ("SSL", "CERTIFICATE_VERIFY", "certificate verify", "TLS"))
 
 
+#: errno number -> name of the client's own resources (tui.core.clientlimit.ERRNOS) on this platform
+_CLIENT_ERRNOS = {getattr(errno, name): name for name in ERRNOS if hasattr(errno, name)}
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\]")
+
+
+def client_errno(exc: BaseException, *, connecting: bool = False) -> str | None:
+    """The errno name when ``exc`` (or what it was raised from) is the client running out of its own resources:
+    file descriptors (EMFILE, ENFILE), network buffers (ENOBUFS), and while ``connecting`` local ports
+    (EADDRNOTAVAIL, and EADDRINUSE); else None (ECONNREFUSED, ECONNRESET, timeouts and the rest are the server's or
+    the network's). Reads the exception chain (httpx -> httpcore -> OSError; the lean path's ConnectError is raised
+    from the OSError), and the ``[Errno N]`` an aggregated OSError's message still names (asyncio's "Multiple
+    exceptions" when every address of a host failed): one of them the client's own is enough, the server was then
+    not asked. Messages of other exceptions (which may carry bytes the server sent) are never read for it."""
+    seen = 0
+    e: BaseException | None = exc
+    texts: list[str] = []
+    while e is not None and seen < 8:
+        if isinstance(e, OSError) and e.errno in _CLIENT_ERRNOS:
+            name = _CLIENT_ERRNOS[e.errno]
+            if connecting or name not in CONNECT_ONLY:
+                return name
+        if isinstance(e, OSError):  # only the operating system's words: never a message carrying server bytes
+            texts.append(str(e))
+        e = e.__cause__ or e.__context__
+        seen += 1
+    for text in texts:
+        for m in _ERRNO_TEXT.finditer(text):
+            found = _CLIENT_ERRNOS.get(int(m.group(1)))
+            if found is not None and (connecting or found not in CONNECT_ONLY):
+                return found
+    return None
+
+
 def exception_class(exc: BaseException) -> str:
-    """Error class of an httpx exception (all of them are :data:`TRANSPORT_ERRORS`)."""
+    """Error class of an httpx exception (all of them are :data:`TRANSPORT_ERRORS`); ``client`` when the client's own
+    resources ran out (:func:`client_errno`)."""
+    if client_errno(exc, connecting=isinstance(exc, httpx.ConnectError)) is not None:
+        return "client"
     if isinstance(exc, httpx.ConnectTimeout):
         return "connect_timeout"
     if isinstance(exc, httpx.ConnectError):
@@ -204,6 +251,9 @@ def describe_exception(exc: BaseException) -> str:
         return f"TLS failed ({msg}); pass --insecure to skip verification, or SSL_CERT_FILE=CA.pem to trust a CA"
     if cls == "read_timeout":
         return "no answer in time"
+    if cls == "client":
+        name = client_errno(exc, connecting=isinstance(exc, httpx.ConnectError))
+        return f"{name}: {msg} (the client's own limit, not the server)"
     return msg
 
 
@@ -260,6 +310,9 @@ async def probe(client: httpx.AsyncClient, url: str, *, scrub: Scrubber | None =
     try:
         r = await client.get(api_base + "/models", timeout=timeout)
     except httpx.HTTPError as exc:
+        if exception_class(exc) == "client":  # this machine's limit, not the server: say so (issue 36)
+            raise ProbeError(f"could not open a connection to {label}: {scrub(describe_exception(exc))}: raise the "
+                             "open-file limit (ulimit -n) or free local ports") from None
         raise ProbeError(f"cannot reach {label}: {scrub(describe_exception(exc))}") from None
     out = ProbeResult()
     code = r.status_code
@@ -269,7 +322,7 @@ async def probe(client: httpx.AsyncClient, url: str, *, scrub: Scrubber | None =
         raise ProbeError(f"{label} refused the request (HTTP {code} on /v1/models): check the API key "
                          f"(--api-key-env) and --header values")
     elif not 200 <= code < 300:
-        msg = scrub(error_message(r.text[:2000]), 120)
+        msg = scrub(error_message(r.text[:2000]), 120, cut=len(r.text) > 2000)
         raise ProbeError(f"{label} answered HTTP {code} on /v1/models" + (f": {msg}" if msg else ""))
     else:
         try:

@@ -162,7 +162,7 @@ class QualityRunner:
         latency = time.perf_counter() - t0
         if r.status_code != 200:
             return case_result(case, None, latency_s=latency, error=oh.status_class(r.status_code),
-                               error_detail=self.scrub(f"HTTP {r.status_code}: {r.text[:300]}"))
+                               error_detail=self.scrub(f"HTTP {r.status_code}: {r.text[:4096]}", cut=len(r.text) > 4096))
         try:
             data = r.json()
             choice = data["choices"][0]
@@ -174,7 +174,7 @@ class QualityRunner:
                 raise TypeError("answer is not text")
         except Exception as exc:
             return case_result(case, None, latency_s=latency, error="malformed_response",
-                               error_detail=self.scrub(f"{type(exc).__name__}: {r.text[:200]}"))
+                               error_detail=self.scrub(f"{type(exc).__name__}: {r.text[:4096]}", cut=len(r.text) > 4096))
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
         return case_result(

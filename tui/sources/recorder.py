@@ -16,20 +16,47 @@ kept and the recorder's memory does not grow with the run.
 The digest chain (``tui.core.chain``, docs/record-format.md "Digest chain"): each run header written starts a
 chain (its ``chain`` object says how it is kept); every line written after it, the header included, goes into one
 SHA-256; each ``step`` record carries the checkpoint of the lines before it, and ``close()`` (also reached on
-Ctrl-C / SIGTERM) ends the run with a ``seal`` record. A second header in the same file seals the run before it and
+Ctrl-C / SIGTERM) ends the run with a ``seal`` record (which repeats the header's planned levels and rounds, and
+whose MAC, when signed, is in a domain of its own: no step checkpoint can stand in for it). A second header in the same file seals the run before it and
 starts its own chain. ``sign_key``: each checkpoint also carries an HMAC with that key (never written anywhere).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 
-from tui.core.chain import ChainWriter, seal_line
+from tui.core.chain import ChainWriter, planned_of, seal_line
 from tui.core.records import dumps
 
 #: record types that carry a checkpoint of the chain (besides the final ``seal``)
 CHECKPOINT_TYPES = ("step", "watch")
+
+
+def open_record_file(path: str) -> int:
+    """The record file opened for appending (created 0644): never through a symlink (``O_NOFOLLOW``), never a
+    FIFO, a device or a folder (``O_NONBLOCK`` for the open, so a FIFO cannot block it; then checked). Raises
+    OSError with a one-line ``strerror``."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise OSError(errno.ELOOP, "is a symbolic link: refusing to append through it (servewatch never "
+                                       "follows a link to an output file); remove the link, or give the file it "
+                                       "points to") from None
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise OSError(errno.ENXIO, "is a named pipe (FIFO), not a regular file: refusing to record into it") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "is not a regular file (a FIFO, a device or a socket): refusing to record into it")
+    os.set_blocking(fd, True)
+    return fd
 
 
 class Recorder:
@@ -41,13 +68,14 @@ class Recorder:
         then no id is remembered and ``duplicates_refused`` stays 0. ``chain``: keep the digest chain (from the
         first run header written on); ``sign_key``: make its checkpoints HMACs with that key too."""
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = open_record_file(path)
         self._lock = threading.Lock()
         self._ids: set[str] | None = None if ids_unique else set()
         self.records_written = 0
         self.requests_written = 0
         self.duplicates_refused = 0
         self._chain: ChainWriter | None = ChainWriter(sign_key) if chain else None
+        self._planned: dict | None = None  # the chained run's planned levels and rounds, repeated in its seal
         if chain:
             self._end_cut_line()
 
@@ -110,6 +138,7 @@ class Recorder:
                 if chain.active:
                     self._seal_locked(chain)
                 chain.start()
+                self._planned = planned_of(record)
                 record = {**record, "chain": chain.header_field()}
             elif chain.active:
                 record = {**record, "chain": chain.checkpoint()}
@@ -121,7 +150,7 @@ class Recorder:
 
     def _seal_locked(self, chain: ChainWriter) -> None:
         """The final record of a chained run: the checkpoint of every line of it."""
-        line = seal_line(chain.checkpoint())
+        line = seal_line(chain.seal_checkpoint(), self._planned)
         self._write_line(line)
         chain.end()
 

@@ -46,13 +46,14 @@ from tui.core.records import (
     RequestRecord,
     StepRecord,
     not_a_record_file,
-    parse_block,
     parse_lines,
     scan_usable,
 )
+from tui.core.records.reader import LineCut, iter_lines, last_line_items, parse_segments
 from tui.core.runs import RunSplitter
 from tui.sources.base import ReplayControls, Source, SourceMode
 from tui.sources.evidence_probe import not_a_plain_file
+from tui.sources.infiles import open_input
 
 Sink = Callable[[Iterable], None]  # where a replay delivers its batches (the Monitor sink of the console)
 
@@ -83,18 +84,21 @@ class _Reader:
         self.chunk_size = chunk_size
         self.fh: BinaryIO | None = None
         self.pos = 0
-        self.lineno = 0
-        self.partial = b""
+        self.cut = LineCut()  # whole lines out, a line longer than MAX_LINE_BYTES read past (tui.core.records)
         self.ino: int | None = None
         self.verifier: Any = None  # tui.core.chain.ChainVerifier fed every raw chunk read (not when following)
 
+    @property
+    def lineno(self) -> int:
+        """The lines completed so far."""
+        return self.cut.lineno - 1
+
     def open(self) -> None:
-        self.fh = fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        self.fh = fh = open_input(self.path, "record file")  # noqa: SIM115 - closed in close(); never a FIFO
         st = os.fstat(fh.fileno())
         self.ino = st.st_ino
         self.pos = 0
-        self.lineno = 0
-        self.partial = b""
+        self.cut = LineCut()
         # several runs in the file (run --record appends) are never merged: only run ``run`` (default 1) is
         # replayed; runs after it (a followed file growing) are left out
         self.splitter = RunSplitter(self.run or 1)
@@ -116,29 +120,28 @@ class _Reader:
         self.pos += len(data)
         if self.verifier is not None:
             self.verifier.feed(data)
-        buf = self.partial + data
-        cut = buf.rfind(b"\n")
-        if cut < 0:
-            self.partial = buf
+        segments = self.cut.feed(data)
+        if not segments:
             return []
-        body, self.partial = buf[:cut], buf[cut + 1:]
         if self.parse is parse_lines:  # a servewatch record file: the one block reader (report uses it too)
-            items = parse_block(body, self.lineno + 1, self.label)
-            self.lineno += body.count(b"\n") + 1
-            return self._keep(items)
-        numbered = []  # another tool's line format: converted line by line (importing)
-        for line in body.split(b"\n"):
-            self.lineno += 1
-            numbered.append((self.lineno, line, True))
+            return self._keep(parse_segments(segments, self.label))
+        numbered: list = []  # another tool's line format: converted line by line (importing)
+        for first, body in segments:
+            if type(body) is int:  # a line longer than the cap: its length, reported by the parser
+                numbered.append((first, body, True))
+                continue
+            numbered.extend((n, line, True) for n, line in enumerate(body.split(b"\n"), first))  # type: ignore[union-attr]
         return self._keep(list(self.parse(numbered, self.label)))
 
     def flush_partial(self) -> list:
         """The kept partial line as a final (unterminated) line: a record or a truncation issue."""
-        if not self.partial:
+        last = self.cut.end()
+        if last is None:
             return []
-        self.lineno += 1
-        line, self.partial = self.partial, b""
-        return self._keep(list(self.parse([(self.lineno, line, False)], self.label)))
+        self.cut = LineCut(first_line=last[0] + 1)
+        if self.parse is parse_lines:
+            return self._keep(last_line_items(last, self.label))
+        return self._keep(list(self.parse([(last[0], last[1], False)], self.label)))
 
     def check_replaced(self) -> tuple[str, list] | None:
         """At end of file: has the file been truncated or replaced?
@@ -158,7 +161,7 @@ class _Reader:
             leftover = self.flush_partial()
             self.fh.seek(0)
             self.pos = 0
-            self.lineno = 0
+            self.cut = LineCut()
             return (f"file truncated (was {old} bytes, now {size_now}): reading the new content from its start",
                     leftover)
         try:
@@ -469,8 +472,12 @@ class ReplaySource:
                 return False
             if reader.verifier is not None:
                 set_integrity = getattr(sink, "set_records_integrity", None)
-                if set_integrity is not None:
-                    set_integrity(reader.verifier.finish())
+                if set_integrity is not None:  # the run replayed (issue 36: integrity is per run)
+                    from tui.sources.evidence_reader import judged_integrity
+
+                    splitter = reader.splitter
+                    set_integrity(reader.verifier.finish() if splitter is None
+                                  else judged_integrity(reader.verifier, splitter))
             finish = getattr(sink, "finish", None)  # the whole file is in: the cross-checks (Monitor.finish)
             if finish is not None:
                 finish()
@@ -607,8 +614,6 @@ def validate_record_file(path: str | os.PathLike, follow: bool = False) -> str |
 
     Following, a file that does not exist yet (or is still empty) is waited for. A file none of whose lines
     is a usable record (another tool's JSON, binary, empty) is refused: "not a servewatch record file"."""
-    import stat
-
     p = Path(path)
     try:
         st = p.stat()
@@ -620,10 +625,8 @@ def validate_record_file(path: str | os.PathLike, follow: bool = False) -> str |
     if special:
         return special
     try:
-        with open(p, "rb") as fh:
-            if not stat.S_ISREG(st.st_mode):
-                return None  # a pipe: read once, by the replay itself
-            numbered = ((n, line, line[-1:] == b"\n") for n, line in enumerate(fh, 1))
+        with open_input(p, "record file") as fh:  # lines longer than the cap are read past, never held
+            numbered = iter_lines(iter(lambda: fh.read(1 << 20), b""), str(p))
             usable, total, first = scan_usable(parse_lines(numbered, str(p)))
     except OSError as exc:
         return f"{p}: cannot read ({exc.strerror or exc})"

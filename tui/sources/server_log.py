@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tui.sources.infiles import open_input
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NUM = r"(\d[\d,]*)"
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request:\s*([0-9]+(?:\.[0-9]+)?)x")
@@ -68,10 +70,7 @@ def parse_server_log(text: str, source: str = "server log") -> dict[str, Any]:
 
 def read_server_log(path: str | Path) -> dict[str, Any]:
     """``parse_server_log`` of a file (at most MAX_LOG_BYTES). Raises OSError when it cannot be read."""
-    p = Path(path)
-    if p.is_dir():
-        raise IsADirectoryError(f"{path} is a directory, not a server log")
-    with p.open("rb") as fh:
+    with open_input(path, "server log") as fh:  # a regular file: a FIFO, a device or a directory is refused
         data = fh.read(MAX_LOG_BYTES)
     return parse_server_log(data.decode("utf-8", errors="replace"), source=str(path))
 

@@ -59,6 +59,9 @@ class HeaderBar(Static):
                 parts.append(f"{label}{fmt.level(snap.current_level)}{rnd}")
         if snap is not None and snap.provenance_short:  # where the data came from (tui.core.provenance.short)
             parts.append(f"[$sw-na]{esc(snap.provenance_short)}[/]" if snap.header else f"[$sw-warn]{esc(snap.provenance_short)}[/]")
+        res = getattr(snap, "settings", None)
+        if res is not None and res.rejudged:  # judged at other settings than the run's (tui.core.verdict_settings)
+            parts.append("[b $sw-warn]re-judged (weaker)[/]" if res.weaker else "[b $sw-warn]re-judged[/]")
         ri = getattr(snap, "records_integrity", None)
         if ri is not None and ri.state != "unverified":  # the digest chain (tui.core.chain): its label, the core's words
             style = "$sw-warn" if ri.state == "broken" else "$sw-na"
@@ -191,6 +194,12 @@ class VerdictBar(Static):
         view = None if self._snap is None else getattr(self._snap, "budget_view", None)
         parts = ["│ " + budget_phrase(self.budget, view),
                  "│ quality: " + (esc(self.quality) if self.quality else na("not run"))]
+        res = None if self._snap is None else getattr(self._snap, "settings", None)
+        if res is not None:  # the core's words: what it is re-judged at and the run's own verdict there
+            rv = self._snap.run_verdict if self._snap is not None else None
+            line = res.console_line(None if rv is None else rv.state)
+            if line:
+                parts.append(f"│ [$sw-warn]{esc(line)}[/]")
         note = None if self._snap is None else self._snap.cancelled_note
         if note:
             parts.append(f"│ [$sw-warn]{esc(note)}[/]")

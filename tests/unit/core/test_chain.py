@@ -81,7 +81,10 @@ def test_intact_file_verifies_whatever_the_block_size(chained):
     for block in (1, 7, 100, 4096, 1 << 20):
         ri = verify_bytes(chained, block=block)
         assert ri.state == "intact" and not ri.problems, block
-        assert ri.summary == "records verified (18 lines, chain intact)"
+        # the threat model's words: an unsigned chain detects damage and naive edits, never authorship (issue 36)
+        assert ri.summary == ("digest chain intact, sealed (18 lines; detects accidental damage and naive edits; "
+                              "not authorship)")
+        assert "records verified" not in ri.summary
 
 
 def test_file_without_digest_is_unverified_and_no_problem(tmp_path):
@@ -90,7 +93,8 @@ def test_file_without_digest_is_unverified_and_no_problem(tmp_path):
     old = b"".join(ln for ln in lines_of(p.read_bytes()) if b'"type":"seal"' not in ln)
     old = b"".join(dumps({k: v for k, v in json.loads(ln).items() if k != "chain"}).encode() for ln in lines_of(old))
     ri = verify_bytes(old)
-    assert ri.state == "unverified" and ri.summary == "records unverified (no digest)" and not ri.problems
+    assert ri.state == "unverified" and not ri.problems
+    assert ri.summary == "no digest chain: nothing verified (17 lines); judged on what the records hold"
 
 
 # ------------------------------------------------------------------ every kind of edit, at the right lines
@@ -178,7 +182,7 @@ def test_a_truncated_file_verifies_up_to_the_last_checkpoint(chained, cut, verif
 def test_a_file_cut_mid_step_says_how_many_lines_are_unverified(chained):
     ls = lines_of(chained)
     ri = verify_bytes(b"".join(ls[:13]) + ls[13][:20])  # cut inside line 14, level 2 running
-    assert ri.state == "partial" and "unverified: 4 lines" in ri.summary
+    assert ri.state == "partial" and "NO SEAL: 4 lines after it unverified: the run was cut short" in ri.summary
     assert "verified up to line 10; unverified: 4 lines after the last checkpoint" in ri.details[0]
 
 
@@ -258,7 +262,8 @@ def test_signed_file_verifies_with_the_key_and_fails_with_another(tmp_path):
     assert json.loads(lines_of(data)[0])["chain"]["key_id"] == key_id(KEY)
     ok = verify_bytes(data, KEY, "$SW_KEY")
     assert ok.state == "intact" and ok.signature == "verified"
-    assert ok.summary.endswith("; signature verified with the key in $SW_KEY")
+    assert ok.summary.startswith(f"signed by key id {key_id(KEY)}, verified with the key in $SW_KEY: every line "
+                                 "from the run header to its seal (18 lines)")
     no_key = verify_bytes(data)
     assert no_key.state == "intact" and no_key.signature == "not checked"
     bad = verify_bytes(data, b"another key", "$SW_KEY")
@@ -330,7 +335,7 @@ def test_a_real_run_is_recorded_chained_signed_and_judged_as_before(fs, tmp_path
     assert p.returncode in (0, 3), p.stderr
     data = rec.read_bytes()
     assert key.encode() not in data and key not in p.stdout + p.stderr
-    assert "records verified (" in p.stdout and "chain intact" in p.stdout
+    assert "digest chain intact, sealed (" in p.stdout and "records verified" not in p.stdout
     ok = _report(rec, "--json", "--verify-key-env", "SW_TEST_KEY", env={"SW_TEST_KEY": key})
     rep = json.loads(ok.stdout)
     assert rep["records_integrity"]["state"] == "intact" and rep["records_integrity"]["signature"] == "verified"
@@ -439,7 +444,9 @@ def test_a_watch_record_file_is_verified_and_an_edit_blocks_its_pass(tmp_path, c
                          waiting_start=0, waiting_end=0)
             rec.write(W.window_to_record(w))
     assert main(["report", str(p), "--min-window-minutes", "1"]) == 0
-    assert "records verified (22 lines, chain intact)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("digest chain intact, sealed (22 lines; detects accidental damage and naive edits; "
+                          "not authorship)\n"), out[:300]
     ls = lines_of(p.read_bytes())
     ls[5] = ls[5].replace(b'"waiting_end":0', b'"waiting_end":0.0')
     assert ls[5] != lines_of(p.read_bytes())[5]
@@ -471,7 +478,8 @@ def test_the_replay_console_gets_the_verification_at_the_end_of_the_file(chained
         return sink.snapshot()
 
     snap = replay(chained)
-    assert snap.records_integrity.state == "intact" and snap.records_integrity.short == "chain intact"
+    assert snap.records_integrity.state == "intact"
+    assert snap.records_integrity.short == "digest intact (not authorship)"
     ls = lines_of(chained)
     ls[3] = ls[3].replace(b'"complete":true', b'"complete":false')
     snap = replay(b"".join(ls))
@@ -486,7 +494,7 @@ def test_the_console_header_shows_the_core_label_and_nothing_for_unverified(chai
     from tui.widgets.bars import HeaderBar
 
     base = Monitor().snapshot()
-    for data, label in ((chained, "chain intact"), (chained[:-3], "verified in part")):
+    for data, label in ((chained, "digest intact (not authorship)"), (chained[:-3], "no seal: verified in part")):
         snap = dataclasses.replace(base, records_integrity=verify_bytes(data))
         assert label in HeaderBar._header_line("x.jsonl", "REPLAY x1", snap, "servewatch", compact=False, width=200)
     snap = dataclasses.replace(base, records_integrity=verify_bytes(b'{"type":"run","schema_version":1}\n'))

@@ -193,7 +193,9 @@ def test_missing_planned_rounds_cannot_pass(tmp_path, capsys):
     recs = ef.honest_closed()
     recs[0]["load"]["rounds"] = 3
     rc, rep = report(capsys, ef.write(tmp_path / "rounds.jsonl", recs))
-    assert rc == 3 and "plans 3 rounds, 1 present" in problems(rep)
+    # a servewatch load run's plan (levels x rounds) is held against its steps (tui.core.completeness, issue 35)
+    assert rc == 3 and ("incomplete: 2 of 3 steps (concurrency 4 round 2, concurrency 4 round 3) planned, not "
+                        "present") in problems(rep)
 
 
 def test_all_planned_rounds_present_pass(tmp_path, capsys):

@@ -4,6 +4,7 @@ holds decided once, the typed run handed to report, accept, compare and the watc
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import io
 import json
 import math
@@ -104,7 +105,15 @@ def test_report_opens_the_file_once(tmp_path, monkeypatch, capsys):
             opened.append(p)
         return real_open(file, *a, **k)
 
+    real_os_open = os.open
+
+    def counting_os_open(file, *a, **k):  # tui.sources.infiles opens regular files with os.open (O_NONBLOCK)
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file) == p:
+            opened.append(p)
+        return real_os_open(file, *a, **k)
+
     monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(os, "open", counting_os_open)
     main(["report", p, "--min-window-minutes", "0"])
     assert "verdict=" in capsys.readouterr().out
     assert opened == [p]
@@ -176,7 +185,9 @@ def test_the_chain_is_verified_in_the_same_pass_as_the_read(tmp_path):
         expected = verify_stream(fh)
     with open_evidence(str(p)) as ev:
         _items(ev)
-    assert ev.integrity == expected and ev.integrity.state == "intact"
+    # the run judged (issue 36: per run), here the file's only run: lines 1-18
+    assert ev.integrity.span == (1, 18)
+    assert dataclasses.replace(ev.integrity, span=None) == expected and ev.integrity.state == "intact"
     export = FIX / "vllm" / "vllm_bench_appended_c1_c4_from_source.jsonl"
     with open(export, "rb") as fh:
         expected = verify_stream(fh)

@@ -68,6 +68,8 @@ def build_acceptance(
     slos: Slos | None = None,
     server_log: Mapping | None = None,
     quality_integrity: Any = None,
+    verdict_settings: Sequence[Mapping] = (),
+    rejudged_weaker: Sequence[str] = (),
 ) -> dict:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
 
@@ -78,7 +80,10 @@ def build_acceptance(
     ``server_log``: the engine's startup-log figures (``tui.sources.server_log``), beside the budget;
     ``quality_integrity``: the quality file's verification (``tui.core.quality.digest.verify``, with the key given;
     None: verified here without a key). The identity (``tui.core.identity.evidence_identity``): a model claimed but
-    not served, a budget of another model, a GPU budget for a run without a GPU: never "ready"."""
+    not served, a budget of another model, a GPU budget for a run without a GPU: never "ready".
+    ``verdict_settings``: per record file, what it was judged at (issue 35: ``Resolution.to_dict`` with its
+    ``source``); ``rejudged_weaker``: the files re-judged at weaker settings than their runs' (never "ready",
+    exit 3: ``tui.core.verdict_settings.settings_exit``)."""
     cost = cost or CostInputs()
     prov: list[dict[str, Any]] = [{"source": r.source, "provenance": provenance(r.snapshot), "data_from": _prov.describe(r.snapshot.header),
              "source_block": _prov.source_block(r.snapshot.header)} for r in runs]
@@ -135,6 +140,8 @@ def build_acceptance(
     if not_acceptance_grade:
         lines.append(f"Settings: not acceptance-grade ({', '.join(not_acceptance_grade)}): fine for a quick check, "
                      "never 'ready'; use the defaults or stricter.")
+    for why in rejudged_weaker:
+        lines.append(f"Settings: {why}: never 'ready' (exit 3).")
     if synthetic:
         lines.append("Provenance: synthetic inputs can check the arithmetic but can never show readiness; "
                      "measure the real deployment.")
@@ -146,6 +153,8 @@ def build_acceptance(
     ready = ready and not synthetic and not unknown and bool(runs) and not not_acceptance_grade and not ident["problems"]
     failed = (bsec.get("fits") is False) or measured["state"] == FAIL or qstate == Q.FAIL
     exit_code = 0 if ready else (1 if failed else 3)
+    if rejudged_weaker:  # the re-judged verdict is not the run's: its code only when at least as strict
+        ready, exit_code = False, 3
     cap = measured["measured_capacity"]
     conclusion = {
         "budget": "unknown" if not bsec.get("given") else ("feasible" if bsec["fits"] else "does not fit"),
@@ -161,6 +170,7 @@ def build_acceptance(
         "missing_or_failed": lines,
         "settings_changed": list(settings_changed),
         "not_acceptance_grade": list(not_acceptance_grade),
+        "rejudged_weaker": list(rejudged_weaker),
     }
     doc = {
         "schema": SCHEMA,
@@ -173,6 +183,7 @@ def build_acceptance(
                    "rollback": rollback_source, "notes": list(input_notes)},
         "slo": slo_block(_with_files_ttft(slos if slos is not None else Slos(ttft_ms=slo_ttft_ms), runs), target,
                          alpha, min_window_s),
+        "verdict_settings": [dict(v) for v in verdict_settings],
         "budget": bsec,
         "environment": environment_section(runs, generator or {}),
         "identity": ident,

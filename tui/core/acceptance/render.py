@@ -88,6 +88,10 @@ def md_title(doc: Mapping) -> list[str]:
     L: list[str] = []
     add = L.append
     c = doc["conclusion"]
+    for it in doc.get("records_integrity") or ():  # the first lines: what was verified, per record file (issue 36)
+        add(f"> Records {md(it.get('source'))}: {md(it.get('summary'))}")
+    if doc.get("records_integrity"):
+        add("")
     if doc.get("banner"):
         add(f"> **{md(doc['banner'])}**")
         add("")
@@ -108,6 +112,9 @@ def md_title(doc: Mapping) -> list[str]:
     add(f"- SLO: good = {slo['good']}; target {_pct(slo['target'], 0)} good; alpha {slo['alpha']:g}; "
         f"minimum observation window {slo['min_window_minutes']:g} min"
         + (f" (settings not default: {', '.join(c['settings_changed'])})" if c.get("settings_changed") else ""))
+    for vs in doc.get("verdict_settings") or ():  # issue 35: what each record file was judged at, and why
+        for line in vs.get("lines") or ():
+            add(f"- {vs.get('source')}: {str(line).strip()}")
     add("")
     add(f"**Conclusion: {c['verdict']}**" + (f" ({c['at_load']})" if c.get("at_load") else "")
         + f" - budget: {c['budget']}, measured: {c['measured']}, quality: {c['quality']}")

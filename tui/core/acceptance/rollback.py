@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping
 
 from tui.core.acceptance.inputs import _pct
+from tui.core.bounds import MAX_JSON_DEPTH, json_too_deep
 
 #: Default multi-window burn-rate rules: (name, long window, short window, burn rate, action).
 DEFAULT_BURN_RULES = (
@@ -59,6 +60,8 @@ def parse_rollback_rules(text: str, source: str = "<rollback>") -> list[str]:
             raise ValueError(f"{source}: not a valid JSON list: {str(exc)[:80]}") from None
         if not isinstance(items, list):
             raise ValueError(f"{source}: expected a JSON list")
+        if json_too_deep(items):
+            raise ValueError(f"{source}: nested deeper than {MAX_JSON_DEPTH} levels")
         out = []
         for i, it in enumerate(items, 1):
             if isinstance(it, str) and it.strip():

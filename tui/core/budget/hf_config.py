@@ -66,11 +66,26 @@ class _Counter:
         return self.quantized + self.unquantized
 
 
+#: the largest value a config's whole numbers may take (checked before any loop or product uses them): a config of
+#: 10**30 layers is refused at once instead of counted layer by layer
+MAX_CONFIG_LAYERS = 10_000
+MAX_CONFIG_INT = 1 << 31
+_MAXIMA = {"num_hidden_layers": MAX_CONFIG_LAYERS, "first_k_dense_replace": MAX_CONFIG_LAYERS,
+           "max_window_layers": MAX_CONFIG_LAYERS, "num_nextn_predict_layers": MAX_CONFIG_LAYERS}
+
+
+def _in_range(key: str, value: int) -> int:
+    top = _MAXIMA.get(key, MAX_CONFIG_INT)
+    if value > top:
+        raise BudgetError(f"config field {key!r} must be at most {top:,}, got {value!r:.40}")
+    return value
+
+
 def _need(cfg: Mapping[str, Any], key: str) -> int:
     value = cfg.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BudgetError(f"config field {key!r} must be a positive whole number, got {value!r}")
-    return value
+        raise BudgetError(f"config field {key!r} must be a positive whole number, got {value!r:.40}")
+    return _in_range(key, value)
 
 
 def _opt_int(cfg: Mapping[str, Any], key: str, default: int | None) -> int | None:
@@ -78,8 +93,8 @@ def _opt_int(cfg: Mapping[str, Any], key: str, default: int | None) -> int | Non
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BudgetError(f"config field {key!r} must be a whole number, got {value!r}")
-    return value
+        raise BudgetError(f"config field {key!r} must be a whole number, got {value!r:.40}")
+    return _in_range(key, value)
 
 
 def _count_sliding_layers(cfg: Mapping[str, Any], model_type: str, layers: int) -> tuple[int, int]:
@@ -99,8 +114,8 @@ def _count_sliding_layers(cfg: Mapping[str, Any], model_type: str, layers: int) 
         return window, (layers + 1) // 2  # layers 0, 2, 4, ... are local
     if model_type in ("gemma3", "gemma3_text"):
         pattern = cfg.get("sliding_window_pattern", cfg.get("_sliding_window_pattern", 6))
-        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
-            raise BudgetError(f"config sliding_window_pattern must be a positive whole number, got {pattern!r}")
+        if isinstance(pattern, bool) or not isinstance(pattern, int) or not 1 <= pattern <= MAX_CONFIG_INT:
+            raise BudgetError(f"config sliding_window_pattern must be a positive whole number, got {pattern!r:.40}")
         return window, layers - layers // pattern  # every pattern-th layer is global
     if model_type in ("mistral", "mixtral"):
         if cfg.get("use_sliding_window", True) is False:

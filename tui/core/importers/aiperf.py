@@ -13,6 +13,8 @@ from typing import Any
 
 import tui.core.importers.common as C
 import tui.core.importers.crosscheck as X
+from tui.core.bounds import MAX_LINE_BYTES
+from tui.core.records.parse import long_line_issue
 from tui.core.records.schema import LineIssue
 
 FORMAT = "aiperf"
@@ -216,8 +218,12 @@ class LineConverter:
         return C.header(self.source_info, started_at=started_at,
                         load={"mode": None, "levels": [] if self.level is None else [self.level]})
 
-    def feed(self, numbered: Iterable[tuple[int, bytes | str, bool]]) -> Iterator[dict | LineIssue]:
+    def feed(self, numbered: Iterable[tuple[int, bytes | str | int, bool]]) -> Iterator[dict | LineIssue]:
         for lineno, line, terminated in numbered:
+            if isinstance(line, int) or len(line) > MAX_LINE_BYTES:  # read past, never decoded
+                self.entries += 1
+                yield long_line_issue(self.label, lineno, line if isinstance(line, int) else len(line), terminated)
+                continue
             text = line.decode("utf-8", "replace") if isinstance(line, (bytes, bytearray)) else line
             if not text.strip():
                 continue
@@ -246,7 +252,7 @@ class LineConverter:
             yield rec
 
 
-def convert_lines(numbered: Iterable[tuple[int, bytes | str, bool]], label: str, *,
+def convert_lines(numbered: Iterable[tuple[int, bytes | str | int, bool]], label: str, *,
                   level: float | None = None, source_info: dict | None = None) -> C.ImportResult:
     conv = LineConverter(label, level=level, source_info=source_info)
     res = C.ImportResult(format=FORMAT, header=conv.header())

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from tui import __version__
+from tui.core.clientlimit import phrase_kind
 from tui.core.records.schema import SCHEMA, SCHEMA_VERSION, T_MIN_EPOCH, LineIssue
 
 #: Where relative times (and the stand-in times of sources without start times) are placed: 2000-01-01, the
@@ -180,6 +181,8 @@ def classify_error(*, status: Any = None, kind: str | None = None, message: str 
         m = _STATUS_RE.search(text)
         if m and any(w in text for w in ("http", "status", "response")):
             return classify_error(status=int(m.group(1)))
+    if phrase_kind(text) is not None:  # the tool's own client ran out of file descriptors / ports (issue 36)
+        return "client"
     if any(w in text for w in _TIMEOUT_WORDS):
         if "connect" in text:
             return "connect_timeout"

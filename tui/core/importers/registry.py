@@ -18,7 +18,9 @@ import tui.core.importers.guidellm as guidellm
 import tui.core.importers.inference_perf as inference_perf
 import tui.core.importers.llmperf as llmperf
 import tui.core.importers.vllm as vllm
+from tui.core.bounds import MAX_JSON_DEPTH, MAX_LINE_BYTES, json_too_deep
 from tui.core.importers.common import ImportResult
+from tui.core.records.parse import long_line_issue
 from tui.core.records.schema import KNOWN_TYPES, LineIssue
 
 SERVEWATCH = "servewatch"
@@ -81,7 +83,7 @@ def detect_format(text: str) -> str | None:
         first = body.split("\n", 1)[0].strip()
         try:
             obj = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the decoder's limit: not a format it knows
             obj = None
         if obj is not None:
             fmt = detect_object(obj)
@@ -122,7 +124,7 @@ def fmt_from_lines(body: str) -> str | None:
     first = body.split("\n", 1)[0].strip()
     try:
         return detect_object(json.loads(first))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -132,15 +134,40 @@ def unusable_reason(fmt: str | None) -> str | None:
     return UNUSABLE.get(fmt)
 
 
-def _numbered(text: str) -> Iterator[tuple[int, str, bool]]:
-    lines = text.split("\n")
-    last = len(lines)
-    for i, line in enumerate(lines, 1):
-        if i == last:
-            if line.strip():
-                yield i, line, False
+def _numbered(text: str) -> Iterator[tuple[int, str | int, bool]]:
+    """The numbered lines of a whole text, one at a time (no list of them all); a line longer than
+    ``MAX_LINE_BYTES`` is given as its length, never copied (the converters report it)."""
+    find = text.find
+    start = 0
+    i = 0
+    size = len(text)
+    while True:
+        i += 1
+        end = find("\n", start)
+        last = end < 0
+        if last:
+            end = size
+        if end - start > MAX_LINE_BYTES:
+            yield i, end - start, not last
+        else:
+            line = text[start:end]
+            if last:
+                if line.strip():
+                    yield i, line, False
+                return
+            yield i, line.rstrip("\r"), True
+        if last:
             return
-        yield i, line.rstrip("\r"), True
+        start = end + 1
+
+
+def _document(text: str) -> Any:
+    """A whole JSON document decoded, no deeper than ``MAX_JSON_DEPTH`` (a ValueError otherwise: the import
+    reports a document that does not decode, as for damaged JSON)."""
+    doc = json.loads(text)
+    if json_too_deep(doc):
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels of objects and lists")
+    return doc
 
 
 def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sha256: str | None = None,
@@ -173,18 +200,24 @@ def _convert(text: str, fmt: str, label: str, *, file: str | None = None, sha256
         return res
     if fmt == "vllm-bench":
         try:
-            return vllm.convert_runs([(1, json.loads(text) if doc is None else doc)], label, file=file, sha256=sha256)
-        except ValueError:
+            return vllm.convert_runs([(1, _document(text) if doc is None else doc)], label, file=file, sha256=sha256)
+        except (ValueError, RecursionError):
             objs: list[tuple[int, Any]] = []
-            bad: list[tuple[int, str, bool, ValueError]] = []
+            bad: list[tuple[int, str, bool, Exception]] = []
+            res_long: list[LineIssue] = []
             for n, line, term in _numbered(text):
+                if isinstance(line, int):  # longer than the line cap: one reported problem, never decoded
+                    res_long.append(long_line_issue(label, n, line, term))
+                    continue
                 if not line.strip():
                     continue
                 try:
-                    objs.append((n, json.loads(line)))
-                except ValueError as decode_error:
+                    objs.append((n, _document(line)))
+                except (ValueError, RecursionError) as decode_error:
                     bad.append((n, line, term, decode_error))
             res = vllm.convert_runs(objs, label, file=file, sha256=sha256, whole_document=False)
+            res.entries += len(res_long)
+            res.issues.extend(res_long)
             for n, _line, term, exc in bad:
                 res.entries += 1
                 kind = "malformed" if term else "truncated"
@@ -192,7 +225,7 @@ def _convert(text: str, fmt: str, label: str, *, file: str | None = None, sha256
                 res.issues.append(LineIssue(label, n, reason if term else f"truncated final line ({reason})", kind))
             return res
     if doc is None:
-        doc = json.loads(text)
+        doc = _document(text)
     if fmt in ("guidellm", "guidellm-yaml"):
         res = guidellm.convert(doc, label, file=file, sha256=sha256, version=opts.get("version"))
         res.format = fmt

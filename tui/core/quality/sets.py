@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from tui.core.bounds import MAX_JSON_DEPTH, json_too_deep
 from tui.core.quality.cases import Case, QualitySet, parse_case
 from tui.core.quality.long_context import expand_long_context
 from tui.core.quality.vocab import DEFAULT_CHARS_PER_TOKEN, SetError
@@ -49,6 +50,8 @@ def parse_set(
                 d = json.loads(s)
             except (ValueError, RecursionError) as exc:
                 raise SetError(f"{where}: invalid JSON: {str(exc)[:80]}") from None
+            if json_too_deep(d):
+                raise SetError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels")
             if isinstance(d, Mapping) and "generate" in d:
                 if d["generate"] != "long_context":
                     raise SetError(f"{where}: unknown generator {d['generate']!r} (only \"long_context\")")

@@ -37,15 +37,17 @@ SAMPLING = {"temperature": 0.0, "top_p": 1.0, "seed": DEFAULT_SEED, "cache_promp
 #: Error classes of a failed quality request.
 ERROR_CLASSES = (
     "connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "http_4xx", "http_429", "http_5xx",
-    "malformed_response", "other",
+    "malformed_response", "client", "other",
 )
 #: Error classes on the candidate's side that are scored as failed cases, never dropped: the server took the
 #: request and then did not finish the answer (a candidate that hangs or resets on the hard cases must not
 #: lose those pairs and so look better).
 CANDIDATE_FAILURES = frozenset({"read_timeout", "stream_reset"})
 
-#: Error classes that mean "no HTTP answer at all" (the same set as tui.sources.openai_http.TRANSPORT_ERRORS).
-TRANSPORT_ERRORS = frozenset({"connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "other"})
+#: Error classes that mean "no HTTP answer at all" (the same set as tui.sources.openai_http.TRANSPORT_ERRORS);
+#: ``client``: the client's own resources ran out (file descriptors, ports): the pair is dropped and counted, never
+#: scored against the server.
+TRANSPORT_ERRORS = frozenset({"connect", "connect_timeout", "tls", "read_timeout", "stream_reset", "client", "other"})
 
 
 class SetError(ValueError):

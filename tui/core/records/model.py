@@ -72,6 +72,7 @@ class PhaseRecord:
 @dataclass(slots=True)
 class RunHeader:
     data: dict
+    line: int | None = None  # the file line it was read from (the block reader sets it; None: made elsewhere)
 
     @property
     def synthetic(self) -> bool:

@@ -15,6 +15,7 @@ from itertools import repeat
 from typing import Any, NoReturn
 
 from tui.core.phases import PHASE_EVENTS, PHASE_NAMES
+from tui.core.bounds import MAX_JSON_DEPTH, MAX_LINE_BYTES, json_too_deep, size_text
 from tui.core.provenance import check_source_block
 from tui.core.records.model import (
     BudgetRecord,
@@ -367,6 +368,11 @@ def _check_token_claims(rec: RequestRecord) -> None:
                               "(t_last_token - t_first_token over output_chunks - 1)")
 
 
+#: the run header's fields that are JSON objects when present (docs/record-format.md): a list or a number there is a
+#: malformed header line, reported and counted, never handed to the commands that read inside them
+HEADER_OBJECTS = ("target", "load", "environment", "slo", "server_capacity", "headers")
+
+
 def parse_object(d: Any) -> Record:
     """Turn one decoded JSON value into a record; raises RecordError."""
     if not isinstance(d, dict):
@@ -401,10 +407,13 @@ def parse_object(d: Any) -> Record:
             memory_total=_int(d, "memory_total"),
             client_cpu_percent=_num(d, "client_cpu_percent"),
         )
+    if json_too_deep(d):  # the records below are kept whole (a header, a step's info): never nested without end
+        raise RecordError(f"nested deeper than {MAX_JSON_DEPTH} levels of objects and lists")
     if typ == "step":
         ev = d.get("event")
         if ev not in ("start", "end"):
             raise RecordError("field 'event' of a step must be 'start' or 'end'")
+        _check_step_fields(d, ev)
         info = {k: v for k, v in d.items() if k not in ("type", "t", "event", "level", "round", "mode")}
         sh = d.get("server_histograms")
         if sh is not None and not isinstance(sh, dict):
@@ -430,6 +439,13 @@ def parse_object(d: Any) -> Record:
             problem = check_source_block(src)
             if problem:
                 raise RecordError(problem)
+        for key in HEADER_OBJECTS:  # every reader looks inside these: one of another type is a bad header
+            v = d.get(key)
+            if v is not None and type(v) is not dict:
+                raise RecordError(f"field {key!r} of a run header must be an object, got {type(v).__name__}")
+        load = d.get("load")
+        if load is not None and load.get("mode") is not None and type(load.get("mode")) is not str:
+            raise RecordError("field 'load.mode' of a run header must be a string (closed, open)")
         return RunHeader(d)
     if typ == "budget":
         return BudgetRecord(d)
@@ -446,6 +462,77 @@ def parse_object(d: Any) -> Record:
     if typ is None:
         raise RecordError("missing required field 'type'")
     return UnknownRecord(str(typ)[:40], d)
+
+
+#: the fields of a step record and their types (what the load generator writes: tui.sources.load.steps); a step
+#: record with one of the wrong type is a bad line (file and line, counted), never a cross-check silently skipped
+_STEP_COUNTS = ("completed", "failed", "worker_lost")
+_STEP_NUMBERS = ("duration_s", "output_tok_per_s", "client_cpu_s", "process_cpu_s", "coordinator_cpu_s")
+_STEP_OPT_NUMBERS = ("ttft_p50_ms", "lateness_p50_ms", "lateness_p99_ms", "send_overhead_p50_ms",
+                     "send_overhead_p99_ms", "duration", "rate")
+_STEP_FLAGS = ("saturated", "degraded", "search_probe")
+_STEP_TEXTS = ("verdict_reason", "note", "arrival")
+_STEP_OBJECTS = ("sessions", "prefix_cache")
+_STEP_VERDICTS = ("PASS", "FAIL", "UNDECIDED", "INSUFFICIENT_WINDOW")
+
+
+def _is_count(v: object) -> bool:
+    return type(v) is int and 0 <= v <= _COUNT_MAX
+
+
+def _check_step_fields(d: dict, ev: str) -> None:
+    """The step record's fields, type by type (docs/record-format.md, ``step``); an end record's counts agree
+    with each other (``completed + failed == requests``, the ``errors`` classes add up to ``failed``)."""
+    req = d.get("requests")
+    if req is not None and not _is_count(req):
+        raise RecordError(f"field 'requests' of a step must be a whole number, got {req!r:.40}")
+    for k in _STEP_COUNTS:
+        v = d.get(k)
+        if v is not None and not _is_count(v):
+            raise RecordError(f"field {k!r} of a step must be a whole number, got {v!r:.40}")
+    for k in _STEP_NUMBERS:
+        v = d.get(k)
+        if v is not None and (type(v) not in _NUM_TYPES or not _isfinite(v)):
+            raise RecordError(f"field {k!r} of a step must be a finite number, got {v!r:.40}")
+    for k in _STEP_OPT_NUMBERS:
+        v = d.get(k)
+        if v is not None and (type(v) not in _NUM_TYPES or not _isfinite(v)):
+            raise RecordError(f"field {k!r} of a step must be a finite number or null, got {v!r:.40}")
+    for k in _STEP_FLAGS:
+        v = d.get(k)
+        if v is not None and type(v) is not bool:
+            raise RecordError(f"field {k!r} of a step must be true or false, got {v!r:.40}")
+    for k in _STEP_TEXTS:
+        v = d.get(k)
+        if v is not None and type(v) is not str:
+            raise RecordError(f"field {k!r} of a step must be a string, got {v!r:.40}")
+    for k in _STEP_OBJECTS:
+        v = d.get(k)
+        if v is not None and type(v) is not dict:
+            raise RecordError(f"field {k!r} of a step must be an object, got {v!r:.40}")
+    phase = d.get("phase")
+    if phase is not None and phase not in PHASES:
+        raise RecordError(f"field 'phase' of a step must be one of {PHASES}, got {phase!r:.40}")
+    verdict = d.get("verdict")
+    if verdict is not None and verdict not in _STEP_VERDICTS:
+        raise RecordError(f"field 'verdict' of a step must be one of {', '.join(_STEP_VERDICTS)}, got {verdict!r:.40}")
+    rel = d.get("percentiles_rel_error")
+    if rel is not None and (type(rel) not in _NUM_TYPES or not 0.0 < rel < 1.0):
+        raise RecordError(f"field 'percentiles_rel_error' of a step must be a fraction in (0, 1), got {rel!r:.40}")
+    stop = d.get("stop")
+    if stop is not None and not (type(stop) is dict and type(stop.get("cause")) is str):
+        raise RecordError(f"field 'stop' of a step must be an object with a 'cause', got {stop!r:.60}")
+    errors = d.get("errors")
+    if errors is not None and not (type(errors) is dict and all(type(k) is str and _is_count(v)
+                                                                for k, v in errors.items())):
+        raise RecordError(f"field 'errors' of a step must map error classes to whole numbers, got {errors!r:.60}")
+    if ev != "end":
+        return
+    done, failed = d.get("completed"), d.get("failed")
+    if done is not None and failed is not None and done + failed != req:
+        raise RecordError(f"the step record counts {req} requests but {done} completed and {failed} failed")
+    if errors is not None and failed is not None and sum(errors.values()) != failed:
+        raise RecordError(f"the step record's error classes add up to {sum(errors.values())}, its 'failed' is {failed}")
 
 
 def _parse_phase(d: dict) -> PhaseRecord:
@@ -518,15 +605,27 @@ def _unknown_issue(source: str, lineno: int, rec: UnknownRecord) -> LineIssue:
     return LineIssue(source, lineno, f"unknown record type {rec.type!r} skipped", "unknown_type")
 
 
+def long_line_issue(source: str, lineno: int, nbytes: int, terminated: bool = True) -> LineIssue:
+    """A line longer than ``MAX_LINE_BYTES`` (read past, never held): malformed, counted, and it may have been a
+    measured request of any level (``request`` None), as any line that cannot be read."""
+    end = "" if terminated else ", the last line, unterminated"
+    return LineIssue(source, lineno, f"line longer than the {size_text(MAX_LINE_BYTES)} limit ({nbytes:,} bytes{end}): "
+                     "skipped unread", "malformed")
+
+
 def parse_lines(
-    numbered: Iterable[tuple[int, bytes | str, bool]], source: str
+    numbered: Iterable[tuple[int, bytes | str | int, bool]], source: str
 ) -> Iterator[Record | LineIssue]:
     """Parse numbered lines ``(line_number, line, terminated)``; yields records and LineIssue
     objects, never raises. The reference line-by-line reader: ``parse_block`` reports exactly what
-    this reports for the same lines (a property test checks it)."""
+    this reports for the same lines (a property test checks it). A line given as an int is the length
+    of a line longer than the cap (``LineCut``): reported, never parsed; so is a longer line given whole."""
     decode = _decode
     for lineno, line, terminated in numbered:
         obj = None
+        if isinstance(line, int) or len(line) > MAX_LINE_BYTES:
+            yield long_line_issue(source, lineno, line if isinstance(line, int) else len(line), terminated)
+            continue
         try:
             obj = decode(line) if type(line) is str else json.loads(line)
             if type(obj) is dict and obj.get("type") == "request":
@@ -541,6 +640,8 @@ def parse_lines(
         if isinstance(rec, UnknownRecord):
             yield _unknown_issue(source, lineno, rec)
             continue
+        if type(rec) is RunHeader:  # where each run starts (tui.core.runs: the span whose integrity is judged)
+            rec.line = lineno
         yield rec
 
 
@@ -594,6 +695,8 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
                         append(parse_request(obj))
                     else:
                         rec = parse_object(obj)
+                        if type(rec) is RunHeader:
+                            rec.line = i
                         append(_unknown_issue(source, i, rec) if type(rec) is UnknownRecord else rec)
                 except _LINE_ERRORS as exc:  # RecordError: worded as parse_lines words it
                     append(_line_issue(source, i, exc, True, obj))

@@ -28,6 +28,8 @@ ERROR_CLASSES = (
     "stream_error",
     "empty_response",
     "cancelled",
+    "client",  # the client's own resources ran out (EMFILE, ENFILE, EADDRNOTAVAIL, ENOBUFS): not the server's
+    "worker_lost",  # the load worker process that sent it died or got stuck: outcome unknown, counted failed
     "other",
 )
 

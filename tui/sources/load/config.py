@@ -93,6 +93,9 @@ class LoadConfig:
     connect_timeout: float = defaults.CONNECT_TIMEOUT_S
     read_timeout: float = defaults.READ_TIMEOUT_S  # must cover queueing: a queued request gets no bytes at all
     api_key_env: str | None = defaults.API_KEY_ENV
+    # issue 36: user:password for the URL's Basic authentication from this environment variable (not in the URL,
+    # which `ps` shows); the URL must then carry no user info
+    url_credentials_env: str | None = None
     sign_key_env: str | None = None  # sign the record file's digest chain with the key in this variable (tui.core.chain)
     headers: list[tuple[str, str]] = field(default_factory=list)
     insecure: bool = False
@@ -131,6 +134,8 @@ class LoadConfig:
         p = urlsplit(self.url.strip())
         if p.scheme not in ("http", "https") or not p.hostname:
             raise ConfigError(f"--url must be an http(s) URL, got {redact_url(self.url)!r}")
+        if self.url_credentials_env and (p.username or p.password):
+            raise ConfigError("--url-credentials-env: the URL carries user:password too; give the credentials once")
         if self.api not in APIS:
             raise ConfigError("--api must be chat or completions")
         if self.mode not in MODES:
@@ -280,4 +285,10 @@ def build_headers(config: LoadConfig, environ: Mapping[str, str] | None = None) 
     """(request headers, secret strings to scrub from any text we write): ``openai_http.auth_headers``."""
     env = os.environ if environ is None else environ
     key = env.get(config.api_key_env) if config.api_key_env else None
-    return oh.auth_headers(config.url, key, config.headers)
+    creds = None
+    if config.url_credentials_env:
+        creds = env.get(config.url_credentials_env)
+        if not creds or ":" not in creds:
+            raise ConfigError(f"--url-credentials-env {config.url_credentials_env}: expected user:password in "
+                              f"{config.url_credentials_env}")
+    return oh.auth_headers(config.url, key, config.headers, credentials=creds)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import hashlib
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import httpx
 
 import tui.core.defaults as defaults
+from tui.core.bounds import MAX_DATASET_BYTES, MAX_LINE_BYTES, size_text
 from tui.core.datasets import (
     COUNTS_ESTIMATE,
     COUNTS_TOKENIZE,
@@ -45,6 +47,7 @@ from tui.core.datasets import (
     JsonListError,
     JsonListItems,
 )
+from tui.sources.infiles import open_input
 from tui.sources.load.errors import ConfigError, SetupError
 from tui.sources.load.prompts import TOKENIZE_FORMS, PromptBuilder
 
@@ -99,14 +102,27 @@ def read_dataset(path: str, *, max_bad_share: float = defaults.DATASET_MAX_BAD_S
     offset = 0  # bytes read before this chunk
     bom = True  # a UTF-8 byte order mark may still come
 
+    long = -1  # >= 0: characters of a JSON Lines line longer than MAX_LINE_BYTES read past (never held)
+
     def lines(text: str) -> None:
-        nonlocal pending, line
+        nonlocal pending, line, long
         assert rows is not None
+        if long >= 0:
+            nl = text.find("\n")
+            if nl < 0:
+                long += len(text)
+                return
+            line += 1
+            rows.bad_row(line, f"longer than the {size_text(MAX_LINE_BYTES)} line limit ({long + nl:,} characters): "
+                               "skipped")
+            long, text = -1, text[nl + 1:]
         parts = (pending + text).split("\n")
         pending = parts.pop()
         for s in parts:
             line += 1
             rows.add_line(line, s)
+        if len(pending) > MAX_LINE_BYTES:
+            long, pending = len(pending), ""
 
     def feed(text: str, final: bool) -> None:
         assert rows is not None
@@ -121,9 +137,14 @@ def read_dataset(path: str, *, max_bad_share: float = defaults.DATASET_MAX_BAD_S
                                f"{rows.rows} item(s) read before") from None
 
     try:
-        fh = p.open("rb")
+        fh = open_input(p, "dataset")  # a regular file: a FIFO or a device is refused, never waited on
+        size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         raise DatasetError(f"cannot read the dataset {label}: {exc.strerror or type(exc).__name__}") from None
+    if size > MAX_DATASET_BYTES:  # its rows are held in memory for the run
+        fh.close()
+        raise DatasetError(f"the dataset {label} is larger than {size_text(MAX_DATASET_BYTES)} ({size:,} bytes), the "
+                           "most servewatch reads (its rows are held in memory for the run): take a sample of it")
     with fh:
         while True:
             try:
@@ -145,9 +166,13 @@ def read_dataset(path: str, *, max_bad_share: float = defaults.DATASET_MAX_BAD_S
                 if not first:
                     if final:
                         break
+                    blank = head.rfind("\n")
+                    if len(head) > MAX_LINE_BYTES and blank >= 0:  # a sea of blank lines: counted, not kept
+                        line += head.count("\n", 0, blank + 1)
+                        head = head[blank + 1:]
                     continue
                 if first.startswith("["):
-                    rows, items = DatasetRows(label, fmt="sharegpt"), JsonListItems()
+                    rows, items = DatasetRows(label, fmt="sharegpt"), JsonListItems(first_line=line + 1)
                 else:
                     rows = DatasetRows(label)
                 text, head = head, ""
@@ -156,7 +181,10 @@ def read_dataset(path: str, *, max_bad_share: float = defaults.DATASET_MAX_BAD_S
                 break
     if rows is None:
         raise DatasetError(f"the dataset {label} is empty")
-    if items is None and pending.strip():
+    if items is None and long >= 0:
+        line += 1
+        rows.bad_row(line, f"longer than the {size_text(MAX_LINE_BYTES)} line limit ({long:,} characters): skipped")
+    elif items is None and pending.strip():
         line += 1
         rows.add_line(line, pending)
     why = rows.refusal(max_bad_share)

@@ -308,16 +308,17 @@ class RequestExecutor:
             except httpx.ConnectTimeout:
                 return self.fail(req, "connect_timeout", "connect timed out")
             except httpx.ConnectError as exc:
-                return self.fail(req, "connect", self._exc_detail(exc))
+                return self.fail(req, "connect", self._exc_detail(exc), exc, connecting=True)
             except httpx.ReadTimeout:
                 return self.fail(req, "read_timeout", f"no response within {self.read_timeout:g} s")
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
                 if not req.wrote and req.retried < MAX_RETRIES:
                     req.retried += 1
                     continue
-                return self.fail(req, "stream_reset", "connection dropped before the response: " + self._exc_detail(exc))
+                return self.fail(req, "stream_reset", "connection dropped before the response: " + self._exc_detail(exc),
+                                 exc)
             except httpx.HTTPError as exc:
-                return self.fail(req, "other", self._exc_detail(exc))
+                return self.fail(req, "other", self._exc_detail(exc), exc)
             if req.t_sent is None:  # transport without trace events: best available stamp
                 req.t_sent = req.t_dispatch
             try:
@@ -336,9 +337,18 @@ class RequestExecutor:
         msg = str(exc) or type(exc).__name__
         return self.scrub(msg)
 
-    def fail(self, req: Req, error: str, detail: str) -> None:
+    def fail(self, req: Req, error: str, detail: str, exc: BaseException | None = None, *,
+             connecting: bool = False, cut: bool = False) -> None:
+        """Record the failure. With the exception that caused it: the class ``client`` when the client's own resources
+        ran out (EMFILE, ENFILE, ENOBUFS; EADDRNOTAVAIL / EADDRINUSE while connecting: ``oh.client_errno``), the
+        detail then starting with the errno name (``tui.core.clientlimit``): not the server's failure. ``cut``: the
+        detail holds a body read only up to a limit (a secret cut there is removed too: ``Scrubber.cut_tail``)."""
+        if exc is not None:
+            name = oh.client_errno(exc, connecting=connecting)
+            if name is not None:
+                error, detail = "client", f"{name}: {self._exc_detail(exc)}"
         req.error = error
-        req.detail = self.scrub(detail)
+        req.detail = self.scrub(detail, cut=cut)
         if req.t_sent is None:
             req.t_sent = req.t_dispatch
 
@@ -362,7 +372,7 @@ class RequestExecutor:
                 self.say(f"note: server rejected {fld}; sending requests without it from now on")
                 return True
         cls = oh.status_class(code)
-        self.fail(req, cls, f"HTTP {code}: {msg}" if msg else f"HTTP {code}")
+        self.fail(req, cls, f"HTTP {code}: {msg}" if msg else f"HTTP {code}", cut=len(body) >= ERROR_BODY_LIMIT)
         return False
 
     async def stream(self, req: Req, resp: Any) -> None:
@@ -397,7 +407,7 @@ class RequestExecutor:
         except httpx.ReadTimeout:
             return self.fail(req, "read_timeout", f"no data for {self.read_timeout:g} s mid-stream")
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            return self.fail(req, "stream_reset", "connection dropped mid-stream: " + self._exc_detail(exc))
+            return self.fail(req, "stream_reset", "connection dropped mid-stream: " + self._exc_detail(exc), exc)
         finally:
             req.n_content = interp.tokens
             req.finish = interp.finish

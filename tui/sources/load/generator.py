@@ -35,11 +35,12 @@ import httpx
 import tui.sources.openai_http as oh
 from tui import __version__
 from tui.core.identity import identity_of, identity_problems
-from tui.core.monitor import Monitor
+from tui.core.monitor import Monitor, settings_of
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
 from tui.core.textsafe import term
+from tui.core.verdict_settings import header_block as verdict_settings_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
 from tui.sources.load.config import LoadConfig, build_headers, resolve_workers
 from tui.sources.load.coordinator import PipeLink, StepResult, WorkerLink, WorkerPool
@@ -50,10 +51,11 @@ from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.ray_workers import ray_links
 from tui.sources.load.runner import Clock, StepRunner, lengths_block
 from tui.sources.load.sessions import SessionCounts
-from tui.sources.load.sizing import raise_fd_limit
+from tui.sources.load.sizing import fd_shortfall, raise_fd_limit
 from tui.sources.load.steps import (
     Step,
     describe_step,
+    ladder_stop,
     pool_fields,
     step_end_record,
     step_start_record,
@@ -105,6 +107,7 @@ class LoadGenerator:
         self.pool: WorkerPool | None = None  # when the load runs in worker processes (tui.sources.load.coordinator)
         self._step_hist: Any = None  # tui.sources.metrics.StepHistograms when metrics are on (issue 21)
         self.workers = 1  # resolved --workers (1: the load runs in this process)
+        self.fd_limit: dict = {}  # the open-file limit this process runs under (sizing.raise_fd_limit), in the header
         self.workers_info: list[dict] = []
         self._pool_sent = 0
         self._chat = config.api == "chat"
@@ -317,6 +320,7 @@ class LoadGenerator:
                 "read_timeout": c.read_timeout,
                 "connection": "new connection per request",
                 "client_pid": os.getpid(),
+                "fd_limit": dict(self.fd_limit),  # issue 36: the open-file limit the load ran under (ulimit -n)
                 "workers": self._workers_block(),
                 **self._workload_blocks(),
                 **({"search": c.search.block()} if c.search is not None else {}),
@@ -327,6 +331,8 @@ class LoadGenerator:
             insecure=bool(c.insecure),
             headers=dict(self.header_names),
             slo=slo_header_block(c.monitor.slos, c.monitor.target),  # every SLO in force (tui.core.slos)
+            # issue 35: what this run is judged at, read back by every reader (tui.core.verdict_settings)
+            verdict_settings=verdict_settings_block(settings_of(c.monitor)),
             run_id=self.run_id,
             source=source_block("run"),
             server_capacity=self.server_capacity,
@@ -448,7 +454,7 @@ class LoadGenerator:
 
     async def _run_step(self, level: float, rnd: int, phase: Phase, n_requests: int | None,
                         duration: float | None, mode: Mode, label: str, concurrency: int | None = None,
-                        probe: bool = False) -> dict:
+                        probe: bool = False, ladder: bool = False) -> dict:
         step = Step(level, rnd, phase, mode)
         self._step = step
         c = self.cfg
@@ -493,6 +499,9 @@ class LoadGenerator:
                 if pc is not None:
                     end["prefix_cache"] = pc
             end.update(probe_flag)
+            stop = ladder_stop(end, c.stop_on_fail, c.search is not None) if ladder and phase == "measure" else None
+            if stop is not None:  # a reader holds the header's planned levels against the steps present
+                end["stop"] = stop
             if phase == "measure":
                 self.emit(end)
                 self.summary.steps.append(end)
@@ -500,6 +509,8 @@ class LoadGenerator:
         self.say("  " + describe_step(end))
         if end.get("saturated"):
             self.say(f"note: {step.mode} loop {step.level:g} req/s round {step.round}: {end['note']}")
+        if end.get("client_limited"):  # issue 36: what ran out in the client, what to do
+            self.say(f"note: {step.mode} loop {step.level:g} round {step.round}: {end['client_limited_note']}")
         return end
 
     def _step_end(self, step: Step) -> dict:
@@ -510,7 +521,14 @@ class LoadGenerator:
             except Exception:  # noqa: BLE001 (a side channel must not stop the run)
                 verdict = None
         assert step.t1 is not None
-        return step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms)
+        st = self._monitor.levels.get((float(step.level), step.round)) if self._monitor is not None else None
+        client_text = self._monitor.client_limited_text(st) if st is not None else None  # what ran out, what to do
+        end = step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms,
+                              client_text=client_text)
+        if step.phase == "measure":  # issue 35: the settings this step was judged at, as the header states them (a
+            # reader holds one against the other: an edit of the header's settings alone is detected)
+            end["verdict_settings"] = verdict_settings_block(settings_of(self.cfg.monitor))
+        return end
 
     async def _ticker(self) -> None:
         t0 = perf_counter()
@@ -536,7 +554,7 @@ class LoadGenerator:
 
     async def run(self, gpu_sampler: Any = None) -> RunSummary:
         c = self.cfg
-        raise_fd_limit()
+        self.fd_limit = raise_fd_limit()
         self._use_client(self._make_client())
         client = self._client
         assert client is not None
@@ -555,6 +573,9 @@ class LoadGenerator:
             hdr = self.header(gpu_env)
             self.summary.header = hdr
             self.emit(hdr)
+            short = fd_shortfall(self.fd_limit, -(-int(max(c.levels)) // self.workers)) if c.mode == "closed" else None
+            if short:  # issue 36: the connections a level needs do not fit the open-file limit
+                self.say("note: " + short)
             if c.budget:
                 self.emit({"type": "budget", **c.budget})  # the budget inputs given for this run
             self.say(f"target {self.label}, model {self.model}, api {c.api}")
@@ -635,7 +656,8 @@ class LoadGenerator:
                 if c.trace is not None:
                     limits.append(f"the trace's {len(c.trace):,} arrivals")
                 end = await self._run_step(lvl, rnd, "measure", c.step_requests, c.step_duration, c.mode,
-                                           f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})")
+                                           f"step {k}/{total}: {unit} {lvl:g}, round {rnd} ({' or '.join(limits)})",
+                                           ladder=True)
                 if c.until_decided and end.get("verdict") not in (None, "PASS", "FAIL"):
                     self.say(f"note: {unit} {lvl:g} round {rnd} ended {end['verdict']}, undecided at its limit: "
                              f"{end.get('verdict_reason', '')} (a longer --max-step-seconds gives it more time)")

@@ -236,8 +236,7 @@ class StepRunner:
             raise
         except Exception as exc:  # noqa: BLE001 -- a bug here must not lose the request
             if req.error is None:
-                req.error = "other"
-                req.detail = self.executor.scrub(f"{type(exc).__name__}: {exc}")
+                self.executor.fail(req, "other", f"{type(exc).__name__}: {exc}", exc)  # "client" when EMFILE ...
         finally:
             self.live.discard(req)
             self.finish(req)
@@ -274,8 +273,10 @@ class StepRunner:
         if self.workload is not None and self.workload.sessions:
             return await closed_sessions(self, step, concurrency, n_requests, duration, stop)
 
-        async def request(now: float) -> None:
-            await self.send_one(self.new_req(step, now))
+        async def request(now: float) -> bool:
+            req = self.new_req(step, now)
+            await self.send_one(req)
+            return req.error == "client"  # the client's own resources ran out: this loop backs off (closed_loops)
 
         await closed_loops(step, concurrency, n_requests, duration, stop, request)
 

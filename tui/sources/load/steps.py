@@ -10,7 +10,12 @@ Memory: a step keeps counters and two :class:`StepQuantiles` (lateness, TTFT), n
 request beyond :data:`STEP_EXACT_VALUES`: a step of up to that many finished requests reports exact
 nearest-rank percentiles; a longer one (a soak: 50 req/s for an hour is 180,000) reports them from a
 log-bucketed histogram, each within :data:`PCT_REL_ERR` (1%) relative error of the exact value, and
-its end record says so (``percentiles_rel_error``).
+its end record says so (``percentiles_rel_error``). The algorithm is ``tui.core.stepstats``: the readers recompute
+the same percentiles from the request records and compare them with the record (``tui.core.completeness``).
+
+A ladder step after which the run stops early says why in its end record (``stop``, :func:`ladder_stop`): a reader
+holds the planned levels and rounds of the header against the steps present, and only a recorded stop explains
+missing ones (docs/record-format.md, "What a file must hold to PASS").
 """
 
 from __future__ import annotations
@@ -18,117 +23,19 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from array import array
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Any
 
 from tui.core.evidence import LATENESS_FLOOR_MS
+from tui.core.stepstats import PCT_REL_ERR, STEP_EXACT_VALUES, StepQuantiles, pct  # noqa: F401 (re-exported)
 from tui.sources.load.kinds import Mode, Phase
 
 SATURATION_LATENESS_MS = 10.0
+CLIENT_BACKOFF_S = 0.01  # closed loop: a loop whose request failed in the client waits this long before its next ...
+CLIENT_BACKOFF_MAX_S = 1.0  # ... doubling per failure in a row up to this (no hot spin on EMFILE), reset by a success
 CLIENT_BUSY_LIMIT = 0.9  # closed loop: client CPU-seconds per wall second that flag the step as saturated
-STEP_EXACT_VALUES = 50_000  # values per step kept exactly (8 bytes each) before the histogram takes over
-PCT_REL_ERR = 0.01  # the histogram's bound on the relative error of a percentile
-_TINY = 1e-9  # |x| below this (seconds: 1 ns) counts as 0
-
-
-class StepQuantiles:
-    """Nearest-rank percentiles of one step's values in bounded memory.
-
-    Exact (a compact array of doubles) for the first ``cap`` values. At the ``cap``-th value the
-    array is folded into a histogram with log-spaced buckets, ratio ``gamma = (1 + e) / (1 - e)``
-    (``e`` = ``rel_err``), one set for positive and one for negative values, plus counts of zeros
-    (``|x| < 1 ns``) and of infinities. Bucket counts are exact, so the bucket holding the value of
-    the requested rank is known exactly; the bucket's relative midpoint ``2 gamma^i / (1 + gamma)``
-    is within ``e`` relative error of every value in it. Memory: one counter per bucket in use,
-    about ``ln(max/min) / ln(gamma)`` of them (~1,000 from 1 us to 1,000 s at 1%), whatever the count.
-    """
-
-    __slots__ = ("cap", "rel_err", "n", "_exact", "_pos", "_neg", "_zeros", "_pinf", "_ninf", "_inv_log", "_g")
-
-    def __init__(self, cap: int | None = None, rel_err: float = PCT_REL_ERR) -> None:
-        cap = STEP_EXACT_VALUES if cap is None else cap
-        if cap < 0 or not 0.0 < rel_err < 1.0:
-            raise ValueError("cap must be >= 0 and rel_err in (0, 1)")
-        self.cap = cap
-        self.rel_err = rel_err
-        self.n = 0
-        self._exact: array | None = array("d")
-        self._pos: dict[int, int] = {}
-        self._neg: dict[int, int] = {}
-        self._zeros = self._pinf = self._ninf = 0
-        self._g = math.log((1.0 + rel_err) / (1.0 - rel_err))
-        self._inv_log = 1.0 / self._g
-
-    @property
-    def approximate(self) -> bool:
-        """True once the values are held by the histogram (percentiles within ``rel_err``)."""
-        return self._exact is None
-
-    def __len__(self) -> int:
-        return self.n
-
-    def add(self, x: float) -> None:
-        self.n += 1
-        ex = self._exact
-        if ex is not None:
-            if len(ex) < self.cap:
-                ex.append(x)
-                return
-            self._exact = None
-            for v in ex:
-                self._bucket(v)
-        self._bucket(x)
-
-    def _bucket(self, x: float) -> None:
-        if x != x or x == math.inf:  # NaN: not a number of seconds; kept with the worst values, never dropped
-            self._pinf += 1
-        elif x == -math.inf:
-            self._ninf += 1
-        elif x > _TINY:
-            i = math.ceil(math.log(x) * self._inv_log)
-            self._pos[i] = self._pos.get(i, 0) + 1
-        elif x < -_TINY:
-            i = math.ceil(math.log(-x) * self._inv_log)
-            self._neg[i] = self._neg.get(i, 0) + 1
-        else:
-            self._zeros += 1
-
-    def _mid(self, i: int) -> float:
-        g = self._g
-        return 2.0 * math.exp(i * g) / (1.0 + math.exp(g))
-
-    def quantiles(self, qs: Sequence[float]) -> list[float | None]:
-        """Nearest-rank percentiles (rank ``ceil(q n)``, as :func:`pct`) for each ``q``; None when empty."""
-        n = self.n
-        if n == 0:
-            return [None for _ in qs]
-        ex = self._exact
-        if ex is not None:
-            srt = sorted(ex)
-            return [pct(srt, q) for q in qs]
-        return [self._ranked(min(max(1, math.ceil(q * n)), n)) for q in qs]
-
-    def _ranked(self, k: int) -> float:
-        seen = self._ninf
-        if k <= seen:
-            return -math.inf
-        neg = self._neg
-        for i in sorted(neg, reverse=True):  # the most negative first
-            seen += neg[i]
-            if k <= seen:
-                return -self._mid(i)
-        seen += self._zeros
-        if k <= seen:
-            return 0.0
-        pos = self._pos
-        for i in sorted(pos):
-            seen += pos[i]
-            if k <= seen:
-                return self._mid(i)
-        return math.inf
 
 
 class Step:
@@ -181,14 +88,6 @@ class Step:
             self.errors[error] += 1
 
 
-def pct(sorted_vals: list[float], q: float) -> float | None:
-    """Nearest-rank percentile of an ascending list."""
-    if not sorted_vals:
-        return None
-    k = max(1, math.ceil(q * len(sorted_vals)))
-    return sorted_vals[min(k, len(sorted_vals)) - 1]
-
-
 def step_start_record(t: float, level: float, rnd: int, mode: Mode, phase: Phase, n_requests: int | None,
                       duration: float | None, arrival: str | None) -> dict:
     d: dict[str, Any] = {"type": "step", "t": t, "event": "start", "level": level, "round": rnd,
@@ -198,11 +97,15 @@ def step_start_record(t: float, level: float, rnd: int, mode: Mode, phase: Phase
     return d
 
 
-def step_end_record(step: Step, t1_epoch: float, verdict: Any = None, slo_ms: float | None = None) -> dict:
+def step_end_record(step: Step, t1_epoch: float, verdict: Any = None, slo_ms: float | None = None,
+                    client_text: str | None = None) -> dict:
     """The ``step`` end record. ``step.t1`` must be set (perf_counter); ``verdict`` is the core
     monitor's verdict of the step (its ``state`` and ``reason`` are recorded) or None. With ``slo_ms`` an open-loop
     step is ``saturated`` by the delivered-load bounds the verdict uses (tui.core.evidence: lateness p99 within
-    the SLO, p99 - p50 within one arrival gap); without it by the fixed SATURATION_LATENESS_MS."""
+    the SLO, p99 - p50 within one arrival gap); without it by the fixed SATURATION_LATENESS_MS. A step with any
+    request that failed in the client (error class ``client``: its own resources ran out) is ``client_limited``
+    (issue 36; readers derive it from the request records too); ``client_text``: the monitor's sentence for it
+    (what ran out, what to do), else a generic one."""
     t1 = step.t1 or perf_counter()
     secs = max(1e-9, t1 - step.t0)
     late50, p99 = step.lateness.quantiles((0.5, 0.99))
@@ -248,10 +151,27 @@ def step_end_record(step: Step, t1_epoch: float, verdict: Any = None, slo_ms: fl
             d["saturated"] = True
             d["note"] = (f"client saturated, results not valid: the load generator used {busy:.2f} CPU-seconds "
                          f"per second (>= {CLIENT_BUSY_LIMIT:g}); its own delays are inside the measured TTFT")
+    client = step.errors.get("client", 0)
+    if client:
+        d["client_limited"] = True
+        note = client_text or (f"client_limited: {client} requests failed in the client (its own resources ran out)")
+        d["client_limited_note"] = note + "; not the server's failures, and the level cannot PASS"
     if verdict is not None:
         d["verdict"] = verdict.state
         d["verdict_reason"] = verdict.reason
     return d
+
+
+def ladder_stop(end: dict, stop_on_fail: bool, search: bool) -> dict | None:
+    """Why the ladder stops after this step (the end record's ``stop``), or None when it goes on: a FAIL with
+    ``--stop-on-fail`` (a sweep's default), or a lost load worker (a degraded step). The same rule the generator's
+    ladder follows (``LoadGenerator._ladder``)."""
+    if stop_on_fail and end.get("verdict") == "FAIL":
+        return {"cause": "stop_on_fail", "text": "this step FAILED: the ladder stopped here (--stop-on-fail)"
+                + ("; the capacity search follows" if search else "")}
+    if end.get("degraded"):
+        return {"cause": "degraded", "text": "a load worker was lost during this step: the run stopped here"}
+    return None
 
 
 def describe_step(end: dict) -> str:
@@ -272,6 +192,8 @@ def describe_step(end: dict) -> str:
         line += f"; verdict {end['verdict']}"
     if end.get("saturated"):
         line += "  [CLIENT SATURATED: results not valid]"
+    if end.get("client_limited"):
+        line += f"  [CLIENT-LIMITED: {(end.get('errors') or {}).get('client', '?')} requests failed in the client]"
     return line
 
 
@@ -309,15 +231,18 @@ def pool_fields(end: dict, pooled: Any, mode: str) -> None:
 
 
 async def closed_loops(step: Step, concurrency: int, n_units: int | None, duration: float | None,
-                       stop: Callable[[], bool], unit: Callable[[float], Awaitable[None]]) -> None:
+                       stop: Callable[[], bool], unit: Callable[[float], Awaitable[Any]]) -> None:
     """A closed-loop step: ``concurrency`` loops from the common start ``step.t0``, each starting its next unit
     (``unit(now)``: a request, or a session) when its last one ended, until ``n_units`` were started by all the loops,
-    ``duration`` passed or ``stop()``."""
+    ``duration`` passed or ``stop()``. A unit that returns True failed in the client (its own resources ran out):
+    that loop waits :data:`CLIENT_BACKOFF_S`, doubling while it keeps failing so (at most
+    :data:`CLIENT_BACKOFF_MAX_S`), instead of spinning out failures the server never saw."""
     end_at = step.t0 + duration if duration else None
     started = 0
 
     async def loop() -> None:
         nonlocal started
+        backoff = 0.0
         while True:
             if n_units is not None and started >= n_units:
                 return
@@ -327,7 +252,12 @@ async def closed_loops(step: Step, concurrency: int, n_units: int | None, durati
             if stop():
                 return
             started += 1
-            await unit(now)
+            if await unit(now) is True:
+                backoff = min(CLIENT_BACKOFF_MAX_S, backoff * 2.0 if backoff else CLIENT_BACKOFF_S)
+                wait = backoff if end_at is None else min(backoff, max(0.0, end_at - perf_counter()))
+                await asyncio.sleep(wait)
+            else:
+                backoff = 0.0
 
     if concurrency <= 0:
         return

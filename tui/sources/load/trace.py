@@ -64,6 +64,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, BinaryIO
 
+from tui.core.bounds import MAX_LINE_BYTES, size_text
+from tui.sources.infiles import open_input
 from tui.sources.load.errors import ConfigError
 from tui.sources.load.trace_sessions import Collector, ReplayWorkload, window_replay
 
@@ -361,7 +363,7 @@ def _azure_clock() -> Callable[[str], float]:
     return parse
 
 
-def _csv(rows: _Rows, text: io.TextIOWrapper, header: list[str], header_line: int, fmt: str) -> None:
+def _csv(rows: _Rows, text: Iterable[str], header: list[str], header_line: int, fmt: str) -> None:
     names = [h.strip().lower() for h in header]
     cols = _AZURE if fmt == "azure" else _BURSTGPT
     it, ii, io_ = (names.index(c) for c in cols)
@@ -482,11 +484,29 @@ def _servewatch(rows: _Rows, lines: Iterable[tuple[int, str]], rec: _Recording) 
                           "(only open-loop recordings have an arrival process to replay)")
 
 
-def _numbered(first: tuple[int, str], text: io.TextIOWrapper) -> Iterator[tuple[int, str]]:
+def _numbered(first: tuple[int, str], text: io.TextIOWrapper, rows: _Rows) -> Iterator[tuple[int, str]]:
     yield first
-    n = first[0]
-    for line in text:
+    yield from _capped(text, first[0], rows)
+
+
+def _capped(text: io.TextIOWrapper, n: int, rows: _Rows) -> Iterator[tuple[int, str]]:
+    """The lines after line ``n``, numbered; a line longer than ``MAX_LINE_BYTES`` is a bad row, read past in
+    pieces (never held) and given as an empty line, so that the numbers of the lines after it stay right."""
+    readline = text.readline
+    while True:
+        line = readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
         n += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+            total = len(line)
+            while True:
+                more = readline(1 << 20)
+                total += len(more)
+                if not more or more.endswith("\n"):
+                    break
+            rows.bad_row(n, f"longer than the {size_text(MAX_LINE_BYTES)} line limit ({total:,} characters): skipped")
+            line = "\n"
         yield n, line
 
 
@@ -531,7 +551,7 @@ def _open(path: str) -> BinaryIO:
     if not stat.S_ISREG(st.st_mode):
         raise ConfigError(f"trace {shown} is not a plain file (a device, socket or pipe)")
     try:
-        return open(path, "rb")  # noqa: SIM115 (closed by the caller)
+        return open_input(path, "trace")  # checked again on the open file: never blocks on a FIFO
     except OSError as exc:
         raise ConfigError(f"cannot read trace {shown}: {exc.strerror or exc}") from None
 
@@ -580,11 +600,11 @@ def load_trace(path: str, *, speed: float = 1.0, window: tuple[float, float | No
         rec = _Recording(shown)
         if fmt in ("azure", "burstgpt"):
             assert header is not None
-            _csv(rows, text, header, first[0], fmt)
+            _csv(rows, (line for _n, line in _capped(text, first[0], rows)), header, first[0], fmt)
         elif fmt == "mooncake":
-            _mooncake(rows, _numbered(first, text))
+            _mooncake(rows, _numbered(first, text, rows))
         else:
-            _servewatch(rows, _numbered(first, text), rec)
+            _servewatch(rows, _numbered(first, text, rows), rec)
         while hashing.read(1 << 20):  # whatever the text layer did not ask for (the hash is of the whole file)
             pass
     return _finish(rows, rec, fmt, shown, digest.hexdigest(), speed, window, comment)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tui.sources.infiles import open_input
 from tui.sources.load.errors import ConfigError, SetupError
 
 MAX_LISTED = 20  # anomalies listed one by one (all are counted)
@@ -118,7 +119,7 @@ class ReplayWorkload:
         want = str((self.dataset or {}).get("sha256") or "")
         digest = hashlib.sha256()
         try:
-            with open(path, "rb") as f:
+            with open_input(path, "dataset") as f:  # a regular file: never waits on a FIFO
                 for chunk in iter(lambda: f.read(1 << 20), b""):
                     digest.update(chunk)
         except OSError as exc:

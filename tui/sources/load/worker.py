@@ -60,7 +60,7 @@ class WorkerEngine:
     async def start(self) -> dict:
         """Make the client and the runner; returns facts for the run header (pid, host)."""
         s = self.setup
-        raise_fd_limit()
+        fd_limit = raise_fd_limit()
         self._client = oh.make_client(headers=s.headers, connect_timeout=s.connect_timeout,
                                       read_timeout=s.read_timeout, insecure=s.insecure)
         scrub = Scrubber(s.secrets)
@@ -75,7 +75,7 @@ class WorkerEngine:
                                  workload=s.workload)
         return {"worker": s.worker, "pid": os.getpid(), "host": platform.node(),
                 "clock": "coordinator's anchor" if s.anchor is not None else "own anchor",
-                "epoch0": self.runner.clock.epoch0}
+                "epoch0": self.runner.clock.epoch0, "fd_limit": fd_limit}
 
     def _on_record(self, d: dict, _req: Any) -> None:
         self._records.append(d)
