@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from itertools import repeat
 from typing import Any, NoReturn
 
-from tui.core.phases import PHASE_EVENTS, PHASE_NAMES
 from tui.core.bounds import MAX_JSON_DEPTH, MAX_LINE_BYTES, json_too_deep, size_text
+from tui.core.phases import PHASE_EVENTS, PHASE_NAMES
 from tui.core.provenance import check_source_block
 from tui.core.records.model import (
     BudgetRecord,
