@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tui.cli.drillopts import add_drill_arguments, judge_file, plan_from_args, print_drill, read_drill, verdict_settings
+from tui.cli.drillopts import add_drill_arguments, judge_file, plan_from_args, print_drill, read_drill
 from tui.cli.loadtest import add_load_arguments, config_or_usage, record_run
 from tui.cli.options import epilog
 from tui.core.exitcodes import UsageError
@@ -66,14 +66,16 @@ def run(args: argparse.Namespace) -> int:
         return recorded.failed
     say("")
     try:  # the record file may hold earlier runs (appended): the judgement is of this one
-        mon, col = read_drill(cfg.record or "", cfg.monitor, pick_run=LAST_RUN)
+        from tui.cli.options import judge_at_from_args
+
+        mon, col = read_drill(cfg.record or "", cfg.monitor, pick_run=LAST_RUN, judge_at=judge_at_from_args(args))
     except OSError as exc:
         raise UsageError(f"cannot read {cfg.record}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile, ImportProblem) as exc:
         raise UsageError(str(exc)) from None
     if not col.active:
         raise UsageError(f"{cfg.record}: the last run is not a drill (the file was written to by another run)")
-    doc = judge_file(mon, col, verdict_settings(cfg.monitor))
+    doc = judge_file(mon, col)
     doc["drill"]["record_file"] = cfg.record
     print_drill(doc, as_json)
     return recorded.stop_code(int(doc["drill"]["exit"]["code"]))

@@ -156,13 +156,21 @@ def plan_from_args(args: argparse.Namespace, cfg: LoadConfig) -> DrillPlan:
 # ------------------------------------------------------------------ reading a drill file
 
 
-def judge_file(mon: Monitor, col: DrillCollector, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The drill document of a file already read into ``mon`` and ``col`` (``Monitor.finish`` done)."""
-    doc = drill_document(judge(col, mon), settings)
-    code, why = synthetic_exit(DRILL_EXIT[doc["drill"]["verdict"]], bool(doc["drill"]["synthetic"]))
-    doc["drill"]["exit"] = {"code": code, "synthetic": why}
+def judge_file(mon: Monitor, col: DrillCollector) -> dict[str, Any]:
+    """The drill document of a file already read into ``mon`` and ``col`` (``Monitor.finish`` done), judged at the
+    settings the Monitor judged at (the run's own; re-judged where a reader's flag differs: a weaker re-judgement
+    never exits 0, ``tui.core.verdict_settings.settings_exit``)."""
+    from tui.core.verdict_settings import settings_exit
+
+    doc = drill_document(judge(col, mon), verdict_settings(mon.cfg))
+    d = doc["drill"]
+    code, settings_why = settings_exit(DRILL_EXIT[d["verdict"]], mon.settings)
+    code, why = synthetic_exit(code, bool(d["synthetic"]))
+    d["exit"] = {"code": code, "synthetic": why, "settings": settings_why}
+    if mon.settings is not None:
+        d["verdict_settings"] = mon.settings.to_dict()
     if mon.records_integrity is not None:
-        doc["drill"]["records_integrity"] = mon.records_integrity.to_dict()
+        d["records_integrity"] = mon.records_integrity.to_dict()
     return doc
 
 
@@ -172,24 +180,43 @@ def verdict_settings(cfg: MonitorConfig) -> dict[str, Any]:
             "min_window_minutes": cfg.min_window_s / 60.0, "min_requests": cfg.min_requests}
 
 
+class DrillTap:
+    """The blocks a reader hands its Monitor, also handed to a drill collector made with the SLOs the Monitor judges
+    at (known once it has read the run header: ``settled``); ``also``: another tap (the HTML charts' sampler)."""
+
+    def __init__(self, cfg: MonitorConfig, also: Any = None) -> None:
+        self.cfg = cfg
+        self.also = also
+        self.col: DrillCollector | None = None
+
+    def settled(self, mon: Monitor) -> None:
+        if self.col is None:
+            self.col = DrillCollector(mon.cfg.slos)
+
+    def __call__(self, items: Any) -> None:
+        if self.col is None:
+            self.col = DrillCollector(self.cfg.slos)
+        self.col.add_many(items)
+        if self.also is not None:
+            self.also(items)
+
+    @property
+    def collector(self) -> DrillCollector:
+        return self.col if self.col is not None else DrillCollector(self.cfg.slos)
+
+
 def read_drill(path: str, cfg: MonitorConfig, pick_run: int | None = None, verify_key: bytes | None = None,
-               key_name: str = "the key given", tap: Any = None) -> tuple[Monitor, DrillCollector]:
+               key_name: str = "the key given", judge_at: Any = None) -> tuple[Monitor, DrillCollector]:
     """A record file read whole into a Monitor and a drill collector (the same blocks); raises what the evidence
     reader raises (OSError, SeveralRuns, RunNotInFile, ImportProblem)."""
     from tui.sources.evidence_monitor import monitor_of
     from tui.sources.evidence_reader import ReadSettings, open_evidence
 
-    col = DrillCollector(cfg.slos)
-
-    def both(items: Any) -> None:
-        col.add_many(items)
-        if tap is not None:
-            tap(items)
-
+    tap = DrillTap(cfg)
     settings = ReadSettings(pick_run=pick_run, verify_key=verify_key, key_name=key_name, watch=False)
     with open_evidence(path, settings) as ev:
-        mon = monitor_of(ev, cfg, tap=both)
-    return mon, col
+        mon = monitor_of(ev, cfg, tap=tap, judge_at=judge_at, settled=tap.settled)
+    return mon, tap.collector
 
 
 def print_drill(doc: dict[str, Any], as_json: bool, out: TextIO | None = None) -> None:
@@ -199,11 +226,33 @@ def print_drill(doc: dict[str, Any], as_json: bool, out: TextIO | None = None) -
         out.write(json.dumps(doc, indent=2, default=str) + "\n")
         return
     text = format_text(doc)
-    ri = doc["drill"].get("records_integrity")
-    if ri:
+    d = doc["drill"]
+    head = [str((d.get("records_integrity") or {}).get("summary") or "")]
+    head += list((d.get("verdict_settings") or {}).get("lines") or [])
+    for why in (d["exit"].get("settings"),):
+        if why:
+            head.append(f"  {why}")
+    head = [h for h in head if h]
+    if head:
         first, _, rest = text.partition("\n")
-        text = first + "\n" + str(ri.get("summary")) + "\n" + rest
+        text = first + "\n" + "\n".join(head) + "\n" + rest
     out.write(term(text, keep_newlines=True))
     why = doc["drill"]["exit"].get("synthetic")
     if why:
         print(f"servewatch: {term(why)}", file=sys.stderr)
+
+
+def report_drill(mon: Monitor, col: DrillCollector, as_json: bool, html_out: str | None, out: TextIO) -> int:
+    """`report` (and `drill` itself) on a drill file: the document as text or JSON, and with ``html_out`` the page
+    with the recovery chart; the exit code (0 RECOVERED, 1 NOT RECOVERED, 3 INSUFFICIENT)."""
+    doc = judge_file(mon, col)
+    print_drill(doc, as_json, out)
+    if html_out:
+        from tui.html import drill_html
+        from tui.sources.outfiles import write_text_atomic
+
+        try:
+            write_text_atomic(html_out, drill_html(json.loads(json.dumps(doc, default=str))))
+        except OSError as exc:
+            raise UsageError(f"cannot write {html_out}: {exc.strerror or exc}") from None
+    return int(doc["drill"]["exit"]["code"])

@@ -12,6 +12,7 @@ from typing import Any
 
 import tui.core.defaults as defaults
 from tui.core.outcomes import Outcome as Outcome
+from tui.core.phases import DrillView
 from tui.core.severity import BAD as BAD
 from tui.core.severity import GOOD as GOOD
 from tui.core.severity import NA as NA
@@ -275,6 +276,9 @@ class Snapshot:
     #: the console's prefix-cache line for the current level (``tui.core.prefix_cache.short_text``); None: nothing
     #: known there (no request said cached tokens, no step counters), the line is not shown
     prefix_cache_text: str | None = None
+    #: issue 39: a drill's phases as bands, its recovery point and the verdict bar's line (``tui.core.drill.live``);
+    #: None: not a drill
+    drill: DrillView | None = None
     #: measured request and step records of levels beyond ``tui.core.bounds.MAX_LEVELS`` distinct ones: counted,
     #: never judged; any such record forbids PASS (an evidence problem says so)
     levels_over_cap: int = 0

@@ -32,6 +32,13 @@ from tui.core.textfmt import fmt_pct
 TAIL_SCAN = 50_000  # requests looked at from the newest for the rolling figure, at most
 
 
+def short_label(plan: DrillPlan) -> str:
+    """The disturbance in a word or two, for the console's band legend."""
+    if plan.kind == "spike":
+        return f"spike {plan.spike_factor:g}x"
+    return "fault" if plan.kind == "fault_cmd" else "marked act"
+
+
 class DrillTracker:
     """A collector plus the console's view of it (see the module doc)."""
 
@@ -101,7 +108,7 @@ class DrillTracker:
             return None
         plan = self.plan()
         bands = []
-        label = {DISTURBANCE: "" if plan is None else plan.describe_disturbance().split(":")[0]}
+        label = {DISTURBANCE: "disturbance" if plan is None else short_label(plan)}
         for name in PHASE_NAMES:
             p = self.col.phases.get(name)
             if p is not None and p.start is not None:

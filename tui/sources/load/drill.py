@@ -78,6 +78,7 @@ class DrillGenerator(LoadGenerator):
         self._marked: asyncio.Event | None = None
         self._ending = False
         self._watch: asyncio.Task | None = None  # the /health probe of a fault drill
+        self._stop_info: dict | None = None  # why the drill ended after its baseline (its step end record's stop)
 
     # -- the header: the drill's settings and steps -----------------------
 
@@ -169,6 +170,8 @@ class DrillGenerator(LoadGenerator):
         self._ended.add(step)
         step.t1 = perf_counter()
         end = self._step_end(step)
+        if self._stop_info is not None and step is self._order[0]:
+            end["stop"] = dict(self._stop_info)
         if self.cfg.sessions:
             counts = self._sessions.get(step)
             end["sessions"] = counts.block() if counts is not None else SessionCounts().block()
@@ -303,8 +306,11 @@ class DrillGenerator(LoadGenerator):
                 return None
             await asyncio.sleep(BASELINE_POLL_S)
 
-    def _stop(self, base: Step, t: float, why: str) -> None:
+    def _stop(self, base: Step, t: float, why: str, cause: str = "drill_baseline") -> None:
+        """The drill ends after its baseline: said in the baseline's step end record (``stop``, held against the plan
+        by tui.core.completeness) and phase end record."""
         self.stopped = why
+        self._stop_info = {"cause": cause, "reason": why}
         self.summary.stopped_early = "drill ended after its baseline: " + why
         self.say("note: " + self.summary.stopped_early)
         self._close(base)
@@ -326,7 +332,7 @@ class DrillGenerator(LoadGenerator):
             t, by = self._mark
             if base not in self._closed:
                 self._stop(base, t, f"the operator's act was marked ({by}) {fmt_duration(t - base.t0)} into the "
-                                    "baseline, before it PASSed")
+                                    "baseline, before it PASSed", "drill_marked_early")
             return None
         if await passing is None:
             waiting.cancel()
@@ -337,7 +343,7 @@ class DrillGenerator(LoadGenerator):
             await asyncio.wait_for(waiting, timeout=p.manual_wait_s)
         if self._mark is None:
             self._stop(base, perf_counter(), f"no act was marked within {fmt_duration(p.manual_wait_s)} of the "
-                                             "baseline's end")
+                                             "baseline's end", "drill_no_mark")
             return None
         self.say(f"disturbance marked ({self._mark[1]})")
         return self._mark[0]
