@@ -122,3 +122,20 @@ def drill_html(doc: Mapping) -> str:
                 f"<pre>{esc(json.dumps(doc, indent=2, default=str))}</pre></details>")
     return page("servewatch drill" + (" (SYNTHETIC)" if synthetic else ""), "\n".join(body), [chart],
                 synthetic=bool(synthetic))
+
+
+def compare_drills_html(result: Mapping, docs: list[Mapping]) -> str:
+    """`compare BASE CAND --html OUT` on two drills: the verdict, its reasons and both recovery charts."""
+    c = result.get("compare") or {}
+    charts = [recovery_chart(f"cmp-{i}", d, str((c.get(side) or {}).get("label") or side))
+              for i, (side, d) in enumerate(zip(("base", "candidate"), docs))]
+    rows = [[side, (c.get(side) or {}).get("label"), (c.get(side) or {}).get("verdict"),
+             _ttr((c.get(side) or {}).get("time_to_recover_s")), (c.get(side) or {}).get("impact_bad")]
+            for side in ("base", "candidate")]
+    body = ["<h1>servewatch compare: two drills</h1>",
+            banners("input labelled synthetic" if c.get("synthetic") else None, [], []),
+            verdict_boxes([("candidate vs base", c.get("verdict"))]),
+            "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in c.get("reasons") or []) + "</ul>",
+            table(["side", "file", "verdict", "time to recover", "failed or slow"], rows),
+            "<h2>Recovery charts</h2>", *[chart_block(ch) for ch in charts]]
+    return page("servewatch compare (drills)", "\n".join(body), charts, synthetic=bool(c.get("synthetic")))

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tui.core.acceptance.recovery import md_recovery  # the drills beside the rollback rules (issue 39)
 from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
 from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES
 from tui.core.levels import fmt_level as _fmt_level
@@ -608,7 +609,7 @@ def md_conclusion(doc: Mapping) -> list[str]:
 
 #: The report's sections in order, one function each (each returns its markdown lines).
 MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_records_integrity, md_quality, md_cost,
-               md_rollback, md_conclusion)
+               md_rollback, md_recovery, md_conclusion)
 
 
 def render_markdown(doc: Mapping) -> str:
