@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.evidence_files import T0, header, honest_closed, request, write
+from tests.support.evidence_files import T0, another_run, header, honest_closed, request, write
 from tests.support.paths import REPO
 from tui.cli import main
 from tui.core.bounds import (
@@ -437,7 +437,8 @@ def test_a_level_beyond_the_cap_is_counted_and_forbids_pass(tmp_path):
     assert any("more than 1,000 distinct levels" in p for p in doc["evidence"]["problems"])
     rc, out, _ = run_cli(["report", str(over)])
     assert "6 records of levels beyond the first 1,000 distinct levels" in out
-    rc, out, _ = run_cli(["compare", str(over), str(at_cap)])
+    other = write(tmp_path / "c.jsonl", another_run(list(honest_closed()), seed=3))  # another run, not this one
+    rc, out, _ = run_cli(["compare", str(over), str(other)])
     assert rc != 0 and "more than 1,000 distinct levels" in out
 
 

@@ -91,8 +91,8 @@ COMMANDS: dict[str, Command] = {
     "accept": Command("tui.cli.accept", "write the acceptance report"),
     "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "
                      "nothing)"),
-    "import": Command("tui.cli.importfile", "convert another tool's run (AIPerf, GuideLLM, vLLM bench, LLMPerf, "
-                      "inference-perf) to a record file"),
+    "import": Command("tui.cli.importfile", "convert another load tool's run to a record file (the tools: "
+                      "servewatch import --help)"),
     "compare": Command("tui.cli.compare", "compare two runs level by level: NOT WORSE / WORSE / NOT ENOUGH EVIDENCE"),
     "plan": Command("tui.cli.plan", "plan a fleet from one replica's sweep: replicas, spares, GPUs, cost"),
 }

@@ -18,10 +18,10 @@ from tui.core.textsafe import term
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Convert another load tool's per-request output (AIPerf profile_export.jsonl, GuideLLM "
-                          "benchmarks.json/.yaml, vllm bench serve --save-detailed JSON, LLMPerf "
-                          "*_individual_responses.json, inference-perf per_request_lifecycle_metrics.json) to a "
-                          "servewatch record file. The format is recognised by content, not by file name.")
+    from tui.core.importers import formats_read
+
+    parser.description = (f"Convert another load tool's per-request output ({formats_read()}) to a servewatch "
+                          "record file. The format is recognised by content, not by file name.")
     from tui.cli.options import epilog
 
     parser.epilog = epilog("servewatch import profile_export.jsonl --out run.jsonl",

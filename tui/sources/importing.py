@@ -1,11 +1,11 @@
 """Open any run file servewatch can read: its own record files, or another tool's output converted on
-the fly (AIPerf, GuideLLM, vllm bench serve, LLMPerf, inference-perf). Recognised by content.
+the fly (every tool in ``tui.core.importers.registry.IMPORTERS``). Recognised by content.
 
 The one entry point for readers: ``open_run(path) -> (records iterator, RunSource)``. The iterator
 yields parsed records (``tui.core.records``) and ``LineIssue`` objects exactly like
-``records.read_file``; for a servewatch file it IS ``read_file``. File reading, SHA-256, sibling
-files that name the load level, and YAML (PyYAML, only when importable) live here; the conversion
-itself is pure (``tui.core.importers``).
+``records.read_file``; for a servewatch file it IS ``read_file``. File reading, SHA-256, the side files
+each importer names (``Importer.side_files``: its summary, the load level), and YAML (PyYAML, only when
+importable) live here; the conversion itself is pure (``tui.core.importers``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class RunSource:
 
     @property
     def tool(self) -> str:
-        return I.TOOL_NAMES.get(self.format or "", "servewatch")
+        return I.tool_name(self.format)
 
 
 def _read_head(path: str) -> str:
@@ -78,134 +78,62 @@ def _read_text(path: str) -> str:
     return _read_bytes(path).decode("utf-8", errors="replace")
 
 
-def _load_yaml(text: str, path: str) -> Any:
+def _decode_variant(fmt: str, text: str, path: str) -> Any:
+    """A text variant's document (GuideLLM's YAML), decoded here: its library is outside the standard library."""
+    v = I.variant_of(fmt)
+    if v is None:
+        return None
+    if v.decoder != "yaml":
+        raise ImportProblem(f"{path}: no decoder for {v.decoder} here")
+    tool = I.tool_name(fmt, fmt)
     try:
         import yaml  # type: ignore[import-untyped]
     except ImportError:
-        raise ImportProblem(f"{path}: a GuideLLM YAML file, but PyYAML is not installed here; convert it to JSON "
-                            "(guidellm writes benchmarks.json too) or install PyYAML") from None
+        raise ImportProblem(f"{path}: a {tool} YAML file, but PyYAML is not installed here; convert it to JSON "
+                            f"({v.hint}) or install PyYAML") from None
     if len(text) > B.MAX_YAML_BYTES:  # PyYAML needs far more memory per byte than the JSON decoder
-        raise ImportProblem(f"{path}: a GuideLLM YAML file larger than {B.size_text(B.MAX_YAML_BYTES)}, the most "
-                            "servewatch imports as YAML; import its benchmarks.json instead")
+        raise ImportProblem(f"{path}: a {tool} YAML file larger than {B.size_text(B.MAX_YAML_BYTES)}, the most "
+                            f"servewatch imports as YAML; import its JSON instead ({v.hint})")
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ImportProblem(f"{path}: GuideLLM YAML does not parse: {str(exc).splitlines()[0][:120]}") from None
+        raise ImportProblem(f"{path}: {tool} YAML does not parse: {str(exc).splitlines()[0][:120]}") from None
     except RecursionError:
         doc = None
     if (doc is None and text.strip()) or B.json_too_deep(doc):
-        raise ImportProblem(f"{path}: GuideLLM YAML nested deeper than {B.MAX_JSON_DEPTH} levels: not imported")
+        raise ImportProblem(f"{path}: {tool} YAML nested deeper than {B.MAX_JSON_DEPTH} levels: not imported")
     return doc
 
 
+def _side_names(folder: Path, globs: tuple[str, ...]) -> tuple[str, ...]:
+    """The regular files in ``folder`` matching ``globs``: sorted per glob, in glob order, each once."""
+    names: list[str] = []
+    for g in globs:
+        for p in sorted(folder.glob(g)):
+            if p.is_file() and p.name not in names:
+                names.append(p.name)
+    return tuple(names)
+
+
 def _sidecar_opts(path: str, fmt: str) -> tuple[dict, list[str]]:
-    """Facts the per-request file lacks but a file the same tool wrote beside it holds: the load level, and the
-    tool's own counts the records are held against (``summary``, ``summary_file``; ``summary_missing`` says why
-    there are none: tui.core.importers.crosscheck). Read only when present and parseable; what was used is said in
-    the notes."""
-    opts: dict = {}
-    notes: list[str] = []
-    folder = Path(path).parent
-    side_name = "the summary file beside it"
+    """Facts the per-request file lacks but files the same tool wrote beside it hold (the load level, and the
+    tool's own counts the records are held against): the importer's ``side_files`` say which globs and how their
+    content becomes options; this reads them (JSON, in the order it picks). A file that cannot be read or decoded
+    is said in the notes and leaves the summary missing ("<file> could not be read")."""
+    imp = I.importer_for(fmt)
+    spec = imp.side_files if imp is not None else None
+    if spec is None:
+        return {}, []
+    here = Path(path)
+    blamed = spec.label
     try:
-        if fmt == "aiperf":
-            side = folder / "profile_export_aiperf.json"
-            side_name = side.name
-            if not side.is_file():
-                opts["summary_missing"] = f"{side.name} is not beside the file"
-                return opts, notes
-            d = _side_json(side)
-            if not isinstance(d, dict):
-                raise ValueError("not an object")
-            opts["summary"], opts["summary_file"] = d, f"{side.name} beside the file"
-            ic = d["input_config"] if isinstance(d.get("input_config"), dict) else {}
-            phases = [ph for ph in (ic.get("phases") or []) if isinstance(ph, dict)
-                      and ph.get("kind") == "profiling"]
-            lv = None
-            if len(phases) == 1:  # one profiling phase: its concurrency (closed) or request rate (open)
-                ph = phases[0]
-                for key, mode in (("concurrency", "closed"), ("request_rate", "open")):
-                    v = ph.get(key)
-                    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                        lv = (float(v), mode, key)
-                        break
-            elif not phases:  # older summaries: a single loadgen concurrency
-                v = _find_key(ic, ("concurrency",))
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                    lv = (float(v), "closed", "concurrency")
-            if lv:
-                opts["level"], opts["mode"] = lv[0], lv[1]
-                notes.append(f"level ({lv[2]} {lv[0]:g}) read from {side.name} beside the file")
-            v = _find_key(d, ("aiperf_version", "version"))
-            if isinstance(v, str):
-                opts["version"] = v
-        elif fmt == "llmperf":
-            side_name = "its *_summary.json"
-            found = _llmperf_summary(Path(path))
-            if found is None:
-                opts["summary_missing"] = "no *_summary.json named for it beside the file"
-                return opts, notes
-            side_name = found.name
-            d = _side_json(found)
-            if not isinstance(d, dict):
-                raise ValueError("not an object")
-            opts["summary"], opts["summary_file"] = d, f"{found.name} beside the file"
-            conc = d.get("num_concurrent_requests")
-            if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
-                opts["level"] = float(conc)
-                notes.append(f"level (concurrency {conc:g}) read from {found.name} beside the file")
-        elif fmt == "inference-perf":
-            side_name = "its lifecycle metrics reports"
-            levels, counts, stages = {}, {}, {}
-            for side in sorted(folder.glob("stage_*_lifecycle_metrics.json")):
-                stage = side.name.split("_")[1]
-                if not stage.isdigit():
-                    continue  # stage_N_session_lifecycle_metrics.json and the like
-                side_name = side.name
-                d = _side_json(side)
-                ls = d.get("load_summary") if isinstance(d, dict) else None
-                if not isinstance(ls, dict):
-                    continue
-                stages[int(stage)] = d
-                rate, count = ls.get("requested_rate"), ls.get("count")
-                if isinstance(rate, (int, float)) and not isinstance(rate, bool):
-                    levels[int(stage)] = float(rate)
-                if isinstance(count, int) and not isinstance(count, bool):
-                    counts[int(stage)] = count
-            if levels:
-                opts["stage_levels"] = levels
-                opts["mode"] = "open"
-                notes.append("stage rates (load_summary.requested_rate) read from stage_N_lifecycle_metrics.json "
-                             "beside the file")
-            if counts:
-                opts["stage_counts"] = counts
-            if stages:
-                opts["stage_summaries"] = stages
-            whole = folder / "summary_lifecycle_metrics.json"
-            if whole.is_file():
-                side_name = whole.name
-                d = _side_json(whole)
-                if isinstance(d, dict):
-                    opts["summary"] = d
-            if not stages and "summary" not in opts:
-                opts["summary_missing"] = ("neither summary_lifecycle_metrics.json nor stage_N_lifecycle_metrics.json "
-                                           "is beside the file")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        notes.append(f"{side_name} could not be read: level unknown")
-        opts = {"summary_missing": f"{side_name} could not be read"}
-    return opts, notes
-
-
-def _llmperf_summary(path: Path) -> Path | None:
-    """LLMPerf's summary of ``X_individual_responses.json``: ``X_summary.json``, else the only ``*_summary.json``
-    beside it (None: none, or several and none named for it)."""
-    name = path.name
-    if name.endswith("_individual_responses.json"):
-        mine = path.with_name(name[: -len("_individual_responses.json")] + "_summary.json")
-        if mine.is_file():
-            return mine
-    found = sorted(p for p in path.parent.glob("*_summary.json") if p.is_file())
-    return found[0] if len(found) == 1 else None
+        found = []
+        for name in spec.pick(here.name, _side_names(here.parent, spec.globs)):
+            blamed = name
+            found.append((name, _side_json(here.parent / name)))
+        return spec.options(I.SideInput(file=here.name, files=tuple(found)))
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError):
+        return {"summary_missing": f"{blamed} could not be read"}, [f"{blamed} could not be read: level unknown"]
 
 
 def _side_json(side: Path) -> Any:
@@ -217,20 +145,6 @@ def _side_json(side: Path) -> Any:
     return d
 
 
-def _find_key(d: Any, names: tuple[str, ...], depth: int = 0) -> Any:
-    if depth > 6:
-        return None
-    if isinstance(d, dict):
-        for k in names:
-            if k in d and not isinstance(d[k], (dict, list)):
-                return d[k]
-        for v in d.values():
-            got = _find_key(v, names, depth + 1)
-            if got is not None:
-                return got
-    return None
-
-
 def import_file(path: str, fmt: str | None = None, *, label: str | None = None, sidecars: bool = True,
                 data: bytes | None = None) -> I.ImportResult:
     """Convert another tool's file; returns an ``ImportResult``. Raises ImportProblem (one line) when it
@@ -239,9 +153,7 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
     fmt = fmt or detect_file(path)
     label = label or path
     if fmt is None:
-        raise ImportProblem(f"{path}: not a format servewatch can import (AIPerf profile_export.jsonl, GuideLLM "
-                            "benchmarks.json/.yaml, vllm bench serve --save-detailed JSON, LLMPerf "
-                            "*_individual_responses.json, inference-perf per_request_lifecycle_metrics.json)")
+        raise ImportProblem(f"{path}: not a format servewatch can import ({I.formats_read()})")
     why = I.unusable_reason(fmt)
     if why:
         raise ImportProblem(f"{path}: {why}")
@@ -252,7 +164,7 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
     text, sha256 = data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
     data = None  # the bytes are not needed again: the text alone is held while it is converted
     opts, notes = _sidecar_opts(path, fmt) if sidecars else ({}, [])
-    doc = _load_yaml(text, path) if fmt == "guidellm-yaml" else None
+    doc = _decode_variant(fmt, text, path)
     try:
         res = I.convert_text(text, fmt, label, file=os.path.basename(path), sha256=sha256, doc=doc, **opts)
     except (ValueError, RecursionError) as exc:
@@ -260,13 +172,13 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
         res = I.ImportResult(format=fmt, header={})
         from tui.core.importers import common as C
 
-        res.header = C.header(C.source_block(tool=I.TOOL_NAMES.get(fmt, fmt), version=None, file=os.path.basename(path),
+        res.header = C.header(C.source_block(tool=I.tool_name(fmt, fmt), version=None, file=os.path.basename(path),
                                              sha256=sha256, derived=[], ttft_definition="",
                                              time_axis=C.AXIS_NONE, fmt=fmt), started_at=None)
         res.entries = 1
         pos = f"line {exc.lineno}" if hasattr(exc, "lineno") else "document"
         res.issues.append(LineIssue(label, getattr(exc, "lineno", 0),
-                                    f"{I.TOOL_NAMES.get(fmt, fmt)} document does not decode (truncated or damaged "
+                                    f"{I.tool_name(fmt, fmt)} document does not decode (truncated or damaged "
                                     f"JSON at {pos}): {str(exc)[:100]}", "truncated"))
     res.notes = notes + res.notes
     if notes:
@@ -305,7 +217,7 @@ def open_run(path: str | os.PathLike) -> tuple[Iterator, RunSource]:
     if fmt is None or fmt == I.SERVEWATCH:
         return read_file(p), RunSource(p, fmt, imported=False, line_based=True)
     res = import_file(p, fmt)
-    src = RunSource(p, fmt, imported=True, line_based=fmt in I.LINE_FORMATS, result=res, notes=list(res.notes))
+    src = RunSource(p, fmt, imported=True, line_based=I.is_line_format(fmt), result=res, notes=list(res.notes))
     return records_of(res), src
 
 
@@ -316,29 +228,25 @@ def follow_refusal(path: str | os.PathLike) -> str | None:
         fmt = detect_file(p)
     except (OSError, ImportProblem):
         return None
-    if fmt in I.DOCUMENT_FORMATS:
-        return (f"{p}: a {I.TOOL_NAMES.get(fmt, fmt)} file is one JSON document, written once at the end of the run: "
+    if fmt is not None and I.is_document_format(fmt):
+        return (f"{p}: a {I.tool_name(fmt, fmt)} file is one JSON document, written once at the end of the run: "
                 "it cannot be followed while being written; replay it without --follow")
     return None
 
 
 def line_parser_for(path: str | os.PathLike) -> Any:
-    """For a line-based foreign format (AIPerf), a ``parse_lines``-compatible function that converts
+    """For a line-based foreign format (an importer with ``follow``: AIPerf), a ``parse_lines``-compatible function that converts
     each new line as it is read (for replay and --follow), else None (servewatch files)."""
     p = os.fspath(path)
     try:
         fmt = detect_file(p)
     except OSError:
         return None
-    if fmt != "aiperf":
+    imp = I.importer_for(fmt)
+    if fmt is None or imp is None or imp.follow is None:
         return None
-    from tui.core.importers import aiperf
-
     opts, _ = _sidecar_opts(p, fmt)
-    ts = aiperf.tool_summary(opts.get("summary"), opts.get("level"), opts.get("mode"),
-                             where=opts.get("summary_file"), missing=opts.get("summary_missing"))
-    conv = aiperf.LineConverter(p, level=opts.get("level"),
-                                source_info=aiperf.source(os.path.basename(p), tool_summary=ts))
+    conv = imp.follow(p, os.path.basename(p), opts)
 
     def parse(numbered, source):
         for item in conv.feed(numbered):
@@ -394,7 +302,7 @@ def prepare_replay_as(p: str, fmt: str | None, follow: bool = False,
     its bytes when already read whole)."""
     if fmt is None or fmt == I.SERVEWATCH:
         return p, None, None
-    if fmt in I.LINE_FORMATS:
+    if I.is_line_format(fmt):
         return p, line_parser_for(p), None
     if follow:
         return p, None, follow_refusal(p)

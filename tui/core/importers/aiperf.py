@@ -8,11 +8,12 @@ was checked against: docs/record-format.md, "Importing other tools' runs".
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import tui.core.importers.common as C
 import tui.core.importers.crosscheck as X
+import tui.core.importers.descriptor as D
 from tui.core.bounds import MAX_LINE_BYTES
 from tui.core.records.parse import long_line_issue
 from tui.core.records.schema import LineIssue
@@ -273,3 +274,92 @@ def convert_lines(numbered: Iterable[tuple[int, bytes | str | int, bool]], label
         res.notes.append("AIPerf's per-request export does not name the load level: one unnamed level "
                          "(profile_export_aiperf.json beside it gives the concurrency when present)")
     return res
+
+
+# ------------------------------------------------------------------------------------------------ the descriptor
+
+def looks_like_summary(obj: Any) -> bool:
+    """AIPerf's run summary (``profile_export_aiperf.json``): no per-request data."""
+    return isinstance(obj, dict) and "input_config" in obj and (
+        "aiperf_version" in obj or "request_count" in obj or "request_latency" in obj)
+
+
+def _find_key(d: Any, names: tuple[str, ...], depth: int = 0) -> Any:
+    """The first scalar value under one of ``names``, searched breadth-first per level down to depth 6."""
+    if depth > 6:
+        return None
+    if isinstance(d, dict):
+        for k in names:
+            if k in d and not isinstance(d[k], (dict, list)):
+                return d[k]
+        for v in d.values():
+            got = _find_key(v, names, depth + 1)
+            if got is not None:
+                return got
+    return None
+
+
+def side_options(side: D.SideInput) -> tuple[dict, list[str]]:
+    """``profile_export_aiperf.json`` beside the file: the tool's counts (``summary``), the load level (one
+    profiling phase: its concurrency, closed, or request rate, open; older summaries: one loadgen concurrency) and
+    AIPerf's version."""
+    if not side.files:
+        return {"summary_missing": f"{SUMMARY_FILE} is not beside the file"}, []
+    d = side.files[0][1]
+    if not isinstance(d, dict):
+        raise ValueError("not an object")
+    opts: dict[str, Any] = {"summary": d, "summary_file": f"{SUMMARY_FILE} beside the file"}
+    notes: list[str] = []
+    ic = d["input_config"] if isinstance(d.get("input_config"), dict) else {}
+    raw = ic.get("phases") or []
+    phases = [ph for ph in (raw if isinstance(raw, list) else []) if isinstance(ph, dict)
+              and ph.get("kind") == "profiling"]
+    lv = None
+    if len(phases) == 1:  # one profiling phase: its concurrency (closed) or request rate (open)
+        ph = phases[0]
+        for key, mode in (("concurrency", "closed"), ("request_rate", "open")):
+            v = ph.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                lv = (float(v), mode, key)
+                break
+    elif not phases:  # older summaries: a single loadgen concurrency
+        v = _find_key(ic, ("concurrency",))
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            lv = (float(v), "closed", "concurrency")
+    if lv:
+        opts["level"], opts["mode"] = lv[0], lv[1]
+        notes.append(f"level ({lv[2]} {lv[0]:g}) read from {SUMMARY_FILE} beside the file")
+    v = _find_key(d, ("aiperf_version", "version"))
+    if isinstance(v, str):
+        opts["version"] = v
+    return opts, notes
+
+
+def _summary_of(opts: Mapping[str, Any]) -> dict | None:
+    return tool_summary(opts.get("summary"), opts.get("level"), opts.get("mode"), where=opts.get("summary_file"),
+                        missing=opts.get("summary_missing"))
+
+
+def _convert(src: D.Source) -> C.ImportResult:
+    o = src.options
+    info = source(file=src.file, sha256=src.sha256, version=o.get("version"), tool_summary=_summary_of(o))
+    res = convert_lines(src.lines(), src.label, level=o.get("level"), source_info=info)
+    if o.get("mode"):
+        res.header["load"]["mode"] = o["mode"]
+    return res
+
+
+def _follow(label: str, file: str, opts: Mapping[str, Any]) -> LineConverter:
+    return LineConverter(label, level=opts.get("level"), source_info=source(file, tool_summary=_summary_of(opts)))
+
+
+IMPORTER = D.Importer(
+    name=FORMAT, tool="AIPerf", reads="AIPerf profile_export.jsonl", looks_like=looks_like, convert=_convert,
+    ttft_definition=TTFT_DEFINITION, ttft_label="first content chunk, as AIPerf measures",
+    line_based=True, follow=_follow,
+    unusable=(D.Unusable("aiperf-summary", looks_like_summary,
+                         "an AIPerf summary (profile_export_aiperf.json): the per-request data is in "
+                         "profile_export.jsonl beside it"),),
+    side_files=D.SideFiles(globs=(SUMMARY_FILE,), options=side_options, label=SUMMARY_FILE),
+    summary=D.SummaryRule(where=f"{SUMMARY_FILE} beside the file", differences=("errors_include_cancelled",)),
+)

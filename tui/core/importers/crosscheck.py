@@ -1,10 +1,9 @@
 """An imported file held against its own tool's summary: the request, completed and error counts per level.
 
-Another tool's per-request export is a claim like any record file. Each tool also writes its own counts: AIPerf's
-``profile_export_aiperf.json`` beside the file, GuideLLM's ``requests_made`` totals per benchmark, each ``vllm bench
-serve`` result's ``num_prompts`` / ``completed`` / ``failed``, LLMPerf's ``*_summary.json``, inference-perf's
-``stage_N_lifecycle_metrics.json`` and ``summary_lifecycle_metrics.json``. A per-request file whose error entries
-were deleted (or whose requests were written twice, or relabelled to another level) no longer adds up to them.
+Another tool's per-request export is a claim like any record file. Each tool also writes its own counts (where:
+each tool's ``IMPORTER.summary.where``, e.g. AIPerf's ``profile_export_aiperf.json`` beside the file). A
+per-request file whose error entries were deleted (or whose requests were written twice, or relabelled to another
+level) no longer adds up to them.
 
 The converters put the tool's counts, normalised, in the run header (``source.tool_summary``, built with ``entry``
 and ``summary``); ``problems`` compares them with what the records hold (``tally_records`` over record dicts at
@@ -12,14 +11,15 @@ import time, the Monitor's own counts when a file is judged) and returns the sen
 both numbers. A tool that always writes a summary but whose summary is absent (``missing``) forbids PASS too:
 without it nothing shows whether per-request entries are missing.
 
-The legitimate differences are part of each entry (never a tolerance):
+The legitimate differences are part of each entry (never a tolerance; ``DIFFERENCES``, and each tool's
+``IMPORTER.summary.differences`` names the ones its entries carry):
 
-- ``errors_include_cancelled``: AIPerf counts its own cancellations (code 499) as errors;
-- ``warmup_counted``: GuideLLM lists (and counts) its warmup requests with the measured ones; AIPerf's summary
-  counts the profiling phase only (the default: warmup records are not compared);
-- ``unlisted_cancelled_ok``: GuideLLM counts requests cancelled before they were sent, which it does not list;
-- ``sample``: a GuideLLM reservoir sample lists at most ``size`` requests of each status (``source.sample`` is
-  already labelled and gets no verdict; the sample is still held to its totals);
+- ``errors_include_cancelled``: the tool counts its own cancellations as errors (AIPerf: code 499);
+- ``warmup_counted``: the tool lists (and counts) its warmup requests with the measured ones (GuideLLM); without
+  it the summary counts the measured phase only (warmup records are not compared);
+- ``unlisted_cancelled_ok``: the tool counts requests cancelled before they were sent, which it does not list;
+- ``sample``: a reservoir sample lists at most ``size`` requests of each status (``source.sample`` is already
+  labelled and gets no verdict; the sample is still held to its totals);
 - entries the importer could not use (reported with file and line, held against the verdict as unreadable
   requests) may explain a shortfall, never a surplus.
 
@@ -32,9 +32,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Counts", "Tally", "describe", "entry", "is_missing", "level_label", "missing", "problems", "summary", "tally_records"]
+__all__ = ["COUNT_KEYS", "DIFFERENCES", "FLAGS", "Counts", "Tally", "describe", "entry", "is_missing", "level_label", "missing", "problems", "summary", "tally_records"]
 
 COUNT_KEYS = ("requests", "completed", "errors", "cancelled")
+#: the legitimate differences an entry may carry (each tool's ``IMPORTER.summary.differences`` names its own)
+FLAGS = ("errors_include_cancelled", "warmup_counted", "unlisted_cancelled_ok")
+DIFFERENCES = FLAGS + ("sample",)
 
 
 def _int(v: Any) -> int | None:
@@ -254,7 +257,7 @@ def _clean(e: Mapping) -> dict:
     d["round"] = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None
     d["scope"] = "run" if e.get("scope") == "run" else "level"
     d["label"] = str(e.get("label") or "")[:120]
-    for k in ("errors_include_cancelled", "warmup_counted", "unlisted_cancelled_ok"):
+    for k in FLAGS:
         d[k] = e.get(k) is True
     sample = e.get("sample")
     d["sample"] = {"size": _int(sample.get("size"))} if isinstance(sample, Mapping) else None

@@ -8,10 +8,12 @@ whole run. Whole-document JSON. Field mapping and sources: docs/record-format.md
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tui.core.importers.common as C
 import tui.core.importers.crosscheck as X
+import tui.core.importers.descriptor as D
 
 FORMAT = "guidellm"
 TOOL = "guidellm"
@@ -32,6 +34,7 @@ DEFINITIONS = {
 }
 UNJUDGEABLE = {"ITL": "GuideLLM records no per-request gaps between tokens (only first and last token times)"}
 STATUSES = (("successful", None), ("incomplete", "cancelled"), ("errored", "error"))
+SUMMARY_WHERE = "the requests_made totals of each benchmark in the file"
 
 
 def looks_like(obj: Any) -> bool:
@@ -236,7 +239,7 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
                "reasoning (reasoning_output not empty): t_first_reasoning = first_token_iteration, "
                "t_first_answer = first_output_token_iteration"]
     sample: dict[str, Any] | None = None
-    tool_summary = (X.summary("GuideLLM", "the requests_made totals of each benchmark in the file", entries)
+    tool_summary = (X.summary("GuideLLM", SUMMARY_WHERE, entries)
                     if any(x["totals"] for x in levels_meta) else
                     X.missing("GuideLLM", "no requests_made totals in the file's benchmarks")) if levels_meta else None
     if sampled_any:
@@ -287,3 +290,19 @@ def _version(doc: Any) -> str | None:
             v = md.get("guidellm_version") or md.get("version")
             return str(v) if v else None
     return None
+
+
+def _convert(src: D.Source) -> C.ImportResult:
+    res = convert(src.document(), src.label, file=src.file, sha256=src.sha256, version=src.options.get("version"))
+    res.format = src.format  # guidellm or guidellm-yaml
+    return res
+
+
+IMPORTER = D.Importer(
+    name=FORMAT, tool="GuideLLM", reads="GuideLLM benchmarks.json/.yaml", looks_like=looks_like, convert=_convert,
+    ttft_definition=TTFT_DEFINITION, ttft_label="first token iteration, as GuideLLM measures",
+    sniff=(('"benchmarks"', '"requests"'), ('"benchmarks"', '"scheduler_metrics"')),
+    variants=(D.TextVariant("guidellm-yaml", re.compile(r"^benchmarks\s*:", re.M), decoder="yaml",
+                            hint="guidellm writes benchmarks.json too"),),
+    summary=D.SummaryRule(where=SUMMARY_WHERE, differences=("warmup_counted", "unlisted_cancelled_ok", "sample")),
+)

@@ -11,6 +11,7 @@ from typing import Any
 
 import tui.core.importers.common as C
 import tui.core.importers.crosscheck as X
+import tui.core.importers.descriptor as D
 
 FORMAT = "inference-perf"
 TOOL = "inference-perf"
@@ -202,3 +203,84 @@ def _stage_by_start(items: list, stage_counts: dict[int, int] | None) -> dict[in
             out[order[pos][1]] = stage
             pos += 1
     return out
+
+
+# ------------------------------------------------------------------------------------------------ the descriptor
+
+STAGE_GLOB = "stage_*_lifecycle_metrics.json"
+RUN_SUMMARY = "summary_lifecycle_metrics.json"
+
+
+def looks_like_summary(obj: Any) -> bool:
+    """A lifecycle metrics report (a stage's or the whole run's): no per-request data."""
+    return isinstance(obj, dict) and ("load_summary" in obj or "successes" in obj and "failures" in obj)
+
+
+def _stage(name: str) -> str:
+    return name.split("_")[1]
+
+
+def pick_reports(file: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The stage reports (``stage_N_...``, N a number) and the run's summary report."""
+    return tuple(n for n in names if n == RUN_SUMMARY or _stage(n).isdigit())
+
+
+def side_options(side: D.SideInput) -> tuple[dict, list[str]]:
+    """Each stage's rate (``load_summary.requested_rate``: the stage's level, open loop) and count (to place the
+    requests of versions that do not name their stage), the stage reports and the run's summary report (the
+    tool's counts the records are held against)."""
+    opts: dict[str, Any] = {}
+    notes: list[str] = []
+    levels: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    stages: dict[int, dict] = {}
+    whole: Any = None
+    for name, d in side.files:
+        if name == RUN_SUMMARY:
+            whole = d
+            continue
+        ls = d.get("load_summary") if isinstance(d, dict) else None
+        if not isinstance(d, dict) or not isinstance(ls, dict):
+            continue
+        stage = int(_stage(name))
+        stages[stage] = d
+        rate, count = ls.get("requested_rate"), ls.get("count")
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+            levels[stage] = float(rate)
+        if isinstance(count, int) and not isinstance(count, bool):
+            counts[stage] = count
+    if levels:
+        opts["stage_levels"] = levels
+        opts["mode"] = "open"
+        notes.append("stage rates (load_summary.requested_rate) read from stage_N_lifecycle_metrics.json "
+                     "beside the file")
+    if counts:
+        opts["stage_counts"] = counts
+    if stages:
+        opts["stage_summaries"] = stages
+    if isinstance(whole, dict):
+        opts["summary"] = whole
+    if not stages and "summary" not in opts:
+        opts["summary_missing"] = (f"neither {RUN_SUMMARY} nor stage_N_lifecycle_metrics.json is beside the file")
+    return opts, notes
+
+
+def _convert(src: D.Source) -> C.ImportResult:
+    o = src.options
+    return convert(src.document(), src.label, file=src.file, sha256=src.sha256, stage_levels=o.get("stage_levels"),
+                   stage_counts=o.get("stage_counts"), mode=o.get("mode"), stage_summaries=o.get("stage_summaries"),
+                   run_summary=o.get("summary"), summary_missing=o.get("summary_missing"))
+
+
+IMPORTER = D.Importer(
+    name=FORMAT, tool=TOOL, reads="inference-perf per_request_lifecycle_metrics.json", looks_like=looks_like,
+    convert=_convert, ttft_definition=TTFT_DEFINITION, ttft_label="first content chunk, as inference-perf measures",
+    sniff=(('"start_time"', '"end_time"', '"response_metrics"'),),
+    unusable=(D.Unusable("inference-perf-summary", looks_like_summary,
+                         "an inference-perf summary report: per-request data needs "
+                         "report.request_lifecycle.per_request: true (per_request_lifecycle_metrics.json)"),),
+    side_files=D.SideFiles(globs=(STAGE_GLOB, RUN_SUMMARY), options=side_options,
+                           label="its lifecycle metrics reports", pick=pick_reports),
+    summary=D.SummaryRule(where="stage_N_lifecycle_metrics.json (each stage, at its rate) and "
+                                f"{RUN_SUMMARY} (the whole run) beside the file"),
+)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tui.core.importers.registry import importer_for
 from tui.core.snapshot import Snapshot, Verdict
 from tui.core.states import INSUFFICIENT_WINDOW, UNDECIDED, VerdictState
 
@@ -61,24 +62,14 @@ def ttft_definition(header: dict | None) -> str:
             "the request was written to the connection")
 
 
-#: which TTFT an imported file holds, in a few words (the verdict line's "TTFT <= 1000 ms (...)"), by its format
-TTFT_OF_IMPORT = {
-    "vllm-bench": "first chunk, as vllm bench measures",
-    "aiperf": "first content chunk, as AIPerf measures",
-    "guidellm": "first token iteration, as GuideLLM measures",
-    "guidellm-yaml": "first token iteration, as GuideLLM measures",
-    "llmperf": "first content chunk, as LLMPerf measures",
-    "inference-perf": "first content chunk, as inference-perf measures",
-}
-
-
 def ttft_of_label(header: dict | None) -> str | None:
     """What the TTFT of an imported file is ("first chunk, as vllm bench measures": its tool's definition, never
     servewatch's "answer"); None for servewatch's own files."""
     src = source_of(header)
     if src.get("kind") != "import":
         return None
-    return TTFT_OF_IMPORT.get(str(src.get("format"))) or f"as {src.get('tool') or 'the other tool'} measures it"
+    imp = importer_for(str(src.get("format")))  # the tool's IMPORTER.ttft_label
+    return imp.ttft_label if imp is not None else f"as {src.get('tool') or 'the other tool'} measures it"
 
 
 def tool_of(header: dict | None) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import tui.core.importers.common as C
 import tui.core.importers.crosscheck as X
+import tui.core.importers.descriptor as D
 
 FORMAT = "llmperf"
 TOOL = "llmperf"
@@ -112,3 +113,60 @@ def convert(doc: Any, label: str, *, file: str | None = None, sha256: str | None
     res.tool_summary = src["tool_summary"] = tool_summary(summary, summary_file, summary_missing, level)
     res.notes.append("no request start times: no observation window, so no verdict (INSUFFICIENT WINDOW)")
     return res
+
+
+# ------------------------------------------------------------------------------------------------ the descriptor
+
+_MINE = "_individual_responses.json"
+
+
+def looks_like_summary(obj: Any) -> bool:
+    """LLMPerf's ``*_summary.json`` (flattened ``results_*`` keys, or a ``results`` block): no per-request data."""
+    return isinstance(obj, dict) and ("results_num_completed_requests" in obj or "results_number_errors" in obj or (
+        isinstance(obj.get("results"), dict) and "num_concurrent_requests" in obj))
+
+
+def pick_summary(file: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """LLMPerf's summary of ``X_individual_responses.json``: ``X_summary.json``, else the only ``*_summary.json``
+    beside it (none: none, or several and none named for it)."""
+    if file.endswith(_MINE):
+        mine = file[: -len(_MINE)] + "_summary.json"
+        if mine in names:
+            return (mine,)
+    return names if len(names) == 1 else ()
+
+
+def side_options(side: D.SideInput) -> tuple[dict, list[str]]:
+    """The summary's counts (``summary``) and the load level (``num_concurrent_requests``)."""
+    if not side.files:
+        return {"summary_missing": "no *_summary.json named for it beside the file"}, []
+    name, d = side.files[0]
+    if not isinstance(d, dict):
+        raise ValueError("not an object")
+    opts: dict[str, Any] = {"summary": d, "summary_file": f"{name} beside the file"}
+    notes: list[str] = []
+    conc = d.get("num_concurrent_requests")
+    if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
+        opts["level"] = float(conc)
+        notes.append(f"level (concurrency {conc:g}) read from {name} beside the file")
+    return opts, notes
+
+
+def _convert(src: D.Source) -> C.ImportResult:
+    o = src.options
+    return convert(src.document(), src.label, file=src.file, sha256=src.sha256, level=o.get("level"),
+                   summary=o.get("summary"), summary_file=o.get("summary_file"),
+                   summary_missing=o.get("summary_missing"))
+
+
+IMPORTER = D.Importer(
+    name=FORMAT, tool="LLMPerf", reads="LLMPerf *_individual_responses.json", looks_like=looks_like,
+    convert=_convert, ttft_definition=TTFT_DEFINITION, ttft_label="first content chunk, as LLMPerf measures",
+    sniff=(('"ttft_s"', '"end_to_end_latency_s"'),),
+    unusable=(D.Unusable("llmperf-summary", looks_like_summary,
+                         "an LLMPerf *_summary.json: the per-request data is in *_individual_responses.json"),),
+    side_files=D.SideFiles(globs=("*_summary.json",), options=side_options, label="its *_summary.json",
+                           pick=pick_summary),
+    summary=D.SummaryRule(where="X_summary.json for X_individual_responses.json (else the only *_summary.json) "
+                                "beside the file"),
+)

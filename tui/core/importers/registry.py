@@ -1,16 +1,21 @@
-"""The importers' registry: which tool's output a file holds and which converter turns it into record format v1.
+"""The importers' registry: the list of tools (one :class:`~tui.core.importers.descriptor.Importer` each, exported
+by the tool's own module) and everything done by iterating it.
 
 ``detect_format`` recognises a format by content, never by file name; ``convert_text`` dispatches to the tool's
-converter; ``unusable_reason`` says why a known format holds no per-request data (the formats are listed in the
-package's docstring, ``tui/core/importers/__init__.py``).
+converter and holds the records against the tool's own summary; ``unusable_reason`` says why a known file holds no
+per-request data; ``formats_read`` is the list the help text prints. Adding a tool: its module exports ``IMPORTER``
+and gets one line in ``IMPORTERS`` below (or, from outside the package, ``register(importer)``; a test-only tool
+uses that and ``unregister``).
+
+The tables of the formats (``LINE_FORMATS``, ``DOCUMENT_FORMATS``, ``IMPORTABLE``, ``UNUSABLE``, ``TOOL_NAMES``)
+are read-only views of the list as it is now.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import tui.core.importers.aiperf as aiperf
 import tui.core.importers.crosscheck as crosscheck
@@ -18,64 +23,150 @@ import tui.core.importers.guidellm as guidellm
 import tui.core.importers.inference_perf as inference_perf
 import tui.core.importers.llmperf as llmperf
 import tui.core.importers.vllm as vllm
-from tui.core.bounds import MAX_JSON_DEPTH, MAX_LINE_BYTES, json_too_deep
 from tui.core.importers.common import ImportResult
-from tui.core.records.parse import long_line_issue
-from tui.core.records.schema import KNOWN_TYPES, LineIssue
+from tui.core.importers.descriptor import Importer, Source, TextVariant
+from tui.core.records.schema import KNOWN_TYPES
+
+#: the tools, in the order detection tries them (per-request formats first, then their summaries)
+IMPORTERS: list[Importer] = [
+    aiperf.IMPORTER,
+    guidellm.IMPORTER,
+    vllm.IMPORTER,
+    llmperf.IMPORTER,
+    inference_perf.IMPORTER,
+]
 
 SERVEWATCH = "servewatch"
-LINE_FORMATS = ("servewatch", "aiperf")
-DOCUMENT_FORMATS = ("guidellm", "guidellm-yaml", "vllm-bench", "llmperf", "inference-perf")
-IMPORTABLE = ("aiperf",) + DOCUMENT_FORMATS
-UNUSABLE = {
-    "aiperf-summary": "an AIPerf summary (profile_export_aiperf.json): the per-request data is in "
-                      "profile_export.jsonl beside it",
-    "vllm-bench-summary": "a vLLM bench result saved without --save-detailed: it holds no per-request data",
-    "llmperf-summary": "an LLMPerf *_summary.json: the per-request data is in *_individual_responses.json",
-    "inference-perf-summary": "an inference-perf summary report: per-request data needs "
-                              "report.request_lifecycle.per_request: true (per_request_lifecycle_metrics.json)",
-}
-TOOL_NAMES = {"aiperf": "AIPerf", "guidellm": "GuideLLM", "guidellm-yaml": "GuideLLM", "vllm-bench": "vllm bench serve",
-              "llmperf": "LLMPerf", "inference-perf": "inference-perf", "servewatch": "servewatch"}
+YAML_HEAD = 200_000  # how far a text variant's pattern is searched
 
 
-def detect_object(obj: Any) -> str | None:
-    """The format of one decoded JSON value (a whole document, or one line of a line-based file)."""
-    if isinstance(obj, dict):
-        if obj.get("type") in KNOWN_TYPES:
-            return SERVEWATCH
-        if aiperf.looks_like(obj):
-            return "aiperf"
-        if guidellm.looks_like(obj):
-            return "guidellm"
-        if vllm.looks_like(obj):
-            return "vllm-bench"
-        if vllm.looks_like_summary_only(obj):
-            return "vllm-bench-summary"
-        if "input_config" in obj and ("aiperf_version" in obj or "request_count" in obj or "request_latency" in obj):
-            return "aiperf-summary"
-        if "results_num_completed_requests" in obj or "results_number_errors" in obj or (
-                isinstance(obj.get("results"), dict) and "num_concurrent_requests" in obj):
-            return "llmperf-summary"
-        if "load_summary" in obj or "successes" in obj and "failures" in obj:
-            return "inference-perf-summary"
-        return None
-    if isinstance(obj, list):
-        if llmperf.looks_like(obj):
-            return "llmperf"
-        if inference_perf.looks_like(obj):
-            return "inference-perf"
+def register(importer: Importer) -> None:
+    """Add a tool after the built-in ones (a format name may be registered once)."""
+    taken = {f for imp in IMPORTERS for f in imp.formats + tuple(u.format for u in imp.unusable)} | {SERVEWATCH}
+    clash = sorted(taken & set(importer.formats + tuple(u.format for u in importer.unusable)))
+    if clash:
+        raise ValueError(f"format name already registered: {', '.join(clash)}")
+    IMPORTERS.append(importer)
+
+
+def unregister(name: str) -> None:
+    """Remove the tool registered under ``name`` (a test-only tool, after its test)."""
+    IMPORTERS[:] = [imp for imp in IMPORTERS if imp.name != name]
+
+
+def importer_for(fmt: str | None) -> Importer | None:
+    """The importer that converts format ``fmt`` (its own name or one of its text variants)."""
+    for imp in IMPORTERS:
+        if fmt in imp.formats:
+            return imp
     return None
 
 
-_YAML_BENCH = re.compile(r"^benchmarks\s*:", re.M)
+def variant_of(fmt: str | None) -> TextVariant | None:
+    """The text variant ``fmt`` names (decoded by the caller: ``tui.sources.importing``), else None."""
+    for imp in IMPORTERS:
+        for v in imp.variants:
+            if v.format == fmt:
+                return v
+    return None
+
+
+def tool_name(fmt: str | None, default: str = "servewatch") -> str:
+    """How outputs name the tool behind format ``fmt`` (an unusable summary's format names its tool too)."""
+    if fmt == SERVEWATCH:
+        return SERVEWATCH
+    for imp in IMPORTERS:
+        if fmt in imp.formats or any(u.format == fmt for u in imp.unusable):
+            return imp.tool
+    return default
+
+
+def is_line_format(fmt: str | None) -> bool:
+    """One JSON object per line (servewatch's own files and line-based imports): can be followed while written."""
+    imp = importer_for(fmt)
+    return fmt == SERVEWATCH or (imp is not None and imp.line_based)
+
+
+def is_document_format(fmt: str | None) -> bool:
+    """One JSON (or YAML) document, written once at the end of the run."""
+    imp = importer_for(fmt)
+    return imp is not None and not imp.line_based
+
+
+def formats_read() -> str:
+    """The per-request files servewatch imports, for the help and the "not a format" message."""
+    return ", ".join(imp.reads for imp in IMPORTERS)
+
+
+class _Formats(Sequence[str]):
+    """A read-only tuple of format names, computed from ``IMPORTERS`` each time it is read."""
+
+    def __init__(self, pick: Any) -> None:
+        self._pick = pick
+
+    def _now(self) -> tuple[str, ...]:
+        return tuple(self._pick())
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        return self._now()[i]
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+    def __repr__(self) -> str:
+        return repr(self._now())
+
+
+class _Table(Mapping[str, str]):
+    """A read-only mapping computed from ``IMPORTERS`` each time it is read."""
+
+    def __init__(self, pick: Any) -> None:
+        self._pick = pick
+
+    def __getitem__(self, key: str) -> str:
+        return dict(self._pick())[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(self._pick()))
+
+    def __len__(self) -> int:
+        return len(dict(self._pick()))
+
+    def __repr__(self) -> str:
+        return repr(dict(self._pick()))
+
+
+LINE_FORMATS = _Formats(lambda: [SERVEWATCH] + [f for imp in IMPORTERS if imp.line_based for f in imp.formats])
+DOCUMENT_FORMATS = _Formats(lambda: [f for imp in IMPORTERS if not imp.line_based for f in imp.formats])
+IMPORTABLE = _Formats(lambda: [f for imp in IMPORTERS for f in imp.formats])
+UNUSABLE = _Table(lambda: [(u.format, u.reason) for imp in IMPORTERS for u in imp.unusable])
+TOOL_NAMES = _Table(lambda: [(f, imp.tool) for imp in IMPORTERS for f in imp.formats] + [(SERVEWATCH, SERVEWATCH)])
+
+
+def detect_object(obj: Any) -> str | None:
+    """The format of one decoded JSON value (a whole document, or one line of a line-based file): servewatch's own
+    records, then each tool's per-request format, then each tool's summaries (``unusable``), in the list's order."""
+    if isinstance(obj, dict) and obj.get("type") in KNOWN_TYPES:
+        return SERVEWATCH
+    for imp in IMPORTERS:
+        if imp.looks_like(obj):
+            return imp.name
+    for imp in IMPORTERS:
+        for u in imp.unusable:
+            if u.test(obj):
+                return u.format
+    return None
 
 
 def detect_format(text: str) -> str | None:
     """Recognise a file by its content (the whole text, or at least its first few KB for line formats).
 
     Line formats are recognised from their first non-blank line; whole-document JSON by decoding it
-    (so pass the whole text for those); YAML by a top-level ``benchmarks:`` key (GuideLLM)."""
+    (so pass the whole text for those); a text variant (GuideLLM's YAML) by its pattern."""
     body = text.lstrip("\ufeff \t\r\n")
     if not body:
         return None
@@ -87,7 +178,7 @@ def detect_format(text: str) -> str | None:
             obj = None
         if obj is not None:
             fmt = detect_object(obj)
-            if fmt in LINE_FORMATS:
+            if is_line_format(fmt):
                 return fmt
             # one object per line (vLLM --append-result) or a one-line document
             if fmt is not None and "\n" in body.strip():
@@ -96,26 +187,20 @@ def detect_format(text: str) -> str | None:
             return detect_object(json.loads(body))
         except (ValueError, RecursionError):
             return (fmt_from_lines(body) if obj is not None else None) or sniff_keys(body[:65536])
-    if _YAML_BENCH.search(body[:200_000]):
-        return "guidellm-yaml"
+    for imp in IMPORTERS:
+        for v in imp.variants:
+            if v.pattern.search(body[:YAML_HEAD]):
+                return v.format
     return None
-
-
-_SNIFF = (
-    ("vllm-bench", ('"ttfts"', '"itls"')),
-    ("llmperf", ('"ttft_s"', '"end_to_end_latency_s"')),
-    ("inference-perf", ('"start_time"', '"end_time"', '"response_metrics"')),
-    ("guidellm", ('"benchmarks"', '"requests"')),
-    ("guidellm", ('"benchmarks"', '"scheduler_metrics"')),
-)
 
 
 def sniff_keys(head: str) -> str | None:
     """A JSON document that does not decode (cut short, damaged): which tool's keys does it start with?
     The converter then reports the decoding problem with its position."""
-    for fmt, keys in _SNIFF:
-        if all(k in head for k in keys):
-            return fmt
+    for imp in IMPORTERS:
+        for keys in imp.sniff:
+            if all(k in head for k in keys):
+                return imp.name
     return None
 
 
@@ -134,47 +219,15 @@ def unusable_reason(fmt: str | None) -> str | None:
     return UNUSABLE.get(fmt)
 
 
-def _numbered(text: str) -> Iterator[tuple[int, str | int, bool]]:
-    """The numbered lines of a whole text, one at a time (no list of them all); a line longer than
-    ``MAX_LINE_BYTES`` is given as its length, never copied (the converters report it)."""
-    find = text.find
-    start = 0
-    i = 0
-    size = len(text)
-    while True:
-        i += 1
-        end = find("\n", start)
-        last = end < 0
-        if last:
-            end = size
-        if end - start > MAX_LINE_BYTES:
-            yield i, end - start, not last
-        else:
-            line = text[start:end]
-            if last:
-                if line.strip():
-                    yield i, line, False
-                return
-            yield i, line.rstrip("\r"), True
-        if last:
-            return
-        start = end + 1
-
-
-def _document(text: str) -> Any:
-    """A whole JSON document decoded, no deeper than ``MAX_JSON_DEPTH`` (a ValueError otherwise: the import
-    reports a document that does not decode, as for damaged JSON)."""
-    doc = json.loads(text)
-    if json_too_deep(doc):
-        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels of objects and lists")
-    return doc
-
-
 def convert_text(text: str, fmt: str, label: str, *, file: str | None = None, sha256: str | None = None,
                  doc: Any = None, **opts: Any) -> ImportResult:
-    """Convert a whole file's text (``doc``: the already decoded document, e.g. from YAML), then hold the records
-    against the tool's own summary (``summary_problems``, ``summary_notes``: tui.core.importers.crosscheck)."""
-    res = _convert(text, fmt, label, file=file, sha256=sha256, doc=doc, **opts)
+    """Convert a whole file's text (``doc``: the already decoded document, e.g. from YAML; ``opts``: what the side
+    files gave), then hold the records against the tool's own summary (``summary_problems``, ``summary_notes``:
+    tui.core.importers.crosscheck). Raises ValueError for a format no importer converts."""
+    imp = importer_for(fmt)
+    if imp is None:
+        raise ValueError(f"no importer for format {fmt!r}")
+    res = imp.convert(Source(text=text, format=fmt, label=label, file=file, sha256=sha256, doc=doc, options=opts))
     check_summary(res)
     return res
 
@@ -186,57 +239,3 @@ def check_summary(res: ImportResult) -> ImportResult:
     res.summary_problems, res.summary_notes = crosscheck.problems(
         ts, crosscheck.tally_records(res.records, res.unusable()))
     return res
-
-
-def _convert(text: str, fmt: str, label: str, *, file: str | None = None, sha256: str | None = None,
-             doc: Any = None, **opts: Any) -> ImportResult:
-    if fmt == "aiperf":
-        ts = aiperf.tool_summary(opts.get("summary"), opts.get("level"), opts.get("mode"),
-                                 where=opts.get("summary_file"), missing=opts.get("summary_missing"))
-        src = aiperf.source(file=file, sha256=sha256, version=opts.get("version"), tool_summary=ts)
-        res = aiperf.convert_lines(_numbered(text), label, level=opts.get("level"), source_info=src)
-        if opts.get("mode"):
-            res.header["load"]["mode"] = opts["mode"]
-        return res
-    if fmt == "vllm-bench":
-        try:
-            return vllm.convert_runs([(1, _document(text) if doc is None else doc)], label, file=file, sha256=sha256)
-        except (ValueError, RecursionError):
-            objs: list[tuple[int, Any]] = []
-            bad: list[tuple[int, str, bool, Exception]] = []
-            res_long: list[LineIssue] = []
-            for n, line, term in _numbered(text):
-                if isinstance(line, int):  # longer than the line cap: one reported problem, never decoded
-                    res_long.append(long_line_issue(label, n, line, term))
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    objs.append((n, _document(line)))
-                except (ValueError, RecursionError) as decode_error:
-                    bad.append((n, line, term, decode_error))
-            res = vllm.convert_runs(objs, label, file=file, sha256=sha256, whole_document=False)
-            res.entries += len(res_long)
-            res.issues.extend(res_long)
-            for n, _line, term, exc in bad:
-                res.entries += 1
-                kind = "malformed" if term else "truncated"
-                reason = f"invalid JSON: {str(exc)[:80]}"
-                res.issues.append(LineIssue(label, n, reason if term else f"truncated final line ({reason})", kind))
-            return res
-    if doc is None:
-        doc = _document(text)
-    if fmt in ("guidellm", "guidellm-yaml"):
-        res = guidellm.convert(doc, label, file=file, sha256=sha256, version=opts.get("version"))
-        res.format = fmt
-        return res
-    if fmt == "llmperf":
-        return llmperf.convert(doc, label, file=file, sha256=sha256, level=opts.get("level"),
-                               summary=opts.get("summary"), summary_file=opts.get("summary_file"),
-                               summary_missing=opts.get("summary_missing"))
-    if fmt == "inference-perf":
-        return inference_perf.convert(doc, label, file=file, sha256=sha256, stage_levels=opts.get("stage_levels"),
-                                      stage_counts=opts.get("stage_counts"), mode=opts.get("mode"),
-                                      stage_summaries=opts.get("stage_summaries"), run_summary=opts.get("summary"),
-                                      summary_missing=opts.get("summary_missing"))
-    raise ValueError(f"no importer for format {fmt!r}")

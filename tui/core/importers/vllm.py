@@ -12,6 +12,8 @@ from typing import Any
 
 import tui.core.importers.common as C
 import tui.core.importers.crosscheck as X
+import tui.core.importers.descriptor as D
+from tui.core.records.parse import long_line_issue
 from tui.core.records.schema import LineIssue
 
 FORMAT = "vllm-bench"
@@ -33,6 +35,7 @@ DEFINITIONS = {
     "tokens": "output_lens[i] (see tpot); no separate server count and no count of token-carrying chunks (the "
               "chunks counted in itls include role-only and finish-only chunks)",
 }
+SUMMARY_WHERE = "each result's completed / failed"
 ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "start_times")
 
 
@@ -190,4 +193,44 @@ def _tool_summary(facts_all: list[dict]) -> dict:
         entries.append(X.entry(level=f["level"], round_=f["round"], label=X.level_label(f["level"], f["mode"]),
                                requests=ok + bad if ok is not None and bad is not None else None,
                                completed=ok, errors=bad))
-    return X.summary("vllm bench serve", "each result's completed / failed", entries)
+    return X.summary(TOOL, SUMMARY_WHERE, entries)
+
+
+def _convert(src: D.Source) -> C.ImportResult:
+    """One result (a whole document), else one result per line (``--append-result``): a line that does not decode
+    is reported with its number, the others converted."""
+    try:
+        return convert_runs([(1, src.document())], src.label, file=src.file, sha256=src.sha256)
+    except (ValueError, RecursionError):
+        objs: list[tuple[int, Any]] = []
+        bad: list[tuple[int, str, bool, Exception]] = []
+        longs: list[LineIssue] = []
+        for n, line, term in src.lines():
+            if isinstance(line, int):  # longer than the line cap: one reported problem, never decoded
+                longs.append(long_line_issue(src.label, n, line, term))
+                continue
+            if not line.strip():
+                continue
+            try:
+                objs.append((n, D.document(line)))
+            except (ValueError, RecursionError) as decode_error:
+                bad.append((n, line, term, decode_error))
+        res = convert_runs(objs, src.label, file=src.file, sha256=src.sha256, whole_document=False)
+        res.entries += len(longs)
+        res.issues.extend(longs)
+        for n, _line, term, exc in bad:
+            res.entries += 1
+            kind = "malformed" if term else "truncated"
+            reason = f"invalid JSON: {str(exc)[:80]}"
+            res.issues.append(LineIssue(src.label, n, reason if term else f"truncated final line ({reason})", kind))
+        return res
+
+
+IMPORTER = D.Importer(
+    name=FORMAT, tool=TOOL, reads="vllm bench serve --save-detailed JSON", looks_like=looks_like, convert=_convert,
+    ttft_definition=TTFT_DEFINITION, ttft_label="first chunk, as vllm bench measures",
+    sniff=(('"ttfts"', '"itls"'),),
+    unusable=(D.Unusable("vllm-bench-summary", looks_like_summary_only,
+                         "a vLLM bench result saved without --save-detailed: it holds no per-request data"),),
+    summary=D.SummaryRule(where=SUMMARY_WHERE),
+)

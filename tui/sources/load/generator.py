@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import platform
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from time import perf_counter
@@ -33,7 +32,6 @@ from typing import Any
 import httpx
 
 import tui.sources.openai_http as oh
-from tui import __version__
 from tui.core.identity import identity_of, identity_problems
 from tui.core.monitor import Monitor, settings_of
 from tui.core.records import parse_object, run_header, source_block
@@ -49,6 +47,7 @@ from tui.sources.load.executor import RequestExecutor
 from tui.sources.load.kinds import Mode, Phase
 from tui.sources.load.prompts import PromptBuilder, prompt_prefix
 from tui.sources.load.ray_workers import ray_links
+from tui.sources.load.run_header import environment, with_trace, workers_block
 from tui.sources.load.runner import Clock, StepRunner, lengths_block
 from tui.sources.load.sessions import SessionCounts
 from tui.sources.load.sizing import fd_shortfall, raise_fd_limit
@@ -272,28 +271,7 @@ class LoadGenerator:
         self._monitor = Monitor(replace(self.cfg.monitor, check_duplicate_ids=False), source=self.label or "run")
 
     def environment(self, gpu_env: dict | None) -> dict:
-        return {
-            "python": platform.python_version(),
-            "os": platform.platform(),
-            "machine": platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "httpx": httpx.__version__,
-            "servewatch": __version__,
-            "server": self.server,
-            "gpu": gpu_env if gpu_env is not None else {"gpu": "not sampled (--no-gpu)"},
-        }
-
-    def _workers_block(self) -> dict:
-        if self.pool is None:
-            return {"count": 1, "kind": "in-process"}
-        kind = "ray" if self.cfg.ray else "processes"
-        block = {"count": self.workers, "kind": kind, "split": "closed: concurrency divided; open: every W-th arrival",
-                 "workers": [dict(i) for i in self.workers_info]}
-        if kind == "ray":
-            block["clock"] = ("clock_offset_ms: the actor's time.time() minus this process's, best of 5 round trips "
-                              "(+- clock_offset_pm_ms, half that round trip); actors on this machine use this "
-                              "process's clock anchor, others their own; no stamp is corrected by the offset")
-        return block
+        return environment(self.server, gpu_env)
 
     def header(self, gpu_env: dict | None) -> dict:
         c = self.cfg
@@ -321,7 +299,7 @@ class LoadGenerator:
                 "connection": "new connection per request",
                 "client_pid": os.getpid(),
                 "fd_limit": dict(self.fd_limit),  # issue 36: the open-file limit the load ran under (ulimit -n)
-                "workers": self._workers_block(),
+                "workers": workers_block(self.pool is not None, bool(self.cfg.ray), self.workers, self.workers_info),
                 **self._workload_blocks(),
                 **({"search": c.search.block()} if c.search is not None else {}),
             },
@@ -339,15 +317,7 @@ class LoadGenerator:
             server_identity=self.server_identity,
         )
         if c.trace is not None:  # a trace replay: its arrivals and lengths, and the trace file it came from
-            (i0, i1), (o0, o1) = c.trace.input_range, c.trace.output_range
-            hdr["load"].update(arrival="trace", trace=c.trace.header_block(), input_tokens={"min": i0, "max": i1},
-                               output_tokens={"min": o0, "max": o1},
-                               note="arrivals and token lengths replayed from " + c.trace.describe())
-            hdr["source"] = c.trace.header_source()
-            why = c.trace.synthetic_reason  # the trace's own word: the run is labelled SYNTHETIC everywhere
-            if why is not None:
-                hdr["synthetic"] = True
-                hdr["synthetic_reason"] = f"real requests, but a synthetic workload: {why}"
+            hdr = with_trace(hdr, c.trace)
         return hdr
 
     def _workload_blocks(self) -> dict:
