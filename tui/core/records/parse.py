@@ -15,13 +15,11 @@ from itertools import repeat
 from typing import Any, NoReturn
 
 from tui.core.bounds import MAX_JSON_DEPTH, MAX_LINE_BYTES, json_too_deep, size_text
-from tui.core.phases import PHASE_EVENTS, PHASE_NAMES
 from tui.core.provenance import check_source_block
 from tui.core.records.model import (
     BudgetRecord,
     GpuSample,
     HostSample,
-    PhaseRecord,
     QueueSample,
     Record,
     RunHeader,
@@ -30,6 +28,7 @@ from tui.core.records.model import (
     UnknownRecord,
     WatchRecord,
 )
+from tui.core.records.phase import parse_phase
 from tui.core.records.request import RequestRecord
 from tui.core.records.schema import (
     COUNT_MAX,
@@ -457,8 +456,8 @@ def parse_object(d: Any) -> Record:
         return WatchRecord(d)
     if typ == "seal":  # the digest chain's final record: checked by tui.core.chain, not here
         return SealRecord(d)
-    if typ == "phase":
-        return _parse_phase(d)
+    if typ == "phase":  # a drill's phase (issue 39)
+        return parse_phase(d)
     if typ is None:
         raise RecordError("missing required field 'type'")
     return UnknownRecord(str(typ)[:40], d)
@@ -533,23 +532,6 @@ def _check_step_fields(d: dict, ev: str) -> None:
         raise RecordError(f"the step record counts {req} requests but {done} completed and {failed} failed")
     if errors is not None and failed is not None and sum(errors.values()) != failed:
         raise RecordError(f"the step record's error classes add up to {sum(errors.values())}, its 'failed' is {failed}")
-
-
-def _parse_phase(d: dict) -> PhaseRecord:
-    """A drill's phase record (tui.core.phases): a known name and event, a time, and the step it names (both or
-    neither of ``level`` and ``round``); anything else makes the line a bad line."""
-    name, ev = d.get("name"), d.get("event")
-    if name not in PHASE_NAMES:
-        raise RecordError("field 'name' of a phase must be 'baseline', 'disturbance' or 'recovery'")
-    if ev not in PHASE_EVENTS:
-        raise RecordError("field 'event' of a phase must be 'start' or 'end'")
-    level = _num(d, "level")
-    rnd = _count(d, "round")
-    if (level is None) != (rnd is None) or (level is not None and level <= 0) or (rnd is not None and rnd < 1):
-        raise RecordError("a phase names its step with both 'level' (> 0) and 'round' (>= 1), or neither")
-    info = {k: v for k, v in d.items() if k not in ("type", "t", "name", "event", "level", "round")}
-    return PhaseRecord(t=_num(d, "t", True), name=name, event=ev, level=level, round=rnd,  # type: ignore[arg-type]
-                       info=info)
 
 
 _decode = json.JSONDecoder().decode
