@@ -185,7 +185,9 @@ def drill_plan_problems(drill: object, ends: Sequence[tuple[Key, bool, Mapping]]
         key, info = got[0]
         stop = info.get("stop")
         cause = stop.get("cause") if isinstance(stop, Mapping) else None
-        if cause in DRILL_STOPS and (cause != "drill_baseline" or recomputed(key) != "PASS"):
+        manual = isinstance(drill, Mapping) and drill.get("kind") == "fault_manual"
+        if cause in DRILL_STOPS and (cause == "drill_baseline" or manual) and (
+                cause != "drill_baseline" or recomputed(key) != "PASS"):
             return []
         if cause == "drill_baseline":
             return [f"incomplete: the drill says it stopped after its baseline ({name(*key)}) because the baseline did "

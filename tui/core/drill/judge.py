@@ -280,6 +280,16 @@ def _structure_problems(col: DrillCollector, plan: DrillPlan) -> list[str]:
                        "phases relabelled")
         if seen.start is not None and seen.end is not None and seen.end < seen.start:
             out.append(f"the {name} phase ends before it starts")
+    base = col.phases.get(BASELINE)
+    if base is None or base.end is None or not base.end_info.get("stop"):  # not a recorded stop: all phases, whole
+        for name in (BASELINE, DISTURBANCE, RECOVERY):
+            seen = col.phases.get(name)
+            if seen is None or seen.start is None:
+                out.append(f"incomplete: no {name} phase start record (no recorded stop explains it: the drill was "
+                           "cut short, or records removed)")
+            elif seen.end is None:
+                out.append(f"incomplete: no {name} phase end record (no recorded stop explains it: the drill was cut "
+                           "short, or records removed)")
     order = [n for n, ev in col.phase_order if ev == "start"]
     expect = [n for n in (BASELINE, DISTURBANCE, RECOVERY) if n in order]
     if order != expect:
