@@ -76,6 +76,5 @@ def run(args: argparse.Namespace) -> int:
     if not col.active:
         raise UsageError(f"{cfg.record}: the last run is not a drill (the file was written to by another run)")
     doc = judge_file(mon, col)
-    doc["drill"]["record_file"] = cfg.record
     print_drill(doc, as_json)
     return recorded.stop_code(int(doc["drill"]["exit"]["code"]))
