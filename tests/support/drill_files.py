@@ -64,7 +64,10 @@ def _request(i: int, t: float, what: str, level: float, rnd: int) -> dict:
             "error_detail": None if ok else "connection refused", "phase": "measure", "level": level, "round": rnd}
 
 
-def write_drill(path: Path, p: DrillPlan, outcome: Outcome = recovers_at(4.0), *, cfg: MonitorConfig = CFG,
+RECOVERS_AT_4 = recovers_at(4.0)
+
+
+def write_drill(path: Path, p: DrillPlan, outcome: Outcome = RECOVERS_AT_4, *, cfg: MonitorConfig = CFG,
                 t0: float = T0, stop_after_baseline: bool = False, chain: bool = True,
                 baseline: Callable[[float], str] | None = None) -> Path:
     """One drill appended to ``path``. ``stop_after_baseline``: it ends after its baseline (a baseline that did not

@@ -7,8 +7,8 @@ its verdict more favourable unless the output names a detected problem (a seeded
 from __future__ import annotations
 
 import json
-import os
 import math
+import os
 import random
 from pathlib import Path
 

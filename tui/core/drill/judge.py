@@ -12,6 +12,7 @@ stands.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from tui.core.drill.collect import (
     CODE_UNJUDGED,
     DrillCollector,
 )
-from tui.core.drill.recovery import Finding, SentOrder, after_verdict, find_recovery, grid, queue_back
+from tui.core.drill.recovery import Finding, SentOrder, after_verdict, find_recovery, grid, queue_back, verdict_until
 from tui.core.drill.settings import MONTH_S, DrillPlan, plan_from_header
 from tui.core.evidence import level_name
 from tui.core.monitor import Monitor
@@ -44,7 +45,7 @@ from tui.core.phases import (
     fmt_interval,
 )
 from tui.core.snapshot import Verdict
-from tui.core.states import FAIL, PASS
+from tui.core.states import FAIL, PASS, UNDECIDED
 from tui.core.stats import nearest_rank
 
 MAX_SERIES = 1500  # chart points at most (a longer drill is drawn with a wider stride)
@@ -153,6 +154,8 @@ def judge(col: DrillCollector, mon: Monitor) -> DrillResult:
     res.disturbance = _disturbance_block(plan, dist)
     if base is None or base.start is None:
         return _insufficient(res, "no baseline phase in the file: no steady state to recover to")
+    if dist is not None and dist.start is not None:  # the baseline as it stood when the disturbance started
+        res.baseline = _baseline_at(col, mon, keys[BASELINE], dist.start)
     if res.baseline.state != PASS:
         return _insufficient(res, f"no steady state to recover to: the baseline is {res.baseline.state} "
                                   f"({res.baseline.reason})")
@@ -187,6 +190,22 @@ def judge(col: DrillCollector, mon: Monitor) -> DrillResult:
                       + (f" (and {len(res.problems) - 1} more evidence problems)" if len(res.problems) > 1 else "")
                       + f"; the evidence otherwise says: {res.reason}")
     return res
+
+
+def _baseline_at(col: DrillCollector, mon: Monitor, key: tuple[float, int], at: float) -> Verdict:
+    """The baseline's usual verdict on its requests that ended by ``at`` (the disturbance's start: those still in
+    flight then were hit by it, and count in the impact), with every evidence problem of its step still forbidding
+    PASS."""
+    idx = [i for i in range(col.n) if col.keys[col.key[i]] == key]
+    v = verdict_until([col.t_sent[i] for i in idx], [col.t_end[i] for i in idx], [col.outcome[i] for i in idx], at,
+                      mon.cfg)
+    blocks = mon.pass_blocks(key)
+    lost = mon.unreadable_requests(key)
+    if lost:
+        blocks = [*blocks, f"{lost} request lines of the baseline could not be read"]
+    if blocks and v.state == PASS:
+        v = dataclasses.replace(v, state=UNDECIDED, reason="cannot PASS: " + "; ".join(blocks))
+    return v
 
 
 def _decide(res: DrillResult, f: Finding, plan: DrillPlan) -> None:
@@ -283,11 +302,11 @@ def _structure_problems(col: DrillCollector, plan: DrillPlan) -> list[str]:
     base = col.phases.get(BASELINE)
     if base is None or base.end is None or not base.end_info.get("stop"):  # not a recorded stop: all phases, whole
         for name in (BASELINE, DISTURBANCE, RECOVERY):
-            seen = col.phases.get(name)
-            if seen is None or seen.start is None:
+            ph = col.phases.get(name)
+            if ph is None or ph.start is None:
                 out.append(f"incomplete: no {name} phase start record (no recorded stop explains it: the drill was "
                            "cut short, or records removed)")
-            elif seen.end is None:
+            elif ph.end is None:
                 out.append(f"incomplete: no {name} phase end record (no recorded stop explains it: the drill was cut "
                            "short, or records removed)")
     order = [n for n, ev in col.phase_order if ev == "start"]
@@ -324,6 +343,14 @@ def _impact(col: DrillCollector, sent: SentOrder, start: float | None, until: fl
     pc = PhaseCounts("impact")
     i, j = sent.span(start if start is not None else until, until)
     names = col.error_names
+    hit = 0  # sent before the disturbance, still in flight when it started, and not good: its impact too
+    if start is not None:
+        for k in range(0, i):
+            if sent.te[k] > start and sent.code[k] in (CODE_SLOW, CODE_FAILED, CODE_UNJUDGED):
+                o = sent.order[k]
+                e = col.err[o]
+                pc.add(sent.code[k], names[e] if e >= 0 else None, bool(col.cancelled[o]))
+                hit += 1
     for k in range(i, j):
         o = sent.order[k]
         e = col.err[o]
@@ -334,7 +361,8 @@ def _impact(col: DrillCollector, sent: SentOrder, start: float | None, until: fl
         rpm, src = n_base / base_s * MONTH_S, f"the baseline's rate ({n_base / base_s:.3g} req/s) for 30 days"
     budget = (1.0 - target) * rpm if rpm else None
     bad = pc.failed + pc.slow
-    return {"from": start, "to": until, "requests": pc.sent, "failed": pc.failed, "slow": pc.slow,
+    return {"from": start, "to": until, "requests": pc.sent, "in_flight_at_start": hit, "failed": pc.failed,
+            "slow": pc.slow,
             "failed_by_class": dict(sorted(pc.failed_by_class.items())), "cancelled": pc.cancelled,
             "excluded": pc.excluded, "requests_per_month": rpm, "requests_per_month_from": src if rpm else None,
             "error_budget": budget, "error_budget_share": (bad / budget) if budget else None}

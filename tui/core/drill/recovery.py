@@ -164,6 +164,22 @@ def find_recovery(sent: SentOrder, ref: float, end: float, width: float, step: f
     return f
 
 
+def verdict_until(t_sent: Sequence[float], t_end: Sequence[float], codes: Sequence[int], until: float,
+                  cfg: MonitorConfig) -> Verdict:
+    """The usual verdict (the run's settings, its window) of the requests given that ended by ``until``: the
+    baseline as it stood when the disturbance started (requests still in flight then are the disturbance's)."""
+    test = MixtureTest(cfg.target, cfg.alpha)
+    judge = LevelJudge(test, min_window_s=cfg.min_window_s,
+                       min_requests=max(cfg.min_requests or 0, test.min_requests_to_pass()),
+                       fail_min_s=min(FAIL_MIN_S, cfg.min_window_s), batch_s=cfg.batch_s)
+    for k in sorted((k for k in range(len(t_end)) if t_end[k] <= until), key=t_end.__getitem__):
+        if codes[k] != CODE_EXCLUDED:
+            judge.add(t_end[k], codes[k] == CODE_GOOD, start=t_sent[k])
+    if judge.n == 0 and t_sent:
+        judge.note_start(min(t_sent))
+    return verdict_from_judge(judge, cfg)
+
+
 def after_verdict(sent: SentOrder, start: float, end: float, cfg: MonitorConfig) -> Verdict | None:
     """The usual verdict of the requests sent from ``start`` (the RTO's end) to ``end`` at the run's settings; None
     when the RTO ends after the recovery phase."""
