@@ -3,7 +3,7 @@ small supervisor in the test (as systemd or Kubernetes would), the drill measuri
 
 Asserted: the requests in flight at the kill are failures with their class and none is missing (the step records'
 counts are the request records'; every request sent is in one phase); the time to recover is at least the restart
-time the supervisor measured (SIGKILL to /health 200 again); /health answering again and the cold start's TTFT are
+time the supervisor measured (SIGKILL to /health 200 again), to the rule's resolution; /health answering again and the cold start's TTFT are
 reported; RECOVERED within the RTO. The SLO comes from this machine's speed (tests/support/calibrate.py). The full
 output is the worked example of docs/recovery.md (printed; run with -s)."""
 
@@ -119,7 +119,11 @@ def test_a_killed_llama_server_restarted_by_a_supervisor(llama_model, tmp_path):
     print(f"supervisor: restarted in {restart_s:.2f} s; drill: {d['verdict']}, time to recover "
           f"{d['time_to_recover_s']}, server {d['server']}")
     assert r.returncode == 0 and d["verdict"] == "RECOVERED", (d["reason"], d["evidence_problems"])
-    assert d["time_to_recover_s"]["high"] >= restart_s  # it cannot be back before it answers again
+    # it cannot be back before it answers again: the recovery point is no earlier than the restart, to the rule's
+    # resolution (a window may hold the target's share of failures: (1 - target) x window; and the sends are 1/rate
+    # apart, so the last failed send can precede the restart by that much)
+    resolution = (1 - 0.8) * roll_s + 1 / rate
+    assert d["time_to_recover_s"]["high"] + resolution >= restart_s, (d["time_to_recover_s"], restart_s, resolution)
     # the requests in flight at the kill: failures with a class; none missing
     lines = [json.loads(x) for x in record.read_text().splitlines()]
     reqs = [x for x in lines if x.get("type") == "request" and x.get("phase") == "measure"]
