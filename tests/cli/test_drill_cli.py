@@ -194,3 +194,55 @@ def test_replay_and_report_read_a_drill_file(tmp_path):
     assert r.returncode == 0 and html.exists()
     page = html.read_text()
     assert "Recovery: rolling good fraction and TTFT over the drill" in page and "recovery point" in page
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tui", *argv], cwd=REPO, env=ENV, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_accept_takes_drills_as_recovery_evidence(tmp_path):
+    from tests.support.drill_files import fails_until, plan, recovers_at, write_drill
+
+    good = write_drill(tmp_path / "good.jsonl", plan(), recovers_at(4.0))
+    bad = write_drill(tmp_path / "bad.jsonl", plan("fault_cmd"), fails_until(1e9), t0=1_767_300_000.0)
+    records = str(REPO / "sample_logs" / "default.jsonl")
+    # no drill: said, in the section and the conclusion
+    r = _cli("accept", "--records", records, "--out", str(tmp_path / "none"))
+    md = (tmp_path / "none" / "acceptance.md").read_text()
+    assert "### Recovery (drills)" in md and "No recovery evidence" in md
+    assert "Recovery: no recovery evidence" in md.split("## 8. Conclusion")[1]
+    # a RECOVERED drill on short windows: named as not acceptance-grade (and of another target), never "ready"
+    r = _cli("accept", "--records", records, "--drill", str(good), "--out", str(tmp_path / "good"))
+    doc = json.loads((tmp_path / "good" / "acceptance.json").read_text())
+    (x,) = doc["recovery"]["drills"]
+    assert x["verdict"] == "RECOVERED" and any("not acceptance-grade" in p for p in x["problems"])
+    assert any(line.startswith("Recovery: the drill") for line in doc["conclusion"]["missing_or_failed"])
+    page = (tmp_path / "good" / "acceptance.html").read_text()
+    assert "Recovery charts" in page and "a-recovery-0" in page
+    # a drill that did not recover fails the acceptance (exit 1), named
+    r = _cli("accept", "--records", records, "--drill", str(bad), "--out", str(tmp_path / "bad"))
+    assert r.returncode == 1 and "drill " in r.stdout and "NOT_RECOVERED" in r.stdout
+    doc = json.loads((tmp_path / "bad" / "acceptance.json").read_text())
+    assert doc["recovery"]["state"] == "NOT_RECOVERED"
+    assert any(line.startswith("Recovery: NOT RECOVERED") for line in doc["conclusion"]["missing_or_failed"])
+    # a record file that is not a drill, given as one: bad usage
+    r = _cli("accept", "--records", records, "--drill", records, "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "not a drill file" in r.stderr
+
+
+def test_compare_two_drills(tmp_path):
+    from tests.support.drill_files import plan, recovers_at, write_drill
+
+    fast = write_drill(tmp_path / "fast.jsonl", plan(), recovers_at(3.0))
+    slow = write_drill(tmp_path / "slow.jsonl", plan(), recovers_at(9.0), t0=1_767_300_000.0)
+    other = write_drill(tmp_path / "other.jsonl", plan(rto_s=10.0), recovers_at(3.0), t0=1_767_400_000.0)
+    assert _cli("compare", str(fast), str(slow)).returncode == 1  # later beyond the step: WORSE
+    r = _cli("compare", str(slow), str(fast), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["compare"]["verdict"] == "NOT WORSE"
+    r = _cli("compare", str(fast), str(fast))
+    assert r.returncode == 3 and "same run" in r.stdout
+    r = _cli("compare", str(fast), str(other))
+    assert r.returncode == 3 and "not the same drill" in r.stdout and "RTO" in r.stdout
+    r = _cli("compare", str(fast), str(REPO / "sample_logs" / "default.jsonl"))
+    assert r.returncode == 2 and "a drill compares with a drill" in r.stderr

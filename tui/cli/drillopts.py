@@ -130,6 +130,8 @@ def plan_from_args(args: argparse.Namespace, cfg: LoadConfig) -> DrillPlan:
                          "marked)")
     if args.manual_wait is not None and not args.fault_manual:
         raise UsageError("--manual-wait needs --fault-manual")
+    if args.spike is None and args.fault_cmd is None and not args.fault_manual:
+        raise UsageError("give the drill's disturbance: --spike KxDURATION, --fault-cmd CMD or --fault-manual")
     window_s = cfg.monitor.min_window_s
     dflt = default_plan_durations(window_s if window_s > 0 else D.MIN_WINDOW_S)
     kind = SPIKE if args.spike is not None else FAULT_CMD if args.fault_cmd is not None else FAULT_MANUAL

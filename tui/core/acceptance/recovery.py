@@ -33,8 +33,8 @@ def recovery_section(drills: Sequence[Mapping], targets: set[tuple[Any, Any]]) -
     out: dict[str, Any] = {"given": bool(drills), "drills": [], "state": NO_EVIDENCE, "lines": [],
                            "blocks_ready": False, "failed": False}
     if not drills:
-        out["lines"] = ["Recovery: no recovery evidence (no drill given: `servewatch drill` measures how the service "
-                        "comes back from a spike, a crash or a lost replica; `accept --drill FILE`)."]
+        out["lines"] = ["Recovery: no recovery evidence (no drill given: servewatch drill measures how the service "
+                        "comes back from a spike, a crash or a lost replica; accept --drill FILE adds it)."]
         return out
     states = []
     for e in drills:
