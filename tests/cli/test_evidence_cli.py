@@ -122,7 +122,10 @@ def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, cap
     rec = tmp_path / "run.jsonl"
     with FaultServer() as fs:
         for _ in range(2):
-            rc = main(["run", "--url", fs.url("ok", tokens=1), "--model", "fault-model", "--concurrency", "1", "--requests",
+            # 20 ms to the first token: a request longer than the client's own send overhead (the server holds
+            # the concurrency it is labelled with; tui.core.evidence)
+            rc = main(["run", "--url", fs.url("ok", tokens=1, first_delay=0.02), "--model", "fault-model", "--concurrency", "1",
+                       "--requests",
                        "100", "--no-gpu", "--record", str(rec), "--min-window-minutes", "0"])
             out = capsys.readouterr().out
             assert rc == 0, out

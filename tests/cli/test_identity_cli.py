@@ -69,7 +69,7 @@ def test_a_flag_naming_another_model_is_recorded_beside_the_served_one_and_print
                                                                          "/v1/models")
     assert hdr["target"]["model"] == "gpt-4o-2024-08-06"  # the flag, kept beside it
     if command == "run":  # its report marks the PASS: the evidence is about another model than the one named
-        assert "not acceptance-grade: window 0 min, the run claims model 'gpt-4o-2024-08-06'" in out
+        assert "not acceptance-grade: window 0 min < 10 min, the run claims model 'gpt-4o-2024-08-06'" in out
     assert main(["report", str(rec), "--min-window-minutes", "0"]) in (0, 1, 3)
     text = capsys.readouterr().out
     assert "identity: model Qwen2.5-0.5B-Instruct (served; gpt-4o-2024-08-06 claimed), engine vllm 0.9.1" in text

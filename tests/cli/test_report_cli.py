@@ -146,8 +146,10 @@ def test_report_ingest_makes_no_reference_cycles(tmp_path):
     bad = [b"{not json", b'{"type":"mystery"}', b"[1]", b"\xff\xfe", b'{"type":"request","id":"x"}', b"",
            b'{"type":"request","id":"z","t_sent":1767225602.0,"t_end":1767225601.0,"complete":true}']
     p = tmp_path / "mixed.jsonl"
+    # ids unique in a run (one run), each request sent at its own time (identical times would be copies)
     lines = [line.replace(b'"id":"a"', b'"id":"a%d"' % i).replace(b'"id":"c"', b'"id":"c%d"' % i)
-             for i in range(300) for line in (good if i == 0 else good[1:]) + bad]  # ids unique in a run; one run
+             .replace(b"1767225602.", b"%d." % (1767225602 + 2 * i)).replace(b"1767225601.", b"%d." % (1767225601 + 2 * i))
+             for i in range(300) for line in (good if i == 0 else good[1:]) + bad]
     p.write_bytes(b"\n".join(lines) + b'\n{"type":"request","id":"cut"')
     gc.collect()
     was = gc.isenabled()

@@ -172,7 +172,7 @@ def test_the_crash_log_holds_no_credential_url_user_info_or_query_value(fs, env,
     def boom(*_a, **_k):
         raise RuntimeError("boom at http://carol:crash-pw-77@h:1/v1?api_key=q-token-88 with " + " ".join(forms))
 
-    monkeypatch.setattr(R, "build_report", boom)
+    monkeypatch.setattr(R, "report_at_settings", boom)
     seed = tmp_path / "seed.jsonl"
     seed.write_text(json.dumps({"type": "request", "id": "a", "t_sent": 1.8e9, "t_end": 1.8e9 + 1, "complete": True,
                                 "t_intended": 1.8e9, "t_first_token": 1.8e9 + 0.5}) + "\n")

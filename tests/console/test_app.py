@@ -527,23 +527,36 @@ def write_sweep_run(path: Path, levels=SWEEP_LEVELS, t0: float = 1_767_225_600.0
                               load={"mode": mode, "levels": [lv[0] for lv in levels]}))]
     t = t0
     for lvl, n, frac, *gap in levels:
-        # the load each level claims is delivered: open loop, one request every 1/rate s; closed loop, each request
-        # lasts at least ``lvl`` send gaps, so ``lvl`` or more are in flight (tui.core.evidence)
+        # the load each level claims is delivered, and no more: open loop, one request every 1/rate s; closed loop,
+        # ``lvl`` slots each sending its next request 1 ms after the previous one ended, a request lasting at least
+        # ``lvl`` send gaps (tui.core.evidence)
         gap_s = gap[0] if gap else (1.0 / lvl if mode == "open" else 0.05)
         lines.append(dumps({"type": "step", "t": round(t, 3), "event": "start", "level": lvl, "round": 1,
                             "mode": mode}))
         bad = 1.0 - frac
+        slots = [t + (k + 1) * 0.001 for k in range(lvl)]
+        recs = []
         for i in range(n):
-            t += gap_s
             slow = int((i + 1) * bad + 1e-9) > int(i * bad + 1e-9)
             ttft = 2.0 if slow else 0.2
-            dur = max(ttft + 0.3, lvl * gap_s) if mode == "closed" else ttft + 0.3
-            r = RequestRecord(id=f"c{lvl}-{i:04d}", t_sent=round(t, 3), t_end=round(t + dur, 3), complete=True,
-                              t_intended=round(t, 3), t_first_token=round(t + ttft, 3), output_tokens=16,
-                              finish_reason="length", level=lvl, round=1, phase="measure")
-            lines.append(dumps(request_to_dict(r)))
+            if mode == "closed":
+                k = min(range(lvl), key=lambda j: slots[j])  # the slot free first
+                t_sent = slots[k]
+                dur = max(ttft + 0.3, lvl * gap_s)
+                slots[k] = round(t_sent + dur, 3) + 0.001
+            else:
+                t += gap_s
+                t_sent, dur = t, ttft + 0.3
+            r = RequestRecord(id=f"c{lvl}-{i:04d}", t_sent=round(t_sent, 3), t_end=round(t_sent + dur, 3),
+                              complete=True, t_intended=round(t_sent, 3), t_first_token=round(t_sent + ttft, 3),
+                              output_tokens=16, finish_reason="length", level=lvl, round=1, phase="measure")
+            recs.append(r)
+        if mode == "closed":
+            recs.sort(key=lambda r: r.t_end)  # written as they end
+            t = max(r.t_end for r in recs)
+        lines.extend(dumps(request_to_dict(r)) for r in recs)
         lines.append(dumps({"type": "step", "t": round(t + 2.5, 3), "event": "end", "level": lvl, "round": 1,
-                            "mode": mode}))
+                            "mode": mode, "lateness_p99_ms" if mode == "open" else "send_overhead_p99_ms": 0.0}))
     path.write_text("".join(lines))
     return path
 

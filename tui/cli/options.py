@@ -578,7 +578,7 @@ def add_header_arguments(c: argparse._ArgumentGroup) -> None:
     c.add_argument("--header-env", dest="header_envs", action="append", type=header_env_arg, default=[],
                    metavar="NAME=VAR", help="extra request header NAME with the value of environment variable VAR, "
                                             "repeatable (default: none; values never recorded)")
-    c.add_argument("--header-file", dest="header_files", action="append", default=[], metavar="FILE",
+    path_arg(c, "--header-file", role=INPUT, dest="header_files", action="append", default=[], metavar="FILE",
                    help="extra request headers from FILE, one 'Name: value' per line (# comments); refused when "
                         "other users may read it: chmod 600 (default: none; values never recorded)")
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import tui.core.compare_guard as guard
 import tui.core.defaults as defaults
+import tui.core.evidence as evidence
 import tui.core.prefix_cache as prefix_cache
 import tui.core.stats as stats
 import tui.core.workload as workload
@@ -120,15 +121,19 @@ def _upper_factor(df: int, conf: float = 0.95) -> float:
     return df / q
 
 
-def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float,
-                slos: Slos | None = None) -> dict[tuple[float | None, str | None], LevelStats]:
+def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float, slos: Slos | None = None,
+                dups: evidence.Duplicates | None = None) -> dict[tuple[float | None, str | None], LevelStats]:
     """Measured requests grouped by (level, mode=None), judged by the one rule (``tui.core.slos.slo_rule``: every
     SLO in ``slos``, else the TTFT SLO ``slo_ttft_s`` alone); cancelled requests whose outcome was still open are
-    excluded (counted), as the Monitor does."""
+    excluded (counted), as the Monitor does. Each request counts once: the one duplicate rule
+    (``tui.core.evidence.Duplicates``, ``dups``: a fresh one when not given) leaves out and counts the copies."""
     in_force = Slos(ttft_ms=slo_ttft_s * 1000.0) if slos is None else slos
     rule = slo_rule(in_force)
+    check = (dups if dups is not None else evidence.Duplicates()).check
     out: dict[Any, LevelStats] = {}
     for r in requests:
+        if check(r.id, r.t_sent, r.t_first_token, r.t_end):
+            continue  # a duplicate: counted by ``dups``, never judged twice
         if r.phase != "measure":
             continue
         st = out.get(r.level)
@@ -279,10 +284,12 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         header = run.get("header") or {}
         axis = source_of(header).get("time_axis", "epoch")
         lim = verdict_limit(header)
-        lv = level_stats(run["requests"], slo, slos)
+        dups = evidence.Duplicates(times=axis != "none")  # the one duplicate rule (compare_run has applied it)
+        lv = level_stats(run["requests"], slo, slos, dups)
         mode = _mode(header)
         sides.append({"label": run["label"], "header": header, "has_axis": axis != "none", "limit": lim,
-                      "mode": mode,
+                      "mode": mode, "duplicates": run.get("duplicates", 0) + dups.copies,
+                      "duplicates_problem": run.get("duplicates_problem") or dups.problem(),
                       "levels": {k: v.summary(axis != "none") for k, v in sorted(
                           lv.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))}})
     b, c = sides
@@ -300,6 +307,9 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
         for side, run, lvl in (("base", base, lb), ("candidate", cand, match)):
             for p in (run.get("problems") or {}).get(lvl, ()):  # the file held against itself (issue 17)
                 reasons.append(f"{side}: {p}")
+        for side, s in (("base", b), ("candidate", c)):
+            if s["duplicates_problem"]:  # copies left out (by compare_run, or here): counted once, not evidence
+                reasons.append(f"{side}: {s['duplicates_problem']}")
         for side, st in (("base", sb), ("candidate", sc)):
             if st.get("not_judgeable"):  # unknown requests left out would bias the comparison either way
                 reasons.append(f"{side}: {st['not_judgeable']} requests not judgeable on an SLO in force "
@@ -352,9 +362,11 @@ def compare(base: dict, cand: dict, *, slo_ttft_ms: float, margin: float = defau
     return {
         "schema": "servewatch.compare/1",
         "base": {"file": b["label"], "tool": tb, "ttft_definition": db, "time_axis": b["has_axis"],
-                 "source": source_of(b["header"]) or None, "issues": base.get("issues", 0)},
+                 "source": source_of(b["header"]) or None, "issues": base.get("issues", 0),
+                 "duplicates": b["duplicates"]},
         "candidate": {"file": c["label"], "tool": tc, "ttft_definition": dc, "time_axis": c["has_axis"],
-                      "source": source_of(c["header"]) or None, "issues": cand.get("issues", 0)},
+                      "source": source_of(c["header"]) or None, "issues": cand.get("issues", 0),
+                      "duplicates": c["duplicates"]},
         "slo_ttft_ms": slo_ttft_ms, "margin": margin, "alpha": alpha,
         "slos": (slos or Slos(ttft_ms=slo_ttft_ms)).describe(),
         "levels": rows,
@@ -557,7 +569,8 @@ def baseline_levels(requests: Iterable[RequestRecord], slo_ttft_ms: float, heade
                     label: str = "", slos: Slos | None = None) -> dict:
     """Per-level good fraction of a base run, for the console's sweep pane (`replay CAND --baseline BASE`):
     {"label", "limit", "levels": {level: {"good", "n", "fraction", "lo", "hi"}}}."""
-    lv = level_stats(requests, slo_ttft_ms / 1000.0, slos)
+    axis = source_of(header or {}).get("time_axis", "epoch")
+    lv = level_stats(requests, slo_ttft_ms / 1000.0, slos, evidence.Duplicates(times=axis != "none"))
     out = {}
     for level, st in lv.items():
         lo, hi = stats.wilson(st.good, st.n)

@@ -110,9 +110,10 @@ class MonitorConfig:
     min_requests: int | None = None  # default: the fewest requests with which PASS is possible
     rolling_s: float = defaults.ROLLING_S
     rolling_n: int | None = None  # when set, the rolling window is the last N requests instead
-    # A request id seen again is an input problem: counted and shown, never counted twice (a file with
-    # each request repeated ten times must not reach PASS on a tenth of the evidence). The load generator
-    # makes ids unique by construction and turns this off so a soak's memory stays flat.
+    # The one duplicate rule (tui.core.evidence.Duplicates): a request id seen again, or the send, first-token and
+    # end times of an earlier request under another id, is an input problem: counted once, named, and it forbids
+    # PASS (a file with each request repeated ten times must not reach PASS on a tenth of the evidence). The load
+    # generator makes ids unique by construction and turns this off so a soak's memory stays flat.
     check_duplicate_ids: bool = True
     recent_rows: int = defaults.RECENT_ROWS
     bucket_s: float = defaults.BUCKET_S  # sparkline bucket width (record time)
@@ -456,7 +457,11 @@ class Monitor:
         #: refused lines that may have been measured requests (``LineIssue.request`` not False), by the
         #: (level, round) the line still names, or under None when it names none (it may belong to any level)
         self.unreadable: dict[tuple | None, int] = {}
-        self._ids: set[int] | None = set() if cfg.check_duplicate_ids else None
+        self._dups: evidence.Duplicates | None = evidence.Duplicates() if cfg.check_duplicate_ids else None
+        #: False when the run header says the file has no time axis (``source.time_axis: "none"``)
+        self.time_axis = True
+        #: the queue samples' client_in_flight with their times (the delivered-load check; bounded)
+        self._queue_in_flight = evidence.QueueInFlight()
         self.examples: list[str] = []
         self.errors_by_class: dict[str, int] = {}
         self.levels: dict[tuple, _LevelState] = {}
@@ -536,6 +541,11 @@ class Monitor:
         assert at is not None
         self._file_settings = fs = read_header(header)
         res = resolve_settings(fs, at)
+        label = ttft_of_label(header)  # an import's TTFT is its tool's: said wherever its settings are (issue 37)
+        if label is not None:
+            eff = res.effective
+            res = dataclasses.replace(res, effective=dataclasses.replace(
+                eff, slos=dataclasses.replace(eff.slos, ttft_label=label)))
         self.settings = res
         self._use_config(config_at(self.cfg, res.effective))
         if res.rejudged and res.run is not None:
@@ -585,12 +595,21 @@ class Monitor:
                 st.verdict_cache = None
 
     def pass_blocks(self, key: tuple | None) -> list[str]:
-        """The reasons that forbid PASS for level ``key`` (the run-wide ones first)."""
-        return self._pass_blocks.get(None, []) + (self._pass_blocks.get(key, []) if key is not None else [])
+        """The reasons that forbid PASS for level ``key`` (the run-wide ones first: the duplicates so far)."""
+        return (self._run_blocks() + self._pass_blocks.get(None, [])
+                + (self._pass_blocks.get(key, []) if key is not None else []))
+
+    def _run_blocks(self) -> list[str]:
+        """Run-wide reasons that grow while the file is read (their sentence carries the count so far)."""
+        dups = self._dups
+        if not self.duplicates or dups is None:
+            return []
+        problem = dups.problem()
+        return [] if problem is None else [problem]
 
     def evidence_problems(self) -> tuple[str, ...]:
         """Every evidence problem recorded, run-wide first, in the order found."""
-        out: list[str] = list(self._pass_blocks.get(None, []))
+        out: list[str] = self._run_blocks() + list(self._pass_blocks.get(None, []))
         for key, reasons in self._pass_blocks.items():
             if key is not None:
                 out.extend(r for r in reasons if r not in out)
@@ -628,11 +647,15 @@ class Monitor:
         if c is not None and (c[0] == n or (not self.finished and n - c[0] < max(1, c[0] // 50))):
             return c[1]
         ts = st.times
+        step = self.step_info.get((st.level, st.round))
         if st.sessions is not None:  # a session workload: sessions in flight / session starts (issue 23)
-            d = evidence.delivered_sessions(st.level, self._mode_of(st), st.sessions, self._slo_ms, self._cv2())
+            d = evidence.delivered_sessions(st.level, self._mode_of(st), st.sessions, self._slo_ms, self._cv2(),
+                                            sends=ts[0::3], ends=ts[1::3], lateness_s=ts[2::3], step=step,
+                                            total=st.rec_n, axis=self.time_axis)
         else:
             d = evidence.delivered(st.level, self._mode_of(st), ts[0::3], ts[1::3], ts[2::3], self._slo_ms,
-                                   self._cv2())
+                                   self._cv2(), step=step, queue=self._queue_in_flight, total=st.rec_n,
+                                   axis=self.time_axis)
         st.delivered_cache = (n, d)
         return d
 
@@ -708,7 +731,22 @@ class Monitor:
             problem = evidence.warmup_problem(late, self.warmup_total)
             if problem:
                 self.block_pass(problem)
-        # delivered load: a level not reached can never PASS (shown with the measured figure)
+        # the loop mode the delivered load is read by: known in a servewatch run, one for header and steps
+        run_file = self.run_file()
+        for key, st in by_key.items():
+            if st.rec_n:
+                problem = evidence.mode_problem(ld.get("mode"), (st.mode,), run_file)
+                if problem:
+                    self.block_pass(f"{evidence.level_name(key[0], key[1], self._mode_of(st))}: {problem}", key)
+                if run_file and self._mode_of(st) == "open" and key in self.step_info and \
+                        evidence.recorded_p99(self.step_info[key], "open") is None:
+                    self.block_pass(f"{evidence.level_name(key[0], key[1], 'open')}: the step record carries no "
+                                    "dispatch lateness p99 (lateness_p99_ms): the requests' dispatch times "
+                                    "(t_intended) cannot be held against it", key)
+        # delivered load: a level not reached can never PASS (shown with the measured figure); recomputed now that
+        # the step records and queue samples are all in
+        for st in by_key.values():
+            st.delivered_cache = None
         for key, st in by_key.items():
             if st.n:
                 d = self.delivered(st)
@@ -806,6 +844,7 @@ class Monitor:
                     self.cfg = dataclasses.replace(self.cfg, slos=dataclasses.replace(self.cfg.slos, ttft_label=label))
                     for st in self.levels.values():
                         st.verdict_cache = None
+                self._header_axis()
             else:
                 self._notes.append("more than one run header: the first is shown")
         elif isinstance(item, StepRecord):
@@ -820,6 +859,29 @@ class Monitor:
         elif isinstance(item, BudgetRecord):
             self._add_budget_record(item)
         # anything else: ignored on purpose (parse_lines already counted unknown types)
+
+    def _header_axis(self) -> None:
+        """A header that says the file has no time axis (an import whose requests all start at one instant, their
+        other times derived): no identical-times duplicate rule (equal durations by rounding are not copies), no
+        delivered-load check."""
+        src = provenance.source_block(self.header) or {}
+        self.time_axis = src.get("time_axis") != "none"
+        if self._dups is not None:
+            self._dups.times = self.time_axis
+
+    def run_file(self) -> bool:
+        """The header says a servewatch load run wrote the file (source kind "run" or "trace"; a header without a
+        valid source block counts when it names servewatch, a digest chain or a run id): its loop mode is required."""
+        h = self.header
+        if not h:
+            return False
+        ld = h.get("load")
+        if h.get("synthetic") is True and isinstance(ld, dict) and ld.get("mode") == "synthetic":
+            return False  # a SYNTHETIC teaching file says so (never exits 0): not a run
+        src = provenance.source_block(h)
+        if src is not None:
+            return src.get("kind") in ("run", "trace")
+        return h.get("tool") == "servewatch" or "chain" in h or "run_id" in h
 
     def _resolve_memory(self) -> None:
         """A budget given without its memory: complete it from the run header (tui.core.budget.memory.resolve)."""
@@ -940,7 +1002,19 @@ class Monitor:
         horizon_s = self._rolling_s
         bucket_s = self._bucket_s
         timeline_add = self._timeline_add
-        ids = self._ids
+        dups = self._dups
+        # the one duplicate rule (tui.core.evidence.Duplicates.check), inlined: a call per record costs more than
+        # the check (bench/bench_report.py); tests/unit/core/test_delivered_forgery.py holds the two equal
+        seen = seen_add = None
+        dup_times = dup_hashed = False
+        max_sent = max_end = -math.inf
+        if dups is not None:
+            seen = dups.seen
+            seen_add = seen.add
+            dup_times, dup_hashed = dups.times, dups.hashed
+            max_sent, max_end = dups.max_sent, dups.max_end
+            bs_ts, bs_te, bs_tf = (a.append for a in dups.by_sent)
+            be_ts, be_te, be_tf = (a.append for a in dups.by_end)
         st = self.current
         seq = self.seq_no
         requests = 0
@@ -961,16 +1035,49 @@ class Monitor:
                     self.seq_no = seq
                     self._add_other(r)
                     st = self.current
+                    if dups is not None:
+                        dup_times = dups.times  # a run header says whether the file has a time axis
                     continue
-                if ids is not None:  # a request id seen again is counted once (an input problem, shown)
-                    h = hash(r.id)  # 64-bit: a collision among a million ids has odds of about 1 in 10^7
-                    if h in ids:
-                        self._duplicate(r)
-                        continue
-                    ids.add(h)
-                requests += 1
                 t_end = r.t_end
                 t_sent = r.t_sent
+                if seen is not None:  # the one duplicate rule: counted once, shown, forbids PASS
+                    h = hash(r.id)
+                    if h in seen:
+                        dups.count(h, True)  # type: ignore[union-attr]
+                        self._duplicate(r, evidence.SAME_ID)
+                        continue
+                    if dup_times:
+                        if dup_hashed:  # a file in no order: every record by the hash of its times
+                            tf = r.t_first_token
+                            k = hash((t_sent, -1.0 if tf is None else tf, t_end))  # Duplicates.repeated's key
+                            if k in seen:
+                                dups.count(k, False)  # type: ignore[union-attr]
+                                self._duplicate(r, evidence.SAME_TIMES)
+                                continue
+                            seen_add(k)  # type: ignore[misc]
+                        elif t_sent > max_sent:  # after every earlier send: cannot repeat earlier times
+                            max_sent = t_sent
+                            if t_end > max_end:
+                                max_end = t_end
+                            tf = r.t_first_token
+                            bs_ts(t_sent)
+                            bs_te(t_end)
+                            bs_tf(-1.0 if tf is None else tf)  # evidence.NO_FIRST
+                        elif t_end > max_end:  # after every earlier end: neither
+                            max_end = t_end
+                            tf = r.t_first_token
+                            be_ts(t_sent)
+                            be_te(t_end)
+                            be_tf(-1.0 if tf is None else tf)
+                        elif dups.repeated(t_sent, r.t_first_token, t_end):  # type: ignore[union-attr]
+                            # (this call may have turned the rule to hashes: every later record by its hash)
+                            dup_hashed = dups.hashed  # type: ignore[union-attr]
+                            self._duplicate(r, evidence.SAME_TIMES)
+                            continue
+                        else:
+                            dup_hashed = dups.hashed  # type: ignore[union-attr]
+                    seen_add(h)  # type: ignore[misc]
+                requests += 1
                 ft = self.first_t
                 if ft is None or t_sent < ft:
                     self.first_t = t_sent
@@ -1160,6 +1267,8 @@ class Monitor:
                 _store(st, ttfts, lat)
             self.seq_no = seq
             self.requests_total += requests
+            if dups is not None:
+                dups.max_sent, dups.max_end = max_sent, max_end
 
     def _client_unknown(self, st: _LevelState, r: RequestRecord, t_sent: float, t_end: float) -> None:
         """A measured request the client itself could not carry out (``error: "client"``, outcome still open):
@@ -1222,11 +1331,15 @@ class Monitor:
         TIMELINE_HEAD and the last TIMELINE_TAIL of them (``timeline_omitted`` counts the rest)."""
         return tuple(self._timeline_head) + tuple(self._timeline_tail)
 
-    def _duplicate(self, r: RequestRecord) -> None:
+    def _duplicate(self, r: RequestRecord, how: int) -> None:
         self.duplicates += 1
         if len(self.examples) < MAX_EXAMPLES:
             where = f"{self.source}: " if self.source else ""
-            self.examples.append(f"{where}request id {r.id!r} appears again: counted once (the first)")
+            if how == evidence.SAME_TIMES:
+                self.examples.append(f"{where}request {r.id!r} has the send, first-token and end times of an earlier "
+                                     "request under another id: counted once (the first)")
+            else:
+                self.examples.append(f"{where}request id {r.id!r} appears again: counted once (the first)")
 
     def _close_bucket(self) -> None:
         if self._bucket_n:
@@ -1239,6 +1352,7 @@ class Monitor:
     def _add_queue(self, q: QueueSample) -> None:
         if q.client_in_flight is not None:
             self._client_in_flight = q.client_in_flight
+            self._queue_in_flight.add(q.t, q.client_in_flight)
             self._inflight_series.append(float(q.client_in_flight))
         if q.source in ("none", "client"):
             return
@@ -1391,7 +1505,7 @@ class Monitor:
             )
         j = st.judge
         lost = self.unreadable_requests((st.level, st.round))
-        key = (j.n, j.good, j.t_last, j.vif, lost)
+        key = (j.n, j.good, j.t_last, j.vif, lost, self.duplicates)
         c = st.verdict_cache
         if c is None or c[0] != key:  # the verdict is a function of the judge; the load generator asks often
             v = verdict_from_judge(j, cfg, st.unjudged)

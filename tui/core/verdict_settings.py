@@ -100,10 +100,10 @@ class VerdictSettings:
         if slos:
             on = [f"{SLO_NAMES[SLO_FIELDS.index(n)]} <= {_g(self.get(n))} ms" for n in slos if self.get(n) is not None]
             if on and "ttft_of" in names and self.slos.ttft_ms is not None and "ttft_ms" in slos:
-                on[0] += f" ({self.slos.ttft_of})"
+                on[0] += f" ({self.slos.ttft_shown()})"
             parts.append(", ".join(on) if on else "no latency SLO")
         elif "ttft_of" in names:
-            parts.append(f"TTFT of the {self.slos.ttft_of}")
+            parts.append(f"TTFT of the {self.slos.ttft_shown()}")
         parts += [value_text(n, self.get(n)) for n in names if n not in SLO_FIELDS and n != "ttft_of"]
         return ", ".join(parts)
 

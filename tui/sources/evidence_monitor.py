@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from tui.core.evidence import Duplicates
 from tui.core.monitor import Monitor, MonitorConfig
+from tui.core.provenance import source_block
 from tui.core.records import LineIssue, RequestRecord, RunHeader, not_a_record_file
 from tui.core.slos import Slos
 from tui.core.verdict_settings import JudgeAt
@@ -61,7 +64,9 @@ def not_records_problem(mon: Monitor) -> str | None:
 
 def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
                 judge_at: JudgeAt | None = None) -> dict:
-    """{"label", "header", "requests", "issues", "problems", "unreadable", "prefix_cache"} of a run (``problems``:
+    """{"label", "header", "requests", "issues", "problems", "unreadable", "prefix_cache", "duplicates"} of a run
+    (``requests``: each counted once, the one duplicate rule; ``duplicates``: the copies left out and
+    ``duplicates_problem`` the sentence naming them, which forbids NOT WORSE; ``problems``:
     per level, the evidence problems that forbid judging it: the file held against itself; ``prefix_cache``: per
     level, ``tui.core.prefix_cache.level_summary``); raises NoRequests, and what
     ``EvidenceRun.blocks`` raises."""
@@ -69,19 +74,27 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
     reqs: list = []
     issues = 0
     cfg = MonitorConfig(slo_ttft_ms=slo_ttft_ms) if slos is None else MonitorConfig(slos=slos)
-    mon = Monitor(cfg, source=run.path, judge_at=judge_at)  # the cross-checks of the file (at its run's settings)
-    judged = mon.levels
-    for kept in run.blocks():
-        mon.add_many(kept)
-        for it in kept:
+    # the cross-checks of the file, on the requests as counted: the one duplicate rule applied here, once (its
+    # problem goes with the run: ``duplicates_problem``), so the Monitor keeps no second set of ids
+    mon = Monitor(replace(cfg, check_duplicate_ids=False), source=run.path, judge_at=judge_at)  # at its run's settings
+    dups = Duplicates()
+    for block in run.blocks():
+        kept = []
+        for it in block:
             if type(it) is RequestRecord:
-                if it.phase == "measure" and (it.level, it.round) not in judged:
-                    continue  # a level beyond MAX_LEVELS: counted by the Monitor (it forbids NOT WORSE), not compared
+                if dups.check(it.id, it.t_sent, it.t_first_token, it.t_end):
+                    continue  # a copy: counted, never judged twice
                 reqs.append(it)
             elif isinstance(it, RunHeader):
-                header = header or it.data
+                if not header:
+                    header = it.data
+                    dups.times = (source_block(header) or {}).get("time_axis") != "none"  # as the Monitor's rule
             elif isinstance(it, LineIssue):
                 issues += 1
+            kept.append(it)
+        mon.add_many(kept)
+    # a level beyond MAX_LEVELS is counted by the Monitor (it forbids NOT WORSE), never compared
+    reqs = [r for r in reqs if r.phase != "measure" or (r.level, r.round) in mon.levels]
     if not reqs:
         raise NoRequests(f"{run.path}: no usable request records ({issues} problem lines)")
     if run.integrity is not None:  # the run's digest chain: its problems, and a load run's seal (issue 35)
@@ -100,5 +113,6 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
         if key is not None and key[0] in unreadable:
             unreadable[key[0]] += k
     return {"label": run.path, "header": header, "requests": reqs, "issues": issues, "problems": problems,
+            "duplicates": dups.copies, "duplicates_problem": dups.problem(),
             "unreadable": {lv: k for lv, k in unreadable.items() if k},
             "prefix_cache": mon.prefix_cache_by_level()}  # issue 23: per level, rounds merged

@@ -180,6 +180,9 @@ def import_file(path: str, fmt: str | None = None, *, label: str | None = None, 
         res.issues.append(LineIssue(label, getattr(exc, "lineno", 0),
                                     f"{I.tool_name(fmt, fmt)} document does not decode (truncated or damaged "
                                     f"JSON at {pos}): {str(exc)[:100]}", "truncated"))
+    from tui.core.importers import common as C
+
+    res.records, _moved = C.completion_order(res.records)  # judged in the order requests ended, whatever the file's
     res.notes = notes + res.notes
     if notes:
         res.header.setdefault("source", {}).setdefault("derived", []).extend(notes)

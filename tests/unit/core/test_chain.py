@@ -31,7 +31,8 @@ def write_run(path: Path, *, key: bytes | None = None, levels=(1, 2), per_level:
     """One chained run through the real Recorder: header, per level a step start, requests, a step end; the seal
     at close."""
     with Recorder(str(path), ids_unique=True, sign_key=key) as rec:
-        rec.write(run_header(synthetic=False))  # test data; not SYNTHETIC so that compare may exit 0 on it
+        # test data; not SYNTHETIC so that compare may exit 0 on it; a run names its loop mode (or cannot PASS)
+        rec.write(run_header(synthetic=False, load={"mode": "closed", "levels": list(levels)}))
         t = t0
         for lvl in levels:
             rec.write({"type": "step", "t": t, "event": "start", "level": lvl, "round": 1, "mode": "closed"})

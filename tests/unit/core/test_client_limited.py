@@ -27,8 +27,10 @@ ADVICE_64 = "the client ran out of file descriptors at 64: raise the limit (ulim
 
 
 def header(fd_soft=64, mode="closed"):
+    """A header that plans no levels (no step records follow: the rule under test is the client's own failures,
+    not a load run's completeness, which tests/unit/core/test_completeness.py holds)."""
     return run_header(target={"url": "http://127.0.0.1:1", "model": "m"}, synthetic=False, started_at=T0, run_id="r1",
-                      load={"mode": mode, "levels": [1], "fd_limit": {"soft": fd_soft, "hard": fd_soft, "was": fd_soft}})
+                      load={"mode": mode, "fd_limit": {"soft": fd_soft, "hard": fd_soft, "was": fd_soft}})
 
 
 def good(i, t, ttft=0.2, level=1):

@@ -45,7 +45,7 @@ def test_pass_needs_the_time_window_too():
     s = m.snapshot()
     assert s.verdict.state == "INSUFFICIENT_WINDOW"
     assert "min more" in s.verdict.missing and "Evidence so far favours PASS" in s.verdict.reason
-    feed(m, 1300, 1.0, rate=2.0, start=200.0, seed=2)
+    feed(m, 1300, 1.0, rate=2.0, start=200.0, seed=2, first_id=400)  # new ids: a repeated id forbids PASS
     assert m.snapshot().verdict.state == "PASS"
 
 

@@ -10,14 +10,19 @@ from tui.core.slos import Slos
 T0 = 1_767_225_600.0
 
 
+_TIMES = ("t_intended", "t_sent", "t_first_token", "t_end", "t_last_token")
+
+
 def req(rid: str, **kw) -> dict:
+    """A request record; each id sent at its own moment (two requests with identical times would be copies)."""
     d = {"type": "request", "id": rid, "t_intended": T0, "t_sent": T0, "t_first_token": T0 + 0.2, "t_end": T0 + 2.0,
          "input_tokens": 8, "output_tokens": 11, "finish_reason": "stop", "http_status": 200, "complete": True,
          "error": None, "error_detail": None, "phase": "measure", "level": 1, "round": 1,
          "t_last_token": T0 + 1.2, "output_chunks": 11, "itl_max_ms": 150.0, "itl_p50_ms": 100.0,
          "itl_p95_ms": 140.0}
     d.update(kw)
-    return d
+    offset = sum(map(ord, rid)) * 1e-3
+    return {k: (v + offset if k in _TIMES and isinstance(v, float) else v) for k, v in d.items()}
 
 
 def rows(slos: Slos, *records: dict) -> dict[str, tuple[str, str]]:

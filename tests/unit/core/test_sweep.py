@@ -19,15 +19,21 @@ def _level(mon, level, n, p_good, tpot_s, waiting=0, t0=0.0, seed=0):
     mon.add(StepRecord(t=t0, event="start", level=level, mode="closed"))
     if waiting:
         mon.add(QueueSample(t=t0 + 1, source="llamacpp", waiting=waiting, running=4))
+    # ``level`` slots, each sending its next request 1 ms after the previous one ended: ``level`` requests in flight
+    # (the load the label claims, and no more: a closed loop)
+    slots = [t0 + k * 0.001 for k in range(level)]
+    recs = []
     for i in range(n):
-        # ``level`` slots, each sending every 0.5 s: ``level`` requests in flight (the load the label claims)
-        t = t0 + (i // level) * 0.5 + (i % level) * 0.001
+        t = slots[i % level]
         ttft = 0.2 if rng.random() < p_good else 2.5
         last = t + ttft + 31 * tpot_s  # a run records its last token (TPOT is last - first over tokens - 1)
-        mon.add(RequestRecord(id=f"{level}-{i}", t_sent=t, t_end=last, complete=True, t_intended=t,
-                              t_first_token=t + ttft, level=level, output_tokens=32, t_last_token=last,
-                              output_chunks=32))
-    mon.add(StepRecord(t=t0 + n * 0.5 + 5, event="end", level=level, mode="closed"))
+        recs.append(RequestRecord(id=f"{level}-{i}", t_sent=t, t_end=last, complete=True, t_intended=t,
+                                  t_first_token=t + ttft, level=level, output_tokens=32, t_last_token=last,
+                                  output_chunks=32))
+        slots[i % level] = last + 0.001
+    for r in sorted(recs, key=lambda r: r.t_end):  # written as they end
+        mon.add(r)
+    mon.add(StepRecord(t=max(slots) + 5, event="end", level=level, mode="closed"))
 
 
 def test_capacity_below_candidate_names_queueing_tpot_and_falling_goodput():

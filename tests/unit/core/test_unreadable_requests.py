@@ -47,7 +47,8 @@ def level_verdict(m, level, rnd=1):
 
 
 def eleven_failures(level=4, first=0):
-    return [req(first + i, T0 + 12.0 * i, 0.2, ok=False, level=level) for i in range(11)]  # 11 failed over 120 s
+    # 11 failed over 120 s (another ``first``: other requests, sent a moment apart: identical times would be copies)
+    return [req(first + i, T0 + 12.0 * i + 0.001 * first, 0.2, ok=False, level=level) for i in range(11)]
 
 
 def goods(n, level=4, first=1000, start=T0 + 1.0, gap=0.3, phase="measure"):

@@ -67,12 +67,13 @@ def healthy_run_stopped(n_done=96, n_open=4, n_late=0, phase_warmup_open=0):
     recs = [RequestRecord(f"g{i}", T0 + 0.06 * i, T0 + 0.06 * i + 0.5, True, T0 + 0.06 * i,
                           T0 + 0.06 * i + 0.2, level=4.0, output_tokens=32) for i in range(n_done)]
     stop = T0 + 0.06 * n_done + 0.6
-    recs += [RequestRecord(f"o{i}", stop - 0.3, stop, False, stop - 0.3, None, error="cancelled", level=4.0)
-             for i in range(n_open)]
-    recs += [RequestRecord(f"l{i}", stop - 2.5, stop, False, stop - 2.5, None, error="cancelled", level=4.0)
-             for i in range(n_late)]
-    recs += [RequestRecord(f"w{i}", T0 - 1, T0 - 0.9, False, T0 - 1, None, error="cancelled", phase="warmup",
-                           level=4.0) for i in range(phase_warmup_open)]
+    # each request sent at its own moment (identical send, first-token and end times would be copies of one)
+    recs += [RequestRecord(f"o{i}", stop - 0.3 - 0.001 * i, stop, False, stop - 0.3 - 0.001 * i, None,
+                           error="cancelled", level=4.0) for i in range(n_open)]
+    recs += [RequestRecord(f"l{i}", stop - 2.5 - 0.001 * i, stop, False, stop - 2.5 - 0.001 * i, None,
+                           error="cancelled", level=4.0) for i in range(n_late)]
+    recs += [RequestRecord(f"w{i}", T0 - 1 - 0.001 * i, T0 - 0.9, False, T0 - 1 - 0.001 * i, None, error="cancelled",
+                           phase="warmup", level=4.0) for i in range(phase_warmup_open)]
     return recs
 
 

@@ -383,6 +383,9 @@ def md_measured(doc: Mapping) -> list[str]:
                 + ("; e.g. " + "; ".join(md(x) for x in p["examples"][:3]) if p["examples"] else ""))
         for n in p["notes"]:
             add(f"- Note on {md_code(p['source'])}: {md(n)}")
+    for e in m.get("evidence_problems") or []:  # the file held against itself: each forbids PASS where it applies
+        for pr in e["problems"]:
+            add(f"- Evidence problem in {md_code(e['source'])}: {md(pr)}")
     add("")
     L += md_memory_queue(m)
     add(f"Measured verdict: **{m['state']}**: {md(m['reason'])}.")

@@ -353,6 +353,10 @@ def measured_section(
             problems.append({"source": r.source, "malformed": sn.malformed, "truncated": sn.truncated,
                              "unknown_types": sn.unknown_types, "examples": [_str(e) for e in sn.malformed_examples],
                              "notes": [_str(n) for n in sn.notes]})
+    # every evidence problem of each file (the run-wide ones too: a file with no measured level still says what is
+    # wrong with it, e.g. an import that disagrees with its tool's own summary)
+    evidence = [{"source": r.source, "problems": [_str(p) for p in r.snapshot.evidence_problems]}
+                for r in runs if r.snapshot.evidence_problems]
     brackets = []  # issue 26: each `sweep --search` file's capacity bracket
     for r in runs:
         br = capacity_bracket(r.snapshot.levels, r.snapshot.header, unit, cap.mode)
@@ -378,6 +382,7 @@ def measured_section(
         "reason": reason,
         "notes": notes,
         "input_problems": problems,
+        "evidence_problems": evidence,
     }
     if brackets:
         out["capacity_brackets"] = brackets

@@ -249,6 +249,38 @@ def step(t: float, event: str, level: float | None, mode: str | None, rnd: int =
     return d
 
 
+def _end_time(r: dict) -> float:
+    t = r.get("t_end")
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else 0.0
+
+
+def completion_order(records: list[dict]) -> tuple[list[dict], int]:
+    """The records with each stretch of request dicts between two other records (a level's steps) in completion
+    order (``t_end``, stable), as servewatch writes and its judge reads them, and how many moved. A tool that lists
+    requests in submission order (vllm bench) or a file whose lines were reordered is then judged as if written
+    in the order the requests ended: the verdict of an import never depends on the order of its lines."""
+    out: list[dict] = []
+    moved = 0
+    run: list[dict] = []
+
+    def flush() -> None:
+        nonlocal moved
+        if run:
+            done = sorted(run, key=_end_time)
+            moved += sum(1 for a, b in zip(run, done) if a is not b)
+            out.extend(done)
+            run.clear()
+
+    for r in records:
+        if r.get("type") == "request":
+            run.append(r)
+        else:
+            flush()
+            out.append(r)
+    flush()
+    return out, moved
+
+
 def add_steps(records: list[dict], level: float | None, mode: str | None, rnd: int = 1, **info: Any) -> list[dict]:
     """Wrap one level's request dicts in step start/end records (times from the requests)."""
     reqs = [r for r in records if r.get("type") == "request"]
