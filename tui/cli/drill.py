@@ -58,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(term(line), file=sys.stderr if as_json else sys.stdout, flush=True)
 
+    if cfg.mode == "closed" and plan.kind != "spike":
+        say("note: a fault drill in closed loop: while the server refuses requests each fails at once and the loops "
+            "hold fewer than the concurrency in flight, which the delivered-load check names (no RECOVERED then); "
+            "traffic arrives whatever the server does: --rate (open loop) models a fault (docs/recovery.md)")
     unit = cfg.level_unit
     intro = (f"servewatch drill: {redact_url(cfg.url)}, {unit} {cfg.levels[0]:g}; {plan.describe_disturbance()}")
     recorded = record_run(cfg, runner=lambda c, emit, progress: run_drill(c, plan, emit, progress), say=say,
