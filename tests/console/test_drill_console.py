@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.support.drill_files import CFG, fails_until, plan, recovers_at, write_drill
 from tui.app import build_app
 from tui.core.monitor import Monitor
@@ -57,3 +59,49 @@ async def test_the_console_shows_the_drill_and_exits_with_its_code(tmp_path):
             assert f"drill {state.replace('_', ' ')}" in bar
             assert app.console_screen.exit_code() == code
             src.stop()
+
+
+@pytest.mark.slow
+async def test_live_drill_marked_by_the_m_key(tmp_path):
+    """`live --drill --fault-manual`: the console's m key marks the operator's act once the baseline has PASSed (the
+    key is offered only then); the drill runs its recovery and is judged (nothing was done: RECOVERED)."""
+    import asyncio
+
+    from tests.support.slot_server import SlotServer
+    from tui.core.drill import DrillPlan
+    from tui.core.monitor import MonitorConfig
+    from tui.sources.live import LiveSource
+    from tui.sources.load.config import LoadConfig
+
+    cfg_m = MonitorConfig(slo_ttft_ms=500.0, target=0.9, alpha=0.2, min_window_s=3.5)
+    with SlotServer(4, 0.02) as srv:
+        cfg = LoadConfig(url=srv.url, mode="open", levels=[10.0], arrival="constant", output_tokens=(4, 4),
+                         record=str(tmp_path / "live.jsonl"), progress_interval=0, gpu=False, api_key_env=None,
+                         monitor=cfg_m)
+        plan = DrillPlan(kind="fault_manual", level=10.0, mode="open", baseline_s=3.5, recovery_s=8.0, window_s=1.0,
+                         step_s=0.5, hold_s=3.5, rto_s=3.5)
+        source = LiveSource(cfg, drill=plan)
+        sink = DrillSink(Monitor(cfg_m, source=source.label))
+        app = build_app(source, sink, None)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.console_screen
+            deadline = time.monotonic() + 60
+            while not source.awaits_mark:
+                assert time.monotonic() < deadline and not source.finished, source.last_progress
+                assert not screen.check_action("mark_disturbance", ())  # not offered before the baseline PASSes
+                await pilot.pause(0.05)
+            await pilot.pause(0.3)  # the footer offers the key now
+            assert screen.check_action("mark_disturbance", ())
+            await pilot.press("m")
+            while not source.finished:
+                assert time.monotonic() < deadline, source.last_progress
+                await pilot.pause(0.1)
+            await asyncio.sleep(0)
+            deadline = time.monotonic() + 10
+            while (sink.snapshot().drill is None or sink.snapshot().drill.state is None) and time.monotonic() < deadline:
+                await pilot.pause(0.1)
+            view = sink.snapshot().drill
+            assert view is not None and view.state == "RECOVERED", view
+            assert [b.name for b in view.bands] == ["baseline", "disturbance", "recovery"]
+    marks = [x for x in (tmp_path / "live.jsonl").read_text().splitlines() if '"marked_by"' in x]
+    assert len(marks) == 1 and "the console's m key" in marks[0]

@@ -89,8 +89,7 @@ class LiveSource:
     def awaits_mark(self) -> bool:
         """A `live --drill --fault-manual` run that has not been marked yet (the console's m key marks it)."""
         gen = self._gen
-        return (self.drill is not None and self.drill.kind == "fault_manual" and self._state == "running"
-                and gen is not None and getattr(gen, "_mark", None) is None)
+        return self._state == "running" and bool(getattr(gen, "waiting_for_mark", False))
 
     def mark_disturbance(self, by: str = "the console's m key") -> None:
         """The operator acted now (``--fault-manual``): thread-safe, the drill's loop takes the mark."""

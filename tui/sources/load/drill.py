@@ -78,6 +78,7 @@ class DrillGenerator(LoadGenerator):
         self._marked: asyncio.Event | None = None
         self._ending = False
         self._watch: asyncio.Task | None = None  # the /health probe of a fault drill
+        self.waiting_for_mark = False  # --fault-manual: the baseline PASSed and the operator's act is awaited
         self._stop_info: dict | None = None  # why the drill ended after its baseline (its step end record's stop)
 
     # -- the header: the drill's settings and steps -----------------------
@@ -339,8 +340,12 @@ class DrillGenerator(LoadGenerator):
             return None
         self.say(f"act now (the fault you drill), then mark the moment: kill -USR1 {os.getpid()} (or the console's key); "
                  f"waiting at most {fmt_duration(p.manual_wait_s)}")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiting, timeout=p.manual_wait_s)
+        self.waiting_for_mark = True
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiting, timeout=p.manual_wait_s)
+        finally:
+            self.waiting_for_mark = False
         if self._mark is None:
             self._stop(base, perf_counter(), f"no act was marked within {fmt_duration(p.manual_wait_s)} of the "
                                              "baseline's end", "drill_no_mark")
