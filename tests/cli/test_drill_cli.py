@@ -212,6 +212,7 @@ def test_accept_takes_drills_as_recovery_evidence(tmp_path):
     md = (tmp_path / "none" / "acceptance.md").read_text()
     assert "### Recovery (drills)" in md and "No recovery evidence" in md
     assert "Recovery: no recovery evidence" in md.split("## 8. Conclusion")[1]
+    assert "Recovery: no recovery evidence" in r.stdout
     # a RECOVERED drill on short windows: named as not acceptance-grade (and of another target), never "ready"
     r = _cli("accept", "--records", records, "--drill", str(good), "--out", str(tmp_path / "good"))
     doc = json.loads((tmp_path / "good" / "acceptance.json").read_text())

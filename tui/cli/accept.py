@@ -320,6 +320,8 @@ def run(args: argparse.Namespace) -> int:
         print(term(f"  drill {x['source']}: {x['verdict']}: {x['reason']}"))
     for line in c["missing_or_failed"]:
         print(f"  {term(line)}")
+    if c.get("recovery") and not any(str(x).startswith("Recovery:") for x in c["missing_or_failed"]):
+        print(f"  {term(c['recovery'])}")
     print(term("wrote " + ", ".join(written)))
     for path in removed:  # --no-html: the previous run's page must not stand beside this run's report
         print(term(f"removed {path} (the previous run's; this run wrote no page)"))

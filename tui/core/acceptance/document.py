@@ -178,6 +178,7 @@ def build_acceptance(
         "settings_changed": list(settings_changed),
         "not_acceptance_grade": list(not_acceptance_grade),
         "rejudged_weaker": list(rejudged_weaker),
+        "recovery": rsec["text"],  # issue 39: the drills given, or "no recovery evidence"
     }
     doc = {
         "schema": SCHEMA,
@@ -199,7 +200,7 @@ def build_acceptance(
         "quality": qsec,
         "cost": csec,
         "rollback": {"defaults": drules, "user": list(rollback_rules), "user_source": rollback_source, "notes": rnotes},
-        "recovery": {k: v for k, v in rsec.items() if k not in ("lines", "blocks_ready", "failed")},
+        "recovery": {k: v for k, v in rsec.items() if k not in ("lines", "blocks_ready", "failed", "text")},
         "conclusion": conclusion,
         "exit_code": exit_code,
     }

@@ -31,10 +31,10 @@ def _ttr(d: Mapping) -> str:
 def recovery_section(drills: Sequence[Mapping], targets: set[tuple[Any, Any]]) -> dict[str, Any]:
     """The section's document and its effect on the conclusion (``lines``, ``blocks_ready``, ``failed``)."""
     out: dict[str, Any] = {"given": bool(drills), "drills": [], "state": NO_EVIDENCE, "lines": [],
-                           "blocks_ready": False, "failed": False}
-    if not drills:
-        out["lines"] = ["Recovery: no recovery evidence (no drill given: servewatch drill measures how the service "
-                        "comes back from a spike, a crash or a lost replica; accept --drill FILE adds it)."]
+                           "blocks_ready": False, "failed": False, "text": ""}
+    if not drills:  # said in the conclusion (``text``), never a reason for "not ready": a drill is optional
+        out["text"] = ("Recovery: no recovery evidence (no drill given: servewatch drill measures how the service comes "
+                       "back from a spike, a crash or a lost replica; accept --drill FILE adds it).")
         return out
     states = []
     for e in drills:
@@ -74,8 +74,10 @@ def recovery_section(drills: Sequence[Mapping], targets: set[tuple[Any, Any]]) -
     out["state"] = ("NOT_RECOVERED" if "NOT_RECOVERED" in states else "INSUFFICIENT"
                     if any(s != "RECOVERED" for s in states) else "RECOVERED")
     if out["state"] == "RECOVERED" and not out["blocks_ready"]:
-        out["lines"].append("Recovery: " + "; ".join(
-            f"RECOVERED in {_ttr(x['drill'])} after {x['disturbance']} ({x['source']})" for x in out["drills"]) + ".")
+        out["text"] = "Recovery: " + "; ".join(
+            f"RECOVERED in {_ttr(x['drill'])} after {x['disturbance']} ({x['source']})" for x in out["drills"]) + "."
+    else:
+        out["text"] = " ".join(out["lines"])
     return out
 
 

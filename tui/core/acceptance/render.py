@@ -605,6 +605,9 @@ def md_conclusion(doc: Mapping) -> list[str]:
         add(f"- {md(line)}")
     if not c["missing_or_failed"]:
         add("All three kinds of evidence agree; none of them replaces another.")
+    if c.get("recovery") and not any(str(x).startswith("Recovery:") for x in c["missing_or_failed"]):
+        add("")
+        add(md(c["recovery"]))  # issue 39: a drill is optional; the conclusion names what there is
     add("")
     add(f"Exit code: {doc['exit_code']}.")
     return L
