@@ -73,13 +73,13 @@ async def test_live_drill_marked_by_the_m_key(tmp_path):
     from tui.sources.live import LiveSource
     from tui.sources.load.config import LoadConfig
 
-    cfg_m = MonitorConfig(slo_ttft_ms=500.0, target=0.9, alpha=0.2, min_window_s=3.5)
+    cfg_m = MonitorConfig(slo_ttft_ms=500.0, target=0.9, alpha=0.2, min_window_s=4.0)
     with SlotServer(4, 0.02) as srv:
-        cfg = LoadConfig(url=srv.url, mode="open", levels=[10.0], arrival="constant", output_tokens=(4, 4),
+        cfg = LoadConfig(url=srv.url, mode="open", levels=[8.0], arrival="constant", output_tokens=(4, 4),
                          record=str(tmp_path / "live.jsonl"), progress_interval=0, gpu=False, api_key_env=None,
                          monitor=cfg_m)
-        plan = DrillPlan(kind="fault_manual", level=10.0, mode="open", baseline_s=3.5, recovery_s=8.0, window_s=1.0,
-                         step_s=0.5, hold_s=3.5, rto_s=3.5)
+        plan = DrillPlan(kind="fault_manual", level=8.0, mode="open", baseline_s=4.0, recovery_s=8.0, window_s=1.0,
+                         step_s=0.5, hold_s=4.0, rto_s=4.0)
         source = LiveSource(cfg, drill=plan)
         sink = DrillSink(Monitor(cfg_m, source=source.label))
         app = build_app(source, sink, None)

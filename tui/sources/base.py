@@ -119,8 +119,10 @@ class DrillSink(MonitorSink):
                 self.tracker.add_many(batch)
 
     def snapshot(self) -> Snapshot:
-        with self.lock:
-            snap = self.monitor.snapshot()
-            if self.tracker is not None and self.tracker.active:
-                snap = dataclasses.replace(snap, drill=self.tracker.view(self.monitor))
-            return snap
+        snap = super().snapshot()
+        tracker = self.tracker
+        if tracker is not None and tracker.active:
+            with self.lock:
+                view = tracker.view(self.monitor)
+            snap = dataclasses.replace(snap, drill=view)
+        return snap
