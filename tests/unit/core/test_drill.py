@@ -126,7 +126,10 @@ def test_the_window_rule_on_the_grid():
     codes = [1 if t < 5 else 0 for t in ts]
     sent = SentOrder(ts, [t + 0.1 for t in ts], codes)
     f = find_recovery(sent, 0.0, 30.0, 2.0, 1.0, 10.0, 20.0, CFG)
-    assert f.point == 5.0 and f.ttr(1.0) == (4.0, 5.0)
+    assert f.point == 5.0 and f.ttr(1.0) == (4.0, 5.0) and f.ttr(1.0, sent) == (4.0, 5.0)
+    # sends 4 s apart: nothing observed between the last before the point and the first after it
+    sparse = SentOrder([0.0, 4.0, 8.0], [0.1, 4.1, 8.1], [2, 0, 0])
+    assert f.ttr(1.0, sparse) == (4.0, 8.0)
     assert grid(0.0, 1.0, 0.0, 30.0, 2.0)[-1] == 28.0
 
 

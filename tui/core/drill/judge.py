@@ -176,7 +176,7 @@ def judge(col: DrillCollector, mon: Monitor) -> DrillResult:
         end = max((t for t in sent.ts if t >= ref), default=ref)
     f = find_recovery(sent, ref, end, plan.window_s, plan.step_s, plan.hold_s, plan.rto_s, cfg)
     res.finding = f
-    res.ttr = f.ttr(plan.step_s)
+    res.ttr = f.ttr(plan.step_s, sent)
     res.after_rto = after_verdict(sent, ref + plan.rto_s, end, cfg) if f.point is None else None
     res.impact = _impact(col, sent, dist.start, f.point if f.point is not None else end, plan, base, cfg.target,
                          res.phases[0].sent if res.phases else 0)

@@ -9,7 +9,8 @@
   PASS the usual verdict (``hold_verdict``: one level at the run's target, alpha and minimum requests, the hold as
   its window). A candidate whose hold has not ended by the end of the recovery phase cannot be confirmed.
 - **Time to recover**: the point minus ``ref``, given as the interval [point - step, point] (the true moment lies
-  between the window start before and this one), clipped at 0.
+  between the window start before and this one), clipped at 0; where the sends are sparser than the step, from the
+  last send before the point to the first at or after it (nothing was observed in between).
 
 Standard library only; the Monitor's verdict words (``verdict_from_judge``) for the hold.
 """
@@ -123,12 +124,20 @@ class Finding:
     undecided_before_rto: bool = False  # a candidate within the RTO whose hold could not decide (or did not end)
     tries: int = 0
 
-    def ttr(self, step: float) -> tuple[float, float] | None:
-        """The time to recover as [low, high] seconds after ``ref``; None without a point."""
+    def ttr(self, step: float, sent: SentOrder | None = None) -> tuple[float, float] | None:
+        """The time to recover as [low, high] seconds after ``ref``; None without a point. [point - step, point],
+        widened where the sends are sparser than the step (``sent``): nothing is observed between the last send
+        before the point and the first one at or after it, so the moment lies anywhere between them."""
         if self.point is None:
             return None
-        high = max(0.0, self.point - self.ref)
-        return (max(0.0, high - step), high)
+        lo, hi = self.point - step, self.point
+        if sent is not None and len(sent.ts):
+            i = bisect.bisect_left(sent.ts, self.point)
+            if i > 0:
+                lo = min(lo, sent.ts[i - 1])
+            if i < len(sent.ts):
+                hi = max(hi, sent.ts[i])
+        return (max(0.0, lo - self.ref), max(0.0, hi - self.ref))
 
 
 def find_recovery(sent: SentOrder, ref: float, end: float, width: float, step: float, hold_s: float,
