@@ -88,14 +88,14 @@ def test_a_saved_budget_cannot_take_a_kv_space(config, capsys, tmp_path):
 
 def test_report_config_shows_prediction_and_allocation_side_by_side(config, tmp_path, capsys):
     run = vllm_run(tmp_path)
-    main(["report", str(run), "--config", str(config), "--json"])
+    main(["report", "--details", str(run), "--config", str(config), "--json"])
     rep = json.loads(capsys.readouterr().out)
     alloc = rep["budget_view"]["allocation_vs_engine"]
     assert alloc["result"] == "agree"
     rows = {r["figure"]: r for r in alloc["rows"]}
     assert rows["blocks"]["predicted"] == rows["blocks"]["engine"] == "364"
     assert rows["KV cache size (tokens)"]["predicted"] == "46,592"
-    main(["report", str(run), "--config", str(config)])
+    main(["report", "--details", str(run), "--config", str(config)])
     text = capsys.readouterr().out
     assert "KV allocation, predicted from the config vs the engine's own figures: AGREE" in text
     assert "maximum concurrency 22.75x for 2,048 tokens" in text
@@ -105,7 +105,7 @@ def test_report_and_accept_show_the_server_log_beside_the_candidate(config, tmp_
     run = vllm_run(tmp_path)
     log = tmp_path / "vllm.log"
     log.write_text(LOG)
-    main(["report", str(run), "--config", str(config), "--server-log", str(log), "--json"])
+    main(["report", "--details", str(run), "--config", str(config), "--server-log", str(log), "--json"])
     bv = json.loads(capsys.readouterr().out)["budget_view"]
     assert bv["server_log"]["max_concurrency"] == 22.75
     assert bv["server_log_vs_candidate"].startswith("vLLM's startup log: maximum concurrency 22.75x for 2,048 tokens")
@@ -122,7 +122,7 @@ def test_report_and_accept_show_the_server_log_beside_the_candidate(config, tmp_
 
 def test_a_server_log_that_cannot_be_read_is_bad_usage(config, tmp_path, capsys):
     run = vllm_run(tmp_path)
-    for cmd in (["report", str(run)], ["accept", "--records", str(run), "--out", str(tmp_path / "a")]):
+    for cmd in (["report", "--details", str(run)], ["accept", "--records", str(run), "--out", str(tmp_path / "a")]):
         assert main([*cmd, "--server-log", str(tmp_path / "missing.log")]) == 2
         err = capsys.readouterr().err
         assert "--server-log: cannot read" in err and len(err.strip().splitlines()) == 1

@@ -126,12 +126,12 @@ def _reading_command_lines(tmp_path: Path, special: str) -> list[list[str]]:
     rec.write_bytes(SEED.read_bytes())
     out = tmp_path / "out"
     return [
-        ["report", special], ["report", special, "--html", str(tmp_path / "r.html")], ["report", special, "--json"],
+        ["report", "--details", special], ["report", "--details", special, "--html", str(tmp_path / "r.html")], ["report", "--details", special, "--json"],
         ["accept", "--records", special, "--out", str(out)], ["plan", "--records", special, "--peak-rate", "1"],
         ["import", special, "--out", str(tmp_path / "imp.jsonl")], ["replay", special],
         ["compare", special, str(rec)], ["compare", str(rec), special],
-        ["report", str(rec), "--budget", special], ["report", str(rec), "--config", special],
-        ["report", str(rec), "--server-log", special],
+        ["report", "--details", str(rec), "--budget", special], ["report", "--details", str(rec), "--config", special],
+        ["report", "--details", str(rec), "--server-log", special],
         ["accept", "--records", str(rec), "--quality", special, "--out", str(out)],
         ["accept", "--records", str(rec), "--rollback", special, "--out", str(out)],
         ["plan", "--records", str(rec), "--trace", special],
@@ -168,7 +168,7 @@ def test_a_device_or_a_directory_is_refused_too(tmp_path, special):
 def test_standard_input_stays(tmp_path, monkeypatch):
     data = SEED.read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    rc, out, _err = run_cli(["report", "-"])
+    rc, out, _err = run_cli(["report", "--details", "-"])
     assert rc in (0, 1, 3) and "verdict=" in out
 
 
@@ -183,7 +183,7 @@ def _lines_file(path: Path, lines: list[str]) -> Path:
 def test_a_record_file_line_over_the_cap_is_one_malformed_line_with_its_number(tmp_path):
     recs = [json.dumps(r) for r in honest_closed(seconds=120.0)]
     f = _lines_file(tmp_path / "run.jsonl", recs[:5] + [LONG] + recs[5:])
-    rc, out, err = run_cli(["report", str(f), "--json"])
+    rc, out, err = run_cli(["report", "--details", str(f), "--json"])
     doc = json.loads(out)
     assert doc["input_problems"]["malformed"] == 1
     assert f"{f}:6: line longer than the 1 MiB limit" in err
@@ -205,7 +205,7 @@ def test_a_watch_recording_line_over_the_cap_is_a_problem_line(tmp_path):
 
     lines = [json.dumps(r) for r in _watch_templates()]
     f = _lines_file(tmp_path / "watch.jsonl", lines[:2] + [LONG] + lines[2:])
-    rc, out, err = run_cli(["report", str(f), "--json"])
+    rc, out, err = run_cli(["report", "--details", str(f), "--json"])
     assert rc in (0, 1, 3), err
     assert json.loads(out)["problems"] == 1
     assert f"{f}:3: line longer than the 1 MiB limit ({len(LONG):,} bytes)" in err
@@ -270,7 +270,7 @@ def test_whole_files_over_their_limit_are_refused_at_once(tmp_path):
     big_quality = sparse(tmp_path / "quality.json", MAX_QUALITY_FILE_BYTES + 1, b"{")
     out = str(tmp_path / "out")
     for argv in (["budget", "--config", str(big_small)], ["budget", "--budget", str(big_small)],
-                 ["report", str(rec), "--config", str(big_small)],
+                 ["report", "--details", str(rec), "--config", str(big_small)],
                  ["accept", "--records", str(rec), "--rollback", str(big_small), "--out", out],
                  ["accept", "--records", str(rec), "--quality", str(big_quality), "--out", out],
                  ["quality", "--url", "http://127.0.0.1:9", "--set", str(big_quality), "--out", str(tmp_path / "q")]):
@@ -281,7 +281,7 @@ def test_a_whole_document_import_over_its_limit_is_refused_at_once(tmp_path):
     head = b'{"benchmarks": [{"requests": {"successful": [' + b" " * 70000
     doc = sparse(tmp_path / "benchmarks.json", MAX_DOCUMENT_BYTES + 1, head)
     one_line_exit_2(["import", str(doc), "--out", str(tmp_path / "o.jsonl")], "larger than 256 MiB")
-    one_line_exit_2(["report", str(doc)], "256 MiB")
+    one_line_exit_2(["report", "--details", str(doc)], "256 MiB")
     pytest.importorskip("yaml")
     y = tmp_path / "benchmarks.yaml"
     y.write_bytes(b"benchmarks:\n" + b"  - a: 1\n" * (MAX_YAML_BYTES // 9 + 1))
@@ -302,14 +302,14 @@ def test_a_dataset_over_its_limit_is_refused_at_once(tmp_path):
 def test_a_first_line_nested_past_the_bound_is_exit_2_not_an_internal_error(tmp_path):
     f = tmp_path / "nest.jsonl"
     f.write_bytes(b"[" * 4096 + b"\n" + SEED.read_bytes())
-    for argv in (["report", str(f)], ["report", str(f), "--html", str(tmp_path / "p.html")],
+    for argv in (["report", "--details", str(f)], ["report", "--details", str(f), "--html", str(tmp_path / "p.html")],
                  ["accept", "--records", str(f), "--out", str(tmp_path / "a")],
                  ["plan", "--records", str(f), "--peak-rate", "1"], ["compare", str(f), str(SEED)],
                  ["import", str(f), "--out", str(tmp_path / "i.jsonl")]):
         one_line_exit_2(argv)
     g = tmp_path / "nest2.jsonl"
     g.write_bytes(b'{"a":' * 100 + b"1" + b"}" * 100 + b"\n" + SEED.read_bytes())  # decodes, but 100 deep
-    one_line_exit_2(["report", str(g)], "nested deeper than 64")
+    one_line_exit_2(["report", "--details", str(g)], "nested deeper than 64")
 
 
 def test_nested_config_quality_and_rows_are_refused_or_counted(tmp_path):
@@ -356,7 +356,7 @@ def test_a_whole_document_nested_past_the_bound_is_not_imported(tmp_path, fmt):
     rc, _out, err = run_cli(["import", str(f), "--out", str(tmp_path / "o.jsonl")])
     lines = err.splitlines()
     assert rc == 2 and "nested deeper than 64 levels" in lines[0] and "nothing importable" in lines[-1], err
-    rc, _out, err = run_cli(["report", str(f)])
+    rc, _out, err = run_cli(["report", "--details", str(f)])
     assert rc == 2 and "internal error" not in err, err
 
 
@@ -426,16 +426,16 @@ def _with_levels(path: Path, extra: int) -> Path:
 
 def test_a_level_beyond_the_cap_is_counted_and_forbids_pass(tmp_path):
     at_cap = _with_levels(tmp_path / "a.jsonl", MAX_LEVELS - 1)
-    rc, out, _ = run_cli(["report", str(at_cap), "--json"])
+    rc, out, _ = run_cli(["report", "--details", str(at_cap), "--json"])
     doc = json.loads(out)
     assert rc == 0 and doc["judged"]["state"] == "PASS" and doc["input_problems"]["records_of_levels_over_cap"] == 0
     over = _with_levels(tmp_path / "b.jsonl", MAX_LEVELS + 5)
-    rc, out, _ = run_cli(["report", str(over), "--json"])
+    rc, out, _ = run_cli(["report", "--details", str(over), "--json"])
     doc = json.loads(out)
     assert rc == 3 and doc["judged"]["state"] != "PASS"
     assert doc["input_problems"]["records_of_levels_over_cap"] == 6
     assert any("more than 1,000 distinct levels" in p for p in doc["evidence"]["problems"])
-    rc, out, _ = run_cli(["report", str(over)])
+    rc, out, _ = run_cli(["report", "--details", str(over)])
     assert "6 records of levels beyond the first 1,000 distinct levels" in out
     other = write(tmp_path / "c.jsonl", another_run(list(honest_closed()), seed=3))  # another run, not this one
     rc, out, _ = run_cli(["compare", str(over), str(other)])
@@ -451,11 +451,11 @@ def _traced_work(path: Path) -> int:
         n += 1
         return tracer
 
-    run_cli(["report", str(path)])  # imports and caches first
+    run_cli(["report", "--details", str(path)])  # imports and caches first
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         sys.settrace(tracer)
         try:
-            main(["report", str(path)])
+            main(["report", "--details", str(path)])
         finally:
             sys.settrace(None)
     return n
@@ -514,11 +514,11 @@ def test_memory_stays_bounded_on_a_2_gb_sparse_file_under_an_address_space_cap(t
     watch = sparse(tmp_path / "watch.jsonl", 1 << 30, b'{"type":"run","schema_version":1,"kind":"watch"}\n')
     rec = tmp_path / "run.jsonl"
     rec.write_bytes(SEED.read_bytes())
-    argvs = [["report", str(big)], ["accept", "--records", str(big), "--out", str(tmp_path / "acc")],
+    argvs = [["report", "--details", str(big)], ["accept", "--records", str(big), "--out", str(tmp_path / "acc")],
              ["plan", "--records", str(big), "--peak-rate", "1"], ["import", str(big), "--out", str(tmp_path / "i")],
-             ["report", str(rec), "--server-log", str(big)], ["budget", "--config", str(big)],
-             ["report", str(gib), "--html", str(tmp_path / "p.html")], ["compare", str(gib), str(rec)],
-             ["report", str(watch)]]
+             ["report", "--details", str(rec), "--server-log", str(big)], ["budget", "--config", str(big)],
+             ["report", "--details", str(gib), "--html", str(tmp_path / "p.html")], ["compare", str(gib), str(rec)],
+             ["report", "--details", str(watch)]]
     r = subprocess.run([sys.executable, "-c", _RLIMIT_SCRIPT, json.dumps(argvs), str(768 << 20), str(big)],
                        cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

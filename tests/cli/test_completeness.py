@@ -24,7 +24,7 @@ DEFAULT = REPO / "sample_logs" / "default.jsonl"
 
 
 def report(capsys, path: Path, *extra: str) -> tuple[int, dict, str]:
-    rc = main(["report", str(path), "--json", *extra])
+    rc = main(["report", "--details", str(path), "--json", *extra])
     cap = capsys.readouterr()
     return rc, (json.loads(cap.out) if cap.out.strip() else {}), cap.err
 

@@ -12,7 +12,7 @@ from tui.cli import main
 
 def test_report_json_and_text_show_the_counted_tokens_per_level(tmp_path, capsys):
     path = ef.write(tmp_path / "tok.jsonl", tf.two_levels())
-    main(["report", str(path), "--json"])
+    main(["report", "--details", str(path), "--json"])
     rep = json.loads(capsys.readouterr().out)
     by_level = {lv["level"]: lv for lv in rep["levels"]}
     assert by_level[2]["tokens"]["input"]["asked"]["p50"] == 128
@@ -20,7 +20,7 @@ def test_report_json_and_text_show_the_counted_tokens_per_level(tmp_path, capsys
     assert by_level[4]["tokens"]["disagree"]["output"] == 24 and by_level[4]["tokens"]["disagree"]["output_compared"] == 237
     assert rep["measured"]["tokens"] == by_level[4]["tokens"]  # the judged level (the highest)
     assert rep["tokens"]["disagree"]["of"] == 119 + 237  # run-wide
-    main(["report", str(path)])
+    main(["report", "--details", str(path)])
     text = capsys.readouterr().out
     assert "counted tokens (measured requests" in text
     assert ("level 4 round 1: output tokens: asked 64 / 64 / 64, received 64 / 64 / 64 (min / P50 / max); "

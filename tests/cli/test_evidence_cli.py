@@ -72,7 +72,7 @@ def write(path: Path, *runs: list[dict]) -> Path:
 
 
 def report_json(capsys, *argv) -> tuple[int, dict, str]:
-    rc = main(["report", *argv, "--json"])
+    rc = main(["report", "--details", *argv, "--json"])
     cap = capsys.readouterr()
     return rc, (json.loads(cap.out) if cap.out.strip() else {}), cap.err
 
@@ -101,7 +101,7 @@ def test_honest_file_passes_report_and_accept_with_the_defaults(tmp_path, capsys
     rc, rep, _ = report_json(capsys, str(rec))
     assert rc == 0 and rep["measured"]["verdict"]["state"] == "PASS"
     assert rep["settings"] == {"changed_from_default": [], "not_acceptance_grade": []}
-    assert main(["report", str(rec)]) == 0
+    assert main(["report", "--details", str(rec)]) == 0
     out = capsys.readouterr().out
     assert "verdict=PASS" in out and "not acceptance-grade" not in out and "settings not default" not in out
     q = lc_quality(tmp_path / "q.json")
@@ -124,7 +124,7 @@ def test_a_real_servewatch_run_appended_twice_is_judged_run_by_run(tmp_path, cap
         for _ in range(2):
             # 20 ms to the first token: a request longer than the client's own send overhead (the server holds
             # the concurrency it is labelled with; tui.core.evidence)
-            rc = main(["run", "--url", fs.url("ok", tokens=1, first_delay=0.02), "--model", "fault-model", "--concurrency", "1",
+            rc = main(["run", "--details", "--url", fs.url("ok", tokens=1, first_delay=0.02), "--model", "fault-model", "--concurrency", "1",
                        "--requests",
                        "100", "--no-gpu", "--record", str(rec), "--min-window-minutes", "0"])
             out = capsys.readouterr().out
@@ -271,10 +271,10 @@ def test_accept_refuses_files_of_different_models_unless_model_picks(tmp_path, c
 def test_synthetic_never_exits_0(tmp_path, capsys):
     """Before: `report sample_logs/seed.jsonl --min-window-minutes 0 --target 0.01` was PASS, exit 0; `compare`
     on a synthetic file NOT WORSE, exit 0. (A target below 0.5 is bad usage since issue 35: 0.5 here.)"""
-    assert main(["report", str(sample_path("seed.jsonl")), "--target", "0.01"]) == 2  # issue 35: bad usage
+    assert main(["report", "--details", str(sample_path("seed.jsonl")), "--target", "0.01"]) == 2  # issue 35: bad usage
     capsys.readouterr()
     syn = write(tmp_path / "syn.jsonl", run_lines(synthetic=True, prefix="s"))
-    rc = main(["report", str(syn), "--min-window-minutes", "0", "--target", "0.5"])
+    rc = main(["report", "--details", str(syn), "--min-window-minutes", "0", "--target", "0.5"])
     cap = capsys.readouterr()
     assert rc == 3
     assert "SYNTHETIC" in cap.err and "never exits 0" in cap.err
@@ -289,7 +289,7 @@ def test_synthetic_never_exits_0(tmp_path, capsys):
     cap = capsys.readouterr()
     assert rc == 3 and "NOT WORSE (SYNTHETIC input: never exits 0)" in cap.out and "never exits 0" in cap.err
     bad = write(tmp_path / "bad.jsonl", run_lines(synthetic=True, fail_every=2, prefix="f"))
-    assert main(["report", str(bad)]) == 1  # FAIL is still FAIL
+    assert main(["report", "--details", str(bad)]) == 1  # FAIL is still FAIL
 
 
 def test_synthetic_exit_helper():
@@ -301,7 +301,7 @@ def test_synthetic_exit_helper():
 
 def test_weakened_settings_are_named_and_marked(tmp_path, capsys):
     rec = write(tmp_path / "short.jsonl", run_lines(n=40, gap=0.1))  # 4 s of data: PASS only on weak settings
-    rc = main(["report", str(rec), "--min-window-minutes", "0", "--alpha", "0.5", "--target", "0.5"])
+    rc = main(["report", "--details", str(rec), "--min-window-minutes", "0", "--alpha", "0.5", "--target", "0.5"])
     out = capsys.readouterr().out
     assert rc == 0  # a quick check may still PASS ...
     assert "verdict=PASS (not acceptance-grade: window 0 min < 10 min, target 0.5 < 0.9, alpha 0.5 > 0.05)" in out

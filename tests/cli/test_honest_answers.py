@@ -56,7 +56,7 @@ def with_header(tmp_path, update: dict, name="hdr.jsonl") -> Path:
 
 
 def report_json(capsys, *argv) -> tuple[int, dict]:
-    rc = main(["report", *argv, "--json"])
+    rc = main(["report", "--details", *argv, "--json"])
     return rc, json.loads(capsys.readouterr().out)
 
 
@@ -75,7 +75,7 @@ def accept_in(tmp_path, *argv, out="acc") -> tuple[int, dict, str, str, Path]:
 
 
 def test_report_on_the_real_run_shows_budget_unknown_with_the_flags(capsys):
-    rc = main(["report", DEFAULT])
+    rc = main(["report", "--details", DEFAULT])
     out = capsys.readouterr().out
     assert rc == 3
     assert "budget unknown" in out and "--config config.json" in out and "--budget FILE" in out
@@ -102,7 +102,7 @@ def test_teaching_budget_only_when_asked_or_for_the_teaching_log(capsys):
     assert rc == 3 and rep["conclusion"]["ready_for_traffic"] is False
     assert rep["budget"]["memory_only_candidate"] == 15 and rep["budget"]["teaching"] is True
     assert "--teaching" in rep["budget"]["origin"]
-    assert main(["report", DEFAULT, "--teaching"]) == 3
+    assert main(["report", "--details", DEFAULT, "--teaching"]) == 3
     out = capsys.readouterr().out
     assert "the teaching case is an example, not this deployment's budget" in out
     assert "TEACHING CASE" in out
@@ -111,7 +111,7 @@ def test_teaching_budget_only_when_asked_or_for_the_teaching_log(capsys):
     assert rc == 3
     assert rep["budget"]["memory_only_candidate"] == 15 and rep["budget"]["teaching"] is True
     assert "bundled teaching log" in rep["budget"]["origin"]
-    assert main(["report", DEFAULT, "--teaching", "--params", "7B"]) == 2
+    assert main(["report", "--details", DEFAULT, "--teaching", "--params", "7B"]) == 2
     assert "cannot be combined" in capsys.readouterr().err
 
 
@@ -223,7 +223,7 @@ def test_console_default_and_replay_choose_no_budget_for_the_real_run(monkeypatc
 
 
 def test_report_and_accept_give_the_same_measured_verdict(tmp_path, capsys):
-    rc_r = main(["report", DEFAULT])
+    rc_r = main(["report", "--details", DEFAULT])
     out_r = capsys.readouterr().out
     rc_a, doc, _, _, _ = accept_in(tmp_path, "--records", DEFAULT)
     out_a = capsys.readouterr().out
@@ -232,7 +232,7 @@ def test_report_and_accept_give_the_same_measured_verdict(tmp_path, capsys):
     assert rc_r == 3 and doc["measured"]["state"] == "INSUFFICIENT_WINDOW" and rc_a == 3
     assert doc["measured"]["judged"]["level"] == 8
     # the same with a required level
-    rc_r = main(["report", DEFAULT, "--required-level", "1"])
+    rc_r = main(["report", "--details", DEFAULT, "--required-level", "1"])
     out_r = capsys.readouterr().out
     rc_a, doc, _, _, _ = accept_in(tmp_path, "--records", DEFAULT, "--required-level", "1", out="acc2")
     out_a = capsys.readouterr().out
@@ -246,7 +246,7 @@ def test_report_and_accept_give_the_same_measured_verdict(tmp_path, capsys):
 
 
 def test_a_level_not_in_the_file_is_refused_naming_the_levels(tmp_path, capsys):
-    assert main(["report", DEFAULT, "--level", "3"]) == 2
+    assert main(["report", "--details", DEFAULT, "--level", "3"]) == 2
     err = capsys.readouterr().err
     assert "level 3 is not in the record file; levels present (concurrency): 1, 2, 4, 8" in err
     rc, _, _, _, d = accept_in(tmp_path, "--records", DEFAULT, "--required-level", "3")
@@ -285,14 +285,14 @@ def not_records(tmp_path) -> dict[str, Path]:
 
 def test_report_refuses_input_that_is_not_a_record_file(not_records, capsys):
     for name, p in not_records.items():
-        assert main(["report", str(p)]) == 2, name
+        assert main(["report", "--details", str(p)]) == 2, name
         err = capsys.readouterr().err
         assert "not a servewatch record file (0 of" in err, (name, err)
         if name != "empty":
             assert f"lines usable; first problem: {p}:1:" in err, (name, err)
-    assert main(["report", str(not_records["jsonl"])]) == 2
+    assert main(["report", "--details", str(not_records["jsonl"])]) == 2
     assert "(0 of 5 lines usable; first problem: " in capsys.readouterr().err
-    assert main(["report", str(not_records["empty"])]) == 2
+    assert main(["report", "--details", str(not_records["empty"])]) == 2
     assert "(0 of 0 lines usable: it is empty)" in capsys.readouterr().err
 
 
@@ -400,7 +400,7 @@ def test_load_generator_header_says_kind_run(tmp_path):
 
 def test_every_view_says_where_the_data_came_from(tmp_path, capsys):
     p = with_header(tmp_path, {"source": source_block("run")})
-    assert main(["report", str(p)]) == 3
+    assert main(["report", "--details", str(p)]) == 3
     assert "data from: measured by a servewatch load run (servewatch" in capsys.readouterr().out
     rc, rep = report_json(capsys, str(p))
     assert rc == 3 and rep["provenance"]["kind"] == "run" and rep["provenance"]["source"]["tool"] == "servewatch"
@@ -408,11 +408,11 @@ def test_every_view_says_where_the_data_came_from(tmp_path, capsys):
     assert doc["provenance"][0]["source_block"]["kind"] == "run"
     assert "data from: measured by a servewatch load run" in md
     # an old header (no block) and a file without a header
-    assert main(["report", DEFAULT]) == 3
+    assert main(["report", "--details", DEFAULT]) == 3
     assert "data from: written by servewatch 0.1.0 (the header has no source block" in capsys.readouterr().out
     headless = tmp_path / "headless.jsonl"
     headless.write_text("".join(_lines(DEFAULT)[1:]))
-    assert main(["report", str(headless)]) == 3  # the same verdict at level 8, without a header
+    assert main(["report", "--details", str(headless)]) == 3  # the same verdict at level 8, without a header
     assert "data from: provenance unknown (no run header)" in capsys.readouterr().out
 
 

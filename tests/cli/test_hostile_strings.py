@@ -212,10 +212,10 @@ LOW = ("--min-window-minutes", "0")
 
 
 def test_report_text_json_and_page(files):
-    rc, out, err = run(["report", str(files["rec"]), *LOW])
-    rcj, outj, errj = run(["report", str(files["rec"]), "--json", *LOW])
+    rc, out, err = run(["report", "--details", str(files["rec"]), *LOW])
+    rcj, outj, errj = run(["report", "--details", str(files["rec"]), "--json", *LOW])
     page = files["dir"] / "report.html"
-    rch, outh, errh = run(["report", str(files["rec"]), "--html", str(page), *LOW])
+    rch, outh, errh = run(["report", "--details", str(files["rec"]), "--html", str(page), *LOW])
     assert ExitCode.INTERNAL not in (rc, rcj, rch) and rc == rcj == rch
     assert "model-id" in out or "model:" in out  # the values are shown (escaped), not dropped
     assert "\\x1b[2J" in out and "gpu-sample:" in out
@@ -287,7 +287,7 @@ def test_import_of_a_hostile_export(files, tmp_path):
     rc, out, err = run(["import", str(path), "--out", str(tmp_path / "out.jsonl")])
     rcj, outj, errj = run(["import", str(path), "--out", str(tmp_path / "out2.jsonl"), "--json"])
     assert ExitCode.INTERNAL not in (rc, rcj)
-    rcr, outr, errr = run(["report", str(tmp_path / "out.jsonl"), *LOW])
+    rcr, outr, errr = run(["report", "--details", str(tmp_path / "out.jsonl"), *LOW])
     assert rcr != ExitCode.INTERNAL
     _assert_no({"text": terminal_problems(out), "stderr": terminal_problems(err + errj + errr),
                 "--json": json_problems(outj, raw_kept=False), "report": terminal_problems(outr)})
@@ -296,7 +296,7 @@ def test_import_of_a_hostile_export(files, tmp_path):
 def test_usage_error_lines_stay_one_line(tmp_path):
     """A bad-usage line that quotes outside text (a file name here) is still one line with no control byte."""
     name = tmp_path / ("x\x1b]0;t\x07\n" + "FORGED: PASS")
-    rc, out, err = run(["report", str(name)])
+    rc, out, err = run(["report", "--details", str(name)])
     assert rc == ExitCode.USAGE
     assert err.count("\n") == 1 and not control_bytes(err) and not forged_lines(err)
 
@@ -314,7 +314,7 @@ def served(tmp_path_factory):
 def test_run_against_a_hostile_server(served):
     hs, d = served
     rec = d / "run.jsonl"
-    rc, out, err = run(["run", "--url", hs.url, "--concurrency", "1,2", "--requests", "10", "--record", str(rec),
+    rc, out, err = run(["run", "--details", "--url", hs.url, "--concurrency", "1,2", "--requests", "10", "--record", str(rec),
                         "--no-gpu", *LOW])
     assert rc != ExitCode.INTERNAL, err
     assert "model-id:" in out and "\\x1b" in out  # the server's model id, shown as data
@@ -324,7 +324,7 @@ def test_run_against_a_hostile_server(served):
     assert any(d and "error-body:" in d for d in details)
     out_dir = d / "acc"
     rca, outa, erra = run(["accept", "--records", str(rec), "--out", str(out_dir), *LOW])
-    rcr, outr, errr = run(["report", str(rec), "--html", str(d / "r.html"), *LOW])
+    rcr, outr, errr = run(["report", "--details", str(rec), "--html", str(d / "r.html"), *LOW])
     assert ExitCode.INTERNAL not in (rca, rcr)
     _assert_no({"run": terminal_problems(out), "stderr": terminal_problems(err + erra + errr),
                 "accept": terminal_problems(outa), "report": terminal_problems(outr),
@@ -389,7 +389,7 @@ def test_the_output_guard_shows_what_any_print_forgot(monkeypatch):
         return 0
 
     monkeypatch.setattr(cli, "_dispatch", forgetful)
-    rc, out, err = run(["report", "x"])
+    rc, out, err = run(["report", "--details", "x"])
     assert rc == 0
     assert not control_bytes(out) and not control_bytes(err)
     assert "raw \\x1b]0;title\\x07 \\x0d" in out and "err \\x1b[31m" in err
@@ -404,6 +404,6 @@ def test_an_internal_error_message_is_shown_safe(monkeypatch, tmp_path):
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(cli, "_dispatch", boom)
-    rc, out, err = run(["report", "x"])
+    rc, out, err = run(["report", "--details", "x"])
     assert rc == ExitCode.INTERNAL
     assert not control_bytes(err) and "\\x1b]0;owned\\x07" in err

@@ -15,8 +15,8 @@ def test_an_imported_vllm_bench_ttft_is_labelled_as_vllm_bench_measures_it(tmp_p
     """`vllm bench serve` takes TTFT at its first chunk with non-empty choices (a role-only chunk on llama.cpp):
     never judged as "(answer)" in the verdict line, ``ttft_of`` in the JSON, nor the acceptance report."""
     assert main(["report", str(VLLM_BENCH)]) == 3
-    out = capsys.readouterr().out
-    verdict = next(line for line in out.splitlines() if "verdict=" in line)
+    out = " ".join(capsys.readouterr().out.split())  # the short report wraps at 120 characters
+    verdict = out[out.index("verdict: "):out.index("level round")]
     assert "(first chunk, as vllm bench measures)" in verdict and "(answer)" not in verdict
     assert main(["report", str(VLLM_BENCH), "--json"]) == 3
     doc = json.loads(capsys.readouterr().out)
@@ -29,8 +29,8 @@ def test_an_imported_vllm_bench_ttft_is_labelled_as_vllm_bench_measures_it(tmp_p
 
 def test_servewatch_files_still_say_answer(capsys):
     assert main(["report", str(ROOT / "sample_logs" / "default.jsonl")]) == 1
-    verdict = next(line for line in capsys.readouterr().out.splitlines() if "verdict=" in line)
-    assert "(answer)" in verdict
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(answer)" in out[out.index("verdict: "):out.index("level round")]
 
 
 def test_synthetic_is_said_once_per_place_on_the_page(tmp_path, capsys):
@@ -41,3 +41,24 @@ def test_synthetic_is_said_once_per_place_on_the_page(tmp_path, capsys):
     html = page.read_text()
     assert 'id="synthetic-banner">SYNTHETIC: written by' in html
     assert "SYNTHETIC: SYNTHETIC" not in html and "SYNTHETIC, SYNTHETIC" not in html
+
+
+def test_the_default_report_is_short_and_the_long_one_is_details(capsys):
+    """issue 37: the text report ran to lines of hundreds of characters and repeated token accounting per level.
+    The default: the header block (what and from where, integrity, settings, identity), the verdict line, the level
+    table, at most three lines of reasons, the problems; for the bundled run at most 60 lines of at most 120
+    characters. --details is the long report, --json has all of it."""
+    bundled = str(ROOT / "sample_logs" / "default.jsonl")
+    assert main(["report", bundled]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 60 and max(len(x) for x in lines) <= 120, (len(lines), max(len(x) for x in lines))
+    text = "\n".join(lines)
+    order = [text.index(x) for x in ("digest chain intact", "servewatch report:", "data from:", "settings:",
+                                     "identity:", "budget:", "verdict: FAIL", "level round", "why:", "conclusion:")]
+    assert order == sorted(order)
+    assert "counted tokens" not in text and "Assumptions" not in text and "assumptions (not measured)" not in text
+    why = [x for x in lines if x.startswith("  why:")]
+    assert len(why) == 1 and len(lines[lines.index(why[0]):lines.index(why[0]) + 4]) <= 4
+    assert main(["report", bundled, "--details"]) == 1
+    details = capsys.readouterr().out
+    assert "counted tokens" in details and "assumptions (not measured)" in details and len(details.splitlines()) > 60

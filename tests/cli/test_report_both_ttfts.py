@@ -30,9 +30,9 @@ def _records(reasoning: str = "all") -> list[dict]:
 
 def _report(tmp_path, capsys, recs: list[dict], *args: str) -> tuple[int, dict, str]:
     f = str(ef.write(tmp_path / "run.jsonl", recs))
-    rc = main(["report", f, "--json", *args])
+    rc = main(["report", "--details", f, "--json", *args])
     rep = json.loads(capsys.readouterr().out)
-    assert main(["report", f, *args]) == rc
+    assert main(["report", "--details", f, *args]) == rc
     return rc, rep, capsys.readouterr().out
 
 

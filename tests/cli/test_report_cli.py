@@ -12,7 +12,7 @@ SEED = sample_path("seed.jsonl")
 
 
 def test_seed_report_reproduces_the_teaching_numbers(capsys):
-    rc = main(["report", SEED])
+    rc = main(["report", "--details", SEED])
     out = capsys.readouterr().out
     assert rc == 3
     for line in ("cache_budget=7.96 GiB", "memory_only_candidate=15 sequences", "good_fraction=50%",
@@ -23,7 +23,7 @@ def test_seed_report_reproduces_the_teaching_numbers(capsys):
 
 
 def test_seed_report_json(capsys):
-    rc = main(["report", SEED, "--json"])
+    rc = main(["report", "--details", SEED, "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rc == 3 and rep["synthetic"] is True
     assert rep["measured"]["good_fraction"] == 0.5
@@ -46,16 +46,16 @@ def _write_run(path, n, p_fail_every=None, rate=2.0, synthetic=True):
 def test_exit_codes_pass_fail_and_usage(tmp_path, capsys):
     good = tmp_path / "good.jsonl"
     _write_run(good, 1500, synthetic=False)
-    assert main(["report", str(good), "--min-window-minutes", "5"]) == 0
+    assert main(["report", "--details", str(good), "--min-window-minutes", "5"]) == 0
     syn = tmp_path / "syn.jsonl"
     _write_run(syn, 1500)
-    assert main(["report", str(syn), "--min-window-minutes", "5"]) == 3  # SYNTHETIC never exits 0 (issue 17)
+    assert main(["report", "--details", str(syn), "--min-window-minutes", "5"]) == 3  # SYNTHETIC never exits 0 (issue 17)
     bad = tmp_path / "bad.jsonl"
     _write_run(bad, 300, p_fail_every=3)
-    assert main(["report", str(bad)]) == 1
-    assert main(["report", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["report", "--details", str(bad)]) == 1
+    assert main(["report", "--details", str(tmp_path / "missing.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
-    assert main(["report", str(good), "--target", "1.5"]) == 2
+    assert main(["report", "--details", str(good), "--target", "1.5"]) == 2
 
 
 def test_malformed_lines_reported_with_file_and_line_and_counted(tmp_path, capsys):
@@ -63,7 +63,7 @@ def test_malformed_lines_reported_with_file_and_line_and_counted(tmp_path, capsy
     _write_run(p, 3)
     with open(p, "a") as fh:
         fh.write("garbage\n{\"type\": \"request\"}\n")
-    rc = main(["report", str(p)])
+    rc = main(["report", "--details", str(p)])
     cap = capsys.readouterr()
     assert rc == 3
     assert f"{p}:5: invalid JSON" in cap.err and f"{p}:6: missing required field 'id'" in cap.err
@@ -180,7 +180,7 @@ def test_report_never_prints_the_secrets_a_record_file_carries(tmp_path, capsys)
     f = tmp_path / "secret.jsonl"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     page = tmp_path / "r.html"
-    for argv in (["report", str(f)], ["report", str(f), "--json"], ["report", str(f), "--html", str(page)]):
+    for argv in (["report", "--details", str(f)], ["report", "--details", str(f), "--json"], ["report", "--details", str(f), "--html", str(page)]):
         _main(argv)
         out, err = capsys.readouterr()
         for secret in ("sk-SECRETsecret123", "plainkey987654", "pa55word-xyz"):

@@ -26,7 +26,7 @@ NEW = dict(t_last_token=1.55, output_chunks=32, itl_max_ms=80.0)  # TPOT 1550 / 
 
 
 def _json(args, capsys):
-    rc = main(["report", *args, "--json"])
+    rc = main(["report", "--details", *args, "--json"])
     return rc, json.loads(capsys.readouterr().out)
 
 
@@ -65,14 +65,14 @@ def test_off_and_old_files_not_judgeable(tmp_path, capsys):
 
 def test_ttft_of_answer_and_any_on_reasoning(tmp_path, capsys):
     f = _file(tmp_path, t_first_reasoning=0.0, t_first_answer=1.0, **NEW)  # answer TTFT 1200 ms, any 200 ms
-    assert main(["report", f]) == 1  # default: the answer, over the 1000 ms SLO
-    assert main(["report", f, "--ttft-of", "any"]) == 0
+    assert main(["report", "--details", f]) == 1  # default: the answer, over the 1000 ms SLO
+    assert main(["report", "--details", f, "--ttft-of", "any"]) == 0
     out = capsys.readouterr().out
     assert "TTFT <= 1000 ms (any)" in out
 
 
 def test_text_names_the_slos_and_counts_misses(tmp_path, capsys):
-    rc = main(["report", _file(tmp_path, **NEW), "--slo-tpot-ms", "49.999", "--slo-itl-ms", "79.999"])
+    rc = main(["report", "--details", _file(tmp_path, **NEW), "--slo-tpot-ms", "49.999", "--slo-itl-ms", "79.999"])
     out = capsys.readouterr().out
     assert rc == 1
     assert "judged on TTFT <= 1000 ms (answer), TPOT <= 49.999 ms, ITL <= 79.999 ms" in out
@@ -82,5 +82,5 @@ def test_text_names_the_slos_and_counts_misses(tmp_path, capsys):
 
 
 def test_bad_slo_is_usage(tmp_path, capsys):
-    assert main(["report", _file(tmp_path), "--slo-tpot-ms", "-3"]) == 2
-    assert main(["report", _file(tmp_path), "--ttft-of", "first"]) == 2
+    assert main(["report", "--details", _file(tmp_path), "--slo-tpot-ms", "-3"]) == 2
+    assert main(["report", "--details", _file(tmp_path), "--ttft-of", "first"]) == 2

@@ -82,7 +82,7 @@ def slo_flags(slos: dict[str, float], ttft_of: str | None = None) -> list[str]:
 
 def live_run(fs, tmp_path, url: str, flags: list[str], capsys) -> tuple[int, str, str]:
     rec = str(tmp_path / "run.jsonl")
-    rc = main(["run", "--url", url, "--model", "m", "--concurrency", str(CONCURRENCY), "--requests", str(REQUESTS),
+    rc = main(["run", "--details", "--url", url, "--model", "m", "--concurrency", str(CONCURRENCY), "--requests", str(REQUESTS),
                "--no-gpu", "--record", rec, *JUDGE, *flags])
     out = capsys.readouterr().out
     return rc, out, rec
@@ -103,7 +103,7 @@ def text_misses(out: str) -> dict[str, int]:
 
 
 def report_json(rec: str, flags: list[str], capsys) -> tuple[int, dict]:
-    rc = main(["report", rec, "--json", *JUDGE, *flags])
+    rc = main(["report", "--details", rec, "--json", *JUDGE, *flags])
     return rc, json.loads(capsys.readouterr().out)
 
 

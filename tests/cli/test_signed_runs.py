@@ -35,14 +35,14 @@ def signed(tmp_path_factory) -> bytes:
 
 
 def report(capsys, path: Path, *extra: str, key: bool = True) -> tuple[int, dict, str]:
-    argv = ["report", str(path), "--json", *extra] + (["--verify-key-env", VAR] if key else [])
+    argv = ["report", "--details", str(path), "--json", *extra] + (["--verify-key-env", VAR] if key else [])
     rc = main(argv)
     cap = capsys.readouterr()
     return rc, (json.loads(cap.out) if cap.out.strip() else {}), cap.err
 
 
 def text_report(capsys, path: Path, *extra: str) -> tuple[int, str]:
-    rc = main(["report", str(path), *extra])
+    rc = main(["report", "--details", str(path), *extra])
     return rc, capsys.readouterr().out
 
 
@@ -143,7 +143,7 @@ def test_two_signed_runs_judge_either_with_run_n(tmp_path, capsys):
     p = tmp_path / "two.jsonl"
     write_load_run(p, key=KEY, run_id="first")  # FAILs at 4
     write_load_run(p, key=KEY, levels=(1, 2), fail=(), run_id="second", t0=ef.T0 + 86400)  # PASSes
-    assert main(["report", str(p), "--verify-key-env", VAR]) == 2  # several runs: never merged
+    assert main(["report", "--details", str(p), "--verify-key-env", VAR]) == 2  # several runs: never merged
     capsys.readouterr()
     rc1, rep1, _ = report(capsys, p, "--run", "1")
     rc2, rep2, _ = report(capsys, p, "--run", "2")

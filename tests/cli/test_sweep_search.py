@@ -57,11 +57,11 @@ def test_open_loop_search_brackets_the_known_capacity(monkeypatch, tmp_path, cap
     # `report` and `accept` read the same file back: the same bracket, the probes as levels
     from tui.cli import main
 
-    assert main(["report", "rec.jsonl", "--json", "--min-window-minutes", "2"]) == 1  # judged: the top level, 16
+    assert main(["report", "--details", "rec.jsonl", "--json", "--min-window-minutes", "2"]) == 1  # judged: the top level, 16
     rep = json.loads(capsys.readouterr().out)
     assert (rep["capacity_bracket"]["low"], rep["capacity_bracket"]["high"]) == (b["low"], b["high"])
     assert set(probes) <= {r["level"] for r in rep["levels"]}
-    main(["report", "rec.jsonl", "--min-window-minutes", "2"])
+    main(["report", "--details", "rec.jsonl", "--min-window-minutes", "2"])
     assert f"capacity bracket: req/s {b['low']:g} to {b['high']:g}" in capsys.readouterr().out
     main(["accept", "--records", "rec.jsonl", "--min-window-minutes", "2", "--out", "acc", "--no-html"])
     capsys.readouterr()

@@ -105,7 +105,7 @@ def honest_files(tmp_path_factory) -> list[tuple[str, Path, tuple[str, ...], boo
 
 
 def judge(capsys, path: Path, extra: tuple[str, ...], keyed: bool, run: int | None) -> tuple[int, list[str]]:
-    argv = ["report", str(path), "--json", *extra] + (["--verify-key-env", VAR] if keyed else []) + (
+    argv = ["report", "--details", str(path), "--json", *extra] + (["--verify-key-env", VAR] if keyed else []) + (
         ["--run", str(run)] if run else [])
     rc = main(argv)
     out = capsys.readouterr().out

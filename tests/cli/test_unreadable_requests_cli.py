@@ -29,11 +29,11 @@ def _write(path, refused=True):
 
 def test_report_exit_3_and_the_reason_line(tmp_path, capsys):
     p = _write(tmp_path / "r.jsonl")
-    rc = main(["report", str(p), "--min-window-minutes", "1"])
+    rc = main(["report", "--details", str(p), "--min-window-minutes", "1"])
     out = capsys.readouterr().out
     assert rc == 3
     assert "verdict=UNDECIDED" in out and REASON in out and "400 malformed" in out
-    rc = main(["report", str(p), "--min-window-minutes", "1", "--json"])
+    rc = main(["report", "--details", str(p), "--min-window-minutes", "1", "--json"])
     v = json.loads(capsys.readouterr().out)["measured"]["verdict"]
     assert rc == 3 and v["state"] == "UNDECIDED" and v["reason"].startswith(REASON)
 
@@ -42,7 +42,7 @@ def test_the_same_file_without_the_refused_lines_fails(tmp_path, capsys):  # the
     p = tmp_path / "f.jsonl"
     p.write_text("".join(line for line in _write(tmp_path / "r.jsonl").read_text().splitlines(True)
                          if '"soon"' not in line))
-    assert main(["report", str(p), "--min-window-minutes", "1"]) == 1
+    assert main(["report", "--details", str(p), "--min-window-minutes", "1"]) == 1
 
 
 def test_accept_is_not_a_fail_either(tmp_path, capsys):

@@ -42,13 +42,13 @@ def _file(tmp: Path, name: str, vs: VerdictSettings | None = None, slo: dict | N
 
 
 def _report(capsys, *argv) -> tuple[int, dict, str]:
-    rc = main(["report", *argv, "--json"])
+    rc = main(["report", "--details", *argv, "--json"])
     cap = capsys.readouterr()
     return rc, json.loads(cap.out), cap.err
 
 
 def _text(capsys, *argv) -> tuple[int, str]:
-    rc = main(["report", *argv])
+    rc = main(["report", "--details", *argv])
     return rc, capsys.readouterr().out
 
 
@@ -62,7 +62,7 @@ def test_a_real_run_is_judged_by_report_at_the_settings_it_was_run_at(tmp_path, 
     rec = tmp_path / "run.jsonl"
     judge = ["--slo-ttft-ms", "50", "--target", "0.99", "--min-window-minutes", "0"]
     with FaultServer() as fs:
-        rc = main(["run", "--url", fs.url("ok", tokens=2, first_delay=0.15), "--model", "m", "--concurrency", "2",
+        rc = main(["run", "--details", "--url", fs.url("ok", tokens=2, first_delay=0.15), "--model", "m", "--concurrency", "2",
                    "--requests", "24", "--no-gpu", "--record", str(rec), *judge])
     out = capsys.readouterr().out
     assert rc == 1 and "verdict=FAIL" in out, out
@@ -208,14 +208,14 @@ def test_accept_of_files_of_different_settings_judges_all_at_the_strictest(tmp_p
 
 def test_target_below_one_half_is_bad_usage_everywhere(tmp_path, capsys):
     f = _file(tmp_path, "r.jsonl")
-    for argv in (["report", f], ["replay", f], ["accept", "--records", f], ["plan", "--records", f, "--peak-rate",
-                 "1"], ["run", "--url", "http://127.0.0.1:9", "--concurrency", "1"],
+    for argv in (["report", "--details", f], ["replay", f], ["accept", "--records", f], ["plan", "--records", f, "--peak-rate",
+                 "1"], ["run", "--details", "--url", "http://127.0.0.1:9", "--concurrency", "1"],
                  ["sweep", "--url", "http://127.0.0.1:9"], ["live", "--url", "http://127.0.0.1:9", "--concurrency", "1"],
                  ["watch", "--metrics-url", "http://127.0.0.1:9/metrics"]):
         rc = main([*argv, "--target", "0.49"])
         err = capsys.readouterr().err
         assert rc == 2 and len(err.strip().splitlines()) == 1 and "at least 0.5" in err, (argv, err)
-    assert main(["report", f, "--target", "0.5", "--min-window-minutes", "0"]) in (0, 1, 3)
+    assert main(["report", "--details", f, "--target", "0.5", "--min-window-minutes", "0"]) in (0, 1, 3)
 
 
 def test_accept_and_plan_need_acceptance_grade_evidence(tmp_path, capsys):
@@ -229,7 +229,7 @@ def test_accept_and_plan_need_acceptance_grade_evidence(tmp_path, capsys):
                "--gpu-gib", "24"])
     out = capsys.readouterr().out
     assert rc == 3 and "NOT ready" in out and "not acceptance-grade (window 1 min < 10 min)" in out
-    assert main(["report", f, "--min-window-minutes", "10"]) == 0  # the same file at the floor: acceptance-grade
+    assert main(["report", "--details", f, "--min-window-minutes", "10"]) == 0  # the same file at the floor: acceptance-grade
     capsys.readouterr()
     sweep = _open_sweep(tmp_path)
     rc = main(["plan", "--records", str(sweep), "--peak-rate", "3", "--json"])
@@ -270,7 +270,7 @@ def test_the_runs_required_level_is_judged_and_one_not_in_the_file_never_exits_0
     assert rep["exit"]["settings"].startswith("the run's required level 8 is not in the file")
     rc, out = _text(capsys, f)
     assert rc == 3 and "the run's required level 8 is not in the file" in out
-    assert main(["report", f, "--required-level", "16"]) == 2  # a flag naming a level not there: bad usage
+    assert main(["report", "--details", f, "--required-level", "16"]) == 2  # a flag naming a level not there: bad usage
     capsys.readouterr()
     rc = main(["accept", "--records", f, "--out", str(tmp_path / "acc"), "--no-html", "--params", "7e9",
                "--gpu-gib", "24"])

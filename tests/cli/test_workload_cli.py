@@ -31,9 +31,9 @@ def compare(capsys, *argv: str) -> tuple[int, dict]:
 
 def test_report_prints_the_workload_line(tmp_path, capsys):
     path = run_file(tmp_path, "a.jsonl", PLAIN)
-    assert main(["report", path]) == 0
+    assert main(["report", "--details", path]) == 0
     assert f"workload: {PLAIN_LINE}\n" in capsys.readouterr().out
-    main(["report", path, "--json"])
+    main(["report", "--details", path, "--json"])
     assert json.loads(capsys.readouterr().out)["workload"] == {"text": PLAIN_LINE}
 
 
@@ -92,7 +92,7 @@ def test_report_per_turn_table(tmp_path, capsys):
         if r["type"] == "request" and r["turn"] == 3 and int(r["session"].rsplit("s", 1)[1]) % 3 == 0:
             r["t_first_token"] = r["t_sent"] + min(1.5, r["t_end"] - r["t_sent"])
     path = ef.write(tmp_path / "turns.jsonl", recs)
-    main(["report", str(path), "--json"])
+    main(["report", "--details", str(path), "--json"])
     rep = json.loads(capsys.readouterr().out)
     rows = rep["measured"]["turns"]
     assert [t["turn"] for t in rows] == [1, 2, 3]
@@ -109,7 +109,7 @@ def test_report_per_turn_table(tmp_path, capsys):
     # the verdict still judges all turns together: the level's good fraction is over every request
     w = rep["measured"]["window"]
     assert w["n"] == len(reqs) and w["good"] == len(reqs) - slow3
-    main(["report", str(path)])
+    main(["report", "--details", str(path)])
     out = capsys.readouterr().out
     assert "per turn (session workload" in out
     assert "turn  requests   good%  TTFT P50 ms  TTFT P95 ms  mean context tokens  mean input tokens" in out
@@ -119,7 +119,7 @@ def test_report_per_turn_table(tmp_path, capsys):
 
 
 def test_report_without_turns_has_no_table(tmp_path, capsys):
-    main(["report", run_file(tmp_path, "a.jsonl", PLAIN), "--json"])
+    main(["report", "--details", run_file(tmp_path, "a.jsonl", PLAIN), "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rep["measured"]["turns"] is None and all(lv["turns"] is None for lv in rep["levels"])
 
@@ -127,7 +127,7 @@ def test_report_without_turns_has_no_table(tmp_path, capsys):
 def test_report_of_the_bundled_real_session_recording_says_what_its_workload_was(capsys):
     from tests.support.paths import REPO
 
-    rc = main(["report", str(REPO / "sample_logs" / "traces" / "sessions-llama.jsonl")])
+    rc = main(["report", "--details", str(REPO / "sample_logs" / "traces" / "sessions-llama.jsonl")])
     out = capsys.readouterr().out
     assert rc == 3  # 90 s of a 10-min window: not enough to judge
     assert ("workload: chat sessions, 2-3 turns, think uniform:1-3 s; dataset example-chat.jsonl (jsonl-messages, "

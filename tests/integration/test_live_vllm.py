@@ -152,7 +152,7 @@ def test_servewatch_run_completions_records_and_verdicts(vllm_server, tmp_path):
     generous = max(2000.0, 20 * speed.ttft_max_s * 1e3)
     why = f"{speed}; generous TTFT SLO {generous:.0f} ms"
     record = tmp_path / "completions.jsonl"
-    proc = _cli("run", "--url", vllm_server.openai_url, "--api", "completions", "--concurrency", "2",
+    proc = _cli("run", "--details", "--url", vllm_server.openai_url, "--api", "completions", "--concurrency", "2",
                 "--requests", str(COMPLETIONS_REQUESTS), "--input-tokens", "16",
                 "--output-tokens", str(COMPLETIONS_OUT), "--ignore-eos", "--no-gpu", "--record", str(record),
                 "--metrics-interval", "0.2", "--slo-ttft-ms", f"{generous:.0f}", *JUDGE)

@@ -36,7 +36,7 @@ def test_ttft_tpot_e2e_together_on_llama_server(llama_server, tmp_path, capsys):
     slos = ["--slo-ttft-ms", f"{ttft_slo:.0f}", "--slo-tpot-ms", f"{tpot_slo:.0f}", "--slo-e2e-ms", f"{e2e_slo:.0f}"]
     why = f"{speed}; TPOT at concurrency 1 <= {tpot_s * 1e3:.1f} ms; SLOs {' '.join(slos)}"
     rec = str(tmp_path / "slos.jsonl")
-    rc = main(["run", "--url", llama_server.base_url, "--concurrency", "1", "--requests", str(REQUESTS),
+    rc = main(["run", "--details", "--url", llama_server.base_url, "--concurrency", "1", "--requests", str(REQUESTS),
                "--input-tokens", "16", "--output-tokens", str(OUT_TOKENS), "--ignore-eos", "--no-gpu",
                "--api-key-env", "SW_TEST_NO_KEY", "--record", rec, *JUDGE, *slos])
     out = capsys.readouterr().out

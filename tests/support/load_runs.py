@@ -59,7 +59,9 @@ def write_load_run(path: Path, *, key: bytes | None = None, levels: tuple = (1, 
                 ttft = r["t_first_token"] - r["t_sent"] if r["t_first_token"] is not None else None
                 st.add(r["t_sent"] - r["t_intended"], None if r["complete"] else r["error"], ttft,
                        r["output_tokens"] or 0)
+            t_first = min(r["t_sent"] for r in reqs)
             clock[0] = max(r["t_end"] for r in reqs) + 1.0
+            st.t0, st.t1 = 0.0, clock[0] - t_first  # the step's own clock: as long as its requests took, as a run's
             end = step_end_record(st, clock[0], mon.verdict_for(mon.levels.get((float(lvl), rnd))))
             if probe:
                 end["search_probe"] = True

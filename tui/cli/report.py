@@ -66,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     path_arg(parser, "file", role=INPUT, metavar="FILE",
              help="record file (JSON Lines, record format v1); - reads standard input")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_details_argument(parser)
     add_html_argument(parser, "the report")
     add_required_level_argument(parser)
     add_run_argument(parser)
@@ -208,6 +209,18 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
         line = describe_source(snap.header)
         weak = {**rep["settings"], "not_acceptance_grade": rep["settings"]["not_acceptance_grade"]
                 + list((rep.get("identity") or {}).get("not_acceptance_grade") or [])}  # + a model claimed, not served
+        if not getattr(args, "details", False):  # the short report (issue 37): the long one is --details
+            from tui.core.report_short import format_short
+
+            notes = [f"{synthetic_why}: exit 3"] if synthetic_why else []
+            if level_missing:
+                notes.append(level_missing)
+            out.write(format_short(rep, source_line=line, state_text=verdict_text(state, weak), notes=notes))
+            if html_out:
+                write_report_html(html_out, rep, snap, sampler, cfg)
+            if synthetic_why:
+                print(f"servewatch: {synthetic_why}", file=sys.stderr)
+            return code
         text = mark_verdict_line(format_report(rep), state, weak, synthetic_why)
         text = text if line is None else f"{term(line)}\n" + text
         if snap.records_integrity is not None:  # the digest chain's verification: the first line (issue 36)
@@ -233,6 +246,12 @@ def with_settings_lines(text: str, lines: list[str]) -> str:
         at += 1
     rows[at + 1:at + 1] = lines
     return "\n".join(rows)
+
+
+def add_details_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--details", action="store_true",
+                        help="the long text report: each latency metric, token accounting per level, budget "
+                             "assumptions, server timing, prefix cache (default: the short report; --json has all)")
 
 
 def add_html_argument(parser: argparse.ArgumentParser, what: str) -> None:
@@ -286,6 +305,15 @@ def settings_dict(cfg: MonitorConfig) -> dict:
     from tui.core.grade import acceptance_grade, changed_settings
 
     return {"changed_from_default": changed_settings(cfg), "not_acceptance_grade": acceptance_grade(cfg)}
+
+
+def verdict_text(state: str, settings: dict) -> str:
+    """"PASS (not acceptance-grade: window 1 min < 10 min) [settings not default: window 1 min]", or the state."""
+    weak = settings["not_acceptance_grade"]
+    text = f"{state} (not acceptance-grade: {', '.join(weak)})" if weak and state == "PASS" else state
+    if settings["changed_from_default"]:
+        text += f" [settings not default: {', '.join(settings['changed_from_default'])}]"
+    return text
 
 
 def mark_verdict_line(text: str, state: str, settings: dict, synthetic_why: str | None) -> str:

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Headless load test against a server, recorded, then the report on the record file."
     parser.epilog = EPILOG
     add_load_arguments(parser, trace=True)
+    from tui.cli.report import add_details_argument
+
+    add_details_argument(parser)  # the closing report: short by default, --details the long one
 
 
 def run(args: argparse.Namespace) -> int:

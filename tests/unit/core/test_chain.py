@@ -36,11 +36,15 @@ def write_run(path: Path, *, key: bytes | None = None, levels=(1, 2), per_level:
         t = t0
         for lvl in levels:
             rec.write({"type": "step", "t": t, "event": "start", "level": lvl, "round": 1, "mode": "closed"})
+            t_start = t
             for i in range(per_level):
                 rec.write({"type": "request", "id": f"c{lvl}-{i:04d}", "t_sent": t, "t_first_token": t + ttft,
                            "t_end": t + lvl - 0.001, "complete": True, "level": lvl, "round": 1})  # lvl in flight
                 t += 1.0
-            rec.write({"type": "step", "t": t, "event": "end", "level": lvl, "round": 1, "mode": "closed"})
+            # the counts a step end record carries (a load run's step is held against its requests: issue 35)
+            rec.write({"type": "step", "t": t, "event": "end", "level": lvl, "round": 1, "mode": "closed",
+                       "requests": per_level, "completed": per_level, "failed": 0,
+                       "duration_s": round(t - t_start + lvl, 3)})
 
 
 @pytest.fixture()
@@ -75,7 +79,7 @@ def test_recorder_writes_the_documented_chain(chained):
         ch = json.loads(ls[L - 1])["chain"]
         assert ch["lines"] == L - 1
         assert ch["digest"] == hashlib.sha256(b"".join(ls[:L - 1])).hexdigest()
-    assert ls[-1] == seal_line(json.loads(ls[-1])["chain"])
+    assert ls[-1] == seal_line(json.loads(ls[-1])["chain"], json.loads(ls[-1]).get("planned"))
 
 
 def test_intact_file_verifies_whatever_the_block_size(chained):
@@ -306,7 +310,7 @@ def test_verify_key_on_an_unsigned_file_cannot_verify_authorship(chained):
 
 def _report(path: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "tui", "report", str(path), "--min-window-minutes", "0.02",
+    return subprocess.run([sys.executable, "-m", "tui", "report", "--details", str(path), "--min-window-minutes", "0.02",
                            "--slo-ttft-ms", "1000", "--target", "0.5", *extra], cwd=ROOT, env=e,
                           capture_output=True, text=True, timeout=BOUND_S)
 
@@ -320,7 +324,7 @@ def fs():
 def _servewatch_run(fs, rec: Path, *extra: str, env: dict | None = None, url: str | None = None):
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     # 120 requests of 2 tokens 40 ms apart at concurrency 2: ~2.4 s, past the 1.2-s window: a PASS
-    return subprocess.run([sys.executable, "-m", "tui", "run", "--url", url or fs.url("ok", tokens=2, delay=0.04),
+    return subprocess.run([sys.executable, "-m", "tui", "run", "--details", "--url", url or fs.url("ok", tokens=2, delay=0.04),
                            "--model", "m", "--concurrency", "2", "--requests", "120", "--no-gpu", "--record", str(rec),
                            "--slo-ttft-ms", "1000", "--target", "0.5", "--min-window-minutes", "0.02", *extra],
                           cwd=ROOT, env=e, capture_output=True, text=True, timeout=BOUND_S)
@@ -444,7 +448,7 @@ def test_a_watch_record_file_is_verified_and_an_edit_blocks_its_pass(tmp_path, c
                          ttft=((0.1, 300.0), (0.5, 300.0), (1.0, 300.0), (float("inf"), 301.0)),
                          waiting_start=0, waiting_end=0)
             rec.write(W.window_to_record(w))
-    assert main(["report", str(p), "--min-window-minutes", "1"]) == 0
+    assert main(["report", "--details", str(p), "--min-window-minutes", "1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("digest chain intact, sealed (22 lines; detects accidental damage and naive edits; "
                           "not authorship)\n"), out[:300]
@@ -452,7 +456,7 @@ def test_a_watch_record_file_is_verified_and_an_edit_blocks_its_pass(tmp_path, c
     ls[5] = ls[5].replace(b'"waiting_end":0', b'"waiting_end":0.0')
     assert ls[5] != lines_of(p.read_bytes())[5]
     p.write_bytes(b"".join(ls))
-    assert main(["report", str(p), "--min-window-minutes", "1"]) == 3
+    assert main(["report", "--details", str(p), "--min-window-minutes", "1"]) == 3
     out = capsys.readouterr().out
     assert "verdict: UNDECIDED: cannot PASS: records integrity: lines 6-7:" in out  # line 6 edited, checkpointed at 7
 

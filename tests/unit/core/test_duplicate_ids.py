@@ -30,7 +30,7 @@ def test_repeated_requests_do_not_reach_pass(tmp_path, capsys):
     unique = [_req(i, T0 + i * 40.0) for i in range(30)]  # 30 requests over 20 minutes
     repeated = [r for r in unique for _ in range(10)]
     path = _write(tmp_path / "dup.jsonl", repeated)
-    rc = main(["report", path, "--json"])
+    rc = main(["report", "--details", path, "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rep["input_problems"]["duplicate_request_ids"] == 270
     assert rep["requests_total"] == 30
@@ -39,14 +39,14 @@ def test_repeated_requests_do_not_reach_pass(tmp_path, capsys):
     # the same 300 requests with distinct ids are enough for PASS: the duplicates are what changed the answer
     distinct = [dict(r, id=f"{r['id']}-{k}", t_sent=r["t_sent"] + k * 4.0, t_first_token=r["t_first_token"] + k * 4.0,
                      t_end=r["t_end"] + k * 4.0) for r in unique for k in range(10)]
-    assert main(["report", _write(tmp_path / "distinct.jsonl", distinct)]) == 3  # PASS; SYNTHETIC never exits 0
+    assert main(["report", "--details", _write(tmp_path / "distinct.jsonl", distinct)]) == 3  # PASS; SYNTHETIC never exits 0
     out = capsys.readouterr().out
     assert "verdict=PASS" in out
 
 
 def test_the_report_text_names_the_repeated_ids(tmp_path, capsys):
     reqs = [_req(i, T0 + i) for i in range(5)]
-    main(["report", _write(tmp_path / "d.jsonl", reqs + reqs[:2])])
+    main(["report", "--details", _write(tmp_path / "d.jsonl", reqs + reqs[:2])])
     out = capsys.readouterr().out
     assert "2 repeated request ids (counted once)" in out and "request id 'r0' appears again" in out
 

@@ -89,13 +89,13 @@ def test_two_hundred_requests_at_exactly_the_slo_pass_through_the_monitor(slo_ms
 
 def test_two_hundred_requests_at_exactly_the_slo_pass_through_servewatch_report(tmp_path, capsys):
     path = write(tmp_path / "at-slo.jsonl", at_slo_records())
-    rc = main(["report", path, "--slo-ttft-ms", "1000", "--min-window-minutes", "0", "--json"])
+    rc = main(["report", "--details", path, "--slo-ttft-ms", "1000", "--min-window-minutes", "0", "--json"])
     rep = json.loads(capsys.readouterr().out)
     # the file is labelled SYNTHETIC: the verdict is PASS, the exit code never 0 (issue 17)
     assert rc == 3 and rep["measured"]["verdict"]["state"] == PASS and rep["exit"]["synthetic"]
     assert rep["measured"]["window"]["good"] == 200 and rep["measured"]["window"]["slow"] == 0
     # 1 us tighter: every request is slow and the same file FAILs
-    rc = main(["report", path, "--slo-ttft-ms", "999.999", "--min-window-minutes", "0", "--json"])
+    rc = main(["report", "--details", path, "--slo-ttft-ms", "999.999", "--min-window-minutes", "0", "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rc == 1 and rep["measured"]["window"]["slow"] == 200 and rep["measured"]["window"]["good"] == 0
 
@@ -154,10 +154,10 @@ def test_p99_support_between_100_and_298_samples_is_shown_as_insufficient_n(tmp_
     p50, p95, p99 = snap.cumulative.ttft
     assert (p99.n, p99.supported, p95.supported, p50.supported) == (n, supported, True, True)
     path = write(tmp_path / f"p99-{n}.jsonl", recs)
-    main(["report", path, "--min-window-minutes", "0"])
+    main(["report", "--details", path, "--min-window-minutes", "0"])
     text = _p99_text(capsys.readouterr().out)
     assert text.endswith("*") is (not supported), text  # the one mark (issue 37), explained once below
-    main(["report", path, "--min-window-minutes", "0", "--json"])
+    main(["report", "--details", path, "--min-window-minutes", "0", "--json"])
     p = json.loads(capsys.readouterr().out)["measured"]["window"]["ttft_ms"]["P99"]
     assert (p["n"], p["supported"], p["n_needed"]) == (n, supported, 299)
 
@@ -169,13 +169,13 @@ def test_a_cut_off_last_line_is_counted_as_truncated_in_the_report(tmp_path, cap
     recs = [req(i, T0 + i, 0.2) for i in range(10)]
     cut = json.dumps(req(10, T0 + 10, 0.2))[:37]  # the writer was killed mid-line: no newline
     path = write(tmp_path / "cut.jsonl", recs, tail=cut)
-    rc = main(["report", path, "--min-window-minutes", "0"])
+    rc = main(["report", "--details", path, "--min-window-minutes", "0"])
     cap = capsys.readouterr()
     assert rc == 3
     assert "input problems: 0 malformed, 1 truncated, 0 unknown-type lines" in cap.out
     assert f"{path}:12: truncated final line" in cap.err
     assert "measured requests=10" in cap.out
-    main(["report", path, "--json"])
+    main(["report", "--details", path, "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rep["input_problems"]["truncated"] == 1 and rep["input_problems"]["malformed"] == 0
     assert rep["requests_total"] == 10
@@ -221,13 +221,13 @@ def test_a_fast_warmup_never_turns_a_fail_into_a_pass(tmp_path, capsys):
     start = T0 + 60
     measured = [req(i, start + i, 1.5 if i % 10 < 3 else 0.2) for i in range(200)]  # 70% good
     path = write(tmp_path / "warm.jsonl", warm + measured)
-    rc = main(["report", path, "--min-window-minutes", "0"])
+    rc = main(["report", "--details", path, "--min-window-minutes", "0"])
     out = capsys.readouterr().out
     assert rc == 1, out
     assert "warmup excluded=5000" in out and "good_fraction=70% (140/200;" in out
     # counted, the warmup would have hidden the FAIL (a PASS with the engine of this writing): the exclusion
     # is what decides this file
     counted = [dict(d, phase="measure") for d in warm] + measured
-    rc2 = main(["report", write(tmp_path / "counted.jsonl", counted), "--min-window-minutes", "0", "--json"])
+    rc2 = main(["report", "--details", write(tmp_path / "counted.jsonl", counted), "--min-window-minutes", "0", "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rc2 != 1 and rep["measured"]["good_fraction"] > 0.95

@@ -121,12 +121,12 @@ def test_report_text_json_and_accept_show_the_cancellations(tmp_path, capsys):
     path.write_text("\n".join(lines) + "\n")
     # every cancelled request is still in the file
     assert sum('"cancelled"' in x for x in lines) == 5
-    main(["report", str(path), "--min-window-minutes", "0"])
+    main(["report", "--details", str(path), "--min-window-minutes", "0"])
     out = capsys.readouterr().out
     assert ("cancelled: 4 cancelled while still open, not judged; 1 cancelled after the SLO had passed, counted as "
             "failed") in out
     assert "good_fraction=99% (96/97;" in out
-    main(["report", str(path), "--min-window-minutes", "0", "--json"])
+    main(["report", "--details", str(path), "--min-window-minutes", "0", "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rep["cancelled"]["open_not_judged"] == 4 and rep["cancelled"]["past_slo_counted_failed"] == 1
     assert rep["measured"]["cancelled_open"] == 4 and rep["levels"][0]["cancelled_open"] == 4

@@ -114,7 +114,7 @@ def test_report_opens_the_file_once(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(builtins, "open", counting_open)
     monkeypatch.setattr(os, "open", counting_os_open)
-    main(["report", p, "--min-window-minutes", "0"])
+    main(["report", "--details", p, "--min-window-minutes", "0"])
     assert "verdict=" in capsys.readouterr().out
     assert opened == [p]
 
@@ -122,7 +122,7 @@ def test_report_opens_the_file_once(tmp_path, monkeypatch, capsys):
 def test_standard_input_is_read_once_and_judged_like_the_file(tmp_path, monkeypatch, capsys):
     p = _records(tmp_path)
     data = p.read_bytes()
-    assert main(["report", str(p), "--json", "--min-window-minutes", "0"]) in (0, 1, 3)
+    assert main(["report", "--details", str(p), "--json", "--min-window-minutes", "0"]) in (0, 1, 3)
     from_file = json.loads(capsys.readouterr().out)
 
     class OneShot(io.BytesIO):
@@ -138,7 +138,7 @@ def test_standard_input_is_read_once_and_judged_like_the_file(tmp_path, monkeypa
         buffer = OneShot(data)
 
     monkeypatch.setattr(sys, "stdin", Stdin())
-    assert main(["report", "-", "--json", "--min-window-minutes", "0"]) in (0, 1, 3)
+    assert main(["report", "--details", "-", "--json", "--min-window-minutes", "0"]) in (0, 1, 3)
     from_stdin = json.loads(capsys.readouterr().out)
     assert from_stdin["measured"]["verdict"] == from_file["measured"]["verdict"]
     assert from_stdin["measured"]["window"]["n"] == from_file["measured"]["window"]["n"]
@@ -280,5 +280,5 @@ def test_a_line_that_only_contains_the_words_is_not_a_watch_recording(tmp_path, 
     assert is_watch_head([b'{"type":"run","kind":"watch"}'])
     p = tmp_path / "f.jsonl"
     p.write_bytes(b'"type":"watch"')
-    assert main(["report", str(p)]) == 2
+    assert main(["report", "--details", str(p)]) == 2
     assert "not a servewatch record file (0 of 1" in capsys.readouterr().err

@@ -62,7 +62,7 @@ def test_the_step_end_record_carries_the_counters_deltas_and_the_report_shows_th
 
     buf = io.StringIO()
     with redirect_stdout(buf), redirect_stderr(io.StringIO()):
-        main(["report", str(path), "--min-window-minutes", "0"])
+        main(["report", "--details", str(path), "--min-window-minutes", "0"])
     assert f"server counters: 60.0% (600 of 1,000 tokens, {SRC})" in buf.getvalue()
 
 

@@ -63,7 +63,7 @@ def test_step_record_carries_the_counts_and_the_report_flags_a_client_p50_below(
     assert step.server_histograms == sh  # the record type carries it (and old files without it still read)
     path = tmp_path / "run.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in out))
-    code, text, err = _main(["report", str(path), "--min-window-minutes", "0", "--json"])
+    code, text, err = _main(["report", "--details", str(path), "--min-window-minutes", "0", "--json"])
     rep = json.loads(text)
     st = rep["levels"][0]["server_timing"]
     assert st["metrics"]["ttft"]["n"] == 12 and st["metrics"]["ttft"]["P50"]["server_ms"] == [250.0, 500.0]
@@ -72,7 +72,7 @@ def test_step_record_carries_the_counts_and_the_report_flags_a_client_p50_below(
     assert st["metrics"]["ttft"]["P50"]["below_server_bracket"] is True
     assert any("cannot happen" in f for f in st["flags"])
     assert rep["measured"]["server_timing"]["metrics"]["ttft"]["n"] == 12
-    code, text, err = _main(["report", str(path), "--min-window-minutes", "0"])
+    code, text, err = _main(["report", "--details", str(path), "--min-window-minutes", "0"])
     assert "server-side timing (vllm" in text and "FLAG: client TTFT P50" in text, text
 
 
