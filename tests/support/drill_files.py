@@ -54,10 +54,11 @@ def fails_until(seconds: float, then: str = "good") -> Outcome:
     return outcome
 
 
-def _request(i: int, t: float, what: str, level: float, rnd: int) -> dict:
+def _request(i: int, t_intended: float, what: str, level: float, rnd: int, late: float = 0.0) -> dict:
     ok = what != "failed"
     ttft = 0.05 if what == "good" else 2.0
-    return {"type": "request", "id": f"drill-{i:06d}", "t_intended": t, "t_sent": t,
+    t = t_intended + late
+    return {"type": "request", "id": f"drill-{i:06d}", "t_intended": t_intended, "t_sent": t,
             "t_first_token": t + ttft if ok else None, "t_end": t + (ttft + 0.05 if ok else 0.005),
             "input_tokens": 100, "output_tokens": 16 if ok else None, "finish_reason": "length" if ok else None,
             "http_status": 200 if ok else None, "complete": ok, "error": None if ok else "connect",
@@ -69,9 +70,11 @@ RECOVERS_AT_4 = recovers_at(4.0)
 
 def write_drill(path: Path, p: DrillPlan, outcome: Outcome = RECOVERS_AT_4, *, cfg: MonitorConfig = CFG,
                 t0: float = T0, stop_after_baseline: bool = False, chain: bool = True,
-                baseline: Callable[[float], str] | None = None) -> Path:
+                baseline: Callable[[float], str] | None = None,
+                baseline_late: Callable[[int], float] | None = None) -> Path:
     """One drill appended to ``path``. ``stop_after_baseline``: it ends after its baseline (a baseline that did not
-    PASS, recorded as the drill writes it); ``baseline(t)``: the baseline's outcomes (default all good)."""
+    PASS, recorded as the drill writes it); ``baseline(t)``: the baseline's outcomes (default all good);
+    ``baseline_late(k)``: the k-th baseline request's dispatch lateness in seconds (default 0: on schedule)."""
     hdr = {"type": "run", "schema": "servewatch.record/1", "schema_version": 1, "tool": "servewatch",
            "tool_version": "0.1.0", "started_at": t0, "target": {"url": "http://127.0.0.1:9", "model": "m"},
            "load": {"mode": "open", "levels": [p.level], "rounds": 1, "warmup": 0, "arrival": "constant",
@@ -96,7 +99,8 @@ def write_drill(path: Path, p: DrillPlan, outcome: Outcome = RECOVERS_AT_4, *, c
             write(d)
 
         def run_step(name: str, start: float, seconds: float, rate: float, ref: float, stop: dict | None = None,
-                     pick: Callable[[float], str] | None = None) -> float:
+                     pick: Callable[[float], str] | None = None,
+                     late: Callable[[int], float] | None = None) -> float:
             s = steps[name]
             write({"type": "step", "t": start, "event": "start", "level": s.level, "round": s.round, "mode": "open",
                    "phase": "measure", "requests": None, "duration": None, "arrival": "constant", "rate": s.level})
@@ -106,12 +110,13 @@ def write_drill(path: Path, p: DrillPlan, outcome: Outcome = RECOVERS_AT_4, *, c
             for k in range(n):
                 t = start + k / rate
                 what = pick(t - start) if pick is not None else outcome(name, t - ref)
-                reqs.append(_request(counter[0], t, what, s.level, s.round))
+                reqs.append(_request(counter[0], t, what, s.level, s.round, late(k) if late is not None else 0.0))
                 counter[0] += 1
             for r in sorted(reqs, key=lambda r: r["t_end"]):
                 write(r)
                 ttft = r["t_first_token"] - r["t_sent"] if r["t_first_token"] is not None else None
-                st.add(0.0, None if r["complete"] else r["error"], ttft, r["output_tokens"] or 0)
+                st.add(r["t_sent"] - r["t_intended"], None if r["complete"] else r["error"], ttft,
+                       r["output_tokens"] or 0)
             end_t = max((r["t_end"] for r in reqs), default=start)
             end = step_end_record(st, end_t, mon.verdict_for(mon.levels.get((float(s.level), s.round))),
                                   slo_ms=cfg.slo_ttft_ms)
@@ -127,7 +132,7 @@ def write_drill(path: Path, p: DrillPlan, outcome: Outcome = RECOVERS_AT_4, *, c
         phase("baseline", "start", b0)
         b1 = b0 + (p.fault_at_s or p.baseline_s)
         stop = {"cause": "drill_baseline", "reason": "the baseline is FAIL"} if stop_after_baseline else None
-        run_step("baseline", b0, b1 - b0, p.level, b1, stop, pick=baseline)
+        run_step("baseline", b0, b1 - b0, p.level, b1, stop, pick=baseline, late=baseline_late)
         phase("baseline", "end", b1, **({"stop": stop} if stop else {}))
         if stop_after_baseline:
             return path

@@ -70,6 +70,20 @@ def test_a_stop_the_baseline_does_not_support_is_named(tmp_path):
     assert any("missing unexplained" in x for x in d["evidence_problems"]), d["evidence_problems"]
 
 
+def test_a_baseline_held_back_by_its_delivered_load_explains_the_stop(tmp_path):
+    # the baseline's requests are all good, but the client fell behind its schedule (every tenth request sent 0.5 s
+    # late: a lateness spread far beyond one arrival gap); the drill stopped there because the baseline could not
+    # PASS. The reader finds the load not reached itself, so the stop is explained (no "missing unexplained"), and
+    # the drill is INSUFFICIENT with that reason
+    p = write_drill(tmp_path / "d.jsonl", plan(), stop_after_baseline=True,
+                    baseline_late=lambda k: 0.5 if k % 10 == 9 else 0.0)
+    d = judged(p)
+    assert d["verdict"] == "INSUFFICIENT" and d["exit"]["code"] == 3
+    assert "no steady state to recover to" in d["reason"] and "not reached" in d["reason"], d["reason"]
+    assert not any("missing unexplained" in x for x in d["evidence_problems"]), d["evidence_problems"]
+    assert any("not reached" in x for x in d["evidence_problems"]), d["evidence_problems"]
+
+
 def test_too_little_recovery_time_is_insufficient(tmp_path):
     # the hold (20 s) from any candidate cannot end inside a 10-s recovery phase
     d = judged(write_drill(tmp_path / "d.jsonl", plan(recovery_s=10.0), recovers_at(2.0)))
