@@ -73,16 +73,17 @@ async def test_live_drill_marked_by_the_m_key(tmp_path):
     from tui.sources.live import LiveSource
     from tui.sources.load.config import LoadConfig
 
-    # 4 req/s: the console and the load share this process; one arrival gap (250 ms) is the delivered-load check's
-    # tolerance for dispatch lateness, which a busy 2-core machine can use up at 8 req/s (the baseline then cannot
-    # PASS and the drill ends before the key is offered). Target 0.8: 14 good requests can PASS (alpha 0.2).
-    cfg_m = MonitorConfig(slo_ttft_ms=500.0, target=0.8, alpha=0.2, min_window_s=5.0)
+    # 2 req/s: the console and the load share this process; one arrival gap (500 ms) is the delivered-load check's
+    # tolerance for dispatch lateness, which a busy 2-core machine used up at 8 and at 4 req/s (the baseline then
+    # cannot PASS and the drill ends before the key is offered). Target 0.8: 14 good requests can PASS (alpha 0.2),
+    # so the baseline and the hold last 8 s (16 requests).
+    cfg_m = MonitorConfig(slo_ttft_ms=500.0, target=0.8, alpha=0.2, min_window_s=8.0)
     with SlotServer(4, 0.02) as srv:
-        cfg = LoadConfig(url=srv.url, mode="open", levels=[4.0], arrival="constant", output_tokens=(4, 4),
+        cfg = LoadConfig(url=srv.url, mode="open", levels=[2.0], arrival="constant", output_tokens=(4, 4),
                          record=str(tmp_path / "live.jsonl"), progress_interval=0, gpu=False, api_key_env=None,
                          monitor=cfg_m)
-        plan = DrillPlan(kind="fault_manual", level=4.0, mode="open", baseline_s=5.0, recovery_s=12.0, window_s=2.0,
-                         step_s=0.5, hold_s=5.0, rto_s=4.0)
+        plan = DrillPlan(kind="fault_manual", level=2.0, mode="open", baseline_s=8.0, recovery_s=16.0, window_s=2.0,
+                         step_s=0.5, hold_s=8.0, rto_s=4.0)
         source = LiveSource(cfg, drill=plan)
         sink = DrillSink(Monitor(cfg_m, source=source.label))
         app = build_app(source, sink, None)
