@@ -33,9 +33,9 @@ FAST = ["--output-tokens", "4", "--no-gpu", "--api-key-env", "SW_TEST_NO_KEY", "
         "--target", "0.9", "--min-window-minutes", "0.1", "--recovery-window-s", "2", "--step-s", "1"]
 
 
-def drill(args: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tui", "drill", *args], cwd=REPO, env=ENV, capture_output=True,
-                          text=True, timeout=timeout)
+def drill(args: list[str], timeout: float = 240, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tui", "drill", *args], cwd=REPO, env=env or ENV,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def service_rate(url: str, n: int = 60) -> float:
@@ -99,13 +99,22 @@ def test_a_spike_drains_as_queueing_predicts(tmp_path):
 @pytest.mark.slow
 def test_a_server_that_stays_degraded_is_not_recovered(tmp_path):
     flag = tmp_path / "degraded"
+    secret = "sk-drill-cli-secret-5d81e0aa"
     with SlotServer(4, 0.05, degrade_flag=str(flag)) as srv:
-        r = drill(["--url", srv.url, "--rate", "10", "--fault-cmd", f"touch {flag}", "--slo-ttft-ms", "500",
-                   "--record", str(tmp_path / "degraded.jsonl"), "--recovery-minutes", "0.15", *FAST])
+        # the fault command prints the API key (as a careless script would): recorded scrubbed, never in clear
+        r = drill(["--url", srv.url, "--rate", "10", "--fault-cmd", f"touch {flag}; echo \"using key $SW_DRILL_KEY\"",
+                   "--slo-ttft-ms", "500", "--record", str(tmp_path / "degraded.jsonl"), "--recovery-minutes", "0.15",
+                   *FAST, "--api-key-env", "SW_DRILL_KEY"], env={**ENV, "SW_DRILL_KEY": secret})
     assert flag.exists()
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
     assert "verdict=NOT_RECOVERED" in r.stdout and "no recovery point" in r.stdout
     assert "http_5xx" in r.stdout  # the failures by class
+    record = (tmp_path / "degraded.jsonl").read_text()
+    assert secret not in record and secret not in r.stdout and secret not in r.stderr
+    dist = [json.loads(x) for x in record.splitlines() if '"type":"phase"' in x and '"disturbance"' in x]
+    assert [p["event"] for p in dist] == ["start", "end"]
+    assert dist[0]["command"].startswith(f"touch {flag}") and dist[0]["t"] <= dist[1]["t"]
+    assert dist[1]["exit_status"] == 0 and dist[1]["output"] == ["using key <redacted>"], dist[1]
 
 
 @pytest.mark.slow

@@ -28,7 +28,8 @@ from tui.core.textsafe import term
 
 MAX_OUTPUT_LINES = 20  # first lines of the command's output kept
 MAX_LINE_CHARS = 300
-MAX_OUTPUT_BYTES = 64 * 1024  # read at most this much of the output (the rest is drained and counted)
+LINE_KEEP_BYTES = 4 * MAX_LINE_CHARS  # bytes of one line kept before it is decoded, scrubbed and cut
+CHUNK_BYTES = 4096  # the output is read in chunks of this (all of it drained; lines beyond the first counted)
 
 
 async def run_fault_command(command: str, scrub: Scrubber, now: Callable[[], float],
@@ -50,23 +51,38 @@ async def run_fault_command(command: str, scrub: Scrubber, now: Callable[[], flo
     lines: list[str] = []
     dropped = 0
 
-    async def read() -> None:
+    def keep(raw: bytes, cut: bool) -> None:
         nonlocal dropped
-        got = 0
+        if len(lines) < MAX_OUTPUT_LINES:
+            text = scrub.text(term(raw.decode("utf-8", "replace").rstrip("\r")))
+            if cut:  # the line's bytes were cut: a secret's first characters may end it
+                text = scrub.cut_tail(text)
+            lines.append(text[:MAX_LINE_CHARS])
+        else:
+            dropped += 1
+
+    async def read() -> None:
+        """Lines split here from raw chunks (a line longer than the stream's limit is kept, cut, never lost); each
+        kept line holds at most ``LINE_KEEP_BYTES`` of its bytes, so memory stays bounded whatever it prints."""
         assert proc.stdout is not None
+        cur = bytearray()
+        pending = cut = False  # a line begun and not yet ended; its bytes beyond LINE_KEEP_BYTES left out
         while True:
-            try:
-                raw = await proc.stdout.readline()
-            except ValueError:  # a line longer than the stream's limit: read on in chunks
-                raw = await proc.stdout.read(4096)
-            if not raw:
-                return
-            got += len(raw)
-            if len(lines) < MAX_OUTPUT_LINES and got <= MAX_OUTPUT_BYTES:
-                text = raw.decode("utf-8", "replace").rstrip("\r\n")
-                lines.append(scrub.text(term(text))[:MAX_LINE_CHARS])
-            else:
-                dropped += 1
+            chunk = await proc.stdout.read(CHUNK_BYTES)
+            if not chunk:
+                break
+            parts = chunk.split(b"\n")
+            for k, part in enumerate(parts):
+                room = LINE_KEEP_BYTES - len(cur)
+                cur += part[:max(0, room)]
+                cut = cut or len(part) > room
+                pending = pending or bool(part)
+                if k < len(parts) - 1:  # the line ends here
+                    keep(bytes(cur), cut)
+                    cur.clear()
+                    pending = cut = False
+        if pending:
+            keep(bytes(cur), cut)
 
     reader = asyncio.create_task(read())
     try:
