@@ -147,6 +147,25 @@ def test_the_window_rule_on_the_grid():
     assert grid(0.0, 1.0, 0.0, 30.0, 2.0)[-1] == 28.0
 
 
+def test_the_queue_back_at_its_baseline_level():
+    from tui.core.drill.recovery import queue_back
+
+    # baseline samples 0-10 s (at most 2 waiting), the fault at 10 s, the queue grows and drains to 1 at 16 s
+    ts = [float(t) for t in range(0, 25)]
+    waiting = [1, 2, 1, 0, 2, 1, 1, 2, 0, 1, 1, 5, 9, 12, 8, 3, 1, 2, 0, 1, 0, 0, 1, 2, 1]
+    back, level, note = queue_back(ts, waiting, 0.0, 10.0, 10.0, 24.0)
+    assert (back, level, note) == (6.0, 2, None)
+    # a queue that rises above its level again later: back only from its last return
+    w2 = [*waiting[:20], 3, 0, 0, 0, 0]
+    assert queue_back(ts, w2, 0.0, 10.0, 10.0, 24.0)[0] == 11.0
+    # still above at the end: not back, said
+    back, level, note = queue_back(ts, [*waiting[:20], 3, 4, 5, 6, 7], 0.0, 10.0, 10.0, 24.0)
+    assert back is None and level == 2 and "still above its baseline level" in (note or "")
+    # no samples: unknown, said (never a number)
+    back, level, note = queue_back([], [], 0.0, 10.0, 10.0, 24.0)
+    assert back is None and level is None and "no queue" in (note or "")
+
+
 def test_durations_and_spikes_parse():
     assert parse_duration("120s") == 120 and parse_duration("2m") == 120 and parse_duration("90") == 90
     assert parse_duration("1.5min") == 90 and parse_duration("500ms") == 0.5
