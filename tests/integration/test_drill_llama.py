@@ -149,3 +149,6 @@ def test_a_killed_llama_server_restarted_by_a_supervisor(llama_model, tmp_path):
     srv = d["server"]
     assert srv["health_after_s"] is not None and srv["health_after_s"] >= restart_s * 0.5
     assert srv["cold_ttft_ms"] is not None and srv["baseline_ttft_p50_ms"] is not None
+    # the server's queue is sampled again from soon after the restart (/metrics asked again every second while it
+    # does not answer): back at its baseline level within a few seconds of /health answering, not 30 s later
+    assert srv["queue_recovered_s"] is not None and srv["queue_recovered_s"] <= srv["health_after_s"] + 5, srv

@@ -153,17 +153,26 @@ def test_the_queue_back_at_its_baseline_level():
     # baseline samples 0-10 s (at most 2 waiting), the fault at 10 s, the queue grows and drains to 1 at 16 s
     ts = [float(t) for t in range(0, 25)]
     waiting = [1, 2, 1, 0, 2, 1, 1, 2, 0, 1, 1, 5, 9, 12, 8, 3, 1, 2, 0, 1, 0, 0, 1, 2, 1]
-    back, level, note = queue_back(ts, waiting, 0.0, 10.0, 10.0, 24.0)
-    assert (back, level, note) == (6.0, 2, None)
+    back, level, note, low = queue_back(ts, waiting, 0.0, 10.0, 10.0, 24.0)
+    assert (back, level, note, low) == (6.0, 2, None, 5.0)
     # a queue that rises above its level again later: back only from its last return
     w2 = [*waiting[:20], 3, 0, 0, 0, 0]
     assert queue_back(ts, w2, 0.0, 10.0, 10.0, 24.0)[0] == 11.0
     # still above at the end: not back, said
-    back, level, note = queue_back(ts, [*waiting[:20], 3, 4, 5, 6, 7], 0.0, 10.0, 10.0, 24.0)
+    back, level, note, _ = queue_back(ts, [*waiting[:20], 3, 4, 5, 6, 7], 0.0, 10.0, 10.0, 24.0)
     assert back is None and level == 2 and "still above its baseline level" in (note or "")
     # no samples: unknown, said (never a number)
-    back, level, note = queue_back([], [], 0.0, 10.0, 10.0, 24.0)
+    back, level, note, _ = queue_back([], [], 0.0, 10.0, 10.0, 24.0)
     assert back is None and level is None and "no queue" in (note or "")
+    # the metrics silent from the fault (the server down) until 33 s after it: back by 33 s, when within the gap is
+    # not known (an interval, said), never "after 33 s" as if it had been seen
+    ts3 = [*ts[:10], 43.0, 44.0, 45.0]
+    back, level, note, low = queue_back(ts3, [*waiting[:10], 0, 1, 0], 0.0, 10.0, 10.0, 45.0)
+    assert (back, low) == (33.0, 0.0) and "no server queue sample from 0 s to 33 s" in (note or ""), note
+    # one sample at the fault's start, then none while the server is down: the queue is not "back" at that first
+    # sample (its state in the gap is unknown), only from the first sample after the gap
+    back, level, note, low = queue_back([*ts[:10], 10.0, 20.0, 21.0], [*waiting[:10], 0, 0, 0], 0.0, 10.0, 10.0, 21.0)
+    assert (back, low) == (10.0, 0.0) and "from 0 s to 10 s" in (note or ""), (back, low, note)
 
 
 def test_durations_and_spikes_parse():

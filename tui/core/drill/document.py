@@ -191,8 +191,10 @@ def _share(x: float) -> str:
 def _server_lines(s: Mapping[str, Any]) -> list[str]:
     parts = []
     if s.get("queue_recovered_s") is not None:
-        parts.append(f"queue back at its baseline level ({s.get('queue_baseline_waiting'):g} waiting) after "
-                     f"{fmt_duration(s['queue_recovered_s'])}")
+        low, hi = s.get("queue_recovered_low_s"), s["queue_recovered_s"]
+        when = (fmt_interval(low, hi) if isinstance(low, (int, float)) and hi - low > 1.0
+                else fmt_duration(hi))
+        parts.append(f"queue back at its baseline level ({s.get('queue_baseline_waiting'):g} waiting) after {when}")
     if s.get("health_after_s") is not None:
         parts.append(f"/health answered again {fmt_duration(s['health_after_s'])} after the fault started")
     if s.get("cold_ttft_ms") is not None:

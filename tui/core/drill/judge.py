@@ -371,10 +371,11 @@ def _impact(col: DrillCollector, sent: SentOrder, start: float | None, until: fl
 def _server(col: DrillCollector, plan: DrillPlan, base: Any, dist: Any, rec: Any, ref: float,
             end: float) -> dict[str, Any]:
     """The server's side: its queue back at the baseline level, /health after a restart, the cold start's TTFT."""
-    out: dict[str, Any] = {"queue_recovered_s": None, "queue_baseline_waiting": None, "health_after_s": None,
+    out: dict[str, Any] = {"queue_recovered_s": None, "queue_recovered_low_s": None, "queue_baseline_waiting": None,
+                           "health_after_s": None,
                            "cold_ttft_ms": None, "baseline_ttft_p50_ms": None, "notes": []}
-    q, level, note = queue_back(col.queue_t, col.queue_waiting, base.start, base.end or ref, ref, end)
-    out["queue_recovered_s"], out["queue_baseline_waiting"] = q, level
+    q, level, note, q_low = queue_back(col.queue_t, col.queue_waiting, base.start, base.end or ref, ref, end)
+    out["queue_recovered_s"], out["queue_baseline_waiting"], out["queue_recovered_low_s"] = q, level, q_low
     if note:
         out["notes"].append(note)
     bkey = (float(plan.level), 1)

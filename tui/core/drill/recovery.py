@@ -198,24 +198,38 @@ def after_verdict(sent: SentOrder, start: float, end: float, cfg: MonitorConfig)
 
 
 def queue_back(ts: Sequence[float], waiting: Sequence[float], base_lo: float, base_hi: float, ref: float,
-               end: float) -> tuple[float | None, float | None, str | None]:
+               end: float) -> tuple[float | None, float | None, str | None, float | None]:
     """(seconds after ``ref`` until the server's queue is back at its baseline level and stays there to ``end``, the
-    baseline level: the highest ``waiting`` sampled in the baseline, a note). None with a note when it cannot be
-    said (no samples, or not back by the end)."""
+    baseline level: the highest ``waiting`` sampled in the baseline, a note, the lower end of that time). The queue
+    is seen only where it is sampled: it came back between the sample before the first one of the final run at or
+    below the level (``ref`` when there is none) and that one, and a gap in the samples there (the metrics endpoint
+    down with the server) is said. None with a note when it cannot be said (no samples, or not back by the end)."""
     base = [w for t, w in zip(ts, waiting) if base_lo <= t <= base_hi]
     after = [(t, w) for t, w in zip(ts, waiting) if ref <= t <= end]
     if not base or not after:
         return None, (max(base) if base else None), (
             "the server's metrics give no queue (waiting) samples" if not ts else
-            "no queue samples in the baseline or after the disturbance")
+            "no queue samples in the baseline or after the disturbance"), None
     level = max(base)
+    base_ts = sorted(t for t in ts if base_lo <= t <= base_hi)
+    gaps = sorted(y - x for x, y in zip(base_ts, base_ts[1:]))
+    limit = max(3.0, 3 * (gaps[len(gaps) // 2] if gaps else 1.0))  # 3 x the baseline's usual sampling interval
     back: float | None = None
+    before = prev = ref  # the sample before ``back`` (the reference before the first)
     for t, w in after:
+        if t - prev > limit:  # no sample in between (the metrics down with the server): unknown, a new run starts
+            back = None
         if w <= level:
             if back is None:
-                back = t
+                back, before = t, prev
         else:
             back = None
+        prev = t
     if back is None:
-        return None, level, f"the queue was still above its baseline level ({level:g} waiting) at the drill's end"
-    return max(0.0, back - ref), level, None
+        return None, level, f"the queue was still above its baseline level ({level:g} waiting) at the drill's end", None
+    note = None
+    if back - before > limit:
+        note = (f"no server queue sample from {max(0.0, before - ref):.3g} s to {back - ref:.3g} s after the "
+                "disturbance (its metrics did not answer): the queue was back at its baseline level by then; when "
+                "within that gap is not known")
+    return max(0.0, back - ref), level, note, max(0.0, before - ref)
