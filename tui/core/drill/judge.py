@@ -176,7 +176,8 @@ def judge(col: DrillCollector, mon: Monitor) -> DrillResult:
         end = max((t for t in sent.ts if t >= ref), default=ref)
     f = find_recovery(sent, ref, end, plan.window_s, plan.step_s, plan.hold_s, plan.rto_s, cfg)
     res.finding = f
-    res.ttr = f.ttr(plan.step_s, sent)
+    ttr = f.ttr(plan.step_s, sent)
+    res.ttr = None if ttr is None else (round(ttr[0], 3), round(ttr[1], 3))  # as the document gives it, everywhere
     res.after_rto = after_verdict(sent, ref + plan.rto_s, end, cfg) if f.point is None else None
     res.impact = _impact(col, sent, dist.start, f.point if f.point is not None else end, plan, base, cfg.target,
                          res.phases[0].sent if res.phases else 0)
