@@ -113,7 +113,9 @@ def md_recovery(doc: Mapping) -> list[str]:
                          f"{'N/A' if srv.get('baseline_ttft_p50_ms') is None else round(srv['baseline_ttft_p50_ms'])}"
                          " ms)")
         if srv.get("queue_recovered_s") is not None:
-            facts.append(f"queue back at its baseline level after {srv['queue_recovered_s']:.3g} s")
+            low, hi = srv.get("queue_recovered_low_s"), srv["queue_recovered_s"]
+            when = f"{low:.3g}-{hi:.3g} s" if isinstance(low, (int, float)) and hi - low > 1.0 else f"{hi:.3g} s"
+            facts.append(f"queue back at its baseline level after {when}")
         if facts:
             L.append(f"  - server: {'; '.join(facts)}")
         for p in x.get("evidence_problems") or []:
