@@ -14,6 +14,7 @@ Layout (every command module exports ``add_arguments(parser)`` and ``run(args) -
     tui/cli/select.py     select                       tui/cli/budget_grid.py  budget's screening table
     tui/cli/export.py     export                   tui/cli/index.py    index
     tui/cli/history.py    history                  tui/cli/runref.py   run:ID (the catalogue's runs as inputs)
+    tui/cli/drill.py      drill                        tui/cli/drillopts.py the drill's flags and files (drill, live)
 
 Evidence (a record file, a watch recording, another tool's export) is read by ``tui.sources.evidence_reader``
 for report, replay, accept and compare alike: the command modules parse flags, call it and print.
@@ -89,6 +90,8 @@ COMMANDS: dict[str, Command] = {
                        "errors (the record file is judged by `report`)"),
     "live": Command("tui.cli.live", "the console watching a live load test"),
     "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails"),
+    "drill": Command("tui.cli.drill", "recovery drill: baseline, disturbance (spike, fault command, your act), "
+                     "recovery; time to recover and impact"),
     "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline"),
     "accept": Command("tui.cli.accept", "write the acceptance report"),
     "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "

@@ -60,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="record files (JSON Lines, v1; required, no default; - reads standard input)")
     path_arg(parser, "--quality", role=INPUT, default=None, metavar="FILE",
                         help="result JSON of `servewatch quality` (default: none, quality is not run)")
+    path_arg(parser, "--drill", role=INPUT, nargs="+", default=[], metavar="FILE",
+             help="recovery evidence: drill files of `servewatch drill`, each judged at its own settings and held to "
+                  "accept's floors, in a Recovery section beside the rollback rules (default: none; the report then "
+                  "says 'no recovery evidence')")
     path_arg(parser, "--rollback", role=INPUT, default=None, metavar="FILE",
                         help="extra rollback conditions: one rule per line, or a JSON list (default: none)")
     path_arg(parser, "--out", role=OUTPUT_DIR, files=REPORT_FILES, default=".", metavar="DIR",
@@ -252,6 +256,7 @@ def acceptance_document(args: argparse.Namespace) -> Accepted:
         weaker.append(f"the runs' required level {required_level:g} is not in the files: judged at the highest "
                       "level tested")
         required_level = None
+    drills = read_drills(args, cfg)
     doc = A.build_acceptance(
         runs=runs,
         budget=budget,
@@ -277,6 +282,7 @@ def acceptance_document(args: argparse.Namespace) -> Accepted:
         quality_integrity=quality_integrity,
         verdict_settings=settings_docs,
         rejudged_weaker=weaker,
+        drills=drills,
     )
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
@@ -338,8 +344,12 @@ def run(args: argparse.Namespace) -> int:
             print(term(f"  {vs['source']}: {line.strip()}"))
     if doc["budget"].get("capacity_vs_server"):
         print(f"  {term(doc['budget']['capacity_vs_server'])}")
+    for x in (doc.get("recovery") or {}).get("drills") or ():  # issue 39: each drill in one line
+        print(term(f"  drill {x['source']}: {x['verdict']}: {x['reason']}"))
     for line in c["missing_or_failed"]:
         print(f"  {term(line)}")
+    if c.get("recovery") and not any(str(x).startswith("Recovery:") for x in c["missing_or_failed"]):
+        print(f"  {term(c['recovery'])}")
     print(term("wrote " + ", ".join(written)))
     for path in removed:  # --no-html: the previous run's page must not stand beside this run's report
         print(term(f"removed {path} (the previous run's; this run wrote no page)"))
@@ -374,6 +384,38 @@ def judged_settings(runs: list, cfg, flag_level: float | None) -> tuple:
                                      for d in docs)
                          + "): give the settings to judge all of them at as flags")
     return config_at(cfg, effective[0]), effective[0].required_level, docs, weaker
+
+
+def read_drills(args: argparse.Namespace, cfg) -> list[dict]:
+    """``--drill FILE...``: each drill file judged at its own settings (its run header's; the flags given re-judge as
+    everywhere), its document and the floors it is below (``tui.core.grade``), for the Recovery section."""
+    from tui.cli.chainopts import verify_key
+    from tui.cli.drillopts import judge_file, read_drill
+    from tui.cli.options import judge_at_from_args
+    from tui.core.runs import RunNotInFile, SeveralRuns, target_of
+    from tui.sources.evidence_probe import input_problem
+    from tui.sources.importing import ImportProblem
+
+    key, key_name = verify_key(args)
+    out = []
+    for path in args.drill:
+        problem = input_problem(path)
+        if problem:
+            raise UsageError(problem)
+        try:
+            mon, col = read_drill(path, cfg, pick_run=args.run, verify_key=key, key_name=key_name,
+                                  judge_at=judge_at_from_args(args))
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (SeveralRuns, RunNotInFile, ImportProblem) as exc:
+            raise UsageError(f"{path}: {exc}") from None
+        if not col.active:
+            raise UsageError(f"--drill {path}: not a drill file (its run header has no load.drill: record one with "
+                             "`servewatch drill`)")
+        doc = judge_file(mon, col)
+        out.append({"source": path, "drill": doc["drill"], "not_acceptance_grade": acceptance_grade(mon.cfg),
+                    "target": list(target_of(col.header))})
+    return out
 
 
 def accept_chart_data(doc: dict, runs: list, samplers: dict, cfg) -> dict:

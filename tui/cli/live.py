@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "The console watching a live load test, recorded like `run`."
     parser.epilog = EPILOG
     add_load_arguments(parser, trace=True)
+    from tui.cli.drillopts import add_drill_arguments
+
+    add_drill_arguments(parser, console=True)  # `live --drill`: the drill in the console (issue 39)
     add_console_arguments(parser)
     add_rolling_arguments(parser)
     from tui.cli.options import add_server_log_argument
@@ -42,6 +45,15 @@ def run(args: argparse.Namespace) -> int:
     from tui.sources.live import LiveSource
 
     cfg = config_or_usage(args)
+    plan = None
+    if args.drill:
+        from tui.cli.drillopts import plan_from_args
+
+        if cfg.trace is not None:
+            raise UsageError("--drill runs at one steady load: not with --trace")
+        plan = plan_from_args(args, cfg)
+    elif args.spike is not None or args.fault_cmd is not None or args.fault_manual:
+        raise UsageError("--spike, --fault-cmd and --fault-manual need --drill (or `servewatch drill`)")
     for line in trace_lines(cfg):
         print(term(line), flush=True)
     try:
@@ -57,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     log_line = server_log_sentence(candidate if isinstance(candidate, int) else None, server_log)
     if log_line:
         print(term(log_line), flush=True)
-    source = LiveSource(cfg)
+    source = LiveSource(cfg, drill=plan)
     code = open_console(source, args, budget, mcfg, budget_origin=budget_origin, server_log=server_log)
     try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
         print(term(f"record file: {source.record_path}"), flush=True)

@@ -173,11 +173,11 @@ def open_console(source: Any, args: argparse.Namespace, budget: Any, monitor_con
     None for a live run, which writes those settings)."""
     from tui.core.importers.limits import limit_snapshot
     from tui.core.monitor import Monitor
-    from tui.sources.base import MonitorSink
+    from tui.sources.base import DrillSink
 
-    class LimitedSink(MonitorSink):
+    class LimitedSink(DrillSink):
         """Every verdict limited by what an imported source supports (no time axis, a sample): the
-        console shows, and exits with, the same state as `report`."""
+        console shows, and exits with, the same state as `report`; a drill's phases and verdict line too."""
 
         def snapshot(self):
             return limit_snapshot(super().snapshot())

@@ -144,6 +144,15 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     html_out = getattr(args, "html", None)
     sampler = html_sampler(html_out, cfg)  # --html FILE: its folder checked before the file is read
     settings = ReadSettings(pick_run=getattr(args, "run", None), verify_key=key, key_name=key_name)
+    from tui.cli.drillopts import DrillTap
+
+    drill = DrillTap(cfg, None if sampler is None else sampler.add_many)  # a drill file: its own report (issue 39)
+
+    def settled(m: Monitor) -> None:
+        drill.settled(m)
+        if sampler is not None:
+            sampler.use_slos(m.cfg.slos)
+
     try:
         with open_evidence(path, settings) as ev:
             if ev.kind == WATCH:  # a `servewatch watch --record` file: judged like the watch itself
@@ -151,9 +160,7 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
                     raise UsageError(f"--html: {path} is a watch recording; its report has no HTML form (a record "
                                      "file's has)")
                 return _report_watch(ev, args, out)
-            mon = monitor_of(ev, cfg, budget, origin, tap=None if sampler is None else sampler.add_many,
-                             judge_at=judge_at_from_args(args),
-                             settled=None if sampler is None else (lambda m: sampler.use_slos(m.cfg.slos)))
+            mon = monitor_of(ev, cfg, budget, origin, tap=drill, judge_at=judge_at_from_args(args), settled=settled)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
@@ -163,6 +170,10 @@ def run_report(path: str, args: argparse.Namespace, budget=None, out=None, defau
     problem = not_record_file_problem(mon)
     if problem:
         raise UsageError(problem)
+    if drill.collector.active:  # `servewatch drill`'s file: the drill's document (text, --json, --html)
+        from tui.cli.drillopts import report_drill
+
+        return report_drill(mon, drill.collector, bool(getattr(args, "json", False)), html_out, out)
     from tui.core.importers.limits import limit_snapshot
 
     snap = limit_snapshot(mon.snapshot())  # imported data without a time axis, or a sample: no verdict

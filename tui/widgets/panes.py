@@ -219,6 +219,25 @@ class RequestsPane(PaneMixin, Vertical):
 # --------------------------------------------------------------------------- 3 good fraction
 
 
+#: how each drill phase is drawn in the band strip (character, theme colour)
+DRILL_CELLS = {"baseline": ("─", "$sw-na"), "disturbance": ("█", "$sw-bad"), "recovery": ("▒", "$sw-warn"),
+               "": (" ", "$sw-na")}
+
+
+def drill_strip(view, width: int, target: str) -> str:
+    """A drill's phases over its time as one row of cells (the core's ``DrillView.cells``), the recovery point as
+    ``▼``, and a legend line."""
+    out = []
+    for name, mark in view.cells(width):
+        ch, var = DRILL_CELLS.get(name, (" ", "$sw-na"))
+        out.append("[b $sw-good]▼[/]" if mark else f"[{var}]{ch}[/]")
+    dist = next((b.label for b in view.bands if b.name == "disturbance" and b.label), "disturbance")
+    legend = (f"[$sw-na]─ baseline [/][$sw-bad]█[/][$sw-na] {esc(dist)} [/][$sw-warn]▒[/][$sw-na] recovery[/]"
+              + (" [b $sw-good]▼[/][$sw-na] recovered[/]" if view.recovery_point is not None else "")
+              + f"[$sw-na] · ┄ target {target}[/]")
+    return "".join(out) + "\n" + legend
+
+
 def _window_label(w: WindowStat) -> str:
     return esc(w.label)
 
@@ -254,9 +273,10 @@ class GoodFractionPane(PaneMixin, Vertical):
         lines.append("[$sw-na](…) descriptive, not the verdict[/]")
         self.query_one("#good-text", Static).update("\n".join(lines))
         self.query_one("#good-spark", TargetSparkline).set_data(snap.good_series, snap.target)
-        self.query_one("#good-legend", Static).update(
-            f"[$sw-na]per time bucket · ┄ target {fmt.pct(snap.target, 0)}[/]"
-        )
+        legend = f"[$sw-na]per time bucket · ┄ target {fmt.pct(snap.target, 0)}[/]"
+        if snap.drill is not None:  # issue 39: the drill's phases as bands, the recovery point as a marker
+            legend = drill_strip(snap.drill, max(10, self.size.width - 4), fmt.pct(snap.target, 0))
+        self.query_one("#good-legend", Static).update(legend)
 
 
 # --------------------------------------------------------------------------- 4 TTFT

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.core.acceptance.document import AcceptanceDoc
+from tui.core.acceptance.recovery import md_recovery  # the drills beside the rollback rules (issue 39)
 from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
 from tui.core.compare import LATENCY_NAMES
 from tui.core.levels import fmt_level as _fmt_level
@@ -606,6 +607,9 @@ def md_conclusion(doc: AcceptanceDoc) -> list[str]:
         add(f"- {md(line)}")
     if not c["missing_or_failed"]:
         add("All three kinds of evidence agree; none of them replaces another.")
+    if c.get("recovery") and not any(str(x).startswith("Recovery:") for x in c["missing_or_failed"]):
+        add("")
+        add(md(c["recovery"]))  # issue 39: a drill is optional; the conclusion names what there is
     add("")
     add(f"Exit code: {doc['exit_code']}.")
     return L
@@ -613,7 +617,7 @@ def md_conclusion(doc: AcceptanceDoc) -> list[str]:
 
 #: The report's sections in order, one function each (each returns its markdown lines).
 MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_records_integrity, md_quality, md_cost,
-               md_rollback, md_conclusion)
+               md_rollback, md_recovery, md_conclusion)
 
 
 def render_markdown(doc: AcceptanceDoc) -> str:

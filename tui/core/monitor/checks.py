@@ -61,7 +61,13 @@ class WholeFileChecks(ReadSide):
                                     "file has step records for other levels): records added or relabelled", key)
         if load_run:  # its planned steps present in order (or a recorded stop), and its seal
             ends = [(key, probe, info) for key, probe, info, _mode in self.step_ends]
-            for problem in completeness.plan_problems(header, ends, self._name_of, recomputed):
+            def held_back(key: tuple) -> bool:  # the delivered-load check, on the whole file
+                st = by_key.get(key)
+                if st is None or not st.n:
+                    return False
+                st.delivered_cache = None
+                return bool(self.delivered(st).problem)
+            for problem in completeness.plan_problems(header, ends, self._name_of, recomputed, held_back):
                 self.block_pass(problem)
             problem = completeness.seal_problem(self.records_integrity)
             if problem:

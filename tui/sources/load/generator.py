@@ -81,6 +81,8 @@ class LoadGenerator:
     """Runs one load test. ``await run()``; cancel the task to stop (in-flight requests are then
     recorded as ``cancelled`` before the cancellation propagates)."""
 
+    metrics_retry_s = 30.0  # an unusable /metrics asked again after this (a drill's server restarts: sooner)
+
     def __init__(self, config: LoadConfig, emit: Emit, progress: Progress | None = None,
                  transport: httpx.AsyncBaseTransport | None = None, environ: dict | None = None) -> None:
         config.validate()
@@ -548,7 +550,8 @@ class LoadGenerator:
 
                 scraper = MetricsScraper(self.root, metrics_url=c.metrics_url, interval=c.metrics_interval,
                                          headers=self.headers, in_flight=lambda: self.in_flight,
-                                         client=client)  # same TLS settings (--insecure) as the load
+                                         client=client,  # same TLS settings (--insecure) as the load
+                                         retry_s=self.metrics_retry_s)
                 aux.append(asyncio.create_task(scraper.run(self.emit, stop_aux)))
             if gpu_sampler is not None:
                 aux.append(asyncio.create_task(gpu_sampler.run(self.emit, stop_aux, c.metrics_interval)))
