@@ -238,7 +238,7 @@ def facts_from(sink: MonitorSink | SnapshotFeed, budget: BudgetResult | None) ->
     mon = sink.monitor
     cfg = mon.cfg
     rolling = f"last {cfg.rolling_n} requests" if cfg.rolling_n else f"last {cfg.rolling_s:g} s"
-    return HelpFacts(slo_ttft_ms=cfg.slo_ttft_ms, target=cfg.target, alpha=cfg.alpha,
+    return HelpFacts(slos=cfg.slos, target=cfg.target, alpha=cfg.alpha,
                      min_window_s=cfg.min_window_s, min_requests=mon.min_requests, rolling=rolling,
                      candidate_note=note)
 

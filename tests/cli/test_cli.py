@@ -30,6 +30,7 @@ MINIMAL = {
     "measure": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
     "live": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
     "sweep": ["--url", "http://127.0.0.1:9"],
+    "drill": ["--url", "http://127.0.0.1:9", "--rate", "1", "--spike", "3x:10s"],
     "quality": ["--url", "http://127.0.0.1:9"],
     "accept": ["--records", SEED],
     "watch": ["--metrics-url", "http://127.0.0.1:9/metrics", "--once"],
@@ -44,7 +45,8 @@ MINIMAL = {
 FLOAT_TYPES = (O.positive_float, O.non_negative_float, O.fraction, O.margin_fraction)
 METAVARS = {"FILE", "DIR", "DATE", "URL", "NAME", "NAME=FILE", "MS", "SECONDS", "MINUTES", "FRACTION", "N", "LIST", "GIB", "TOKENS",
             "FACTOR", "USD", "VAR", "FORMAT", "DTYPE", "LEVEL", "N|MIN-MAX", "'NAME: VALUE'", "LABELS", "RATE",
-            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE", "NAME=VAR"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution
+            "N|auto", "auto|ADDRESS", "START-END", "EPOCH", "DIST", "KEY=VALUE", "NAME=VAR",
+            "DURATION", "KxDURATION", "CMD"}  # EPOCH: a Unix time in seconds (watch --window-end); DIST: a length distribution; DURATION: 120s, 2m or bare seconds (drill); CMD: a shell command
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

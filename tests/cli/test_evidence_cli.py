@@ -27,6 +27,7 @@ from tui.core.grade import ALPHA_FLOOR, MIN_WINDOW_FLOOR_S, acceptance_grade, ch
 from tui.core.monitor import MonitorConfig
 from tui.core.records import run_header
 from tui.core.runs import RunSplitter, run_identity
+from tui.core.slos import Slos
 from tui.samples import sample_path
 
 T0 = 1_780_000_000.0
@@ -336,7 +337,7 @@ def test_acceptance_grade_floors():
     assert acceptance_grade(MonitorConfig(min_window_s=599.4)) == ["window 9.99 min < 10 min"]
     assert acceptance_grade(MonitorConfig(target=0.9)) == []
     assert acceptance_grade(MonitorConfig(target=0.89)) == ["target 0.89 < 0.9"]
-    assert changed_settings(MonitorConfig(slo_ttft_ms=500)) == ["SLO 500 ms"]
+    assert changed_settings(MonitorConfig(slos=Slos(ttft_ms=500))) == ["SLO 500 ms"]
 
 
 # ------------------------------------------------------------------ finding 8: quality on its own word

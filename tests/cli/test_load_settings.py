@@ -51,7 +51,7 @@ def test_with_no_flag_given_the_settings_are_the_dataclass_defaults():
               "metrics_interval", "connect_timeout", "read_timeout", "api_key_env", "workers", "ignore_eos")
     assert {f: getattr(cfg, f) for f in fields} == {f: getattr(plain, f) for f in fields}
     assert cfg.monitor == plain.monitor  # SLO, target, alpha, window: the MonitorConfig defaults
-    assert (cfg.input_tokens, cfg.output_tokens, cfg.monitor.slo_ttft_ms) == (
+    assert (cfg.input_tokens, cfg.output_tokens, cfg.monitor.slos.ttft_ms) == (
         (defaults.INPUT_TOKENS,) * 2, (defaults.OUTPUT_TOKENS,) * 2, defaults.SLO_TTFT_MS)
 
 
@@ -68,7 +68,7 @@ def test_the_flags_take_their_defaults_from_core_defaults(monkeypatch):
     got = {"CONNECT_TIMEOUT_S": cfg.connect_timeout, "READ_TIMEOUT_S": cfg.read_timeout,
            "METRICS_INTERVAL_S": cfg.metrics_interval, "ROUNDS": cfg.rounds, "WARMUP_REQUESTS": cfg.warmup,
            "LOAD_SEED": cfg.seed, "INPUT_TOKENS": cfg.input_tokens[0], "OUTPUT_TOKENS": cfg.output_tokens[1],
-           "BURSTINESS": cfg.burstiness, "ARRIVAL": cfg.arrival, "SLO_TTFT_MS": cfg.monitor.slo_ttft_ms,
+           "BURSTINESS": cfg.burstiness, "ARRIVAL": cfg.arrival, "SLO_TTFT_MS": cfg.monitor.slos.ttft_ms,
            "TARGET": cfg.monitor.target, "ALPHA": cfg.monitor.alpha,
            "MIN_WINDOW_MINUTES": cfg.monitor.min_window_s / 60.0, "API_KEY_ENV": cfg.api_key_env}
     assert got == changed
@@ -82,7 +82,7 @@ def test_the_live_console_judges_with_the_runs_own_settings_and_its_rolling_wind
         args = parse(base + extra)
         cfg = config_from_args(args)
         mcfg = console_monitor_config(args.rolling, cfg)
-        assert (mcfg.slo_ttft_ms, mcfg.target, mcfg.min_window_s, mcfg.min_requests) == (500.0, 0.9, 120.0, 30)
+        assert (mcfg.slos.ttft_ms, mcfg.target, mcfg.min_window_s, mcfg.min_requests) == (500.0, 0.9, 120.0, 30)
         assert (mcfg.rolling_s, mcfg.rolling_n, mcfg.check_duplicate_ids) == (*rolling, False)
         # the same console settings the shared reader of the other commands builds from these flags
         assert mcfg == args.acceptance.monitor_config(args.rolling.rolling_seconds, args.rolling.rolling_requests,

@@ -77,7 +77,8 @@ _BASE = {"run": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
          "live": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
          "sweep": ["--url", "http://127.0.0.1:9", "--concurrency", "1"],
          "quality": ["--url", "http://127.0.0.1:9"], "watch": ["--metrics-url", "http://127.0.0.1:9/metrics"],
-         "plan": ["--peak-rate", "1"]}
+         "plan": ["--peak-rate", "1"],
+         "drill": ["--url", "http://127.0.0.1:9", "--concurrency", "1", "--spike", "3x:10s"]}
 
 
 def _argv(command: str, parser: argparse.ArgumentParser, given: dict[argparse.Action, str]) -> list[str]:

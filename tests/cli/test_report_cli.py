@@ -120,7 +120,7 @@ def test_console_default_arguments_build_a_monitor_config():
     from tui.cli import settings_of
 
     cfg = settings_of([]).acceptance.monitor_config()
-    assert (cfg.slo_ttft_ms, cfg.target, cfg.alpha, cfg.min_window_s) == (1000.0, 0.95, 0.05, 600.0)
+    assert (cfg.slos.ttft_ms, cfg.target, cfg.alpha, cfg.min_window_s) == (1000.0, 0.95, 0.05, 600.0)
 
 
 def test_report_ingest_makes_no_reference_cycles(tmp_path):

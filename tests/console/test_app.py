@@ -737,7 +737,7 @@ def test_replay_arguments_parse_and_bad_file_exits_2(tmp_path, capsys):
                         "--min-window-minutes", "2", "--gpu-gib", "80"])
     assert args.speed.speed == 4.0 and args.console.theme == "light"
     cfg = args.acceptance.monitor_config(args.rolling.rolling_seconds, args.rolling.rolling_requests)
-    assert (cfg.slo_ttft_ms, cfg.target, cfg.rolling_n, cfg.min_window_s) == (500.0, 0.9, 200, 120.0)
+    assert (cfg.slos.ttft_ms, cfg.target, cfg.rolling_n, cfg.min_window_s) == (500.0, 0.9, 200, 120.0)
     with pytest.raises(UsageError, match="no such file"):
         run(args)
     with pytest.raises(SystemExit):

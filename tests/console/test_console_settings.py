@@ -77,3 +77,21 @@ async def test_a_stricter_flag_exits_with_the_re_judged_verdict(tmp_path):
         assert sink.snapshot().settings.rejudged and not sink.snapshot().settings.weaker
         assert "re-judged at TTFT <= 10 ms" in " ".join(screen_text(app).split())
         assert await _quit_code(app, pilot) == 1
+
+
+async def test_the_good_fraction_pane_and_the_help_name_the_slos_in_force(tmp_path):
+    """issue 38: with the TTFT SLO off and an E2E SLO on, the good-fraction pane said "good: TTFT <= 1000 ms" (the
+    legacy TTFT field's default) and the help explained good as TTFT alone. Both now name the SLOs in force
+    (``Slos.describe()``)."""
+    path = E.write(tmp_path / "plain.jsonl", E.honest_closed(level=4, seconds=660.0))  # no settings: the flags judge
+    app, src, sink = _app(path, "--slo-ttft-ms", "off", "--slo-e2e-ms", "5000")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot, app, src, sink)
+        assert sink.snapshot().slos.describe() == "E2E <= 5000 ms"
+        pane = str(app.screen.query_one("#good-text").render())
+        assert "good: E2E <= 5000 ms" in pane and "TTFT" not in pane
+        assert "E2E <= 5000 ms" in screen_text(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "met every SLO in force: E2E <= 5000 ms" in text and "TTFT ≤" not in text

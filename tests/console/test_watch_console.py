@@ -12,6 +12,7 @@ import pytest
 from tests.support.watch_server import MetricsServer
 from tui.app import build_app
 from tui.core import watch as W
+from tui.core.slos import Slos
 from tui.sources.watch import MetricsWatcher, WatchSession, make_client
 from tui.sources.watch_console import WatchConsoleSource, WatchFileSource, WatchSink
 from tui.widgets.bars import HeaderBar
@@ -36,7 +37,7 @@ def _text(widget) -> str:
 @pytest.mark.slow  # starts a process or a listening server (tests/conftest.py checks it)
 async def test_console_watches_a_server(tmp_path):
     with MetricsServer("vllm") as ms:
-        cfg = W.WatchConfig(slo_ttft_ms=1000.0, min_window_s=0.0, fail_min_s=0.0)
+        cfg = W.WatchConfig(slos=Slos(ttft_ms=1000.0), min_window_s=0.0, fail_min_s=0.0)
         source = WatchConsoleSource(
             session=WatchSession(MetricsWatcher(ms.url, client=None), cfg, interval=0.1,
                                  header={"type": "run", "schema_version": 1}),
@@ -84,7 +85,7 @@ def _watch_file(path, n_windows=24, slow_every=0):
 
 async def test_replay_of_a_watch_file_gives_the_report_verdict(tmp_path):
     p = _watch_file(tmp_path / "w.jsonl")
-    cfg = W.WatchConfig(slo_ttft_ms=1000.0, min_window_s=600.0)
+    cfg = W.WatchConfig(slos=Slos(ttft_ms=1000.0), min_window_s=600.0)
     source = WatchFileSource(str(p), cfg)
     sink = WatchSink(source)
     app = build_app(source, sink, None, export_dir=tmp_path / "exports")
@@ -102,7 +103,7 @@ async def test_replay_of_a_watch_file_gives_the_report_verdict(tmp_path):
 
 def test_watch_snapshot(snap_compare, tmp_path):
     p = _watch_file(tmp_path / "w.jsonl", slow_every=5)
-    cfg = W.WatchConfig(slo_ttft_ms=750.0, min_window_s=600.0)
+    cfg = W.WatchConfig(slos=Slos(ttft_ms=750.0), min_window_s=600.0)
     source = WatchFileSource(str(p), cfg, label="watch-demo.jsonl")
     sink = WatchSink(source)
     app = build_app(source, sink, None, theme="dark")
@@ -159,7 +160,7 @@ def test_the_watch_console_clock_runs_from_the_start_of_the_watch():
             return self.t
 
     clock = Clock()
-    cfg = W.WatchConfig(slo_ttft_ms=1000.0, min_window_s=600.0, fail_min_s=60.0)
+    cfg = W.WatchConfig(slos=Slos(ttft_ms=1000.0), min_window_s=600.0, fail_min_s=60.0)
     session = WatchSession(MetricsWatcher("http://127.0.0.1:9/metrics", client=None), cfg, clock=clock,
                            header={"type": "run", "schema_version": 1})
     source = WatchConsoleSource(session=session, client_factory=lambda: make_client({}))

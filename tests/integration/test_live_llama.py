@@ -100,7 +100,7 @@ async def test_open_loop_step_records_dispatch_lateness(llama_server, tmp_path):
     # saturated by the delivered-load bounds the verdict uses (tui.core.evidence): lateness p99 within the SLO
     # (floor 10 ms), and p99 - p50 within one arrival gap (500 ms at 2 req/s)
     late50 = end.info["lateness_p50_ms"]
-    slo = cfg.monitor.slo_ttft_ms
+    slo = cfg.monitor.slos.ttft_ms
     assert end.info["saturated"] is (lat > max(LATENESS_FLOOR_MS, slo) or lat - late50 > max(LATENESS_FLOOR_MS, 500.0))
 
 

@@ -40,6 +40,7 @@ import pytest
 from tests.support.llama_fixture import stop_process
 from tests.support.paths import REPO
 from tests.support.polling import wait_until
+from tui.core.slos import Slos
 
 PROMETHEUS = shutil.which("prometheus")
 LEVELS = ((1, 12), (6, 12))  # (concurrency, requests per step): 6 streams against 4 sequences queue 2
@@ -124,7 +125,7 @@ def loaded(vllm_server, prometheus, tmp_path_factory):
         client = make_client({})
         try:
             watcher = MetricsWatcher(vllm_server.metrics_url, client=client)
-            session = WatchSession(watcher, WatchConfig(slo_ttft_ms=100.0, min_window_s=0.0))
+            session = WatchSession(watcher, WatchConfig(slos=Slos(ttft_ms=100.0), min_window_s=0.0))
 
             async def the_run(_seconds: float) -> None:  # the --once window's wait: the run, start to end
                 env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -213,7 +214,7 @@ def test_watch_metrics_once_brackets_the_runs_fraction(loaded, vllm_server):
     assert w.ttft is not None and w.ttft[-1][1] == n and w.e2e[-1][1] == n and w.queue_time[-1][1] == n
     assert w.success == n and w.failed == 0
     for slo, on_bound in _slos(ttfts):
-        v = judge_once(w, WatchConfig(slo_ttft_ms=slo * 1000.0, min_window_s=0.0))
+        v = judge_once(w, WatchConfig(slos=Slos(ttft_ms=slo * 1000.0), min_window_s=0.0))
         assert v.exact is on_bound and v.n == n
         if on_bound:
             assert v.lo == v.hi  # integer counts from one server: exact at a bound

@@ -37,11 +37,16 @@ def haproxy_binary() -> str:
     return found
 
 
-def config_text(port: int, backends: list[str], balance: str) -> str:
+def config_text(port: int, backends: list[str], balance: str, check: tuple[int, int, int] | None = None) -> str:
+    """``check``: (interval ms, fall, rise) of an HTTP health check (``GET /v1/models``) on every server: a server
+    that fails ``fall`` checks in a row is taken out (the drill's lost-replica test); None: no checks."""
     servers = []
     for i, url in enumerate(backends):
         u = urlsplit(url)
-        servers.append(f"    server r{i + 1} {u.hostname}:{u.port}")
+        line = f"    server r{i + 1} {u.hostname}:{u.port}"
+        if check is not None:
+            line += f" check inter {check[0]}ms fall {check[1]} rise {check[2]}"
+        servers.append(line)
     return "\n".join([
         "global",
         "    maxconn 4096",
@@ -58,19 +63,21 @@ def config_text(port: int, backends: list[str], balance: str) -> str:
         "    default_backend replicas",
         "backend replicas",
         f"    balance {balance}",
+        *(["    option httpchk GET /v1/models", "    timeout check 1s"] if check is not None else []),
         *servers,
         "",
     ])
 
 
 class Balancer:
-    def __init__(self, backends: list[str], workdir: Path, balance: str = "roundrobin") -> None:
+    def __init__(self, backends: list[str], workdir: Path, balance: str = "roundrobin",
+                 check: tuple[int, int, int] | None = None) -> None:
         binary = haproxy_binary()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = workdir / f"haproxy-{self.port}.cfg"
-        cfg.write_text(config_text(self.port, backends, balance))
+        cfg.write_text(config_text(self.port, backends, balance, check))
         check = subprocess.run([binary, "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=30)
         if check.returncode != 0:
             raise RuntimeError(f"haproxy refused its config {cfg}: {check.stdout}{check.stderr}")

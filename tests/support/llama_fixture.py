@@ -149,14 +149,18 @@ def start_llama_server(
     deadline_s: float = HEALTH_DEADLINE_S,
     binary: Path | None = None,
     attempts: int = 3,
+    port: int | None = None,
 ) -> LlamaServer:
-    """Start llama-server and wait until ``/health`` answers 200. Raises LlamaServerError."""
+    """Start llama-server and wait until ``/health`` answers 200. Raises LlamaServerError. ``port``: this port
+    (a restart on the port a client already uses), else a free one."""
     binary = binary or llama_server_binary()
     log_dir.mkdir(parents=True, exist_ok=True)
     last_err = ""
+    fixed = port
     for _attempt in range(1, attempts + 1):
-        port = free_port()
-        log_path = log_dir / f"llama-server-{port}.log"
+        port = fixed if fixed is not None else free_port()
+        log_path = log_dir / (f"llama-server-{port}.log" if fixed is None else
+                              f"llama-server-{port}-{time.monotonic_ns()}.log")  # a restart keeps the old log
         cmd = [
             str(binary), "-m", str(model_path),
             "--host", "127.0.0.1", "--port", str(port),
@@ -183,7 +187,7 @@ def start_llama_server(
             stop_process(proc)
             last_err = str(exc)
             tail = server.log_tail(80).lower()
-            if "couldn't bind" in tail or "address already in use" in tail:
+            if ("couldn't bind" in tail or "address already in use" in tail) and fixed is None:
                 continue  # lost a port race: try another port
             raise
         server.startup_s = time.monotonic() - t0

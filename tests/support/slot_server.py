@@ -10,13 +10,22 @@ token) grows without bound. The fleet test (tests/integration/test_fleet_haproxy
 it: a capacity they can check a measurement against.
 
 ``.url`` (``http://127.0.0.1:PORT``), ``.served`` (requests completed), ``.peak_waiting`` (most requests seen
-waiting for a slot), ``.close()``; also a context manager.
+waiting for a slot), ``.close()``; also a context manager. ``degrade_flag``: a path; while a file exists there, every
+completion request is answered 503 at once (a server that stays degraded after a fault; the drill tests create it
+with ``--fault-cmd 'touch FILE'``).
+
+``python -m tests.support.slot_server --slots N --service-s S`` runs one in its own process (printing its URL on the
+first line of its output) until it is killed: a replica a test can kill with SIGKILL (the drill's HAProxy test).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import signal
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -64,9 +73,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class SlotServer:
-    def __init__(self, slots: int, service_s: float, tokens: int = 4) -> None:
+    def __init__(self, slots: int, service_s: float, tokens: int = 4, degrade_flag: str | None = None) -> None:
         if slots < 1 or not service_s > 0 or tokens < 1:
             raise ValueError("slots >= 1, service_s > 0 and tokens >= 1")
+        self.degrade_flag = degrade_flag
         self.slots, self.service_s, self.tokens = slots, service_s, tokens
         self._slots = _Slots(slots)
         self._count_lock = threading.Lock()
@@ -108,6 +118,9 @@ class SlotServer:
                     self._json(404, {"error": "not found"})
                     return
                 tokens = me.tokens
+                if me.degrade_flag is not None and os.path.exists(me.degrade_flag):
+                    self._json(503, {"error": {"message": "degraded"}})
+                    return
                 me._slots.acquire()
                 try:
                     t0 = time.monotonic()
@@ -167,3 +180,19 @@ class SlotServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="a slot server in its own process (tests only, 127.0.0.1)")
+    ap.add_argument("--slots", type=int, default=1)
+    ap.add_argument("--service-s", type=float, default=0.1)
+    args = ap.parse_args()
+    server = SlotServer(args.slots, args.service_s)
+    print(server.url, flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT}) if hasattr(signal, "sigwait") else sys.stdin.read()
+    server.close()
+
+
+if __name__ == "__main__":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    main()

@@ -16,7 +16,8 @@ Layout (every command module exports a settings dataclass and ``run(settings) ->
     tui/cli/importfile.py import                       tui/cli/plan.py     plan
     tui/cli/select.py     select                       tui/cli/measure.py  measure
     tui/cli/export.py     export                       tui/cli/index.py    index
-    tui/cli/history.py    history
+    tui/cli/history.py    history                      tui/cli/drill.py    drill
+    tui/cli/drillopts.py  the drill's flags (DrillFlags: drill, live --drill) and drill files (report, accept, compare)
     tui/cli/budget_grid.py, runref.py, acceptance_doc.py   budget's screening table, run:ID (the catalogue's runs as
                           inputs), the acceptance document (accept's and select's)
 
@@ -108,6 +109,8 @@ COMMANDS: dict[str, Command] = {
                        "errors (the record file is judged by `report`)", "MeasureSettings"),
     "live": Command("tui.cli.live", "the console watching a live load test", "LiveSettings"),
     "sweep": Command("tui.cli.sweep", "capacity sweep: step the load up until it fails", "SweepSettings"),
+    "drill": Command("tui.cli.drill", "recovery drill: baseline, disturbance (spike, fault command, your act), "
+                     "recovery; time to recover and impact", "DrillSettings"),
     "quality": Command("tui.cli.quality", "quality regression: candidate vs baseline", "QualitySettings"),
     "accept": Command("tui.cli.accept", "write the acceptance report", "AcceptSettings"),
     "watch": Command("tui.cli.watch", "on-call spot check: judge a running service from its own metrics (sends it "

@@ -77,8 +77,12 @@ def run(settings: AcceptSettings) -> int:
             print(term(f"  {vs['source']}: {line.strip()}"))
     if doc["budget"].get("capacity_vs_server"):
         print(f"  {term(doc['budget']['capacity_vs_server'])}")
+    for x in (doc.get("recovery") or {}).get("drills") or ():  # issue 39: each drill in one line
+        print(term(f"  drill {x['source']}: {x['verdict']}: {x['reason']}"))
     for line in c["missing_or_failed"]:
         print(f"  {term(line)}")
+    if c.get("recovery") and not any(str(x).startswith("Recovery:") for x in c["missing_or_failed"]):
+        print(f"  {term(c['recovery'])}")
     print(term("wrote " + ", ".join(written)))
     for old in removed:  # --no-html: the previous run's page must not stand beside this run's report
         print(term(f"removed {old} (the previous run's; this run wrote no page)"))

@@ -36,6 +36,7 @@ from tui.core import acceptance as A
 from tui.core import quality as Q
 from tui.core.grade import acceptance_grade, changed_settings
 from tui.core.quality.policy import QualityPolicy
+from tui.core.slos import ttft_or_default
 from tui.core.textsafe import term
 
 __all__ = ["ACCEPT_EXIT_DOC", "REPORT_FILES", "AcceptSettings", "Accepted", "QualityPolicyFlags", "accept_chart_data",
@@ -79,6 +80,10 @@ class AcceptSettings(Settings):
                               help="record files (JSON Lines, v1; required, no default; - reads standard input)")
     quality: str | None = path("--quality", role=INPUT, default=None, metavar="FILE",
                                help="result JSON of `servewatch quality` (default: none, quality is not run)")
+    drill: list[str] = path("--drill", role=INPUT, nargs="+", default=[], metavar="FILE",
+                            help="recovery evidence: drill files of `servewatch drill`, each judged at its own settings "
+                                 "and held to accept's floors, in a Recovery section beside the rollback rules "
+                                 "(default: none; the report then says 'no recovery evidence')")
     rollback: str | None = path("--rollback", role=INPUT, default=None, metavar="FILE",
                                 help="extra rollback conditions: one rule per line, or a JSON list (default: none)")
     out: str = path("--out", role=OUTPUT_DIR, files=REPORT_FILES, default=".", metavar="DIR",
@@ -249,6 +254,7 @@ def acceptance_document(settings: AcceptSettings) -> Accepted:
         weaker.append(f"the runs' required level {required_level:g} is not in the files: judged at the highest "
                       "level tested")
         required_level = None
+    drills = read_drills(settings, cfg)
     doc = A.build_acceptance(
         runs=runs,
         budget=budget,
@@ -258,7 +264,7 @@ def acceptance_document(settings: AcceptSettings) -> Accepted:
         cost=A.CostInputs(gpu_hour_usd=settings.gpu_hour_usd, gpus=settings.gpus, tp=settings.budget.tp_value()),
         rollback_rules=user_rules,
         rollback_source=settings.rollback,
-        slo_ttft_ms=cfg.slo_ttft_ms,
+        slo_ttft_ms=ttft_or_default(cfg.slos),
         slos=cfg.slos,
         target=cfg.target,
         alpha=cfg.alpha,
@@ -275,11 +281,43 @@ def acceptance_document(settings: AcceptSettings) -> Accepted:
         quality_integrity=quality_integrity,
         verdict_settings=settings_docs,
         rejudged_weaker=weaker,
+        drills=drills,
     )
     integrity = [(r.source, r.snapshot.records_integrity) for r in runs if r.snapshot.records_integrity is not None]
     if any(ri.state != "unverified" or ri.problems for _src, ri in integrity):  # the digest chain: none, no section
         doc["records_integrity"] = [{"source": src, **ri.to_dict()} for src, ri in integrity]
     return Accepted(doc, runs, samplers, cfg, input_notes, integrity, settings_docs)
+
+
+def read_drills(settings: AcceptSettings, cfg: Any) -> list[dict]:
+    """``--drill FILE...``: each drill file judged at its own settings (its run header's; the flags given re-judge as
+    everywhere), its document and the floors it is below (``tui.core.grade``), for the Recovery section."""
+    from tui.cli.chainopts import verify_key
+    from tui.cli.drillopts import judge_file, read_drill
+    from tui.core.runs import RunNotInFile, SeveralRuns, target_of
+    from tui.sources.evidence_probe import input_problem
+    from tui.sources.importing import ImportProblem
+
+    key, key_name = verify_key(settings.verify_key_env)
+    out = []
+    for file in settings.drill:
+        problem = input_problem(file)
+        if problem:
+            raise UsageError(problem)
+        try:
+            mon, col = read_drill(file, cfg, pick_run=settings.run, verify_key=key, key_name=key_name,
+                                  judge_at=settings.acceptance.judge_at(settings.required_level))
+        except OSError as exc:
+            raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
+        except (SeveralRuns, RunNotInFile, ImportProblem) as exc:
+            raise UsageError(f"{file}: {exc}") from None
+        if not col.active:
+            raise UsageError(f"--drill {file}: not a drill file (its run header has no load.drill: record one with "
+                             "`servewatch drill`)")
+        doc = judge_file(mon, col)
+        out.append({"source": file, "drill": doc["drill"], "not_acceptance_grade": acceptance_grade(mon.cfg),
+                    "target": list(target_of(col.header))})
+    return out
 
 
 def accept_chart_data(doc: Any, runs: list, samplers: dict, cfg: Any) -> Any:

@@ -101,6 +101,9 @@ def run(settings: CompareSettings) -> int:
         problem = output_file_problem(settings.out)
         if problem:
             raise UsageError(f"--out {settings.out}: {problem}")
+    drilled = _drill_compare(settings, key, key_name)  # two drill files: time to recover and impact (issue 39)
+    if drilled is not None:
+        return drilled
     slos = settings.slos
     slo_ttft_ms = D.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms
     allow = _allowed(settings)
@@ -176,6 +179,67 @@ def _catalogued(settings: CompareSettings) -> CompareSettings:
     if problem:
         raise UsageError(problem)
     return replace(settings, base=base, base_run=base_run, cand=cand, cand_run=cand_run)
+
+
+def _drill_compare(settings: CompareSettings, key: bytes | None, key_name: str) -> int | None:
+    """`compare` of two drill files (``tui.core.drill.compare``); None when neither is a drill. One drill and one
+    other run is bad usage (a drill compares with a drill)."""
+    from tui.core.drill import is_drill_header
+    from tui.sources.evidence_reader import run_header_of
+
+    sides = ((settings.base, settings.base_run), (settings.cand, settings.cand_run))
+    kinds = [is_drill_header(run_header_of(p, pick) or {}) if p != "-" else False for p, pick in sides]
+    if not any(kinds):
+        return None
+    if not all(kinds):
+        which = "base" if kinds[0] else "candidate"
+        raise UsageError(f"the {which} is a drill file and the other is not: a drill compares with a drill "
+                         "(time to recover and impact)")
+    from tui.cli.drillopts import judge_file, read_drill
+    from tui.core.drill import compare_drills, format_compare
+    from tui.core.exitcodes import synthetic_exit
+    from tui.core.monitor import MonitorConfig
+    from tui.core.runs import RunNotInFile, SeveralRuns
+    from tui.sources.importing import ImportProblem
+
+    docs: list[Any] = []
+    judge_at = judge_at_from_args(settings.slos, settings.given, alpha=settings.alpha, fields=GOOD_FIELDS)
+    for file, pick in sides:
+        try:
+            mon, col = read_drill(file, MonitorConfig(slos=settings.slos), pick_run=pick, verify_key=key,
+                                  key_name=key_name, judge_at=judge_at)
+        except OSError as exc:
+            raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
+        except (SeveralRuns, RunNotInFile) as exc:
+            raise runs_problem(exc) from None
+        except ImportProblem as exc:
+            raise UsageError(exc) from None
+        docs.append(judge_file(mon, col))
+    result = compare_drills(docs[0], docs[1], settings.base, settings.cand)
+    c = result["compare"]
+    code, why = synthetic_exit(int(c["exit_code"]), bool(c["synthetic"]))
+    c["exit_code"], c["synthetic_exit"] = code, why
+    text = json.dumps(result, indent=2, default=str)
+    files = []
+    if settings.out:
+        files.append((settings.out, text + "\n"))
+    if settings.html:
+        from tui.html.drill import compare_drills_html
+
+        files.append((settings.html, compare_drills_html(result, docs)))
+    if files:
+        from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
+
+        try:
+            write_set(files)
+        except (OutputRefused, SetIncomplete) as exc:
+            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc.strerror or exc}") from None
+    sys.stdout.write(text + "\n" if settings.json else term(format_compare(result), keep_newlines=True))
+    if why:
+        print(f"servewatch: {term(why)}", file=sys.stderr)
+    return code
 
 
 def _allowed(settings: CompareSettings) -> frozenset[str]:

@@ -85,15 +85,16 @@ def open_console(source: Any, console: ConsoleFlags, budget: Any, monitor_config
     ``server_log``: the engine's startup-log figures (``--server-log``), shown in the budget pane; ``judge_at``:
     a replay's flags (issue 35: the file is judged at its run's own settings, re-judged where a flag differs;
     None for a live run, which writes those settings). The console's Monitor is the evidence's
-    (``tui.sources.evidence_monitor.JudgedMonitor``): it shows, and exits with, the same state as `report`."""
+    (``tui.sources.evidence_monitor.JudgedMonitor``): it shows, and exits with, the same state as `report`; its sink
+    (``tui.sources.base.DrillSink``) follows a drill's phases."""
     from tui.core.budget.memory import MemoryMissing
-    from tui.sources.base import MonitorSink
+    from tui.sources.base import DrillSink
     from tui.sources.evidence_monitor import JudgedMonitor
 
     monitor = JudgedMonitor(monitor_config, budget=budget, source=source.label, budget_origin=budget_origin,
                             judge_at=judge_at)
     monitor.server_log = dict(server_log) if server_log else None
-    sink = MonitorSink(monitor)
+    sink = DrillSink(monitor)  # a drill's phases and verdict line too (issue 39)
     if isinstance(budget, MemoryMissing):  # the Monitor completes it from the run header; the panes follow snapshots
         budget = None
     app = build_app(source, sink, budget, theme=console.theme, themes_dir=console.themes_dir,

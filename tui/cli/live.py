@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from tui.cli.console import ConsoleFlags, Rolling
 from tui.cli.declare import block
+from tui.cli.drillopts import DrillFlags
 from tui.cli.loadtest import LoadSettings, config_or_usage, console_monitor_config, trace_lines
 from tui.cli.options import UsageError, epilog, percentiles_flag, server_log_flag
 from tui.core.exitcodes import ExitCode
@@ -32,6 +33,7 @@ class LiveSettings(LoadSettings):
     DESCRIPTION = "The console watching a live load test, recorded like `run`."
     EPILOG = EPILOG
 
+    drill: DrillFlags = block(DrillFlags, optional=("disturbance",))  # `live --drill`: the drill in the console
     console: ConsoleFlags = block(ConsoleFlags)
     rolling: Rolling = block(Rolling)
     server_log: str | None = server_log_flag()
@@ -45,6 +47,15 @@ def run(settings: LiveSettings) -> int:
     from tui.sources.live import LiveSource
 
     cfg = config_or_usage(settings)
+    plan = None
+    if settings.drill.drill:
+        from tui.cli.drillopts import plan_from_args
+
+        if cfg.trace is not None:
+            raise UsageError("--drill runs at one steady load: not with --trace")
+        plan = plan_from_args(settings, cfg)
+    elif settings.drill.disturbance_given():
+        raise UsageError("--spike, --fault-cmd and --fault-manual need --drill (or `servewatch drill`)")
     for line in trace_lines(cfg):
         print(term(line), flush=True)
     try:
@@ -59,7 +70,7 @@ def run(settings: LiveSettings) -> int:
     log_line = server_log_sentence(candidate if isinstance(candidate, int) else None, server_log)
     if log_line:
         print(term(log_line), flush=True)
-    source = LiveSource(cfg)
+    source = LiveSource(cfg, drill=plan)
     code = open_console(source, settings.console, budget, mcfg, budget_origin=budget_origin, server_log=server_log)
     try:  # the terminal may be gone (the console closed on SIGHUP or a closed input)
         print(term(f"record file: {source.record_path}"), flush=True)

@@ -24,7 +24,7 @@ import errno
 import math
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +144,7 @@ class Workload(Settings):
 #: the flags of another load that a trace refuses (it replays its own arrivals, lengths, sessions and prefixes)
 _TRACE_REFUSES = ("arrival", "burstiness", "input_tokens", "output_tokens", "max_step_seconds")
 _TRACE_REFUSES_WORKLOAD = ("turns", "think_time", "shared_prefix_tokens", "prefix_groups")
-_TRACE_FLAGS = ("trace", "trace_speed", "trace_window")
+TRACE_FLAGS = ("trace", "trace_speed", "trace_window")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,7 +283,7 @@ class LoadSettings(Settings):
 class SweepLoadSettings(LoadSettings):
     """A sweep's load flags: no trace, and the ladder may be left to the default."""
 
-    load: Load = block(Load, omit=_TRACE_FLAGS, optional=("ladder",))
+    load: Load = block(Load, omit=TRACE_FLAGS, optional=("ladder",))
 
 
 def config_fields(settings: Any) -> dict[str, Any]:
@@ -499,9 +499,14 @@ class _Terminated(Exception):
     """SIGTERM reached `servewatch run`: stopped like Ctrl-C (in-flight requests recorded as cancelled)."""
 
 
-async def _run_until_signal(cfg: LoadConfig, write: Callable[[dict], object]) -> RunSummary:
-    """run_load, with SIGTERM handled like Ctrl-C: the load task is cancelled, so every in-flight request (in
-    this process or in the worker processes) is recorded as cancelled before the run ends."""
+#: what runs the load into ``write`` with progress lines (``run_load``; a drill's ``run_drill``)
+LoadRunner = Callable[[LoadConfig, Callable[[dict], object], Callable[[str], object]], Awaitable[RunSummary]]
+
+
+async def _run_until_signal(cfg: LoadConfig, write: Callable[[dict], object], runner: LoadRunner | None = None,
+                            progress: Callable[[str], object] = say) -> RunSummary:
+    """run_load (or ``runner``), with SIGTERM handled like Ctrl-C: the load task is cancelled, so every in-flight
+    request (in this process or in the worker processes) is recorded as cancelled before the run ends."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     got: list[int] = []
@@ -516,7 +521,9 @@ async def _run_until_signal(cfg: LoadConfig, write: Callable[[dict], object]) ->
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
         pass
     try:
-        return await run_load(cfg, write, progress=say)
+        if runner is not None:
+            return await runner(cfg, write, progress)
+        return await run_load(cfg, write, progress=progress)
     except asyncio.CancelledError:
         if got:
             raise _Terminated from None
@@ -546,8 +553,10 @@ class Recorded:
         return verdict_code
 
 
-def record_run(cfg: LoadConfig) -> Recorded:
-    """Run the load test described by ``cfg`` into its record file (printing progress).
+def record_run(cfg: LoadConfig, runner: LoadRunner | None = None, say: Callable[[str], None] = say,
+               intro: str | None = None) -> Recorded:
+    """Run the load test described by ``cfg`` into its record file (printing progress with ``say``; ``runner``:
+    what runs the load, ``run_load`` when None).
 
     Returns ``Recorded(failed=None)`` when a record file with requests was written (``stopped_by`` says whether
     Ctrl-C or SIGTERM ended it early); raises UsageError when the server cannot be used or the record file cannot
@@ -561,8 +570,8 @@ def record_run(cfg: LoadConfig) -> Recorded:
     except OSError as exc:
         raise UsageError(f"cannot write {cfg.record}: {exc.strerror or exc}") from None
     unit = cfg.level_unit  # concurrency, req/s; sessions, sessions/s (issue 23)
-    say(f"servewatch {cfg.purpose or 'run'}: {redact_url(cfg.url)}, {unit} {','.join(f'{v:g}' for v in cfg.levels)}; "
-           f"{step_plan(cfg)}")
+    say(intro or f"servewatch {cfg.purpose or 'run'}: {redact_url(cfg.url)}, {unit} "
+                 f"{','.join(f'{v:g}' for v in cfg.levels)}; {step_plan(cfg)}")
     for line in trace_lines(cfg):
         say(line)
     say(f"recording to {cfg.record}")
@@ -570,7 +579,7 @@ def record_run(cfg: LoadConfig) -> Recorded:
     stopped_by: int | None = None
     try:
         try:
-            summary = asyncio.run(_run_until_signal(cfg, rec.write))
+            summary = asyncio.run(_run_until_signal(cfg, rec.write, runner, say))
         except (KeyboardInterrupt, _Terminated) as exc:
             interrupted = True
             stopped_by = signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT

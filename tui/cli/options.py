@@ -46,7 +46,7 @@ from tui.cli.declare import (  # noqa: F401 (the roles and Given re-exported for
 )
 from tui.core.exitcodes import EXIT_CODES_DOC, UsageError  # noqa: F401 (re-exported for the command modules)
 from tui.core.lengths import LengthDist, parse_lengths
-from tui.core.slos import TTFT_OF, Slos
+from tui.core.slos import SLO_TABLE, TTFT_OF, Slos
 from tui.core.thinktime import ThinkDist, parse_think_time
 from tui.core.verdict_settings import TARGET_USAGE_FLOOR, JudgeAt
 
@@ -369,49 +369,49 @@ def ms_or_off(text: str) -> float | None:
     return positive_float(text)
 
 
+def _slo_dest(kind: Any) -> str:
+    """The namespace attribute of an SLO flag: its flag's name (``--slo-ttft-ms``: ``slo_ttft_ms``)."""
+    return str(kind.flag).removeprefix("--").replace("-", "_")
+
+
 def slos_from_args(args: argparse.Namespace) -> Slos:
-    """The SLOs the acceptance flags give (``--slo-ttft-ms MS|off``, ``--slo-tpot-ms``, ``--slo-itl-ms``,
-    ``--slo-e2e-ms``, ``--ttft-of``): the one place they become ``tui.core.slos.Slos`` (the reader of the
-    ``slos`` setting that ``add_slo_arguments`` declares)."""
+    """The SLOs the acceptance flags give (one ``--slo-KIND-ms MS|off`` per row of the SLO table,
+    ``tui.core.slos.SLO_TABLE``, and ``--ttft-of``): the one place they become ``tui.core.slos.Slos`` (the reader
+    of the ``slos`` setting that ``add_slo_arguments`` declares)."""
     try:
-        return Slos(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms, itl_ms=args.slo_itl_ms,
-                    e2e_ms=args.slo_e2e_ms, ttft_of=args.ttft_of)
+        given = vars(args)  # one value per row of the SLO table, under its flag's name (add_slo_arguments)
+        dests = {k.key: _slo_dest(k) for k in SLO_TABLE}
+        for dest in dests.values():
+            if dest not in given:  # a namespace without the flag: a bug, never an SLO silently off
+                raise AttributeError(dest)
+        return Slos.of({key: given[dest] for key, dest in dests.items()}, ttft_of=args.ttft_of)
     except ValueError as exc:
         raise UsageError(exc) from None
 
 
 def embeddings_slos(acceptance: Acceptance) -> Slos:
     """The SLOs of an ``--api embeddings`` load run: no tokens are streamed, so E2E is the SLO (``--slo-e2e-ms``,
-    default ``EMBEDDINGS_SLO_E2E_MS``); a TTFT, TPOT or ITL SLO given is bad usage (it could never be judged)."""
+    default ``EMBEDDINGS_SLO_E2E_MS``); any other SLO of the table given is bad usage (it could never be judged)."""
     given, slos = acceptance.given, acceptance.slos
-    bad = [flag for flag, key, v in (("--slo-ttft-ms", "ttft_ms", slos.ttft_ms),
-                                     ("--slo-tpot-ms", "tpot_ms", slos.tpot_ms),
-                                     ("--slo-itl-ms", "itl_ms", slos.itl_ms)) if key in given and v is not None]
+    bad = [k.flag for k in SLO_TABLE if k.key != "e2e" and k.json_key in given and slos.limit(k.key) is not None]
     if bad:
         raise UsageError(f"{', '.join(bad)}: --api embeddings streams no tokens, so TTFT, TPOT and ITL cannot be "
                          f"judged; E2E is the SLO (--slo-e2e-ms MS, default {D.EMBEDDINGS_SLO_E2E_MS:g})")
-    e2e = slos.e2e_ms if "e2e_ms" in given else D.EMBEDDINGS_SLO_E2E_MS
+    e2e = slos.limit("e2e") if "e2e_ms" in given else D.EMBEDDINGS_SLO_E2E_MS
     try:
-        return Slos(ttft_ms=None, tpot_ms=None, itl_ms=None, e2e_ms=e2e, ttft_of=slos.ttft_of)
+        return Slos.of({"e2e": e2e}, ttft_of=slos.ttft_of)
     except ValueError as exc:
         raise UsageError(exc) from None
 
 
 def add_slo_arguments(g: argparse._ActionsContainer) -> None:
-    """The SLO flags (``slos_from_args`` turns them into ``Slos``): the ``slos`` setting of :class:`Acceptance`,
-    and `compare`'s."""
-    g.add_argument("--slo-ttft-ms", type=ms_or_off, default=D.SLO_TTFT_MS, metavar="MS", action=Given,
-                   setting="ttft_ms",
-                   help="a request is good when it completes AND meets every SLO given: time to first (answer) "
-                        f"token at most this (default {D.SLO_TTFT_MS:g}; off: not judged)")
-    g.add_argument("--slo-tpot-ms", type=ms_or_off, default=None, metavar="MS", action=Given, setting="tpot_ms",
-                   help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
-                        "(default: off)")
-    g.add_argument("--slo-itl-ms", type=ms_or_off, default=None, metavar="MS", action=Given, setting="itl_ms",
-                   help="the largest gap between two consecutive tokens at most this (a stall the user sees; "
-                        "default: off)")
-    g.add_argument("--slo-e2e-ms", type=ms_or_off, default=None, metavar="MS", action=Given, setting="e2e_ms",
-                   help="request sent to last token at most this (default: off; MS or off)")
+    """The SLO flags (``slos_from_args`` turns them into ``Slos``): one per row of the SLO table
+    (``tui.core.slos.SLO_TABLE``: its flag, help and JSON key, the verdict setting the ``Given`` action records),
+    and ``--ttft-of``; the ``slos`` setting of :class:`Acceptance`, and `compare`'s."""
+    on = {"ttft": D.SLO_TTFT_MS}  # the kinds on by default (the one home's value, read now); the others: off
+    for kind in SLO_TABLE:
+        g.add_argument(kind.flag, dest=_slo_dest(kind), type=ms_or_off, default=on.get(kind.key), metavar="MS",
+                       action=Given, setting=kind.json_key, help=kind.help)
     g.add_argument("--ttft-of", choices=TTFT_OF, default="answer", action=Given, setting="ttft_of",
                    help="what the TTFT SLO judges on a reasoning model: the first answer token (answer, the "
                         "stricter: fast reasoning must not look fast) or the first token of any kind (any, when "
@@ -458,7 +458,7 @@ class Acceptance(Settings):
         from tui.core.monitor import MonitorConfig
 
         kw: dict[str, Any] = dict(
-            slo_ttft_ms=D.SLO_TTFT_MS if self.slos.ttft_ms is None else self.slos.ttft_ms, slos=self.slos,
+            slos=self.slos,
             target=self.target, alpha=self.alpha, min_window_s=self.min_window_minutes * 60.0,
             min_requests=self.min_requests)
         if rolling_s:

@@ -102,6 +102,15 @@ def run_report(settings: ReportSettings, budget: Any = None, out: TextIO | None 
     html_out = settings.html
     sampler = html_sampler(html_out, cfg)  # --html FILE: its folder checked before the file is read
     read = ReadSettings(pick_run=settings.run, verify_key=key, key_name=key_name)
+    from tui.cli.drillopts import DrillTap
+
+    drill = DrillTap(cfg, None if sampler is None else sampler.add_many)  # a drill file: its own report (issue 39)
+
+    def settled(m: Any) -> None:
+        drill.settled(m)
+        if sampler is not None:
+            sampler.use_slos(m.cfg.slos)
+
     try:
         with open_evidence(path, read) as ev:
             if ev.kind == WATCH:  # a `servewatch watch --record` file: judged like the watch itself
@@ -111,9 +120,8 @@ def run_report(settings: ReportSettings, budget: Any = None, out: TextIO | None 
                 from tui.cli.watchfiles import report_watch
 
                 return report_watch(ev, settings.acceptance, settings.json, out)
-            mon = monitor_of(ev, cfg, budget, origin, tap=None if sampler is None else sampler.add_many,
-                             judge_at=settings.acceptance.judge_at(settings.required_level),
-                             settled=None if sampler is None else (lambda m: sampler.use_slos(m.cfg.slos)))
+            mon = monitor_of(ev, cfg, budget, origin, tap=drill,
+                             judge_at=settings.acceptance.judge_at(settings.required_level), settled=settled)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (SeveralRuns, RunNotInFile) as exc:
@@ -123,6 +131,10 @@ def run_report(settings: ReportSettings, budget: Any = None, out: TextIO | None 
     problem = not_records_problem(mon)
     if problem:
         raise UsageError(problem)
+    if drill.collector.active:  # `servewatch drill`'s file: the drill's document (text, --json, --html)
+        from tui.cli.drillopts import report_drill
+
+        return report_drill(mon, drill.collector, settings.json, html_out, out)
     snap = mon.snapshot()  # the evidence's: no verdict beyond what the file supports (tui.sources.evidence_monitor)
     cfg = mon.cfg  # the settings the file is judged at (issue 35: its run's own, re-judged where a flag differs)
     rep, level_missing = report_at_settings(snap, settings.required_level, server_log=server_log)

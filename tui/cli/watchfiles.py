@@ -27,13 +27,14 @@ def watch_ttft_slo(acceptance: Acceptance) -> float:
 
 def watch_config(acceptance: Acceptance) -> Any:
     """The judgement's settings of a watch (``tui.core.watch.WatchConfig``) from the acceptance flags."""
+    from tui.core.slos import Slos
     from tui.core.watch import WatchConfig
 
     slos = acceptance.slos
     try:
-        return WatchConfig(slo_ttft_ms=watch_ttft_slo(acceptance), target=acceptance.target, alpha=acceptance.alpha,
-                           min_window_s=acceptance.min_window_minutes * 60.0, min_requests=acceptance.min_requests,
-                           slo_tpot_ms=slos.tpot_ms, slo_itl_ms=slos.itl_ms, slo_e2e_ms=slos.e2e_ms)
+        return WatchConfig(slos=Slos(ttft_ms=watch_ttft_slo(acceptance), tpot_ms=slos.tpot_ms, itl_ms=slos.itl_ms,
+                                     e2e_ms=slos.e2e_ms), target=acceptance.target, alpha=acceptance.alpha,
+                           min_window_s=acceptance.min_window_minutes * 60.0, min_requests=acceptance.min_requests)
     except (AttributeError, ValueError) as exc:
         raise UsageError(exc) from None
 

@@ -22,13 +22,11 @@ import tui.core.defaults as defaults
 from tui.core.bounds import MAX_GPU_DEVICES, MAX_LEVELS
 from tui.core.outcomes import FAILED
 from tui.core.records import GpuSample, QueueSample, RequestRecord, StepRecord
-from tui.core.slos import Slos, slo_rule
+from tui.core.slos import SLO_TABLE, Slos, slo_rule
 
 GIB = 1024 ** 3
-#: latency metrics beside TTFT: key in the level rows -> what the chart calls it
-OTHER_LATENCY = (("tpot_ms", "TPOT (time per output token)", "tpot_ms"),
-                 ("itl_ms", "inter-token latency (largest gap)", "itl_ms"),
-                 ("e2e_ms", "end-to-end latency", "e2e_ms"))
+#: latency metrics beside TTFT (the SLO table's kinds after TTFT): key in the level rows -> what the chart calls it
+OTHER_LATENCY = tuple((k.json_key, k.title, k.json_key) for k in SLO_TABLE[1:])
 
 
 # ------------------------------------------------------------------------------------------ the documents
@@ -612,7 +610,7 @@ def report_bundle(rows: Sequence[Mapping], *, judged: Mapping | None, candidate:
         "levels": level_rows(rows, several_sources),
         "marks": capacity_marks(candidate, judged.get("measured_capacity"), judged.get("unit")),
         "target": target,
-        "slos": {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms},
+        "slos": cast(SloLimits, {k.json_key: v for k, v in zip(slos.table, slos.limits())}),  # the table's keys
         "judged": None, "queue": None, "memory": None,
     }
     if sampler is not None:

@@ -34,7 +34,7 @@ from tui.core.exitcodes import synthetic_exit
 from tui.core.importers.limits import source_of, tool_of, ttft_definition, verdict_limit
 from tui.core.outcomes import CLIENT, EXCLUDED, GOOD
 from tui.core.records.request import RequestRecord
-from tui.core.slos import Slos, metric_values, slo_rule
+from tui.core.slos import SLO_JSON_KEYS, SLO_TABLE, Slos, metric_values, slo_rule
 from tui.core.stats import latency_cell, latency_json
 from tui.core.textfmt import fmt_pct
 from tui.core.textsafe import md, md_code
@@ -46,9 +46,9 @@ LEVEL_TOLERANCE = 0.05
 BATCH_SECONDS = tuple(defaults.BATCH_S * k for k in BATCH_MULTS)  # 15, 30, 60 and 120 s: the judge's batch lengths
 
 
-#: The latency metrics of issue 21, as the JSON names them (``ttft_ms``, ...), in the order every view lists them.
-LATENCY_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-LATENCY_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
+#: The latency metrics of issue 21, as the JSON names them (``ttft_ms``, ...; ``tui.core.slos.SLO_TABLE``), in the
+#: order every view lists them, and their names.
+LATENCY_NAMES = {k.json_key: k.name for k in SLO_TABLE}
 
 
 @dataclass
@@ -63,8 +63,8 @@ class LevelStats:
     ttft_ms: list[float] = field(default_factory=list)
     tpot_ms: list[float] = field(default_factory=list)
     outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (t_end, good)
-    #: per LATENCY_KEYS: the completed requests' values (ms) of that metric (``_metric_values``)
-    latency: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in LATENCY_KEYS})
+    #: per SLO_JSON_KEYS: the completed requests' values (ms) of that metric (``_metric_values``)
+    latency: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in SLO_JSON_KEYS})
     t0: float | None = None
     t1: float | None = None
 
@@ -157,7 +157,7 @@ def level_stats(requests: Iterable[RequestRecord], slo_ttft_s: float, slos: Slos
         st.t1 = r.t_end if st.t1 is None else max(st.t1, r.t_end)
         if r.complete and r.error is None and ttft_ms is not None:
             st.ttft_ms.append(ttft_ms)
-            for key, v in zip(LATENCY_KEYS, metric_values(r, in_force.ttft_of), strict=True):
+            for key, v in zip(SLO_JSON_KEYS, metric_values(r, in_force.ttft_of), strict=True):
                 if v is not None and math.isfinite(v):
                     st.latency[key].append(v)
             if r.output_tokens and r.output_tokens > 1:
@@ -169,7 +169,7 @@ def latency_change(base: dict[str, dict], cand: dict[str, dict]) -> dict[str, di
     """Per metric, candidate minus base of each supported percentile (ms); None where either side has none.
     Descriptive: the verdict is on the good fraction."""
     out: dict[str, dict[str, float | None]] = {}
-    for key in LATENCY_KEYS:
+    for key in SLO_JSON_KEYS:
         b, c = base.get(key) or {}, cand.get(key) or {}
         row: dict[str, float | None] = {}
         for q in stats.keys():
@@ -558,7 +558,7 @@ def _latency_markdown(rows: list[CompareLevel]) -> list[str]:
            f"| level | metric | base | candidate | change {qs} |", "|---|---|---|---|---|"]
     for r in rows:
         lvl = "-" if r["level_base"] is None else format(r["level_base"], "g")
-        for key in LATENCY_KEYS:
+        for key in SLO_JSON_KEYS:
             ch = (r.get("latency") or {}).get(key) or {}
             change = " / ".join("N/A" if ch.get(q) is None else f"{ch[q]:+.1f}" for q in stats.keys())
             out.append(f"| {lvl} | {LATENCY_NAMES[key]} | {latency_cell(r['base']['latency'].get(key))} "

@@ -72,12 +72,16 @@ def _span_text(levels: Sequence[float]) -> str:
 
 
 def plan_problems(header: Mapping, ends: Sequence[tuple[Key, bool, Mapping]], name: NameOf,
-                  recomputed: Callable[[Key], str | None]) -> list[str]:
+                  recomputed: Callable[[Key], str | None],
+                  held_back: Callable[[Key], bool] | None = None) -> list[str]:
     """The planned steps of a load run against its step ``end`` records in file order (``ends``: (level, round),
     whether it is a search probe, its fields). ``recomputed(key)``: the level's verdict recomputed from its request
-    records (None: none). Run-wide problems (each forbids PASS)."""
+    records (None: none); ``held_back(key)``: whether the reader itself finds a problem in the level that forbids
+    its PASS (the delivered-load check). Run-wide problems (each forbids PASS)."""
     load = header.get("load")
     ld: Mapping = load if isinstance(load, Mapping) else {}
+    if "drill" in ld:  # a drill (servewatch drill, issue 39): its own steps
+        return drill_plan_problems(ld.get("drill"), ends, name, recomputed, held_back)
     levels = ld.get("levels")
     rounds = ld.get("rounds", 1)
     rounds = 1 if rounds is None else rounds
@@ -142,6 +146,62 @@ def plan_problems(header: Mapping, ends: Sequence[tuple[Key, bool, Mapping]], na
         elif stop:
             problems.append(stop)
     return problems
+
+
+#: why a drill may end after its baseline (the baseline step's ``stop.cause``): its baseline did not PASS; with
+#: ``--fault-manual``, no act was marked in time, or one was marked before the baseline PASSed
+DRILL_STOPS = ("drill_baseline", "drill_no_mark", "drill_marked_early")
+
+
+def drill_plan_problems(drill: object, ends: Sequence[tuple[Key, bool, Mapping]], name: NameOf,
+                        recomputed: Callable[[Key], str | None],
+                        held_back: Callable[[Key], bool] | None = None) -> list[str]:
+    """A drill's steps (``load.drill.steps``: baseline, disturbance, recovery, each a (level, round)) against its
+    step ``end`` records in file order: all of them in order, or the baseline alone when its end record says why the
+    drill stopped there (``DRILL_STOPS``; ``drill_baseline`` only when the baseline cannot PASS on the reader's own
+    evidence: its request records do not PASS, or ``held_back`` finds a problem that forbids its PASS, such as the
+    load it was labelled with not reached)."""
+    steps = drill.get("steps") if isinstance(drill, Mapping) else None
+    planned: list[Key] = []
+    if isinstance(steps, list) and 2 <= len(steps) <= 3:
+        for s in steps:
+            lv, rnd = (s.get("level"), s.get("round")) if isinstance(s, Mapping) else (None, None)
+            if _level_ok(lv) and type(rnd) is int and rnd >= 1:
+                planned.append((float(lv), rnd))  # type: ignore[arg-type]
+    if not steps or len(planned) != len(steps):
+        return [f"the run header's drill steps (load.drill.steps: {str(steps)[:80]}) are not a list of steps: which "
+                "steps the drill must hold cannot be told"]
+    problems: list[str] = []
+    got: list[tuple[Key, Mapping]] = []
+    for key, probe, info in ends:
+        if probe:
+            problems.append(f"{name(*key)}: a capacity-search probe in a drill: a step relabelled")
+            continue
+        k = len(got)
+        if k >= len(planned) or key != planned[k]:
+            want = name(*planned[k]) if k < len(planned) else "nothing more"
+            problems.append(f"step records out of the drill's plan: its step {k + 1} is {name(*key)}, the run header "
+                            f"plans {want} there")
+            break
+        got.append((key, info))
+    if problems or len(got) == len(planned):
+        return problems
+    if len(got) == 1:
+        key, info = got[0]
+        stop = info.get("stop")
+        cause = stop.get("cause") if isinstance(stop, Mapping) else None
+        manual = isinstance(drill, Mapping) and drill.get("kind") == "fault_manual"
+        if cause in DRILL_STOPS and (cause == "drill_baseline" or manual) and (
+                cause != "drill_baseline" or recomputed(key) != "PASS"
+                or (held_back is not None and held_back(key))):
+            return []
+        if cause == "drill_baseline":
+            return [f"incomplete: the drill says it stopped after its baseline ({name(*key)}) because the baseline did "
+                    "not PASS, but the baseline's own request records PASS and nothing else holds it back: the later "
+                    "steps are missing unexplained"]
+    missing = ", ".join(name(*k) for k in planned[len(got):])
+    return [f"incomplete: the drill's steps {missing} planned, not present ({len(got)} of {len(planned)}; no recorded "
+            "stop explains it: the drill was cut short, or its end removed)"]
 
 
 def _stop_excuse(header: Mapping, ladder: Sequence[tuple[Key, Mapping]], recomputed: Callable[[Key], str | None],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from tui.core.snapshot import Snapshot
 
@@ -32,6 +32,18 @@ class ReplayControls(Protocol):
         ...
 
     def jump_to_end(self) -> None: ...
+
+
+@runtime_checkable
+class DrillMark(Protocol):
+    """A live drill waiting for the operator's act (``--fault-manual``): the console's key marks the moment."""
+
+    def mark_disturbance(self, by: str = ...) -> None: ...
+
+    @property
+    def awaits_mark(self) -> bool:
+        """True while the drill would take a mark (a manual drill that has not been marked yet)."""
+        ...
 
 
 class SourceView(Protocol):

@@ -52,6 +52,16 @@ READ_TIMEOUT_S = 300.0  # the longest silence allowed, queueing included
 # A step run until decided is capped at the minimum window plus this (time to also reach the minimum count).
 COUNT_ALLOWANCE_S = 300.0
 
+# `servewatch drill` (issue 39; tui.core.drill): the rolling window of the recovery rule and the step it moves by,
+# how long an operator's act (--fault-manual) is awaited after the baseline, how often /health is asked during a
+# fault drill, and the requests the cold-start TTFT is the median of. The baseline, hold and RTO default to the
+# verdict's window and the recovery phase to twice it (tui.core.drill.settings).
+DRILL_RECOVERY_WINDOW_S = 30.0
+DRILL_STEP_S = 5.0
+DRILL_MANUAL_WAIT_S = 600.0
+DRILL_HEALTH_INTERVAL_S = 0.25
+DRILL_COLD_REQUESTS = 3
+
 # evidence/cli
 # `servewatch watch`: seconds between scrapes of one metrics page, and between Prometheus queries (keep the
 # latter at least twice Prometheus' own scrape interval).

@@ -40,8 +40,8 @@ def changed_settings(cfg: MonitorConfig) -> list[str]:
     s = cfg.slos
     if s.ttft_ms is None:
         out.append("TTFT SLO off")
-    elif cfg.slo_ttft_ms != d.slo_ttft_ms:
-        out.append(f"SLO {_g(cfg.slo_ttft_ms)} ms")
+    elif s.ttft_ms != d.slos.ttft_ms:
+        out.append(f"SLO {_g(s.ttft_ms)} ms")
     for name, v in (("TPOT", s.tpot_ms), ("ITL", s.itl_ms), ("E2E", s.e2e_ms)):
         if v is not None:
             out.append(f"{name} SLO {_g(v)} ms")

@@ -31,10 +31,12 @@ from tui.core.report_doc import (
     MemoryDoc,
     NvmlDeviceDoc,
     ReportDoc,
+    SlosDoc,
     TtftDoc,
     TtftInfDoc,
     WindowDoc,
 )
+from tui.core.slos import SLO_JSON_KEYS, SLO_TABLE, SloKind, ttft_or_default
 from tui.core.snapshot import LevelRow, Percentile, Snapshot, WindowStat, json_get
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED
 from tui.core.stats import INSUFFICIENT_MARK, LatencyDoc, insufficient_legend, keys, labels, latency_json, latency_value
@@ -130,10 +132,14 @@ def both_ttfts_dict(w: WindowStat, ttft_of: str) -> BothTtftsDoc:
             "ttft_judged": ttft_of}
 
 
-def window_dict(w: WindowStat, ttft_of: str = "answer") -> WindowDoc:
+#: the long text's label of an SLO kind's latency line (a kind not named here: its key, upper case)
+_TEXT_TITLES = {"tpot_ms": "TPOT", "itl_ms": "ITL (largest gap)", "e2e_ms": "E2E"}
+
+
+def window_dict(w: WindowStat, ttft_of: str = "answer", table: tuple[SloKind, ...] = SLO_TABLE) -> WindowDoc:
     lat = w.latency
     ttft_flat = latency_dict(lat.get("ttft", w.ttft))
-    return {
+    return cast(WindowDoc, {
         "n": w.good.n,
         "good": w.good.good,
         "good_fraction": w.good.fraction,
@@ -146,9 +152,7 @@ def window_dict(w: WindowStat, ttft_of: str = "answer") -> WindowDoc:
                                                "n_needed": p.n_needed, "approximate": p.approximate} for p in w.ttft},
                                   **ttft_flat}),  # labelled by the percentiles: P50, P95, P99
         **both_ttfts_dict(w, ttft_of),
-        "tpot_ms": latency_dict(lat.get("tpot", ())),
-        "itl_ms": latency_dict(lat.get("itl", ())),
-        "e2e_ms": latency_dict(lat.get("e2e", ())),
+        **cast(Any, {k.json_key: latency_dict(lat.get(k.key, ())) for k in table[1:]}),  # TPOT, ITL, E2E, ... (the table)
         "misses": dict(w.misses),
         "miss_combos": dict(w.miss_combos),
         "unjudgeable": dict(w.unjudgeable),
@@ -162,7 +166,7 @@ def window_dict(w: WindowStat, ttft_of: str = "answer") -> WindowDoc:
         "goodput_per_s": w.goodput_per_s,
         "tpot_ms_p50": w.tpot_ms_p50,
         "seconds": w.seconds,
-    }
+    })
 
 
 def _jnum(v: float | None) -> float | str | None:
@@ -230,9 +234,9 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         "provenance": _prov.as_dict(snap.header),
         "synthetic": snap.synthetic,
         "header": snap.header,
-        "slo": {"ttft_ms": snap.slo_ttft_ms, "target": snap.target, "alpha": v.alpha,
-                "slos": {"ttft_ms": snap.slos.ttft_ms, "tpot_ms": snap.slos.tpot_ms, "itl_ms": snap.slos.itl_ms,
-                         "e2e_ms": snap.slos.e2e_ms, "ttft_of": snap.slos.ttft_shown()},
+        "slo": {"ttft_ms": ttft_or_default(snap.slos), "target": snap.target, "alpha": v.alpha,
+                "slos": cast(SlosDoc, {**cast(Any, {k.json_key: v for k, v in zip(snap.slos.table, snap.slos.limits())}),
+                         "ttft_of": snap.slos.ttft_shown()}),
                 "in_force": list(snap.slos.in_force()), "text": snap.slos.describe()},
         "identity": _identity(snap.header),
         "budget": None,
@@ -249,7 +253,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
             "client_limited": 0 if row is None else row.client_limited,
             "good_fraction": frac,
             "latency_success_gate": None if frac is None else frac >= snap.target,
-            "window": window_dict(w, snap.slos.ttft_of),
+            "window": window_dict(w, snap.slos.ttft_of, snap.slos.table),
             "verdict": {
                 "state": state, "reason": reason, "missing": v.missing, "n": v.n, "minutes": v.elapsed_s / 60,
                 "need_requests": v.need_requests, "need_seconds": v.need_seconds,
@@ -266,7 +270,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
              "client_limited": r.client_limited, "client_limited_kinds": r.client_limited_kinds,
              "delivered": r.delivered or None, "not_reached": r.not_reached, "evidence_problems": list(r.problems),
              **({"search_probe": True} if r.search_probe else {}),
-             **window_dict(r.window, snap.slos.ttft_of)})  # LevelDoc: the row's own keys, then its window's
+             **window_dict(r.window, snap.slos.ttft_of, snap.slos.table)})  # LevelDoc: the row's own keys, then its window's
             for r in snap.levels
         ],
         # what the file says against itself (tui.core.evidence): each of these forbids PASS where it applies
@@ -385,9 +389,7 @@ def _identity(header: Mapping[str, Any] | None) -> IdentityDoc:
             "not_acceptance_grade": identity_problems(ident)}
 
 
-#: the latency rows of the long text beside TTFT, and the two TTFTs with reasoning in the records
-_OTHER_LATENCY: tuple[tuple[Literal["tpot_ms", "itl_ms", "e2e_ms"], str], ...] = (
-    ("tpot_ms", "TPOT"), ("itl_ms", "ITL (largest gap)"), ("e2e_ms", "E2E"))
+#: the two TTFTs with reasoning in the records (the latency rows beside TTFT come from the SLO table)
 _BOTH_TTFTS: tuple[tuple[Literal["ttft_answer_ms", "ttft_any_ms"], str], ...] = (
     ("ttft_answer_ms", "answer"), ("ttft_any_ms", "any"))
 
@@ -491,9 +493,11 @@ def format_report(rep: ReportDoc) -> str:
             title = "TTFT to the first answer token" if what == "answer" else "TTFT to the first token of any kind"
             judged = " (judged)" if w["ttft_judged"] == what else " (not judged)"
             add(f"  {title}{judged} (n={w[both_key]['n']}): {_lat(w[both_key])}")
-    for key, title in _OTHER_LATENCY:
-        add(f"  {title} over completed requests (n={w[key]['n']}): {_lat(w[key])}")
-        marked = marked or bool(w[key].get("insufficient_n"))
+    wk = cast(Mapping[str, Any], w)  # the SLO table's keys (a kind added to the table has its own)
+    for key in (k for k in (slo.get("slos") or SLO_JSON_KEYS) if k not in ("ttft_ms", "ttft_of") and k in wk):
+        title = _TEXT_TITLES.get(key) or key.removesuffix("_ms").upper()
+        add(f"  {title} over completed requests (n={wk[key]['n']}): {_lat(wk[key])}")
+        marked = marked or bool(wk[key].get("insufficient_n"))
     if marked:
         add(f"  ({insufficient_legend()})")
     add(f"  {misses_text(w)}")

@@ -28,8 +28,8 @@ object with the request record's attributes, ``TimedRequest``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 import tui.core.defaults as defaults
@@ -37,23 +37,6 @@ from tui.core.outcomes import CANCELLED, CLIENT, EXCLUDED, FAILED, GOOD, SLOW, O
 
 TtftOf = Literal["answer", "any"]
 TTFT_OF: tuple[TtftOf, ...] = ("answer", "any")
-
-#: the SLO names, in the order they are shown and judged
-SLO_NAMES: Final = ("TTFT", "TPOT", "ITL", "E2E")
-MISS_TTFT, MISS_TPOT, MISS_ITL, MISS_E2E = 1, 2, 4, 8
-MISS_BITS: Final = (MISS_TTFT, MISS_TPOT, MISS_ITL, MISS_E2E)
-#: "not judgeable" bits: the miss bit shifted left by NOJUDGE_SHIFT (an SLO in force the record lacks a field for)
-NOJUDGE_SHIFT: Final = 4
-NOJUDGE_TTFT, NOJUDGE_TPOT, NOJUDGE_ITL, NOJUDGE_E2E = 16, 32, 64, 128
-MISS_MASK: Final = 15
-
-#: what each SLO needs that a record may lack (the sentence of "not judgeable")
-NEEDS: Final = {
-    "TTFT": "first-token times",
-    "TPOT": "last-token times",
-    "ITL": "inter-token gaps (itl_max_ms or token_offsets)",
-    "E2E": "end times",
-}
 
 #: finish reasons that say the generation did not end normally (a record that says complete with one is not)
 BAD_FINISH_REASONS: Final = frozenset({"abort", "error", "aborted", "cancelled"})
@@ -103,7 +86,10 @@ def _check_ms(name: str, v: float | None) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Slos:
-    """The SLOs in force (milliseconds; None: off, not judged) and which TTFT the TTFT SLO judges."""
+    """The SLOs in force (milliseconds; None: off, not judged) and which TTFT the TTFT SLO judges.
+
+    ``table``: the SLO kinds judged (``SLO_TABLE``; a longer table adds kinds after the four, whose limits are
+    ``more``, in the table's order: ``Slos.of`` builds one from the table's keys)."""
 
     ttft_ms: float | None = defaults.SLO_TTFT_MS
     tpot_ms: float | None = None
@@ -113,20 +99,53 @@ class Slos:
     #: what the TTFT of the file judged is, when it is not servewatch's own (an import: "first chunk, as vllm
     #: bench measures"); shown instead of "answer" / "any" (``describe``, the JSON's ``ttft_of``)
     ttft_label: str | None = None
+    table: tuple[SloKind, ...] = field(default=(), repr=False)
+    more: tuple[float | None, ...] = ()
 
     def __post_init__(self) -> None:
-        for name, v in zip(SLO_NAMES, self.limits()):
-            _check_ms(name, v)
+        if not self.table:
+            object.__setattr__(self, "table", SLO_TABLE)
+        if tuple(k.key for k in self.table[:4]) != BUILTIN_KEYS:
+            raise ValueError("an SLO table starts with the four built-in kinds (TTFT, TPOT, ITL, E2E)")
+        more = tuple(self.more) + (None,) * (len(self.table) - 4 - len(self.more))
+        if len(more) != len(self.table) - 4:
+            raise ValueError("more limits than SLO kinds beyond the four")
+        object.__setattr__(self, "more", more)
+        for kind, v in zip(self.table, self.limits()):
+            _check_ms(kind.name, v)
         if self.ttft_of not in TTFT_OF:
             raise ValueError(f"ttft_of must be one of {TTFT_OF}, got {self.ttft_of!r}")
 
-    def limits(self) -> tuple[float | None, float | None, float | None, float | None]:
-        """(ttft_ms, tpot_ms, itl_ms, e2e_ms), in the order of ``SLO_NAMES``."""
-        return self.ttft_ms, self.tpot_ms, self.itl_ms, self.e2e_ms
+    @classmethod
+    def of(cls, limits: Mapping[str, float | None], table: tuple[SloKind, ...] | None = None,
+           ttft_of: TtftOf = "answer", ttft_label: str | None = None) -> Slos:
+        """The SLOs of ``limits`` keyed by the table's keys (``"ttft"``, ``"e2e"``, ...; a key left out: off)."""
+        t = table or SLO_TABLE
+        unknown = set(limits) - {k.key for k in t}
+        if unknown:
+            raise ValueError(f"no SLO kind {sorted(unknown)[0]!r} in the table")
+        v = [limits.get(k.key) for k in t]
+        return cls(ttft_ms=v[0], tpot_ms=v[1], itl_ms=v[2], e2e_ms=v[3], ttft_of=ttft_of, ttft_label=ttft_label,
+                   table=t, more=tuple(v[4:]))
+
+    def limits(self) -> tuple[float | None, ...]:
+        """Each kind's limit (ms, None: off), in the order of ``table`` (ttft_ms, tpot_ms, itl_ms, e2e_ms, ...)."""
+        return (self.ttft_ms, self.tpot_ms, self.itl_ms, self.e2e_ms, *self.more)
+
+    def limit(self, key: str) -> float | None:
+        """The limit of the kind ``key`` ("ttft", "e2e", ...); None when off."""
+        for kind, v in zip(self.table, self.limits()):
+            if kind.key == key:
+                return v
+        raise KeyError(key)
+
+    def names(self) -> tuple[str, ...]:
+        """Every kind's name, in the table's order ("TTFT", "TPOT", "ITL", "E2E")."""
+        return tuple(k.name for k in self.table)
 
     def in_force(self) -> tuple[str, ...]:
-        """The names of the SLOs judged, in the order of ``SLO_NAMES`` ("TTFT", "TPOT", ...)."""
-        return tuple(name for name, v in zip(SLO_NAMES, self.limits()) if v is not None)
+        """The names of the SLOs judged, in the order of the table ("TTFT", "TPOT", ...)."""
+        return tuple(k.name for k, v in zip(self.table, self.limits()) if v is not None)
 
     def ttft_shown(self) -> str:
         """Which TTFT is judged, in words: "answer", "any", or another tool's definition (``ttft_label``)."""
@@ -135,10 +154,21 @@ class Slos:
     def describe(self) -> str:
         """"TTFT <= 1000 ms (answer), TPOT <= 50 ms"; "no latency SLO (completion only)" with every SLO off."""
         parts = []
-        for name, v in zip(SLO_NAMES, self.limits()):
+        for kind, v in zip(self.table, self.limits()):
             if v is not None:
-                parts.append(f"{name} <= {v:g} ms" + (f" ({self.ttft_shown()})" if name == "TTFT" else ""))
+                parts.append(f"{kind.name} <= {v:g} {kind.unit}" + (f" ({self.ttft_shown()})" if kind.key == "ttft"
+                                                                   else ""))
         return ", ".join(parts) if parts else "no latency SLO (completion only)"
+
+    def miss_names(self, bits: int) -> tuple[str, ...]:
+        """The names of the miss bits of this table (``miss_names`` for a longer table)."""
+        return tuple(k.name for i, k in enumerate(self.table) if bits >> i & 1)
+
+
+def ttft_or_default(slos: Slos) -> float:
+    """The TTFT SLO in force, else the default's value: the yardstick of the rules that measure a lateness against
+    the TTFT SLO (the delivered load's dispatch lateness, the step record's ``slo_ms``), not a verdict on TTFT."""
+    return float(defaults.SLO_TTFT_MS if slos.ttft_ms is None else slos.ttft_ms)
 
 
 def slo_microseconds(slo_ms: float) -> float:
@@ -146,19 +176,19 @@ def slo_microseconds(slo_ms: float) -> float:
     return float(round(slo_ms * 1000.0))
 
 
-def miss_names(bits: int) -> tuple[str, ...]:
-    """The SLO names of the miss bits (the low nibble), in order: ``miss_names(3) == ("TTFT", "TPOT")``."""
-    return tuple(name for name, b in zip(SLO_NAMES, MISS_BITS) if bits & b)
+def miss_names(bits: int, table: tuple[SloKind, ...] | None = None) -> tuple[str, ...]:
+    """The SLO names of the miss bits (below ``NOJUDGE_SHIFT``), in order: ``miss_names(3) == ("TTFT", "TPOT")``."""
+    return tuple(k.name for i, k in enumerate(table or SLO_TABLE) if bits >> i & 1)
 
 
-def nojudge_names(bits: int) -> tuple[str, ...]:
-    """The SLO names of the not-judgeable bits (the high nibble), in order."""
-    return miss_names(bits >> NOJUDGE_SHIFT)
+def nojudge_names(bits: int, table: tuple[SloKind, ...] | None = None) -> tuple[str, ...]:
+    """The SLO names of the not-judgeable bits (from ``NOJUDGE_SHIFT`` up), in order."""
+    return miss_names(bits >> NOJUDGE_SHIFT, table)
 
 
-def combo_name(bits: int) -> str:
+def combo_name(bits: int, table: tuple[SloKind, ...] | None = None) -> str:
     """"TTFT+TPOT" for the miss bits 3 (the key of ``WindowStat.miss_combos``)."""
-    return "+".join(miss_names(bits))
+    return "+".join(miss_names(bits, table))
 
 
 # ---------------------------------------------------------------- the derivations (one definition each)
@@ -216,8 +246,8 @@ def e2e_ms(r: TimedRequest) -> float:
 def metric_values(r: TimedRequest, ttft_of: TtftOf = "answer") -> tuple[float | None, float | None, float | None,
                                                                       float | None]:
     """(ttft_ms, tpot_ms, itl_ms, e2e_ms) of one request; None where the record cannot give it."""
-    ttft = answer_ttft_ms(r) if ttft_of == "answer" else any_ttft_ms(r)
-    return ttft, tpot_ms(r), itl_ms(r), e2e_ms(r)
+    answer = ttft_of == "answer"
+    return tuple(k.derive(r, answer) for k in SLO_TABLE)  # type: ignore[return-value]
 
 
 def _no_gap(r: TimedRequest) -> bool:
@@ -228,6 +258,100 @@ def _no_gap(r: TimedRequest) -> bool:
     if n is None:
         n = tpot_tokens(r)
     return n is not None and n < 2
+
+
+def _ttft_of_record(r: TimedRequest, answer: bool) -> float | None:
+    return answer_ttft_ms(r) if answer else any_ttft_ms(r)
+
+
+def _elapsed_ms(r: TimedRequest, answer: bool) -> float | None:
+    """At a cancellation: the time from the send to the cancellation (the E2E already spent)."""
+    return (r.t_end - r.t_sent) * 1000.0
+
+
+def _ttft_at_cancel(r: TimedRequest, answer: bool) -> float | None:
+    """At a cancellation: the TTFT when a first token came, else the time waited without one."""
+    v = _ttft_of_record(r, answer)
+    return _elapsed_ms(r, answer) if v is None else v
+
+
+# ---------------------------------------------------------------- the table: one row per SLO kind
+
+
+@dataclass(frozen=True, slots=True)
+class SloKind:
+    """One SLO kind: everything the rest of servewatch needs to judge, store and show it.
+
+    - ``name``: shown ("TTFT"); ``key``: the Monitor's stores, ``WindowStat.latency`` and the chart series
+      ("ttft"); ``json_key``: the documents' and the run header's key ("ttft_ms"); ``flag``: the command line
+      ("--slo-ttft-ms"); ``unit``: of the limit and the values;
+    - ``derive(record, answer)``: the value of one record (None: the record cannot give it), ``answer`` whether
+      the TTFT judged is the answer's;
+    - ``needs``: what a record must hold to be judged on it (the sentence of "not judgeable");
+    - ``at_cancel(record, answer)``: the value already known when a request was cancelled or the client gave up
+      (None: this kind is not judged then);
+    - ``gapless_met``: met vacuously by a request with no inter-token gap (fewer than 2 tokens with a last-token
+      time);
+    - ``title``: what the charts and the long report call it; ``help``: what ``flag`` says in ``--help``.
+    """
+
+    name: str
+    key: str
+    json_key: str
+    flag: str
+    unit: str
+    derive: Callable[[TimedRequest, bool], float | None]
+    needs: str
+    at_cancel: Callable[[TimedRequest, bool], float | None] | None = None
+    gapless_met: bool = False
+    title: str = ""
+    #: the flag's help (``tui.cli.options.add_slo_arguments`` adds one flag per row, "off" or MS; argparse fills in
+    #: ``%(default)g``)
+    help: str = ""
+
+
+def _tpot(r: TimedRequest, answer: bool) -> float | None:
+    return tpot_ms(r)
+
+
+def _itl(r: TimedRequest, answer: bool) -> float | None:
+    return itl_ms(r)
+
+
+def _e2e(r: TimedRequest, answer: bool) -> float | None:
+    return e2e_ms(r)
+
+
+#: the SLO kinds, in the order they are shown and judged (their miss bits are 1 << their index)
+SLO_TABLE: Final[tuple[SloKind, ...]] = (
+    SloKind("TTFT", "ttft", "ttft_ms", "--slo-ttft-ms", "ms", _ttft_of_record, "first-token times",
+            at_cancel=_ttft_at_cancel, title="time to first token",
+            help="a request is good when it completes AND meets every SLO given: time to first (answer) token at "
+                 "most this (default %(default)g; off: not judged)"),
+    SloKind("TPOT", "tpot", "tpot_ms", "--slo-tpot-ms", "ms", _tpot, "last-token times", gapless_met=True,
+            title="TPOT (time per output token)",
+            help="time per output token at most this: (last token - first token) / (tokens - 1), per request "
+                 "(default: off)"),
+    SloKind("ITL", "itl", "itl_ms", "--slo-itl-ms", "ms", _itl, "inter-token gaps (itl_max_ms or token_offsets)",
+            at_cancel=_itl, gapless_met=True, title="inter-token latency (largest gap)",
+            help="the largest gap between two consecutive tokens at most this (a stall the user sees; default: off)"),
+    SloKind("E2E", "e2e", "e2e_ms", "--slo-e2e-ms", "ms", _e2e, "end times", at_cancel=_elapsed_ms,
+            title="end-to-end latency", help="request sent to last token at most this (default: off; MS or off)"),
+)
+#: the keys of the four kinds every table starts with (the record format's; the Monitor's hot path derives them inline)
+BUILTIN_KEYS: Final = ("ttft", "tpot", "itl", "e2e")
+#: generated from the table: the names, the Monitor's latency keys, the documents' keys
+SLO_NAMES: Final = tuple(k.name for k in SLO_TABLE)
+LATENCY_KEYS = tuple(k.key for k in SLO_TABLE)
+SLO_JSON_KEYS: Final = tuple(k.json_key for k in SLO_TABLE)
+#: miss bits: 1 << the kind's index; "not judgeable" bits: the miss bit shifted left by NOJUDGE_SHIFT (room for 16)
+NOJUDGE_SHIFT: Final = 16
+MISS_MASK: Final = (1 << NOJUDGE_SHIFT) - 1
+MISS_BITS: Final = tuple(1 << i for i in range(len(SLO_TABLE)))
+MISS_TTFT, MISS_TPOT, MISS_ITL, MISS_E2E = MISS_BITS
+NOJUDGE_TTFT, NOJUDGE_TPOT, NOJUDGE_ITL, NOJUDGE_E2E = (b << NOJUDGE_SHIFT for b in MISS_BITS)
+#: what each SLO needs that a record may lack (the sentence of "not judgeable"), by name
+NEEDS: Final = {k.name: k.needs for k in SLO_TABLE}
 
 
 # ---------------------------------------------------------------- the rule (its one definition)
@@ -271,10 +395,15 @@ def slo_rule(slos: Slos) -> Rule:
     - ``failed``: everything else: not complete, an error, no first token; ``misses`` is 0.
     - values are judged in whole microseconds, rounded to the nearest: ``(x_ms * 1000 + 0.5) // 1 <= slo_us``.
     """
-    ttft_lim, tpot_lim, itl_lim, e2e_lim = (None if v is None else slo_microseconds(v) for v in slos.limits())
+    lims = [None if v is None else slo_microseconds(v) for v in slos.limits()]
+    ttft_lim = lims[0]
     answer = slos.ttft_of == "answer"
-    if tpot_lim is None and itl_lim is None and e2e_lim is None:
+    if all(v is None for v in lims[1:]):
         return _ttft_only_rule(ttft_lim, answer)
+    # the kinds in force beyond TTFT: (derive, at_cancel, gapless_met, limit in us, miss bit)
+    checks = tuple((k.derive, k.at_cancel, k.gapless_met, lim, 1 << i)
+                   for i, (k, lim) in enumerate(zip(slos.table, lims)) if i > 0 and lim is not None)
+    at_cancel = tuple((c, lim) for _d, c, _g, lim, _b in checks if c is not None)
 
     def classify(r: TimedRequest) -> tuple[Outcome, float | None, int]:
         t_sent = r.t_sent
@@ -289,14 +418,14 @@ def slo_rule(slos: Slos) -> Rule:
         if (tf is None and not untimed) or err is not None or not r.complete or not _complete(r):
             if err != CANCELLED and (err != CLIENT or r.http_status is not None):
                 return FAILED, ttft, 0
-            el = (r.t_end - t_sent) * 1000.0
-            if ttft_lim is not None and ((ttft if ttft is not None else el) * 1000.0 + 0.5) // 1.0 > ttft_lim:
-                return FAILED, ttft, 0
-            if e2e_lim is not None and (el * 1000.0 + 0.5) // 1.0 > e2e_lim:
-                return FAILED, ttft, 0
-            if itl_lim is not None:
-                gap = itl_ms(r)
-                if gap is not None and (gap * 1000.0 + 0.5) // 1.0 > itl_lim:
+            # still open: only what was already missed at the cancellation fails it
+            if ttft_lim is not None:
+                w = ttft if ttft is not None else (r.t_end - t_sent) * 1000.0
+                if (w * 1000.0 + 0.5) // 1.0 > ttft_lim:
+                    return FAILED, ttft, 0
+            for f, lim in at_cancel:
+                c = f(r, answer)
+                if c is not None and (c * 1000.0 + 0.5) // 1.0 > lim:
                     return FAILED, ttft, 0
             return EXCLUDED, ttft, 0
         misses = 0
@@ -304,22 +433,13 @@ def slo_rule(slos: Slos) -> Rule:
             misses = NOJUDGE_TTFT  # no token is streamed: no first-token time to judge
         elif ttft_lim is not None and (ttft is None or (ttft * 1000.0 + 0.5) // 1.0 > ttft_lim):
             misses = MISS_TTFT  # no answer token after reasoning: the user never saw an answer
-        if tpot_lim is not None:
-            v = tpot_ms(r)
+        for derive, _c, gapless, lim, bit in checks:
+            v = derive(r, answer)
             if v is None:
-                if not _no_gap(r):
-                    misses |= NOJUDGE_TPOT
-            elif (v * 1000.0 + 0.5) // 1.0 > tpot_lim:
-                misses |= MISS_TPOT
-        if itl_lim is not None:
-            v = itl_ms(r)
-            if v is None:
-                if not _no_gap(r):
-                    misses |= NOJUDGE_ITL
-            elif (v * 1000.0 + 0.5) // 1.0 > itl_lim:
-                misses |= MISS_ITL
-        if e2e_lim is not None and (e2e_ms(r) * 1000.0 + 0.5) // 1.0 > e2e_lim:
-            misses |= MISS_E2E
+                if not (gapless and _no_gap(r)):
+                    misses |= bit << NOJUDGE_SHIFT
+            elif (v * 1000.0 + 0.5) // 1.0 > lim:
+                misses |= bit
         if misses & MISS_MASK:
             return SLOW, ttft, misses
         # nothing missed, but an SLO in force could not be judged: not evidence either way (counted, shown, and
@@ -383,11 +503,11 @@ def _open_error(r: TimedRequest, err: str | None) -> bool:
 def header_block(slos: Slos, target: float) -> dict:
     """The run header's ``slo`` block (docs/record-format.md): every SLO in force (ms; None: off), which TTFT the
     TTFT SLO judges, their names and sentence, and the target."""
-    return {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms,
+    return {**{k.json_key: v for k, v in zip(slos.table, slos.limits())},
             "ttft_of": slos.ttft_of, "in_force": list(slos.in_force()), "text": slos.describe(), "target": target}
 
 
-def from_header_block(block: object) -> Slos | None:
+def from_header_block(block: object, table: tuple[SloKind, ...] | None = None) -> Slos | None:
     """The SLOs a run header's ``slo`` block records; older files carry only ``ttft_ms`` (the TTFT SLO alone, the
     answer TTFT). None when the block is absent or says nothing usable (a value that is not a positive number reads
     as off; an unknown ``ttft_of`` as ``answer``)."""
@@ -400,9 +520,9 @@ def from_header_block(block: object) -> Slos | None:
             return None
         return float(v)
 
-    vals = {k: ms(k) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")}
+    t = table or SLO_TABLE
+    vals = {k.key: ms(k.json_key) for k in t}
     if all(v is None for v in vals.values()) and "in_force" not in block:
         return None
     of = block.get("ttft_of")
-    return Slos(ttft_ms=vals["ttft_ms"], tpot_ms=vals["tpot_ms"], itl_ms=vals["itl_ms"], e2e_ms=vals["e2e_ms"],
-                ttft_of=of if of in TTFT_OF else "answer")
+    return Slos.of(vals, t, ttft_of=of if of in TTFT_OF else "answer")

@@ -19,6 +19,7 @@ from tui.core.budget.results import BudgetResult
 from tui.core.budgetview import BudgetView
 from tui.core.capacity import Capacity
 from tui.core.chain import RecordsIntegrity
+from tui.core.phases import DrillView
 from tui.core.slos import Slos
 from tui.core.snapshot_parts import BAD as BAD
 from tui.core.snapshot_parts import FAIL as FAIL
@@ -68,7 +69,6 @@ class Snapshot:
     good_series: tuple[float, ...]  # rolling good fraction per time bucket
     p95_series: tuple[float, ...]  # per-bucket TTFT P95 in ms
     target: float
-    slo_ttft_ms: float
     queue: QueueState
     gpu: GpuState
     errors_by_class: dict[str, int]
@@ -111,6 +111,9 @@ class Snapshot:
     #: the console's prefix-cache line for the current level (``tui.core.prefix_cache.short_text``); None: nothing
     #: known there (no request said cached tokens, no step counters), the line is not shown
     prefix_cache_text: str | None = None
+    #: issue 39: a drill's phases as bands, its recovery point and the verdict bar's line (``tui.core.drill.live``);
+    #: None: not a drill
+    drill: DrillView | None = None
     #: measured request and step records of levels beyond ``tui.core.bounds.MAX_LEVELS`` distinct ones: counted,
     #: never judged; any such record forbids PASS (an evidence problem says so)
     levels_over_cap: int = 0

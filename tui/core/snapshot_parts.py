@@ -112,7 +112,6 @@ class Verdict:
     bursty: bool  # the point estimate of the variance ratio (vif_point) is >= 2
     decided_at_n: int | None = None  # request count at which the current PASS/FAIL state began (not latched)
     target: float = defaults.TARGET
-    slo_ttft_ms: float = defaults.SLO_TTFT_MS
     alpha: float = defaults.ALPHA
     episodes: int = 0  # failure episodes seen (maximal runs of >= 3 not-good requests)
     longest_episode_s: float = 0.0

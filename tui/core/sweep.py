@@ -12,6 +12,7 @@ from typing import Any
 from tui.core.acceptance import RunInput, measured_section
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
 from tui.core.search import capacity_bracket, format_bracket
+from tui.core.slos import SLO_JSON_KEYS
 from tui.core.snapshot import LevelRow, Snapshot
 from tui.core.states import FAIL
 from tui.core.stats import latency_value
@@ -96,7 +97,7 @@ def _latency_lines(s: dict[str, Any]) -> list[str]:
         g, gt = r.get("goodput_rps"), r.get("goodput_tok_s")
         missed = ", ".join(f"{k} {v}" for k, v in (r.get("misses") or {}).items() if v) or "-"
         out.append(f"  {fmt_level(r['level']):>11} {r['round']:>3} "
-                   + "".join(f"{_p95(lat.get(k)):>9} " for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"))
+                   + "".join(f"{_p95(lat.get(k)):>9} " for k in SLO_JSON_KEYS)
                    + f"{'N/A' if g is None else f'{g:.2f}':>10} {'N/A' if gt is None else f'{gt:.1f}':>11}  {missed}")
     out.append("  (TPOT = (last - first token) / (tokens - 1); ITL = largest gap between two tokens; E2E = sent to "
                "last token; N/A: the records do not carry it)")

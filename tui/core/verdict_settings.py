@@ -31,15 +31,16 @@ from typing import Any, Final
 
 import tui.core.defaults as D
 from tui.core.exitcodes import ExitCode
-from tui.core.slos import SLO_NAMES, TTFT_OF, Slos, from_header_block
+from tui.core.slos import SLO_JSON_KEYS, SLO_NAMES, SLO_TABLE, TTFT_OF, Slos, from_header_block
 from tui.core.verdict import MixtureTest
 
 #: every verdict setting, as the header block and the resolution name them
-FIELDS: Final = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "ttft_of", "target", "min_window_s", "min_requests",
-                 "alpha", "required_level")
-SLO_FIELDS: Final = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+#: the SLO kinds' fields are the SLO table's JSON keys (tui.core.slos.SLO_TABLE), in its order
+SLO_FIELDS: Final = SLO_JSON_KEYS
+FIELDS: Final = (*SLO_FIELDS, "ttft_of", "target", "min_window_s", "min_requests", "alpha", "required_level")
+_KEY_OF: Final = {k.json_key: k.key for k in SLO_TABLE}
 #: each setting's name in a sentence
-NAMES: Final = {"ttft_ms": "TTFT SLO", "tpot_ms": "TPOT SLO", "itl_ms": "ITL SLO", "e2e_ms": "E2E SLO",
+NAMES: Final = {**{k.json_key: f"{k.name} SLO" for k in SLO_TABLE},
                 "ttft_of": "which TTFT", "target": "target", "min_window_s": "window", "min_requests": "min requests",
                 "alpha": "alpha", "required_level": "required level"}
 #: the settings that decide which request is good (all `compare` judges on)
@@ -71,8 +72,10 @@ class VerdictSettings:
     required_level: float | None = None
 
     def get(self, name: str) -> Any:
-        if name in SLO_FIELDS or name == "ttft_of":
-            return getattr(self.slos, name)
+        if name in SLO_FIELDS:
+            return self.slos.limit(_KEY_OF[name])
+        if name == "ttft_of":
+            return self.slos.ttft_of
         return getattr(self, name)
 
     def values(self) -> dict[str, Any]:
@@ -83,8 +86,7 @@ class VerdictSettings:
         """From field values (``FIELDS``; a missing one takes its default)."""
         d = cls().values()
         d.update({k: v for k, v in values.items() if k in FIELDS})
-        return cls(slos=Slos(ttft_ms=d["ttft_ms"], tpot_ms=d["tpot_ms"], itl_ms=d["itl_ms"], e2e_ms=d["e2e_ms"],
-                             ttft_of=d["ttft_of"]),
+        return cls(slos=Slos.of({_KEY_OF[f]: d[f] for f in SLO_FIELDS}, ttft_of=d["ttft_of"]),
                    target=d["target"], alpha=d["alpha"], min_window_s=d["min_window_s"],
                    min_requests=d["min_requests"], required_level=d["required_level"])
 

@@ -316,8 +316,7 @@ def memory(cid: str, data: Mapping) -> Chart | Missing:
 def report_charts(data: Mapping, prefix: str = "c") -> list[Chart | Missing]:
     """The report's and the acceptance page's charts, in reading order."""
     out = [good_fraction(f"{prefix}-good", data), percentiles(f"{prefix}-ttft", data, "ttft")]
-    for key in ("tpot_ms", "itl_ms", "e2e_ms"):
-        if key in data["levels"]["latency"]:
+    for key in data["levels"]["latency"]:  # the SLO table's kinds after TTFT, in its order (tui.core.chartdata)
             out.append(percentiles(f"{prefix}-{key}", data, key))
     out += [throughput(f"{prefix}-goodput", data), judged(f"{prefix}-judged", data), queue(f"{prefix}-queue", data),
             memory(f"{prefix}-memory", data)]

@@ -141,7 +141,9 @@ def accept_html(doc: AcceptanceDoc, data: ChartBundle) -> str:
     sections of acceptance.md, in its order and its words (``tui.core.acceptance.render.MD_SECTIONS`` through
     ``tui.html.markdown``), the banners and the three verdicts at the top, the charts in section 4, a section the
     markdown does not know under its own name, and the raw JSON document only in a collapsed block at the end."""
+    from tui.core.acceptance.recovery import md_recovery
     from tui.core.acceptance.render import MD_SECTIONS, md_measured, md_title
+    from tui.html.drill import recovery_chart
 
     c = doc.get("conclusion") or {}
     weak = c.get("not_acceptance_grade") or []
@@ -151,6 +153,8 @@ def accept_html(doc: AcceptanceDoc, data: ChartBundle) -> str:
     banner = doc.get("banner")
     extra = [] if doc.get("synthetic") or not banner else [banner]
     charts = C.report_charts(data, "a")
+    drills = (doc.get("recovery") or {}).get("drills") or []  # issue 39: a recovery chart per drill given
+    rcharts = [recovery_chart(f"a-recovery-{i}", x, str(x.get("source") or "")) for i, x in enumerate(drills)]
     body = [banners(synthetic, [str(w) for w in weak], integrity_lines(doc.get("records_integrity")) + extra)]
     for section in MD_SECTIONS:
         lines = section(doc)
@@ -163,6 +167,8 @@ def accept_html(doc: AcceptanceDoc, data: ChartBundle) -> str:
                                        ("quality: are answers usable?", c.get("quality"))]))
         elif section is md_measured:
             body += ['<h3 id="sec-charts">Charts</h3>', _charts_html(charts)]
+        elif section is md_recovery and rcharts:
+            body += ['<h3 id="sec-recovery-charts">Recovery charts</h3>', _charts_html(rcharts)]
     raw: Mapping[str, Any] = doc  # read by name: the keys not in KNOWN_KEYS are not in AcceptanceDoc either
     for key in raw:  # a section the markdown renderer does not know yet: shown, under its own name
         if key not in KNOWN_KEYS and raw.get(key) not in (None, {}, []):
@@ -170,13 +176,13 @@ def accept_html(doc: AcceptanceDoc, data: ChartBundle) -> str:
     body.append('<details id="raw-json"><summary>The acceptance document as JSON (the same as acceptance.json)'
                 f"</summary><pre>{esc(json.dumps(doc, indent=2, default=str))}</pre></details>")
     title = "Acceptance report" + (" (SYNTHETIC)" if synthetic else "")
-    return page(title, "\n".join(body), charts, synthetic=bool(synthetic))
+    return page(title, "\n".join(body), [*charts, *rcharts], synthetic=bool(synthetic))
 
 
 #: the document keys acceptance.md renders (its sections) or that only describe the document itself
 KNOWN_KEYS = frozenset({"schema", "generated_at", "generator", "synthetic", "banner", "exit_code", "slo", "provenance",
                         "inputs", "budget", "environment", "load_configuration", "measured", "records_integrity",
-                        "quality", "cost", "rollback", "conclusion", "exit",
+                        "quality", "cost", "rollback", "recovery", "conclusion", "exit",
                         "verdict_settings", "identity"})
 
 

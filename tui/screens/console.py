@@ -42,7 +42,8 @@ from textual.widgets import Footer
 
 import tui.core.defaults as defaults
 from tui.core.budget import BudgetResult
-from tui.core.console_seams import ConsoleFeed, ReplayControls, SourceView
+from tui.core.console_seams import ConsoleFeed, DrillMark, ReplayControls, SourceView
+from tui.core.phases import DRILL_EXIT
 from tui.core.report import exit_code
 from tui.core.snapshot import Snapshot
 from tui.core.textsafe import console
@@ -88,6 +89,7 @@ class ConsoleScreen(Screen[None]):
         Binding("7", "show_sweep", "Sweep", priority=True),
         Binding("l", "latency_view", "Lat", priority=True),  # pane 4's views: TTFT, all four, TPOT, ITL, E2E
         Binding("t", "app.next_theme", "Theme", priority=True),
+        Binding("m", "mark_disturbance", "Mark act", priority=True),  # a live --fault-manual drill only
         Binding("ctrl+s", "export", "Export", priority=True),
         *(Binding(str(n), f"maximise({n})", f"Pane {n}", show=False, priority=True) for n in PANES),
     ]
@@ -293,11 +295,15 @@ class ConsoleScreen(Screen[None]):
         """The verdict shown, as the command's exit code (3 before any snapshot)."""
         if self.snapshot is None:
             return 3
-        code, _why = settings_exit(exit_code(self.snapshot.verdict.state), self.snapshot.settings)
+        drill = self.snapshot.drill
+        verdict = DRILL_EXIT.get(drill.state or "", 3) if drill is not None else exit_code(self.snapshot.verdict.state)
+        code, _why = settings_exit(verdict, self.snapshot.settings)  # a drill: its own verdict's code (3 until judged)
         return code  # re-judged at weaker settings than the run's: 3 (tui.core.verdict_settings)
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "mark_disturbance":  # only while a live manual drill awaits the operator's act
+            return isinstance(self.source, DrillMark) and bool(self.source.awaits_mark)
         if action == "show_sweep":
             return self.sweep_active  # False: not in the footer; key 7 then falls through to maximise(7)
         if action in REPLAY_ONLY:
@@ -342,6 +348,12 @@ class ConsoleScreen(Screen[None]):
         if (controls := self._replay_only("jump to end")) is not None:
             controls.jump_to_end()
             self._refresh_header()
+
+    def action_mark_disturbance(self) -> None:
+        """``m``: the operator acted now (a live ``--fault-manual`` drill)."""
+        if isinstance(self.source, DrillMark):
+            self.source.mark_disturbance("the console's m key")
+            self.notify("disturbance marked: the recovery phase starts now", title="Drill", timeout=6)
 
     def action_maximise(self, number: int) -> None:
         """Keys 1-7: that pane alone (header, verdict and footer stay); the same key again restores."""

@@ -12,13 +12,14 @@ from textual.widgets import Static
 
 import tui.core.defaults as defaults
 import tui.widgets.fmt as fmt
+from tui.core.slos import Slos
 
 
 @dataclass(frozen=True)
 class HelpFacts:
     """The thresholds in force, so the help text quotes the real numbers."""
 
-    slo_ttft_ms: float = defaults.SLO_TTFT_MS
+    slos: Slos = Slos()  # the SLOs in force: "good" is explained with them (``Slos.describe()``)
     target: float = defaults.TARGET
     alpha: float = defaults.ALPHA
     min_window_s: float = defaults.MIN_WINDOW_S
@@ -33,7 +34,8 @@ def _minutes(seconds: float) -> str:
 
 
 def help_markup(f: HelpFacts) -> str:
-    slo = fmt.ms(f.slo_ttft_ms)
+    slos = fmt.esc(f.slos.describe())
+    on = f.slos.in_force()
     tgt = fmt.pct(f.target, 0)
     warn_floor = fmt.pct(max(0.0, f.target - 0.05), 0)
     min_req = f"{f.min_requests}" if f.min_requests else "enough"
@@ -50,10 +52,11 @@ def help_markup(f: HelpFacts) -> str:
         "[b]ctrl+p[/] command palette",
         "",
         "[b]What counts as good[/]",
-        f"  A request is [$sw-good]good[/] when it completed without error and its first token arrived within "
-        f"the SLO (TTFT ≤ {slo}).",
-        f"  [$sw-warn]slow[/]: completed, but the first token came later than {slo}. "
-        "[$sw-bad]failed[/]: an error, or the stream was cut off.",
+        "  A request is [$sw-good]good[/] when it completed without error and "
+        + (f"met every SLO in force: {slos}." if on else "nothing more: no latency SLO is in force."),
+        "  [$sw-warn]slow[/]: completed, but " + (f"it missed {'an SLO' if len(on) > 1 else 'the SLO'} "
+                                                 f"({', '.join(on)})." if on else "(none: every SLO is off).")
+        + " [$sw-bad]failed[/]: an error, or the stream was cut off.",
         "",
         "[b]Colours[/]",
         f"  [b $sw-good]green[/]   good fraction at or above the {tgt} target; a good request; "

@@ -7,13 +7,15 @@ snapshot from the core ``Monitor`` a few times per second; sources never wait on
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
 from tui.core.console_seams import ReplayControls  # its home is the core (the console screen reads it too)
+from tui.core.drill import DrillTracker, is_drill_header
 from tui.core.monitor import Monitor
-from tui.core.records import LineIssue, Record
+from tui.core.records import LineIssue, Record, RunHeader
 from tui.core.snapshot import Snapshot
 
 Sink = Callable[[Iterable["Record | LineIssue"]], None]
@@ -89,3 +91,38 @@ class MonitorSink:
         """The digest chain's verification of the file read (``Monitor.set_records_integrity``)."""
         with self.lock:
             self.monitor.set_records_integrity(integrity)
+
+
+class DrillSink(MonitorSink):
+    """A ``MonitorSink`` that also follows a drill (issue 39): once a run header with a ``load.drill`` block passes,
+    every block also goes to a ``tui.core.drill.DrillTracker``, and each snapshot carries its ``DrillView`` (the
+    phases as bands, the recovery point, the verdict bar's line). Any other file costs one look at its first
+    block."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        super().__init__(monitor)
+        self.tracker: DrillTracker | None = None
+        self._looked = False
+
+    def __call__(self, items: Iterable[Record | LineIssue]) -> None:
+        batch = items if isinstance(items, list) else list(items)
+        with self.lock:
+            self.monitor.add_many(batch)
+            if not self._looked:
+                for it in batch:
+                    if isinstance(it, RunHeader):
+                        self._looked = True
+                        if is_drill_header(it.data):
+                            self.tracker = DrillTracker(self.monitor.cfg.slos)
+                        break
+            if self.tracker is not None:
+                self.tracker.add_many(batch)
+
+    def snapshot(self) -> Snapshot:
+        snap = super().snapshot()
+        tracker = self.tracker
+        if tracker is not None and tracker.active:
+            with self.lock:
+                view = tracker.view(self.monitor)
+            snap = dataclasses.replace(snap, drill=view)
+        return snap

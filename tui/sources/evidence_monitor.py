@@ -90,7 +90,7 @@ def compare_run(run: EvidenceRun, slo_ttft_ms: float, slos: Slos | None = None,
     header: dict = {}
     reqs: list = []
     issues = 0
-    cfg = MonitorConfig(slo_ttft_ms=slo_ttft_ms) if slos is None else MonitorConfig(slos=slos)
+    cfg = MonitorConfig(slos=Slos(ttft_ms=slo_ttft_ms) if slos is None else slos)
     # the cross-checks of the file, on the requests as counted: the one duplicate rule applied here, once (its
     # problem goes with the run: ``duplicates_problem``), so the Monitor keeps no second set of ids
     mon = Monitor(replace(cfg, check_duplicate_ids=False), source=run.path, judge_at=judge_at)  # at its run's settings

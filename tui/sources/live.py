@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tui.core.drill.settings import DrillPlan
 from tui.core.records import LineIssue, RecordError, parse_object
 from tui.core.redact import redact_url
 from tui.sources.base import Sink, Source, SourceMode
@@ -34,8 +35,10 @@ class LiveSource:
     mode: SourceMode = "LIVE"
     controls = None  # a live run has no replay keys
 
-    def __init__(self, config: LoadConfig, progress: Callable[[str], Any] | None = None) -> None:
+    def __init__(self, config: LoadConfig, progress: Callable[[str], Any] | None = None,
+                 drill: DrillPlan | None = None) -> None:
         config.validate()
+        self.drill = drill  # `live --drill`: the drill's phases instead of the ramp (tui.sources.load.drill)
         if not config.record:
             config.record = default_record_path()
         self.config = config
@@ -70,6 +73,9 @@ class LiveSource:
         if self._state == "running" and st is not None:
             if st.phase == "warmup":
                 return "LIVE warmup"
+            phase = getattr(gen, "phase", None)
+            if phase is not None:  # a drill: its phase
+                return f"LIVE drill {phase}"
             what = f"c={st.level:g}" if st.mode == "closed" else f"{st.level:g} req/s"
             return f"LIVE {what} r{st.round}"
         return f"LIVE {self._state}"
@@ -78,6 +84,19 @@ class LiveSource:
     def in_flight(self) -> int:
         gen = self._gen
         return int(gen.in_flight) if gen is not None else 0
+
+    @property
+    def awaits_mark(self) -> bool:
+        """A `live --drill --fault-manual` run that has not been marked yet (the console's m key marks it)."""
+        gen = self._gen
+        return self._state == "running" and bool(getattr(gen, "waiting_for_mark", False))
+
+    def mark_disturbance(self, by: str = "the console's m key") -> None:
+        """The operator acted now (``--fault-manual``): thread-safe, the drill's loop takes the mark."""
+        gen = self._gen
+        mark = getattr(gen, "mark_disturbance", None)
+        if callable(mark):
+            mark(by)
 
     def start(self, sink: Sink) -> None:
         if self._thread is not None:
@@ -159,7 +178,13 @@ class LiveSource:
 
         self._state = "running"
         try:
-            self.summary = await run_load(self.config, emit, progress=self._say, on_generator=keep)
+            if self.drill is not None:
+                from tui.sources.load.drill import run_drill
+
+                self.summary = await run_drill(self.config, self.drill, emit, progress=self._say, on_generator=keep,
+                                               usr1=False)
+            else:
+                self.summary = await run_load(self.config, emit, progress=self._say, on_generator=keep)
             self._state = "finished"
             self._say("run finished")
         except asyncio.CancelledError:

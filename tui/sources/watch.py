@@ -24,6 +24,7 @@ from typing import Any
 import tui.core.defaults as D
 from tui.core import watch as core
 from tui.core.redact import redact_url
+from tui.core.slos import Slos
 from tui.core.textsafe import term
 from tui.sources.metrics import parse_labeled  # noqa: F401 (the one parser; re-exported for callers)
 
@@ -384,12 +385,12 @@ class Canary:
     def __init__(self, url: str, rate: float, emit: Callable[[dict], None], *, model: str | None = None,
                  api_key_env: str | None = D.API_KEY_ENV,
                  headers: Any = None, insecure: bool = False,
-                 slo_ttft_ms: float = D.SLO_TTFT_MS, output_tokens: int = 8, input_tokens: int = 16) -> None:
+                 slos: Slos | None = None, output_tokens: int = 8, input_tokens: int = 16) -> None:
         from tui.sources.load import LoadConfig, LoadGenerator, monitor_config
 
         self.rate = float(rate)
         cfg = LoadConfig(url=url, model=model, api_key_env=api_key_env, headers=list(headers or []),
-                         insecure=insecure, monitor=monitor_config(slo_ttft_ms=slo_ttft_ms), output_tokens=(output_tokens, output_tokens),
+                         insecure=insecure, monitor=monitor_config(slos=slos or Slos()), output_tokens=(output_tokens, output_tokens),
                          input_tokens=(input_tokens, input_tokens), metrics=False, gpu=False, levels=[rate],
                          mode="open")
         self.gen = LoadGenerator(cfg, emit)
@@ -650,8 +651,7 @@ class WatchSession:
         recs = [r for r in self.canary_records if r.get("phase") == "measure"]
         ttfts = sorted((r["t_first_token"] - r["t_sent"]) * 1000.0 for r in recs
                        if r.get("t_first_token") is not None)
-        good = sum(1 for r in recs if r.get("complete") and not r.get("error") and r.get("t_first_token") is not None
-                   and (r["t_first_token"] - r["t_sent"]) * 1000.0 <= self.cfg.slo_ttft_ms)
+        good = sum(1 for r in recs if core.canary_outcome(r, self.cfg.slos)[0] == "good")  # the one outcome rule
         med = ttfts[(len(ttfts) - 1) // 2] if ttfts else None
         server_med = None
         w = self.judgement.span or self.last_window

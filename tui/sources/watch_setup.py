@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import tui.core.defaults as D
+from tui.core.slos import Slos
 from tui.core.watch import WatchConfig
 
 
@@ -51,9 +52,12 @@ class WatchSettings:
 
     def watch_config(self) -> WatchConfig:
         """The judgement's settings (raises ValueError for values the judge refuses)."""
-        return WatchConfig(slo_ttft_ms=self.slo_ttft_ms, target=self.target, alpha=self.alpha,
-                           min_window_s=self.min_window_minutes * 60.0, min_requests=self.min_requests,
-                           slo_tpot_ms=self.slo_tpot_ms, slo_itl_ms=self.slo_itl_ms, slo_e2e_ms=self.slo_e2e_ms)
+        return WatchConfig(slos=self.slos(), target=self.target, alpha=self.alpha,
+                           min_window_s=self.min_window_minutes * 60.0, min_requests=self.min_requests)
+
+    def slos(self) -> Slos:
+        """The SLOs judged, from the flag values (raises ValueError for a value the table refuses)."""
+        return Slos(ttft_ms=self.slo_ttft_ms, tpot_ms=self.slo_tpot_ms, itl_ms=self.slo_itl_ms, e2e_ms=self.slo_e2e_ms)
 
     def request_headers(self) -> dict[str, str]:
         h: dict[str, str] = {}
@@ -82,8 +86,8 @@ def _header_record(s: WatchSettings, cfg: WatchConfig) -> dict:
         headers={k: "<redacted>" for k in s.request_headers()},
         insecure=bool(s.insecure),
         acceptance={"slo_ttft_ms": cfg.slo_ttft_ms, "target": cfg.target, "alpha": cfg.alpha,
-                    "min_window_s": cfg.min_window_s, "slo_tpot_ms": cfg.slo_tpot_ms, "slo_itl_ms": cfg.slo_itl_ms,
-                    "slo_e2e_ms": cfg.slo_e2e_ms},
+                    "min_window_s": cfg.min_window_s, "slo_tpot_ms": cfg.slos.tpot_ms, "slo_itl_ms": cfg.slos.itl_ms,
+                    "slo_e2e_ms": cfg.slos.e2e_ms},
         source={"kind": "watch", "tool": "servewatch", "version": __version__, "file": None, "sha256": None,
                 "derived": ["good fraction bracket from histogram bucket bounds",
                             "window counts from counter deltas (metrics) or increase() (Prometheus)"]},
@@ -109,7 +113,7 @@ def build_session(s: WatchSettings, client: Any, emit: Callable[[dict], Any] | N
     if s.probe_rate and s.url:
         canary = Canary(s.url, s.probe_rate, lambda d: session.emit(d), model=s.model,
                         api_key_env=s.api_key_env, headers=list(s.headers), insecure=s.insecure,
-                        slo_ttft_ms=cfg.slo_ttft_ms)
+                        slos=cfg.slos)
     session = WatchSession(watcher, cfg, emit=emit, interval=s.scrape_interval, canary=canary,
                            header=_header_record(s, cfg))
     return session, None

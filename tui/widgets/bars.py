@@ -22,6 +22,7 @@ from textual.widgets import Static
 import tui.widgets.fmt as fmt
 from tui.core.budget.results import BudgetResult
 from tui.core.budgetview import BudgetView
+from tui.core.phases import DRILL_WORDS
 from tui.core.snapshot import Snapshot
 from tui.widgets.fmt import VERDICT_STYLE, esc, na
 
@@ -132,6 +133,10 @@ def wrap_reason(reason: str, width: int, lines: int) -> list[str]:
     return textwrap.wrap(reason, width, max_lines=max(1, lines), placeholder=" …") or [""]
 
 
+#: the drill's line, coloured by its verdict once decided (undecided: warn)
+DRILL_STYLE = {"RECOVERED": "$sw-good", "NOT_RECOVERED": "$sw-bad", "INSUFFICIENT": "$sw-warn"}
+
+
 class VerdictBar(Static):
     """Verdict, what is missing, budget and quality status, the reason, and the malformed-line counter."""
 
@@ -169,11 +174,21 @@ class VerdictBar(Static):
         width = self._width()
         v = snap.verdict
         words, var = VERDICT_STYLE.get(v.state, (v.state, "$sw-warn"))
+        if snap.drill is not None and snap.drill.state:  # a judged drill: its verdict is the console's (and exit)
+            words, var = DRILL_WORDS.get(snap.drill.state, snap.drill.state), DRILL_STYLE.get(snap.drill.state,
+                                                                                              "$sw-warn")
         head = f"[b reverse {var}] {esc(words)} [/]"
         if v.missing and v.state == "INSUFFICIENT_WINDOW":
             head += f"  [{var}]{esc(v.missing)}[/]"
         lines = pack([head, *self.status_parts()], width)
-        lines += [f"[$sw-na]{esc(part)}[/]" for part in wrap_reason(v.reason, width, self.max_reason_lines)]
+        reason_lines = self.max_reason_lines
+        drill = snap.drill
+        if drill is not None:  # issue 39: "disturbance 0:42 ago, rolling good 62%, not yet recovered"
+            var_d = DRILL_STYLE.get(drill.state or "", "$sw-warn")
+            lines += [f"[{var_d}]{esc(part)}[/]" for part in wrap_reason(drill.line, width, 1 if reason_lines < 3
+                                                                           else 2)]
+            reason_lines = max(1, reason_lines - 1)
+        lines += [f"[$sw-na]{esc(part)}[/]" for part in wrap_reason(v.reason, width, reason_lines)]
         issues = snap.malformed + snap.truncated + snap.unknown_types + snap.duplicates
         if issues:
             counts = [f"{snap.malformed} malformed"]

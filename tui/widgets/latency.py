@@ -12,22 +12,25 @@ from __future__ import annotations
 
 import tui.core.stats as stats
 import tui.widgets.fmt as fmt
+from tui.core.slos import SLO_TABLE
 from tui.core.snapshot import Percentile, Snapshot, WindowStat
 from tui.widgets.fmt import esc, na
 
 #: (snapshot key, short name) of each latency metric, in the order every view lists them.
-METRICS: tuple[tuple[str, str], ...] = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "E2E"))
+METRICS: tuple[tuple[str, str], ...] = tuple((k.key, k.name) for k in SLO_TABLE)  # tui.core.slos: the table
 #: The views ``l`` cycles through, the default first.
-VIEWS: tuple[str, ...] = ("ttft", "all", "tpot", "itl", "e2e")
+VIEWS: tuple[str, ...] = ("ttft", "all", *(k.key for k in SLO_TABLE[1:]))
 #: The pane's border title in each view ("4 " goes before it).
 VIEW_TITLES = {"ttft": "TTFT", "all": "Latency", "tpot": "TPOT", "itl": "Inter-token (ITL)",
-               "e2e": "End-to-end (E2E)"}
+               "e2e": "End-to-end (E2E)",
+               **{k.key: k.name for k in SLO_TABLE[4:]}}  # a kind added to the SLO table: its name
 #: What each metric is, one line (docs/statistics.md has the definitions).
 DEFINITIONS = {
     "ttft": "request sent to first token",
     "tpot": "(last - first token) / (tokens - 1), per request",
     "itl": "largest gap between two tokens, per request",
     "e2e": "request sent to last token",
+    **{k.key: k.title for k in SLO_TABLE[4:]},
 }
 
 

@@ -219,6 +219,25 @@ class RequestsPane(PaneMixin, Vertical):
 # --------------------------------------------------------------------------- 3 good fraction
 
 
+#: how each drill phase is drawn in the band strip (character, theme colour)
+DRILL_CELLS = {"baseline": ("─", "$sw-na"), "disturbance": ("█", "$sw-bad"), "recovery": ("▒", "$sw-warn"),
+               "": (" ", "$sw-na")}
+
+
+def drill_strip(view, width: int, target: str) -> str:
+    """A drill's phases over its time as one row of cells (the core's ``DrillView.cells``), the recovery point as
+    ``▼``, and a legend line."""
+    out = []
+    for name, mark in view.cells(width):
+        ch, var = DRILL_CELLS.get(name, (" ", "$sw-na"))
+        out.append("[b $sw-good]▼[/]" if mark else f"[{var}]{ch}[/]")
+    dist = next((b.label for b in view.bands if b.name == "disturbance" and b.label), "disturbance")
+    legend = (f"[$sw-na]─ baseline [/][$sw-bad]█[/][$sw-na] {esc(dist)} [/][$sw-warn]▒[/][$sw-na] recovery[/]"
+              + (" [b $sw-good]▼[/][$sw-na] recovered[/]" if view.recovery_point is not None else "")
+              + f"[$sw-na] · ┄ target {target}[/]")
+    return "".join(out) + "\n" + legend
+
+
 def _window_label(w: WindowStat) -> str:
     return esc(w.label)
 
@@ -250,13 +269,14 @@ class GoodFractionPane(PaneMixin, Vertical):
                     "  " + sev(fmt.pct(g.fraction), g.severity, bold=True)
                     + f"  n {g.n:,}  [$sw-na]({fmt.interval(g.lo, g.hi)})[/]"
                 )
-        lines.append(f"target {fmt.pct(snap.target, 0)} [$sw-na]· good: TTFT ≤ {fmt.ms(snap.slo_ttft_ms)}[/]")
+        lines.append(f"target {fmt.pct(snap.target, 0)} [$sw-na]· good: {fmt.esc(snap.slos.describe())}[/]")
         lines.append("[$sw-na](…) descriptive, not the verdict[/]")
         self.query_one("#good-text", Static).update("\n".join(lines))
         self.query_one("#good-spark", TargetSparkline).set_data(snap.good_series, snap.target)
-        self.query_one("#good-legend", Static).update(
-            f"[$sw-na]per time bucket · ┄ target {fmt.pct(snap.target, 0)}[/]"
-        )
+        legend = f"[$sw-na]per time bucket · ┄ target {fmt.pct(snap.target, 0)}[/]"
+        if snap.drill is not None:  # issue 39: the drill's phases as bands, the recovery point as a marker
+            legend = drill_strip(snap.drill, max(10, self.size.width - 4), fmt.pct(snap.target, 0))
+        self.query_one("#good-legend", Static).update(legend)
 
 
 # --------------------------------------------------------------------------- 4 TTFT
@@ -331,8 +351,10 @@ class TtftPane(PaneMixin, Vertical):
         if any(p.approximate for w in windows for p in w.ttft):
             rows.append("[$sw-na]≈ from the streaming sketch (±1%)[/]")
         self.query_one("#ttft-text", Static).update("\n".join(rows))
-        self.query_one("#ttft-spark", TargetSparkline).set_data(snap.p95_series, snap.slo_ttft_ms)
-        self.query_one("#ttft-legend", Static).update(f"[$sw-na]P95 per bucket · ┄ SLO {fmt.ms(snap.slo_ttft_ms)}[/]")
+        ttft_slo = snap.slos.ttft_ms  # None: the TTFT SLO is off (no SLO line)
+        self.query_one("#ttft-spark", TargetSparkline).set_data(snap.p95_series, ttft_slo)
+        self.query_one("#ttft-legend", Static).update(
+            "[$sw-na]P95 per bucket" + ("" if ttft_slo is None else f" · ┄ SLO {fmt.ms(ttft_slo)}") + "[/]")
 
 
 # --------------------------------------------------------------------------- 5 queue

@@ -27,6 +27,7 @@ from tui.core.records import (
     outcome_rule,
     parse_line,
 )
+from tui.core.slos import Slos
 from tui.core.snapshot import FAIL, PASS
 from tui.core.sweep import level_states, measured_capacity, sweep_summary
 
@@ -80,7 +81,7 @@ def test_exactly_at_the_slo_is_good_although_the_float_difference_is_not_exactly
 
 @pytest.mark.parametrize("slo_ms, ttft", [(1000.0, 1.0), (700.0, 0.7)])
 def test_two_hundred_requests_at_exactly_the_slo_pass_through_the_monitor(slo_ms, ttft):
-    m = monitor_of(at_slo_records(ttft=ttft), slo_ttft_ms=slo_ms, min_window_s=0)
+    m = monitor_of(at_slo_records(ttft=ttft), slos=Slos(ttft_ms=slo_ms), min_window_s=0)
     s = m.snapshot()
     assert (s.cumulative.good.good, s.cumulative.good.n, s.cumulative.slow) == (200, 200, 0)
     assert s.verdict.state == PASS
@@ -126,7 +127,7 @@ records_strategy = st.builds(
 @given(st.lists(records_strategy, min_size=1, max_size=40, unique_by=lambda d: d["id"]))  # ids are unique in a run
 def test_monitor_record_and_report_agree_on_every_outcome(records):
     recs = [parse_line(json.dumps(d)) for d in records]
-    m = Monitor(MonitorConfig(slo_ttft_ms=1000.0, min_window_s=0))
+    m = Monitor(MonitorConfig(slos=Slos(ttft_ms=1000.0), min_window_s=0))
     for r in recs:
         m.add(r)
     s = m.snapshot()

@@ -146,8 +146,11 @@ def test_monitor_unjudgeable_blocks_pass_with_a_sentence():
     assert _monitor(Slos(), old).snapshot().levels[0].window.good.good == 400
 
 
-def test_monitor_config_slo_ttft_and_slos_agree():
-    assert MonitorConfig(slos=Slos(ttft_ms=300.0)).slo_ttft_ms == 300.0
-    assert MonitorConfig(slo_ttft_ms=300.0).slos == Slos(ttft_ms=300.0)
-    with pytest.raises(ValueError):
-        MonitorConfig(slo_ttft_ms=300.0, slos=Slos(ttft_ms=400.0))
+def test_monitor_config_holds_the_slos_alone():
+    """issue 38: no legacy TTFT field beside the SLOs (one source of truth, the table's limits)."""
+    import dataclasses
+
+    assert "slo_ttft_ms" not in {f.name for f in dataclasses.fields(MonitorConfig)}
+    assert MonitorConfig().slos == Slos()
+    with pytest.raises(TypeError):
+        MonitorConfig(slo_ttft_ms=300.0)  # type: ignore[call-arg]

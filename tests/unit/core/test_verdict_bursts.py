@@ -142,11 +142,13 @@ def test_report_timeline_and_exit_code_follow_the_state_at_the_end():
 
 
 def test_timeline_is_bounded_keeping_the_first_and_the_last_changes(monkeypatch):
-    import tui.core.monitor as mm
+    from collections import deque
+
+    import tui.core.monitor.state as mm
 
     monkeypatch.setattr(mm, "TIMELINE_HEAD", 3)
     mon = Monitor(MonitorConfig(min_window_s=0.0))
-    mon._timeline_tail = mm.deque(maxlen=2)
+    mon._timeline_tail = deque(maxlen=2)
     for level in range(1, 9):  # each level's first check is a state change
         mon.add(_rec(level, float(level), True, level=level))
     tl = mon.snapshot().timeline

@@ -59,7 +59,7 @@ def test_the_load_generator_writes_the_block_of_its_monitor_settings():
     assert VerdictSettings.of(read_header({"verdict_settings": header_block(settings_of(cfg))}).values) == \
         settings_of(cfg)
     assert config_at(MonitorConfig(rolling_s=7.0), settings_of(cfg)) == MonitorConfig(
-        slos=Slos(ttft_ms=50.0), slo_ttft_ms=50.0, target=0.99, min_window_s=60.0, rolling_s=7.0)
+        slos=Slos(ttft_ms=50.0), target=0.99, min_window_s=60.0, rolling_s=7.0)
 
 
 def test_an_older_slo_block_states_the_slos_and_the_target_only():

@@ -12,6 +12,7 @@ import pytest
 from tests.support.watch_server import FAST, SLOW, MetricsServer
 from tui.cli.watch import format_state
 from tui.core import watch as W
+from tui.core.slos import Slos
 from tui.core.snapshot import FAIL, PASS, UNDECIDED
 from tui.sources.watch import MetricsWatcher, WatchSession, make_client
 
@@ -28,7 +29,9 @@ class FakeClock:
 
 
 def _cfg(**kw):
-    base = dict(slo_ttft_ms=1000.0, target=0.95, alpha=0.05, min_window_s=600.0, fail_min_s=60.0)
+    limits = {k: kw.pop(f"slo_{k}_ms") for k in ("ttft", "tpot", "itl", "e2e") if f"slo_{k}_ms" in kw}
+    base = dict(slos=Slos.of({"ttft": 1000.0, **limits}), target=0.95, alpha=0.05, min_window_s=600.0,
+                fail_min_s=60.0)
     base.update(kw)
     return W.WatchConfig(**base)
 

@@ -25,6 +25,7 @@ from tui.core.acceptance.inputs import (
 )
 from tui.core.acceptance.measured_extra import memory_queue_section
 from tui.core.acceptance.quality_section import QUALITY_PHRASES, quality_section, tied_text
+from tui.core.acceptance.recovery import recovery_section
 from tui.core.acceptance.rollback import default_rollback_rules
 from tui.core.acceptance.sections import (
     BudgetSection,
@@ -42,6 +43,7 @@ from tui.core.identity import evidence_identity, identity_of
 from tui.core.quality.policy import QualityPolicy
 from tui.core.redact import scrub
 from tui.core.report import conclusion as three_part_conclusion
+from tui.core.runs import target_of
 from tui.core.slos import Slos
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, UNDECIDED, json_get
 
@@ -107,6 +109,7 @@ class AcceptConclusion(TypedDict):
     settings_changed: list[str]
     not_acceptance_grade: list[str]
     rejudged_weaker: list[str]
+    recovery: str  # issue 39: the drills given, or "no recovery evidence"
 
 
 class AcceptanceDoc(TypedDict):
@@ -129,6 +132,7 @@ class AcceptanceDoc(TypedDict):
     quality: dict[str, Any]  # quality_section.quality_section
     cost: dict[str, Any]  # cost.cost_section
     rollback: RollbackDoc
+    recovery: dict[str, Any]  # issue 39: the drills given (tui.core.acceptance.recovery.recovery_section)
     conclusion: AcceptConclusion
     exit_code: int
     #: the command line (tui.cli.accept): each record file's digest-chain verification
@@ -161,6 +165,7 @@ def build_acceptance(
     quality_integrity: Any = None,
     verdict_settings: Sequence[Mapping] = (),
     rejudged_weaker: Sequence[str] = (),
+    drills: Sequence[Mapping] = (),
 ) -> AcceptanceDoc:
     """The acceptance document (JSON-ready dict). ``quality`` must pass ``quality.recheck`` (SetError otherwise).
 
@@ -241,8 +246,12 @@ def build_acceptance(
                      "`servewatch run`.")
     if not runs:
         lines.append("Measured: no record files.")
+    # issue 39: the drills given (optional: none is said, and does not block "ready")
+    rsec = recovery_section(drills, {target_of(r.snapshot.header) for r in runs})
+    lines += rsec["lines"]
     ready = ready and not synthetic and not unknown and bool(runs) and not not_acceptance_grade and not ident["problems"]
-    failed = (bsec.get("fits") is False) or measured["state"] == FAIL or qstate == Q.FAIL
+    ready = ready and not rsec["blocks_ready"] and not rsec["failed"]
+    failed = (bsec.get("fits") is False) or measured["state"] == FAIL or qstate == Q.FAIL or rsec["failed"]
     exit_code = 0 if ready else (1 if failed else 3)
     if rejudged_weaker:  # the re-judged verdict is not the run's: its code only when at least as strict
         ready, exit_code = False, 3
@@ -262,6 +271,7 @@ def build_acceptance(
         "settings_changed": list(settings_changed),
         "not_acceptance_grade": list(not_acceptance_grade),
         "rejudged_weaker": list(rejudged_weaker),
+        "recovery": rsec["text"],  # issue 39: the drills given, or "no recovery evidence"
     }
     doc: AcceptanceDoc = {
         "schema": SCHEMA,
@@ -283,6 +293,7 @@ def build_acceptance(
         "quality": qsec,
         "cost": csec,
         "rollback": {"defaults": drules, "user": list(rollback_rules), "user_source": rollback_source, "notes": rnotes},
+        "recovery": {k: v for k, v in rsec.items() if k not in ("lines", "blocks_ready", "failed", "text")},
         "conclusion": conclusion,
         "exit_code": exit_code,
     }
@@ -313,7 +324,7 @@ def good_text(slos: Slos) -> str:
 
 def slo_block(slos: Slos, target: float, alpha: float, min_window_s: float) -> SloBlock:
     """The document's ``slo`` block: every SLO in force (None: off), which TTFT is judged, and the sentence."""
-    return {"ttft_ms": slos.ttft_ms, "tpot_ms": slos.tpot_ms, "itl_ms": slos.itl_ms, "e2e_ms": slos.e2e_ms,
+    return cast(SloBlock, {**cast(Any, {k.json_key: v for k, v in zip(slos.table, slos.limits())}),  # the SLO table's keys
             "ttft_of": slos.ttft_shown(), "in_force": list(slos.in_force()), "text": slos.describe(),
             "target": target, "alpha": alpha, "min_window_minutes": min_window_s / 60.0,
-            "good": f"completed AND {good_text(slos)}, over all measured requests"}
+            "good": f"completed AND {good_text(slos)}, over all measured requests"})

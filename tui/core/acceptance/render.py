@@ -11,11 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.core.acceptance.document import AcceptanceDoc
+from tui.core.acceptance.recovery import md_recovery  # the drills beside the rollback rules (issue 39)
 from tui.core.chain import md_records_integrity  # the digest chain's section (issue 19)
-from tui.core.compare import LATENCY_KEYS, LATENCY_NAMES
+from tui.core.compare import LATENCY_NAMES
 from tui.core.levels import fmt_level as _fmt_level
 from tui.core.report import fmt_pct
 from tui.core.search import format_bracket
+from tui.core.slos import SLO_JSON_KEYS
 from tui.core.stats import INSUFFICIENT_MARK, insufficient_legend, latency_cell
 from tui.core.textsafe import md, md_code
 from tui.core.token_counts import TOLERANCE_RULE
@@ -315,10 +317,10 @@ def _misses(r: Mapping) -> str:
 
 def md_latency(m: Mapping) -> list[str]:
     """Per level: P50 / P95 / P99 of TTFT, TPOT, inter-token and end-to-end; goodput beside throughput."""
-    L = _table(("run", "level", "round", *(f"{LATENCY_NAMES[k]} P50 / P95 / P99 ms" for k in LATENCY_KEYS),
+    L = _table(("run", "level", "round", *(f"{LATENCY_NAMES[k]} P50 / P95 / P99 ms" for k in SLO_JSON_KEYS),
                 "throughput req/s", "goodput req/s", "goodput tok/s", "missed"), (
         (md_code(r["source"]), _fmt_level(r["level"]), r["round"],
-         *(latency_cell((r.get("latency") or {}).get(k)) for k in LATENCY_KEYS),
+         *(latency_cell((r.get("latency") or {}).get(k)) for k in SLO_JSON_KEYS),
          _f(r.get("throughput_rps")), _f(r.get("goodput_rps")), _f(r.get("goodput_tok_s"), 1), _misses(r))
         for r in m["levels"]))
     L.append("")
@@ -605,6 +607,9 @@ def md_conclusion(doc: AcceptanceDoc) -> list[str]:
         add(f"- {md(line)}")
     if not c["missing_or_failed"]:
         add("All three kinds of evidence agree; none of them replaces another.")
+    if c.get("recovery") and not any(str(x).startswith("Recovery:") for x in c["missing_or_failed"]):
+        add("")
+        add(md(c["recovery"]))  # issue 39: a drill is optional; the conclusion names what there is
     add("")
     add(f"Exit code: {doc['exit_code']}.")
     return L
@@ -612,7 +617,7 @@ def md_conclusion(doc: AcceptanceDoc) -> list[str]:
 
 #: The report's sections in order, one function each (each returns its markdown lines).
 MD_SECTIONS = (md_title, md_budget, md_environment, md_load, md_measured, md_records_integrity, md_quality, md_cost,
-               md_rollback, md_conclusion)
+               md_rollback, md_recovery, md_conclusion)
 
 
 def render_markdown(doc: AcceptanceDoc) -> str:

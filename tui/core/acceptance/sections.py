@@ -13,11 +13,11 @@ import tui.core.provenance as _prov
 from tui.core.acceptance.inputs import GIB, RunInput, _fmt_level, _header_names, _map, _num, _pct, _str, provenance
 from tui.core.budgetview import budget_view
 from tui.core.capacity import CapRow, cap_rows, measure_capacity
-from tui.core.compare import LATENCY_KEYS
 from tui.core.levels import judge_level, level_key, row_mode
 from tui.core.redact import redact_url
 from tui.core.report_doc import JudgedDoc
 from tui.core.search import capacity_bracket
+from tui.core.slos import SLO_JSON_KEYS
 from tui.core.snapshot import FAIL, INSUFFICIENT_WINDOW, JsonValue, LevelRow, Snapshot, json_get
 from tui.core.stats import LatencyDoc, latency_json
 from tui.core.workload import describe_header
@@ -414,7 +414,7 @@ def _latency(row: LevelRow) -> dict[str, LatencyDoc]:
     carry: all null, n 0."""
     w = row.window
     out = {}
-    for key in LATENCY_KEYS:
+    for key in SLO_JSON_KEYS:
         short = key.removesuffix("_ms")
         ps = w.latency.get(short) or (w.ttft if short == "ttft" else ())
         out[key] = latency_json(ps)

@@ -1,5 +1,5 @@
-"""The record types other than the request (``tui.core.records.request``): samples, steps, the run header, budget,
-watch and seal records, and ``Record``, the union a reader yields.
+"""The record types other than the request (``tui.core.records.request``): samples, steps, drill phases, the run
+header, budget, watch and seal records, and ``Record``, the union a reader yields.
 """
 
 from __future__ import annotations
@@ -58,6 +58,21 @@ class StepRecord:
 
 
 @dataclass(slots=True)
+class PhaseRecord:
+    """Marks the start or end of one phase of a drill (``servewatch drill``: baseline, disturbance, recovery; issue
+    39). ``level`` and ``round`` name the step whose requests are the phase's (None: the phase has no step of its
+    own, such as an operator's act marked at one instant); ``info`` holds the rest (the disturbance's details, the
+    health probe's findings)."""
+
+    t: float
+    name: str  # tui.core.phases.PHASE_NAMES
+    event: str  # "start" | "end"
+    level: float | None = None
+    round: int | None = None
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class RunHeader:
     data: dict
     line: int | None = None  # the file line it was read from (the block reader sets it; None: made elsewhere)
@@ -98,4 +113,4 @@ class UnknownRecord:
 
 
 Record = (RequestRecord | GpuSample | QueueSample | HostSample | StepRecord | RunHeader | BudgetRecord | WatchRecord
-          | SealRecord | UnknownRecord)
+          | SealRecord | PhaseRecord | UnknownRecord)

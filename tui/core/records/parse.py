@@ -1,9 +1,7 @@
 """Record validation: one decoded JSON value -> one record (``parse_object``, ``parse_request``), and the line and
-block parsers every reader goes through (``parse_lines``, ``parse_block``).
-
-Readers ignore unknown fields, reject records missing required fields, and count (never raise on) unknown record
-types; a malformed line is reported with its file and line number (``LineIssue``) and counted.
-"""
+block parsers every reader goes through (``parse_lines``, ``parse_block``). Readers ignore unknown fields, reject
+records missing required fields, count (never raise on) unknown record types; a malformed line is reported with its
+file and line number (``LineIssue``) and counted."""
 
 from __future__ import annotations
 
@@ -28,6 +26,7 @@ from tui.core.records.model import (
     UnknownRecord,
     WatchRecord,
 )
+from tui.core.records.phase import parse_phase
 from tui.core.records.request import RequestRecord
 from tui.core.records.schema import (
     COUNT_MAX,
@@ -468,6 +467,8 @@ def parse_object(d: Any) -> Record:
         return WatchRecord(d)
     if typ == "seal":  # the digest chain's final record: checked by tui.core.chain, not here
         return SealRecord(d)
+    if typ == "phase":  # a drill's phase (issue 39)
+        return parse_phase(d)
     if typ is None:
         raise RecordError("missing required field 'type'")
     return UnknownRecord(str(typ)[:40], d)
@@ -643,20 +644,18 @@ BLOCK_BYTES = 1 << 14  # one json.loads call per ~50 lines: its objects are stil
 
 
 def parse_block(body: bytes, first_line: int, source: str) -> list[Record | LineIssue]:
-    """The records and issues of complete lines: ``body`` is the lines joined by newlines (none at
-    the end), the first of them line ``first_line``. Reports exactly what ``parse_lines`` reports
-    for the same lines (every line terminated); the fast block reader of reports and replays.
+    """The records and issues of complete lines: ``body`` is the lines joined by newlines (none at the end), the
+    first of them line ``first_line``. Reports exactly what ``parse_lines`` reports for the same lines (every line
+    terminated); the fast block reader of reports and replays.
 
-    A run of lines that are each one JSON object (every newline between a ``}`` and a ``{``) is
-    decoded with one ``json.loads`` as a JSON array, about twice as fast as one call per line
-    (object keys are shared). The array is ``[`` + the lines joined by ``,`` + newline + ``]``: the
-    newline kept between objects cannot sit inside a JSON string (strict JSON refuses it), so no
-    element spans two lines, and an array of exactly as many elements as lines has each line as
-    one element, the value ``json.loads`` gives for that line alone. Each element is then validated
-    as its line would be (a bad record is reported with its own line number). Anything else about
-    a run (a blank, not-JSON or non-object line, CRLF endings, whitespace around an object, a
-    line that is not UTF-8) sends that run through ``parse_lines`` line by line.
-    """
+    A run of lines that are each one JSON object (every newline between a ``}`` and a ``{``) is decoded with one
+    ``json.loads`` as a JSON array, about twice as fast as one call per line (object keys are shared). The array is
+    ``[`` + the lines joined by ``,`` + newline + ``]``: the newline kept between objects cannot sit inside a JSON
+    string (strict JSON refuses it), so no element spans two lines, and an array of exactly as many elements as
+    lines has each line as one element, the value ``json.loads`` gives for that line alone. Each element is then
+    validated as its line would be (a bad record is reported with its own line number). Anything else about a run
+    (a blank, not-JSON or non-object line, CRLF endings, whitespace around an object, a line that is not UTF-8)
+    sends that run through ``parse_lines`` line by line."""
     out: list = []
     append = out.append
     size = len(body)

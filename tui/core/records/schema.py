@@ -33,8 +33,9 @@ ERROR_CLASSES = (
     "other",
 )
 
-# "seal": the digest chain's final record (tui.core.chain; docs/record-format.md "Digest chain")
-KNOWN_TYPES = ("run", "request", "gpu", "queue", "budget", "step", "host", "watch", "seal")
+# "seal": the digest chain's final record (tui.core.chain; docs/record-format.md "Digest chain"); "phase": a drill's
+# phase (tui.core.phases; docs/record-format.md "phase")
+KNOWN_TYPES = ("run", "request", "gpu", "queue", "budget", "step", "host", "watch", "seal", "phase")
 
 
 class RecordError(ValueError):

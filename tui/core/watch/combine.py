@@ -64,15 +64,6 @@ def frechet(los: list[float], his: list[float]) -> tuple[float, float]:
     return min(lo, hi), hi
 
 
-def in_force(slo_ttft_ms: float, slo_tpot_ms: float | None, slo_itl_ms: float | None,
-             slo_e2e_ms: float | None) -> list[tuple[str, float]]:
-    out = [("TTFT", slo_ttft_ms)]
-    for name, v in (("TPOT", slo_tpot_ms), ("ITL", slo_itl_ms), ("E2E", slo_e2e_ms)):
-        if v is not None:
-            out.append((name, float(v)))
-    return out
-
-
 def _per_request(name: str, limit_ms: float, b: Buckets | None, total: float, failed: float) -> SloShare:
     if b is None:
         return SloShare(name, limit_ms, 0.0, 1.0, False, False, "the server exposes no histogram for it (or it is "

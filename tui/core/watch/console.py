@@ -9,11 +9,10 @@ import math
 from collections.abc import Sequence
 
 import tui.core.snapshot as S
-from tui.core.outcomes import Outcome
 from tui.core.records.watch import Window, finite
 from tui.core.severity import fraction_severity
 from tui.core.watch.histogram import good_bracket
-from tui.core.watch.judge import WatchJudgement, WatchVerdict
+from tui.core.watch.judge import WatchJudgement, WatchVerdict, canary_outcome
 from tui.core.watch.notes import COMPLETION_NOTE, SERVER_TTFT_LABEL
 
 
@@ -43,7 +42,7 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
     console_verdict = S.Verdict(
         state=v.state, reason=reason, missing=v.missing, n=int(v.n), good=int(v.good_lo), elapsed_s=v.elapsed_s,
         need_requests=0, need_seconds=0.0, e_pass=1.0, e_fail=1.0, threshold=1.0 / cfg.alpha, vif=1.0,
-        n_eff=float(v.n), bursty=False, target=cfg.target, slo_ttft_ms=cfg.slo_ttft_ms, alpha=cfg.alpha,
+        n_eff=float(v.n), bursty=False, target=cfg.target, alpha=cfg.alpha, slos=cfg.slos.describe(),
     )
 
     def wstat(name: str, w: Window | None, good_lo: float, good_hi: float, n: float,
@@ -76,19 +75,13 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
         max_waiting=max(waiting_series) if waiting_series else None,
     )
     rows = []
-    slo_s = cfg.slo_s
     for r in list(canary)[-200:]:
-        t_sent, t_first, t_end = r.get("t_sent"), r.get("t_first_token"), r.get("t_end")
+        t_sent, t_end = r.get("t_sent"), r.get("t_end")
         if not (finite(t_sent) and finite(t_end)):
             continue
-        ttft = (t_first - t_sent) if finite(t_first) else None
-        outcome: Outcome
-        if (not r.get("complete")) or r.get("error") is not None or ttft is None:
-            outcome = "failed"
-        else:
-            outcome = "good" if ttft <= slo_s else "slow"
+        outcome, ttft_ms = canary_outcome(r, cfg.slos)  # the one outcome rule (tui.core.slos.slo_rule)
         rows.append(S.RequestRow(id=str(r.get("id")), level=r.get("level"), round=int(r.get("round") or 1),
-                                 phase="canary", ttft_ms=None if ttft is None else ttft * 1000.0,
+                                 phase="canary", ttft_ms=ttft_ms,
                                  output_tokens=r.get("output_tokens"), outcome=outcome, error=r.get("error"),
                                  latency_ms=(t_end - t_sent) * 1000.0, t_end=t_end))
     gpu = S.GpuState(available=False, devices=(), predicted_gib=None, ceiling_gib=None, gpu_gib=None,
@@ -99,6 +92,6 @@ def build_snapshot(*, seq: int, label: str, judgement: WatchJudgement, last: Win
         run_elapsed_s=v.elapsed_s if watched_s is None else max(0.0, watched_s),
         current_level=None, current_round=1, cumulative=cumulative, rolling=rolling, verdict=console_verdict, levels=(),
         recent=tuple(rows), good_series=tuple(good_series), p95_series=(), target=cfg.target,
-        slo_ttft_ms=cfg.slo_ttft_ms, queue=q, gpu=gpu, errors_by_class={}, requests_total=len(rows),
+        slos=cfg.slos, queue=q, gpu=gpu, errors_by_class={}, requests_total=len(rows),
         warmup_total=0, malformed=0, malformed_examples=(), unknown_types=0, truncated=0, notes=notes,
     )

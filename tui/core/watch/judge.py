@@ -12,11 +12,15 @@ from dataclasses import dataclass
 
 import tui.core.defaults as defaults
 from tui.core.engines import ENGINES
+from tui.core.outcomes import Outcome
+from tui.core.records.parse import parse_request
+from tui.core.records.schema import RecordError
 from tui.core.records.watch import Window, finite
+from tui.core.slos import Slos, slo_rule
 from tui.core.states import FAIL, INSUFFICIENT_WINDOW, PASS, UNDECIDED, VerdictState
 from tui.core.textfmt import fmt_minutes, fmt_span
 from tui.core.verdict import FAIL_MIN_S, LevelJudge, MixtureTest
-from tui.core.watch.combine import FRECHET_NOTE, ITL_NOTE, combined_counts, in_force
+from tui.core.watch.combine import FRECHET_NOTE, ITL_NOTE, combined_counts
 from tui.core.watch.histogram import count_of, good_bracket, share_above
 from tui.core.watch.notes import COMPLETION_NOTE, NO_TTFT_NOTE, NOT_EXPOSED, SERVER_TTFT_LABEL
 from tui.core.watch.windows import merge_windows
@@ -30,29 +34,43 @@ def make_judge(test: MixtureTest, *, min_window_s: float, min_requests: int, fai
 
 @dataclass(frozen=True)
 class WatchConfig:
-    slo_ttft_ms: float = defaults.SLO_TTFT_MS
+    #: the SLOs judged (tui.core.slos): TTFT always (the server's histogram is the evidence), TPOT, ITL and E2E
+    #: when on (several make the Fréchet bound, tui.core.watch.combine)
+    slos: Slos = Slos()
     target: float = defaults.TARGET
     alpha: float = defaults.ALPHA
     min_window_s: float = defaults.MIN_WINDOW_S
     min_requests: int | None = None
     fail_min_s: float = FAIL_MIN_S
     queue_share: float | None = None  # queue-time-over-SLO share that blocks PASS; default (1 - target) / 2
-    # issue 21: more SLOs judged with TTFT (None: off); several make the Fréchet bound (tui.core.watch.combine)
-    slo_tpot_ms: float | None = None
-    slo_itl_ms: float | None = None
-    slo_e2e_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.slos.ttft_ms is None:
+            raise ValueError("watch judges the TTFT SLO: --slo-ttft-ms off is not supported here")
+        beyond = [k.name for k, v in zip(self.slos.table[4:], self.slos.more) if v is not None]
+        if beyond:
+            raise ValueError(f"watch judges TTFT, TPOT, ITL and E2E from the server's histograms, not {beyond[0]}")
 
     @property
-    def slos(self) -> list[tuple[str, float]]:
+    def in_force(self) -> list[tuple[str, float]]:
         """The SLOs in force, TTFT first: [("TTFT", ms), ("TPOT", ms), ...]."""
-        return in_force(self.slo_ttft_ms, self.slo_tpot_ms, self.slo_itl_ms, self.slo_e2e_ms)
+        return [(k.name, float(v)) for k, v in zip(self.slos.table, self.slos.limits()) if v is not None]
 
     @property
     def several(self) -> bool:
-        return len(self.slos) > 1
+        return len(self.in_force) > 1
 
     def describe_slos(self) -> str:
-        return ", ".join(f"{n} <= {v:g} ms" for n, v in self.slos)
+        return ", ".join(f"{n} <= {v:g} ms" for n, v in self.in_force)
+
+    @property
+    def slo_ttft_ms(self) -> float:
+        """The TTFT SLO (always on in watch)."""
+        return float(self.slos.ttft_ms)  # type: ignore[arg-type]
+
+    @property
+    def slo_itl_ms(self) -> float | None:
+        return self.slos.itl_ms
 
     @property
     def slo_s(self) -> float:
@@ -157,7 +175,7 @@ class WatchJudgement:
         # what it decides)
         self.n_opt = 0.0
         # several SLOs: per SLO the summed share ends (x total), windows where it was not judgeable
-        self.slo_sum: dict[str, list[float]] = {name: [0.0, 0.0] for name, _v in self.cfg.slos}
+        self.slo_sum: dict[str, list[float]] = {name: [0.0, 0.0] for name, _v in self.cfg.in_force}
         self.slo_unjudgeable: dict[str, int] = {}
 
     def add(self, w: Window) -> None:
@@ -171,7 +189,7 @@ class WatchJudgement:
             self.gap_windows += 1
             return  # a gap: nothing invented, the judges wait
         if self.cfg.several:
-            g_lo, g_hi, total, exact, shares = combined_counts(w, self.cfg.slos)
+            g_lo, g_hi, total, exact, shares = combined_counts(w, self.cfg.in_force)
             # the upper end over the total rounded down, as for one SLO below
             total_opt = math.floor((count_of(w.ttft) or 0.0) + max(0.0, w.failed or 0.0) + 1e-6)
             g_hi = min(total_opt, g_hi)
@@ -246,7 +264,7 @@ class WatchJudgement:
             slo_rows = tuple({"slo": name, "limit_ms": v,
                               "share_lo": (self.slo_sum[name][0] / n) if n else None,
                               "share_hi": (self.slo_sum[name][1] / n) if n else None,
-                              "unjudgeable_windows": self.slo_unjudgeable.get(name, 0)} for name, v in cfg.slos)
+                              "unjudgeable_windows": self.slo_unjudgeable.get(name, 0)} for name, v in cfg.in_force)
             slo_rows = slo_rows + ({"slo": "all", "limit_ms": None, "share_lo": lo, "share_hi": hi,
                                     "unjudgeable_windows": None},)
         if self.last is not None and self.last.ttft is None and self.last.gaps:
@@ -288,10 +306,23 @@ def judge_once(w: Window, cfg: WatchConfig) -> WatchVerdict:
     return j.verdict(has_ttft=bool(m and m.ttft))
 
 
+def canary_outcome(r: dict, slos: Slos) -> tuple[Outcome, float | None]:
+    """(outcome, judged TTFT ms) of one canary request record (a dict as the load generator writes it) by the one
+    outcome rule (``tui.core.slos.slo_rule``): every SLO in force, the answer TTFT, the finish reason and the HTTP
+    status. A record that does not validate is ``failed`` (never good)."""
+    try:
+        rec = parse_request(r)
+    except (RecordError, TypeError, ValueError):
+        return "failed", None
+    outcome, ttft, _misses = slo_rule(slos)(rec)
+    return outcome, ttft
+
+
 def canary_verdict(records: Sequence[dict], cfg: WatchConfig) -> WatchVerdict:
     """For a server without a TTFT histogram: the verdict from the canary's own requests (client-side
     TTFT, completion observed), with the same judge and window rules. Good = complete, no error, first
-    token within the SLO. A canary is sparse: the minimum request count takes long at gentle rates."""
+    token within the SLO: the one outcome rule (``canary_outcome``). A canary is sparse: the minimum request count
+    takes long at gentle rates."""
     test = MixtureTest(cfg.target, cfg.alpha)
     min_n = max(cfg.min_requests or 0, test.min_requests_to_pass())
     judge = make_judge(test, min_window_s=cfg.min_window_s, min_requests=min_n, fail_min_s=cfg.fail_min_s)
@@ -299,9 +330,10 @@ def canary_verdict(records: Sequence[dict], cfg: WatchConfig) -> WatchVerdict:
     for r in records:
         if r.get("phase", "measure") != "measure" or not (finite(r.get("t_sent")) and finite(r.get("t_end"))):
             continue
-        tf = r.get("t_first_token")
-        good = bool(r.get("complete")) and r.get("error") is None and finite(tf) and (tf - r["t_sent"]) <= cfg.slo_s
-        rows.append((r["t_sent"], r["t_end"], good))
+        outcome, _ttft = canary_outcome(r, cfg.slos)
+        if outcome == "excluded":  # still open when cancelled, or an SLO not judgeable: not evidence either way
+            continue
+        rows.append((r["t_sent"], r["t_end"], outcome == "good"))
     rows.sort(key=lambda x: x[1])
     n = g = 0
     if rows:

@@ -54,7 +54,7 @@ def monitor_config(slo_ttft_ms: float = defaults.SLO_TTFT_MS, target: float = de
     if not (math.isfinite(min_window_minutes) and min_window_minutes >= 0):
         raise ConfigError("--min-window-minutes must be a number >= 0")
     try:
-        return MonitorConfig(slo_ttft_ms=float(slo_ttft_ms), target=float(target), alpha=float(alpha),
+        return MonitorConfig(target=float(target), alpha=float(alpha),
                              min_window_s=float(min_window_minutes) * 60.0, min_requests=min_requests,
                              slos=Slos(ttft_ms=float(slo_ttft_ms)) if slos is None else slos)
     except ValueError as exc:

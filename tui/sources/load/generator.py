@@ -37,6 +37,7 @@ from tui.core.monitor import Monitor, settings_of
 from tui.core.records import parse_object, run_header, source_block
 from tui.core.redact import Scrubber, redact_url
 from tui.core.slos import header_block as slo_header_block
+from tui.core.slos import ttft_or_default
 from tui.core.textsafe import term
 from tui.core.verdict_settings import header_block as verdict_settings_block
 from tui.sources.load.arrivals import PlannedArrival, open_schedule, process_arrivals, trace_arrivals
@@ -79,6 +80,8 @@ class RunSummary:
 class LoadGenerator:
     """Runs one load test. ``await run()``; cancel the task to stop (in-flight requests are then
     recorded as ``cancelled`` before the cancellation propagates)."""
+
+    metrics_retry_s = 30.0  # an unusable /metrics asked again after this (a drill's server restarts: sooner)
 
     def __init__(self, config: LoadConfig, emit: Emit, progress: Progress | None = None,
                  transport: httpx.AsyncBaseTransport | None = None, environ: dict | None = None) -> None:
@@ -477,7 +480,7 @@ class LoadGenerator:
         assert step.t1 is not None
         st = self._monitor.levels.get((float(step.level), step.round)) if self._monitor is not None else None
         client_text = self._monitor.client_limited_text(st) if st is not None else None  # what ran out, what to do
-        end = step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=self.cfg.monitor.slo_ttft_ms,
+        end = step_end_record(step, self.clock.epoch(step.t1), verdict, slo_ms=ttft_or_default(self.cfg.monitor.slos),
                               client_text=client_text)
         if step.phase == "measure":  # issue 35: the settings this step was judged at, as the header states them (a
             # reader holds one against the other: an edit of the header's settings alone is detected)
@@ -547,7 +550,8 @@ class LoadGenerator:
 
                 scraper = MetricsScraper(self.root, metrics_url=c.metrics_url, interval=c.metrics_interval,
                                          headers=self.headers, in_flight=lambda: self.in_flight,
-                                         client=client)  # same TLS settings (--insecure) as the load
+                                         client=client,  # same TLS settings (--insecure) as the load
+                                         retry_s=self.metrics_retry_s)
                 aux.append(asyncio.create_task(scraper.run(self.emit, stop_aux)))
             if gpu_sampler is not None:
                 aux.append(asyncio.create_task(gpu_sampler.run(self.emit, stop_aux, c.metrics_interval)))

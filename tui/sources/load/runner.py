@@ -309,11 +309,13 @@ class StepRunner:
                     break
                 t_int = step.t0 + offset
                 req = self.new_req(step, t_int, n_in, n_out, i)  # built before the wait: at t_int only the send
+                seq = self._seq
                 delay = t_int - perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
                     if stop():
-                        self._seq -= self.workers  # never sent: its id is given to the next request instead
+                        if self._seq == seq:  # never sent: its id goes to the next request (unless another step
+                            self._seq -= self.workers  # on this runner took an id meanwhile: a drill's next phase)
                         break
                 await sem.acquire()
                 tg.create_task(one(req))

@@ -26,6 +26,7 @@ from tests.support.fault_server import FaultServer
 from tests.support.paths import REPO
 from tui.core.monitor import Monitor, MonitorConfig
 from tui.core.records import parse_object
+from tui.core.slos import Slos
 from tui.sources.load import LoadConfig, LoadGenerator, run_load
 from tui.sources.load.arrivals import open_schedule, process_arrivals
 from tui.sources.load.sizing import auto_workers
@@ -167,7 +168,7 @@ async def test_same_verdict_in_process_and_with_workers(fs):
     slo_ms = await asyncio.to_thread(pass_slo_ms, url, output_tokens=2)  # this machine, now
     for workers in (1, 2):
         out: list[dict] = []
-        mcfg = MonitorConfig(slo_ttft_ms=slo_ms, target=0.5, min_window_s=0.0, min_requests=20)
+        mcfg = MonitorConfig(slos=Slos(ttft_ms=slo_ms), target=0.5, min_window_s=0.0, min_requests=20)
         await run_load(cfg(url, levels=[4.0], requests=80, workers=workers, monitor=mcfg), out.append)
         mon = Monitor(mcfg)
         for d in out:
@@ -197,7 +198,7 @@ async def test_cancel_records_every_in_flight_request_of_every_worker(fs):
 async def test_a_killed_worker_degrades_the_step_and_its_requests_are_recorded_lost(fs):
     out: list[dict] = []
     gens: list[LoadGenerator] = []
-    mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.95, min_window_s=0.0, min_requests=1)
+    mcfg = MonitorConfig(slos=Slos(ttft_ms=1000.0), target=0.95, min_window_s=0.0, min_requests=1)
     task = asyncio.create_task(run_load(cfg(fs.url("stall"), levels=[4.0, 8.0], requests=None, duration=600.0,
                                             monitor=mcfg), out.append, on_generator=gens.append))
     await until(lambda: gens and gens[0].pool is not None and gens[0].in_flight >= 4, "4 requests in flight")
@@ -223,7 +224,7 @@ async def test_a_killed_worker_degrades_the_step_and_its_requests_are_recorded_l
 
 def test_a_degraded_level_cannot_pass_in_the_monitor():
     """All requests good, but the step says a worker was lost: the level was not held."""
-    mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.5, min_window_s=0.0, min_requests=5)
+    mcfg = MonitorConfig(slos=Slos(ttft_ms=1000.0), target=0.5, min_window_s=0.0, min_requests=5)
     t0 = 1_767_225_600.0  # record times are wall-clock epoch seconds; two requests in flight at a time
     recs = [{"type": "request", "id": f"r{i}", "t_sent": t0 + i, "t_first_token": t0 + 0.1 + i, "t_end": t0 + 1.99 + i,
              "complete": True, "level": 2.0, "round": 1, "phase": "measure"} for i in range(40)]
@@ -362,7 +363,7 @@ async def test_a_stuck_worker_is_stopped_and_its_requests_recorded_lost(fs, monk
 async def test_a_decided_step_stops_every_worker(fs):
     """Until decided: the coordinator's verdict ends the step on all workers (a failing server FAILs early)."""
     out: list[dict] = []
-    mcfg = MonitorConfig(slo_ttft_ms=1000.0, target=0.95, min_window_s=0.0, min_requests=20)
+    mcfg = MonitorConfig(slos=Slos(ttft_ms=1000.0), target=0.95, min_window_s=0.0, min_requests=20)
     summary = await run_load(cfg(fs.url("status", code=500), levels=[4.0], requests=None, until_decided=True,
                                  max_step_seconds=300.0, monitor=mcfg), out.append)
     end = [d for d in out if d.get("type") == "step" and d.get("event") == "end"][0]

@@ -111,7 +111,7 @@ def test_gpu_state_without_telemetry_and_with_budget():
 
 
 def test_cumulative_percentiles_switch_to_sketch_beyond_cap(monkeypatch):
-    import tui.core.monitor as mm
+    import tui.core.monitor.level as mm
 
     monkeypatch.setattr(mm, "EXACT_CAP", 100)
     m = Monitor()
