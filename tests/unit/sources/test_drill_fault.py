@@ -8,8 +8,12 @@ import asyncio
 import os
 import time
 
+import pytest
+
 from tui.core.redact import REDACTED, Scrubber
 from tui.sources.load.fault import MAX_LINE_CHARS, MAX_OUTPUT_LINES, run_fault_command
+
+pytestmark = pytest.mark.slow  # each test runs a fault command: a process (tests/conftest.py checks it)
 
 SECRET = "sk-drill-fault-secret-7f3a9c2b"
 
