@@ -11,6 +11,7 @@ import pytest
 from tests.support.drill_files import CFG, fails_until, plan, recovers_at, write_drill
 from tui.app import build_app
 from tui.core.monitor import Monitor
+from tui.core.slos import Slos
 from tui.sources.base import DrillSink
 from tui.sources.replay import ReplaySource
 
@@ -77,7 +78,7 @@ async def test_live_drill_marked_by_the_m_key(tmp_path):
     # tolerance for dispatch lateness, which a busy 2-core machine used up at 8 and at 4 req/s (the baseline then
     # cannot PASS and the drill ends before the key is offered). Target 0.8: 14 good requests can PASS (alpha 0.2),
     # so the baseline and the hold last 8 s (16 requests).
-    cfg_m = MonitorConfig(slo_ttft_ms=500.0, target=0.8, alpha=0.2, min_window_s=8.0)
+    cfg_m = MonitorConfig(slos=Slos(ttft_ms=500.0), target=0.8, alpha=0.2, min_window_s=8.0)
     with SlotServer(4, 0.02) as srv:
         cfg = LoadConfig(url=srv.url, mode="open", levels=[2.0], arrival="constant", output_tokens=(4, 4),
                          record=str(tmp_path / "live.jsonl"), progress_interval=0, gpu=False, api_key_env=None,
