@@ -28,6 +28,8 @@ import pytest
 from tests.support.paths import REPO
 from tests.support.slot_server import SlotServer
 
+pytestmark = pytest.mark.slow  # every test starts a process (the CLI, a fault command): the quick loop's rule
+
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 FAST = ["--output-tokens", "4", "--no-gpu", "--api-key-env", "SW_TEST_NO_KEY", "--arrival", "constant",
         "--target", "0.9", "--min-window-minutes", "0.1", "--recovery-window-s", "2", "--step-s", "1"]
