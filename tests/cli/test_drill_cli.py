@@ -28,6 +28,8 @@ import pytest
 from tests.support.paths import REPO
 from tests.support.slot_server import SlotServer
 
+pytestmark = pytest.mark.slow  # every test starts a process (the CLI, a fault command): the quick loop's rule
+
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 FAST = ["--output-tokens", "4", "--no-gpu", "--api-key-env", "SW_TEST_NO_KEY", "--arrival", "constant",
         "--target", "0.9", "--min-window-minutes", "0.1", "--recovery-window-s", "2", "--step-s", "1"]
@@ -166,7 +168,6 @@ def test_the_operators_act_is_marked_by_sigusr1(tmp_path):
     assert dist[0]["t"] == dist[1]["t"]  # an instant
 
 
-@pytest.mark.slow  # starts a process (tests/conftest.py checks it)
 @pytest.mark.parametrize("extra, words", [
     (["--rate", "1,2", "--spike", "3x:10s"], "one load"),
     (["--rate", "1", "--spike", "3x:10s", "--requests", "10"], "--requests"),
@@ -182,7 +183,6 @@ def test_bad_usage_is_one_line_exit_2(extra, words):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.slow  # starts a process (tests/conftest.py checks it)
 def test_the_help_names_every_phase_and_the_exit_codes():
     r = drill(["--help"], timeout=60)
     assert r.returncode == 0
@@ -192,7 +192,6 @@ def test_the_help_names_every_phase_and_the_exit_codes():
         assert word in r.stdout, word
 
 
-@pytest.mark.slow  # starts a process (tests/conftest.py checks it)
 def test_replay_and_report_read_a_drill_file(tmp_path):
     from tests.support.drill_files import plan, recovers_at, write_drill
 
@@ -213,7 +212,6 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-@pytest.mark.slow  # starts a process (tests/conftest.py checks it)
 def test_accept_takes_drills_as_recovery_evidence(tmp_path):
     from tests.support.drill_files import fails_until, plan, recovers_at, write_drill
 
@@ -245,7 +243,6 @@ def test_accept_takes_drills_as_recovery_evidence(tmp_path):
     assert r.returncode == 2 and "not a drill file" in r.stderr
 
 
-@pytest.mark.slow  # starts a process (tests/conftest.py checks it)
 def test_compare_two_drills(tmp_path):
     from tests.support.drill_files import plan, recovers_at, write_drill
 

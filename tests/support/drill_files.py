@@ -17,7 +17,7 @@ from tests.support.evidence_files import T0
 from tui.core.drill.settings import DrillPlan
 from tui.core.monitor import Monitor, MonitorConfig, settings_of
 from tui.core.records import parse_object
-from tui.core.slos import Slos, ttft_or_default
+from tui.core.slos import Slos
 from tui.core.verdict_settings import header_block
 from tui.sources.load.steps import Step, step_end_record
 from tui.sources.recorder import Recorder
@@ -120,7 +120,7 @@ def write_drill(path: Path, p: DrillPlan, outcome: Outcome = RECOVERS_AT_4, *, c
                        r["output_tokens"] or 0)
             end_t = max((r["t_end"] for r in reqs), default=start)
             end = step_end_record(st, end_t, mon.verdict_for(mon.levels.get((float(s.level), s.round))),
-                                  slo_ms=ttft_or_default(cfg.slos))
+                                  slo_ms=cfg.slos.ttft_ms)
             end["duration_s"] = round(end_t - start, 3)
             end["verdict_settings"] = header_block(settings_of(cfg))
             if stop is not None:

@@ -269,8 +269,8 @@ class GoodFractionPane(PaneMixin, Vertical):
                     "  " + sev(fmt.pct(g.fraction), g.severity, bold=True)
                     + f"  n {g.n:,}  [$sw-na]({fmt.interval(g.lo, g.hi)})[/]"
                 )
-        lines.append(f"target {fmt.pct(snap.target, 0)} [$sw-na]· good: {fmt.esc(snap.slos.describe())}[/]")
-        lines.append("[$sw-na](…) descriptive, not the verdict[/]")
+        lines.append(f"[$sw-na]good:[/] {fmt.esc(snap.slos.describe())}")  # the SLOs in force, each named
+        lines.append(f"target {fmt.pct(snap.target, 0)} [$sw-na]· (…) not the verdict[/]")
         self.query_one("#good-text", Static).update("\n".join(lines))
         self.query_one("#good-spark", TargetSparkline).set_data(snap.good_series, snap.target)
         legend = f"[$sw-na]per time bucket · ┄ target {fmt.pct(snap.target, 0)}[/]"

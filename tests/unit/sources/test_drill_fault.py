@@ -13,7 +13,7 @@ import pytest
 from tui.core.redact import REDACTED, Scrubber
 from tui.sources.load.fault import MAX_LINE_CHARS, MAX_OUTPUT_LINES, run_fault_command
 
-pytestmark = pytest.mark.slow  # each test runs a fault command: a process (tests/conftest.py checks it)
+pytestmark = pytest.mark.slow  # every test starts a process (the CLI, a fault command): the quick loop's rule
 
 SECRET = "sk-drill-fault-secret-7f3a9c2b"
 
