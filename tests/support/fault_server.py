@@ -334,7 +334,9 @@ class FaultServer:
             if key != "content" and chunks:  # the old ``reasoning`` scenario: the first token as reasoning
                 chunks[0] = ("reasoning", key, chunks[0][2])
             writes: list[tuple[str, float]] = []
-            entry["writes"] = writes  # (kind, epoch s) after each token chunk was written
+            # (kind, epoch s) just before each token chunk was written: a client may read a chunk before a stamp
+            # taken after its write (the write yields to the loop), never before this one
+            entry["writes"] = writes
             for i, (kind, k, text) in enumerate(chunks):
                 if i == 0 and first_delay:
                     await asyncio.sleep(first_delay)
@@ -344,8 +346,9 @@ class FaultServer:
                     await asyncio.sleep(answer_delay)
                 if i == stall_at and stall:
                     await asyncio.sleep(stall)
+                t_write = time.time()
                 await event(tok(text, k))
-                writes.append((kind, time.time()))
+                writes.append((kind, t_write))
                 if i == 0:
                     entry["t_first"] = time.time()
             return len(chunks)
