@@ -14,6 +14,7 @@ import tui.core.provenance as provenance
 import tui.core.stats as stats
 import tui.core.turns as turns
 from tui.core.bounds import MAX_ERROR_CLASSES, MAX_GPU_DEVICES, MAX_LEVELS, OTHER_ERRORS
+from tui.core.completeness import StepValues
 from tui.core.importers.limits import ttft_of_label
 from tui.core.monitor.budget import BudgetTracking
 from tui.core.monitor.config import (
@@ -37,6 +38,7 @@ from tui.core.verdict_settings import (
 from tui.core.verdict_settings import resolve as resolve_settings
 
 _INF = math.inf
+FOLD_AT = StepValues.FOLD_AT
 
 
 class Ingest(BudgetTracking):
@@ -365,11 +367,17 @@ class Ingest(BudgetTracking):
                     if len(st.ttft0) < EVIDENCE_CAP:
                         st.ttft0.append(_INF if tf is None else tf - t_sent)
                     else:
-                        step_over(st).add_ttft(_INF if tf is None else tf - t_sent)
+                        so = st.step_over or step_over(st)  # past the cap: pending, folded in thousands
+                        so.ttft_more.append(_INF if tf is None else tf - t_sent)
+                        if len(so.ttft_more) >= FOLD_AT:
+                            so.fold()
                 if rn <= EVIDENCE_CAP:  # rec_n == len(times) / 3 up to the cap
                     st.times.extend((t_sent, t_end, t_sent - r.t_intended))
                 else:
-                    step_over(st).add_lateness(t_sent - r.t_intended)
+                    so = st.step_over or step_over(st)
+                    so.lateness_more.append(t_sent - r.t_intended)
+                    if len(so.lateness_more) >= FOLD_AT:
+                        so.fold()
                 if r.session is not None:  # a session workload (issue 23): its spans, bounded by EVIDENCE_CAP
                     sp = st.sessions
                     if sp is None:

@@ -670,13 +670,13 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
         piece = body[start:end]
         n = piece.count(b"\n") + 1
         objs = None
-        if piece[:1] == b"{" and piece[-1:] == b"}" and piece.count(_LINE_BREAK) == n - 1:
-            try:
-                objs = loads(b"[" + piece.replace(_LINE_BREAK, _ARRAY_BREAK) + b"]")
-            except (ValueError, RecursionError):  # the line-by-line reader decides (and reports)
-                objs = None
-            if objs is not None and len(objs) != n:
-                objs = None
+        if piece[:1] == b"{" and piece[-1:] == b"}":  # one comma added per line break: every newline is "}\n{"
+            if len(joined := piece.replace(_LINE_BREAK, _ARRAY_BREAK)) - len(piece) == n - 1:
+                try:
+                    objs = loads(b"[" + joined + b"]")
+                    objs = objs if len(objs) == n else None
+                except (ValueError, RecursionError):  # the line-by-line reader decides (and reports)
+                    objs = None
         if objs is None:
             out.extend(parse_lines(zip(range(lineno, lineno + n), piece.split(b"\n"), repeat(True)), source))
         else:
