@@ -132,7 +132,7 @@ class RunSplitter:
                 levels.update(map(_LEVEL, compress(items, map(_IS_REQUEST, types))))
             levels.discard(None)
         if StepRecord in types:
-            levels.update(x.level for x in items if type(x) is StepRecord and x.level is not None)  # type: ignore[union-attr]
+            levels.update(x.level for x in items if type(x) is StepRecord and x.level is not None)
         cur.requests += n
 
     def _new_run(self, h: RunHeader) -> None:
