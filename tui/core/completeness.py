@@ -247,23 +247,54 @@ class StepValues:
     ``lateness`` (t_sent - t_intended, every measured record) and ``ttft`` (t_first_token - t_sent, +inf without a
     first token, for records without an error), exact for the first values, then the generator's histogram
     (``StepQuantiles``). The Monitor keeps the exact parts in its own arrays (the hot path appends to them) and
-    hands the overflow here (``over``)."""
+    hands the overflow here: ``add_lateness`` / ``add_ttft``, or (the hot path, no call per value) an append to
+    ``lateness_more`` / ``ttft_more`` and ``fold()`` once they hold ``FOLD_AT`` values; the histograms
+    (``lateness_over`` / ``ttft_over``) fold what is pending whenever read, so memory stays bounded and a reader
+    sees every value."""
 
-    __slots__ = ("lateness_over", "ttft_over")
+    __slots__ = ("_lateness", "_ttft", "lateness_more", "ttft_more")
+
+    #: pending values kept before they are folded into the histograms
+    FOLD_AT = 4096
 
     def __init__(self) -> None:
-        self.lateness_over: StepQuantiles | None = None
-        self.ttft_over: StepQuantiles | None = None
+        self._lateness: StepQuantiles | None = None
+        self._ttft: StepQuantiles | None = None
+        self.lateness_more: list[float] = []
+        self.ttft_more: list[float] = []
 
     def add_lateness(self, v: float) -> None:
-        if self.lateness_over is None:
-            self.lateness_over = StepQuantiles(cap=0)
-        self.lateness_over.add(v)
+        self.lateness_more.append(v)
+        if len(self.lateness_more) >= self.FOLD_AT:
+            self.fold()
 
     def add_ttft(self, v: float) -> None:
-        if self.ttft_over is None:
-            self.ttft_over = StepQuantiles(cap=0)
-        self.ttft_over.add(v)
+        self.ttft_more.append(v)
+        if len(self.ttft_more) >= self.FOLD_AT:
+            self.fold()
+
+    def fold(self) -> None:
+        """The pending values into the histograms, in the order given."""
+        if self.lateness_more:
+            if self._lateness is None:
+                self._lateness = StepQuantiles(cap=0)
+            self._lateness.extend(self.lateness_more)
+            self.lateness_more = []
+        if self.ttft_more:
+            if self._ttft is None:
+                self._ttft = StepQuantiles(cap=0)
+            self._ttft.extend(self.ttft_more)
+            self.ttft_more = []
+
+    @property
+    def lateness_over(self) -> StepQuantiles | None:
+        self.fold()
+        return self._lateness
+
+    @property
+    def ttft_over(self) -> StepQuantiles | None:
+        self.fold()
+        return self._ttft
 
 
 def _quantiles(exact: Sequence[float], over: StepQuantiles | None, qs: Sequence[float]) -> tuple[list, bool]:

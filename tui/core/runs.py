@@ -16,8 +16,11 @@ Several files: :func:`run_identity` is the run id (header ``run_id``, else start
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import compress
+from operator import attrgetter, is_
 from typing import Any
 
 from tui.core.records.model import Record, RunHeader, StepRecord
@@ -25,6 +28,8 @@ from tui.core.records.request import RequestRecord
 from tui.core.records.schema import LineIssue
 
 Item = Record | LineIssue
+_LEVEL = attrgetter("level")
+_IS_REQUEST = partial(is_, RequestRecord)
 
 
 @dataclass(slots=True)
@@ -89,8 +94,9 @@ class RunSplitter:
     def feed(self, items: list[Item]) -> list[Item]:
         """The items of this block that belong to the run kept (the block itself when all of it does)."""
         keep = self.pick or 1
-        if not any(type(x) is RunHeader for x in items):  # the common case: no header in this block
-            self._count(items, self.runs[-1])
+        types = list(map(type, items))
+        if RunHeader not in types:  # the common case: no header in this block
+            self._count(items, self.runs[-1], types)
             return items if self._cur == keep else []
         out: list[Item] = []
         start = 0
@@ -112,18 +118,21 @@ class RunSplitter:
         return out
 
     @staticmethod
-    def _count(items: Iterable[Item], cur: RunInfo) -> None:
-        n = 0
+    def _count(items: Sequence[Item], cur: RunInfo, types: list[type] | None = None) -> None:
+        """Count the request records of ``items`` and note their levels (and step records'), in C-level passes
+        (``types``: the type of each item, when already known)."""
+        if types is None:
+            types = list(map(type, items))
+        n = types.count(RequestRecord)
         levels = cur.levels
-        for x in items:
-            t = type(x)
-            if t is RequestRecord:
-                n += 1
-                lv = x.level  # type: ignore[union-attr]
-                if lv is not None and lv not in levels:
-                    levels.add(lv)
-            elif t is StepRecord and x.level is not None:  # type: ignore[union-attr]
-                levels.add(x.level)  # type: ignore[union-attr]
+        if n:
+            if n == len(types):  # a block of requests only (the common case)
+                levels.update(map(_LEVEL, items))
+            else:
+                levels.update(map(_LEVEL, compress(items, map(_IS_REQUEST, types))))
+            levels.discard(None)
+        if StepRecord in types:
+            levels.update(x.level for x in items if type(x) is StepRecord and x.level is not None)
         cur.requests += n
 
     def _new_run(self, h: RunHeader) -> None:

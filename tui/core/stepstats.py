@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 STEP_EXACT_VALUES = 50_000  # values per step kept exactly (8 bytes each) before the histogram takes over
 PCT_REL_ERR = 0.01  # the histogram's bound on the relative error of a percentile
@@ -62,6 +62,40 @@ class StepQuantiles:
             for v in ex:
                 self._bucket(v)
         self._bucket(x)
+
+    def extend(self, values: Iterable[float]) -> None:
+        """``add`` each value in order (one call for many: the Monitor's values past its exact cap)."""
+        if self._exact is not None and self.cap > 0:
+            for v in values:
+                self.add(v)
+            return
+        if self._exact is not None:  # cap 0: every value goes to the histogram (what add does)
+            ex, self._exact = self._exact, None
+            for v in ex:
+                self._bucket(v)
+        n = 0
+        pos, neg = self._pos, self._neg
+        inv = self._inv_log
+        log, ceil, inf = math.log, math.ceil, math.inf
+        for x in values:  # _bucket, inlined
+            n += 1
+            if x > _TINY:
+                if x == inf:
+                    self._pinf += 1
+                else:
+                    i = ceil(log(x) * inv)
+                    pos[i] = pos.get(i, 0) + 1
+            elif x < -_TINY:
+                if x == -inf:
+                    self._ninf += 1
+                else:
+                    i = ceil(log(-x) * inv)
+                    neg[i] = neg.get(i, 0) + 1
+            elif x != x:  # NaN: kept with the worst values, never dropped
+                self._pinf += 1
+            else:
+                self._zeros += 1
+        self.n += n
 
     def _bucket(self, x: float) -> None:
         if x != x or x == math.inf:  # NaN: not a number of seconds; kept with the worst values, never dropped

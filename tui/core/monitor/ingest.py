@@ -14,6 +14,7 @@ import tui.core.provenance as provenance
 import tui.core.stats as stats
 import tui.core.turns as turns
 from tui.core.bounds import MAX_ERROR_CLASSES, MAX_GPU_DEVICES, MAX_LEVELS, OTHER_ERRORS
+from tui.core.completeness import StepValues
 from tui.core.importers.limits import ttft_of_label
 from tui.core.monitor.budget import BudgetTracking
 from tui.core.monitor.config import (
@@ -37,6 +38,7 @@ from tui.core.verdict_settings import (
 from tui.core.verdict_settings import resolve as resolve_settings
 
 _INF = math.inf
+FOLD_AT = StepValues.FOLD_AT
 
 
 class Ingest(BudgetTracking):
@@ -262,6 +264,11 @@ class Ingest(BudgetTracking):
         extra = tuple((i, k.derive) for i, k in enumerate(kinds) if i >= 3)
         lat: tuple[list, ...] = tuple([] for _ in kinds)
         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
+        # the run's span, the rolling window and the open sparkline bucket, held in locals for the batch (written
+        # back before anything else may read them: another record's dispatch, a closed bucket, the batch's end)
+        first_t, last_t = self.first_t, self.last_t
+        owner, roll_good = self._roll_owner, self._roll_good
+        b_idx, b_n, b_good, b_ttfts = self._bucket_idx, self._bucket_n, self._bucket_good, self._bucket_ttfts
         try:
             for r in items:
                 seq += 1
@@ -272,7 +279,11 @@ class Ingest(BudgetTracking):
                         lat = tuple([] for _ in kinds)
                         tp_add, itl_add, e2e_add = lat[0].append, lat[1].append, lat[2].append
                     self.seq_no = seq
+                    self.first_t, self.last_t, self._roll_owner, self._roll_good = first_t, last_t, owner, roll_good
+                    self._bucket_idx, self._bucket_n, self._bucket_good, self._bucket_ttfts = b_idx, b_n, b_good, b_ttfts
                     self._add_other(r)
+                    first_t, last_t, owner, roll_good = self.first_t, self.last_t, self._roll_owner, self._roll_good
+                    b_idx, b_n, b_good, b_ttfts = self._bucket_idx, self._bucket_n, self._bucket_good, self._bucket_ttfts
                     st = self.current
                     if dups is not None:
                         dup_times = dups.times  # a run header says whether the file has a time axis
@@ -317,12 +328,10 @@ class Ingest(BudgetTracking):
                             dup_hashed = dups.hashed  # type: ignore[union-attr]
                     seen_add(h)  # type: ignore[misc]
                 requests += 1
-                ft = self.first_t
-                if ft is None or t_sent < ft:
-                    self.first_t = t_sent
-                lt = self.last_t
-                if lt is None or t_end > lt:
-                    self.last_t = t_end
+                if first_t is None or t_sent < first_t:
+                    first_t = t_sent
+                if last_t is None or t_end > last_t:
+                    last_t = t_end
                 err = r.error
                 if err is not None:
                     c = errors.get(err)
@@ -365,11 +374,17 @@ class Ingest(BudgetTracking):
                     if len(st.ttft0) < EVIDENCE_CAP:
                         st.ttft0.append(_INF if tf is None else tf - t_sent)
                     else:
-                        step_over(st).add_ttft(_INF if tf is None else tf - t_sent)
+                        so = st.step_over or step_over(st)  # past the cap: pending, folded in thousands
+                        so.ttft_more.append(_INF if tf is None else tf - t_sent)
+                        if len(so.ttft_more) >= FOLD_AT:
+                            so.fold()
                 if rn <= EVIDENCE_CAP:  # rec_n == len(times) / 3 up to the cap
                     st.times.extend((t_sent, t_end, t_sent - r.t_intended))
                 else:
-                    step_over(st).add_lateness(t_sent - r.t_intended)
+                    so = st.step_over or step_over(st)
+                    so.lateness_more.append(t_sent - r.t_intended)
+                    if len(so.lateness_more) >= FOLD_AT:
+                        so.fold()
                 if r.session is not None:  # a session workload (issue 23): its spans, bounded by EVIDENCE_CAP
                     sp = st.sessions
                     if sp is None:
@@ -475,38 +490,40 @@ class Ingest(BudgetTracking):
                     timeline_add(st, judge.state, n, t_end)
                 # rolling window: the current level's last ``rolling_n`` requests, else those that ended in the last
                 # ``rolling_s``
-                owner = self._roll_owner
                 if st is not owner and (owner is None or st.order > owner.order):
                     roll.clear()
-                    self._roll_good = 0
-                    owner = self._roll_owner = st
+                    roll_good = 0
+                    owner = st
                 if st is owner:
                     if len(roll) == roll_max:
-                        self._roll_good -= roll[0][1]
+                        roll_good -= roll[0][1]
                     roll_append((t_end, good, ttft_ms, failed, ot, tpot_ms))
                     if good:
-                        self._roll_good += 1
+                        roll_good += 1
                     if rolling_n:
                         while len(roll) > rolling_n:
-                            self._roll_good -= roll.popleft()[1]
+                            roll_good -= roll.popleft()[1]
                     else:
                         horizon = t_end - horizon_s
                         while roll and roll[0][0] < horizon:
-                            self._roll_good -= roll.popleft()[1]
+                            roll_good -= roll.popleft()[1]
                 # sparkline buckets
                 bidx = int(t_end // bucket_s)
-                if bidx != self._bucket_idx:
-                    if self._bucket_idx is not None:
+                if bidx != b_idx:
+                    if b_idx is not None:
+                        self._bucket_n, self._bucket_good, self._bucket_ttfts = b_n, b_good, b_ttfts
                         self._close_bucket()
-                    self._bucket_idx = bidx
-                self._bucket_n += 1
+                        b_n = b_good = 0
+                        b_ttfts = self._bucket_ttfts
+                    b_idx = bidx
+                b_n += 1
                 if good:
-                    self._bucket_good += 1
-                if ttft_ms is not None:
-                    bt = self._bucket_ttfts
-                    if len(bt) < 20_000:
-                        bt.append(ttft_ms)
+                    b_good += 1
+                if ttft_ms is not None and len(b_ttfts) < 20_000:
+                    b_ttfts.append(ttft_ms)
         finally:
+            self.first_t, self.last_t, self._roll_owner, self._roll_good = first_t, last_t, owner, roll_good
+            self._bucket_idx, self._bucket_n, self._bucket_good, self._bucket_ttfts = b_idx, b_n, b_good, b_ttfts
             if ttfts or lat[2]:
                 store(st, ttfts, lat)
             self.seq_no = seq

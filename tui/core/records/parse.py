@@ -639,7 +639,7 @@ def parse_lines(
 
 
 _LINE_BREAK = b"}\n{"
-_ARRAY_BREAK = b"},\n{"  # the newline stays: a line break inside a JSON string is then a decode error
+_ARRAY_BREAK = b",\n"  # the newline stays: a line break inside a JSON string is then a decode error
 BLOCK_BYTES = 1 << 14  # one json.loads call per ~50 lines: its objects are still in the CPU cache when validated
 
 
@@ -670,11 +670,10 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
         n = piece.count(b"\n") + 1
         objs = None
         if piece[:1] == b"{" and piece[-1:] == b"}" and piece.count(_LINE_BREAK) == n - 1:
-            try:
-                objs = loads(b"[" + piece.replace(_LINE_BREAK, _ARRAY_BREAK) + b"]")
+            try:  # every newline is "}\n{": a comma before each (a one-byte pattern, the fastest replace)
+                objs = loads(b"[" + piece.replace(b"\n", _ARRAY_BREAK) + b"]")
+                objs = objs if len(objs) == n else None
             except (ValueError, RecursionError):  # the line-by-line reader decides (and reports)
-                objs = None
-            if objs is not None and len(objs) != n:
                 objs = None
         if objs is None:
             out.extend(parse_lines(zip(range(lineno, lineno + n), piece.split(b"\n"), repeat(True)), source))
