@@ -148,16 +148,7 @@ def run(settings: CompareSettings) -> int:
         files.append((settings.out, text + "\n"))
     if settings.html:
         files.append((settings.html, compare_page(result, runs, slos, slo_ttft_ms)))
-    if files:
-        from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
-
-        try:
-            write_set(files)
-        except (OutputRefused, SetIncomplete) as exc:
-            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc}") from None
-        except OSError as exc:
-            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc.strerror or exc}; "
-                             "nothing was replaced") from None
+    _write_outputs(files)
     sys.stdout.write(text + "\n" if settings.json else integrity + to_markdown(result))
     if result.get("synthetic") and result["exit_code"] == 3 and result["verdict"] == "NOT WORSE":
         from tui.core.exitcodes import SYNTHETIC_NEVER_0
@@ -227,15 +218,7 @@ def _drill_compare(settings: CompareSettings, key: bytes | None, key_name: str) 
         from tui.html.drill import compare_drills_html
 
         files.append((settings.html, compare_drills_html(result, docs)))
-    if files:
-        from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
-
-        try:
-            write_set(files)
-        except (OutputRefused, SetIncomplete) as exc:
-            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc}") from None
-        except OSError as exc:
-            raise UsageError(f"cannot write {' and '.join(str(p) for p, _ in files)}: {exc.strerror or exc}") from None
+    _write_outputs(files)
     sys.stdout.write(text + "\n" if settings.json else term(format_compare(result), keep_newlines=True))
     if why:
         print(f"servewatch: {term(why)}", file=sys.stderr)
@@ -306,3 +289,18 @@ def compare_page(result: Any, runs: list, slos: Slos, slo_ttft_ms: float) -> str
     cd = compare_cdf(doc, runs[0]["requests"], runs[1]["requests"], slos)
     return compare_html(doc, compare_levels(doc), cd, slos.ttft_ms)
 
+
+def _write_outputs(files: list[tuple[str, str]]) -> None:
+    """``--out`` and ``--html`` written together (``tui.sources.outfiles.write_set``: all or none); a refusal or an
+    OS error is one line, exit 2."""
+    if not files:
+        return
+    from tui.sources.outfiles import OutputRefused, SetIncomplete, write_set
+
+    where = " and ".join(str(p) for p, _ in files)
+    try:
+        write_set(files)
+    except (OutputRefused, SetIncomplete) as exc:
+        raise UsageError(f"cannot write {where}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {where}: {exc.strerror or exc}; nothing was replaced") from None

@@ -229,14 +229,8 @@ class DrillGenerator(LoadGenerator):
     async def _ramp(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._marked = asyncio.Event()
-        c = self.cfg
-        if c.warmup:
-            lvl = c.levels[0]
-            conc = max(1, min(c.warmup, int(lvl))) if c.mode == "closed" else 1
-            end = await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
-                                       f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
-            if self._stop_degraded(end, "the warmup"):
-                return
+        if not await self._warmup():
+            return
         health = None
         if self.plan.kind != SPIKE and self._client is not None:
             health = HealthProbe(self._client, self.root, self.clock.now, D.DRILL_HEALTH_INTERVAL_S, self.scrub)

@@ -592,13 +592,8 @@ class LoadGenerator:
         """The warmup and the ladder; False when a degraded step stopped the run (no search may follow)."""
         c = self.cfg
         unit = c.level_unit
-        if c.warmup:
-            lvl = c.levels[0]
-            conc = max(1, min(c.warmup, int(lvl))) if c.mode == "closed" else 1
-            end = await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
-                                       f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
-            if self._stop_degraded(end, "the warmup"):
-                return False
+        if not await self._warmup():
+            return False
         total = len(c.levels) * c.rounds
         k = 0
         for rnd in range(1, c.rounds + 1):
@@ -627,6 +622,18 @@ class LoadGenerator:
                 if self._stop_degraded(end, f"{unit} {lvl:g} round {rnd}"):
                     return False
         return True
+
+    async def _warmup(self) -> bool:
+        """The warmup step (``--warmup N``: closed loop at the first level's concurrency, at most N); False when a
+        degraded step stopped the run."""
+        c = self.cfg
+        if not c.warmup:
+            return True
+        lvl = c.levels[0]
+        conc = max(1, min(c.warmup, int(lvl))) if c.mode == "closed" else 1
+        end = await self._run_step(lvl, 1, "warmup", c.warmup, None, "closed",
+                                   f"warmup: {c.warmup} requests at concurrency {conc}", concurrency=conc)
+        return not self._stop_degraded(end, "the warmup")
 
     def _stop_degraded(self, end: dict, what: str) -> bool:
         """A load worker was lost in this step: the run stops after it (the workers left cannot hold the
