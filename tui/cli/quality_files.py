@@ -5,7 +5,6 @@ the quality and acceptance documents share: the warning line, the generation tim
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import sys
 from typing import Any
 
@@ -33,20 +32,10 @@ def httpx_version() -> str | None:
 def read_json(path: str, what: str) -> Any:
     """A quality result (``--quality``, ``--baseline``): a regular file of at most ``MAX_QUALITY_FILE_BYTES``,
     JSON nested no deeper than ``MAX_JSON_DEPTH``; ValueError (one line) otherwise."""
-    from tui.core.bounds import MAX_JSON_DEPTH, MAX_QUALITY_FILE_BYTES, json_too_deep
-    from tui.sources.infiles import read_input
+    from tui.core.bounds import MAX_QUALITY_FILE_BYTES
+    from tui.sources.infiles import read_json_input
 
-    try:
-        text = read_input(path, MAX_QUALITY_FILE_BYTES, what).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"{what} {path} is not valid JSON: {str(exc)[:80]}") from None
-    if json_too_deep(doc):
-        raise ValueError(f"{what} {path} is nested deeper than {MAX_JSON_DEPTH} levels")
-    return doc
+    return read_json_input(path, MAX_QUALITY_FILE_BYTES, what, str(path), excerpt=80)
 
 
 def read_quality_file(path: str, key: bytes | None, what: str = "quality result") -> tuple[Any, Any]:

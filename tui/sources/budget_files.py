@@ -7,31 +7,23 @@ object, or (a saved budget) results that do not recompute.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from tui.core.bounds import MAX_JSON_DEPTH, MAX_SMALL_FILE_BYTES, json_too_deep
+from tui.core.bounds import MAX_SMALL_FILE_BYTES
 from tui.core.budget.results import BudgetResult
 from tui.core.budget.serialize import budget_from_dict
 from tui.core.budget.vocab import BudgetError
-from tui.sources.infiles import read_input
+from tui.sources.infiles import read_json_input
 
 
 def _read_json(path: str | Path, what: str) -> Any:
     """A small JSON file (a regular file of at most ``MAX_SMALL_FILE_BYTES``, nested no deeper than
     ``MAX_JSON_DEPTH``), or BudgetError naming it."""
     try:
-        text = read_input(path, MAX_SMALL_FILE_BYTES, what).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BudgetError(f"cannot read {what} {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise BudgetError(f"{what} {str(path)!r} is not valid JSON: {str(exc)[:120]}") from None
-    if json_too_deep(data):
-        raise BudgetError(f"{what} {str(path)!r} is nested deeper than {MAX_JSON_DEPTH} levels")
-    return data
+        return read_json_input(path, MAX_SMALL_FILE_BYTES, what, repr(str(path)))
+    except ValueError as exc:
+        raise BudgetError(str(exc)) from None
 
 
 def load_budget(path: str | Path) -> BudgetResult:

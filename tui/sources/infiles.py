@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import stat
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from tui.core.bounds import size_text
 
@@ -104,3 +105,22 @@ def read_input(path: str | os.PathLike, limit: int, what: str = "file") -> bytes
     if len(data) > limit:  # it grew while read
         raise too_large(path, len(data), limit, what)
     return data
+
+
+def read_json_input(path: str | os.PathLike, limit: int, what: str, shown: str, excerpt: int = 120) -> Any:
+    """A small JSON file: a regular file of at most ``limit`` bytes (``read_input``), UTF-8, nested no deeper than
+    ``MAX_JSON_DEPTH``. Raises ValueError with one line naming it (``what`` and the path as ``shown``) and, for JSON
+    that does not decode, the first ``excerpt`` characters of the decoder's message."""
+    from tui.core.bounds import MAX_JSON_DEPTH, json_too_deep
+
+    try:
+        text = read_input(path, limit, what).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {what} {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{what} {shown} is not valid JSON: {str(exc)[:excerpt]}") from None
+    if json_too_deep(doc):
+        raise ValueError(f"{what} {shown} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return doc
