@@ -182,3 +182,21 @@ def test_the_html_page_is_written_with_the_decision_and_its_chart(tmp_path):
     assert "Decision table" in text and 'id="select-cost"' in text and "Pareto front" in text
     assert '"errorAxis":"x"' in text  # each bracket an error bar on the capacity axis
     assert json.loads(out)["choice"] in text
+
+
+def test_strings_of_hostile_records_stay_data_in_every_select_output(tmp_path, capsys):
+    """issue 36's rule for select (issue 40): escape bytes, forged lines and markup from the candidates' files never
+    reach the text, the JSON or the page as anything but data."""
+    from tests.cli.test_hostile_strings import page_problems
+    from tests.support.hostile import hostile_records, problems, write_jsonl
+
+    a = write_jsonl(tmp_path / "a.jsonl", hostile_records(levels=(1, 2), n=60))
+    b = write_jsonl(tmp_path / "b.jsonl", hostile_records(levels=(1, 2), n=60, fail_every=7,
+                                                          started_at=1_767_300_000.0))
+    page = tmp_path / "select.html"
+    for extra in ([], ["--json"], ["--html", str(page)]):
+        rc = main(["select", "--candidate", f"a={a}", "--candidate", f"b={b}", *extra])
+        cap = capsys.readouterr()
+        assert rc == 3  # the hostile runs' windows are too short to rank: never a choice
+        assert problems(cap.out + cap.err) == [], extra
+    assert page_problems(page.read_text("utf-8")) == []
