@@ -312,3 +312,38 @@ def test_select_takes_run_ids_as_a_candidates_files(runs, tmp_path, capsys):
     assert main(["select", "--candidate", "a=run:999", "--candidate", f"b=run:{two['id']}", "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+SECRETS = ("hunter2pw", "SEKRET123", "TOKEN456xyz")
+
+
+@pytest.mark.parametrize("where", ["url", "endpoint", "headers"])
+def test_credentials_a_record_file_carries_never_reach_the_export_or_the_catalogue(tmp_path, capsys, where):
+    """A record file another tool wrote (or one edited) may carry a password, an API key in the URL's query or an
+    Authorization header unredacted: `report` scrubs them, and so must `export` (its rows and its metadata),
+    `index` (the SQLite file itself) and `history` (text, JSON, page)."""
+    lines = (Path(__file__).resolve().parents[2] / "sample_logs" / "default.jsonl").read_text().splitlines()
+    head = json.loads(lines[0])
+    head.pop("chain", None)
+    if where == "headers":
+        head["headers"] = {"Authorization": f"Bearer {SECRETS[2]}"}
+    else:
+        head["target"][where] = f"http://alice:{SECRETS[0]}@127.0.0.1:18080/v1?api_key={SECRETS[1]}"
+    d = tmp_path / "runs"
+    d.mkdir()
+    body = [ln for ln in lines[1:] if json.loads(ln).get("type") != "seal"]
+    (d / "run.jsonl").write_text("\n".join([json.dumps(head), *body]) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["export", str(d / "run.jsonl"), "--format", "csv", "--out", str(out / "run.csv")]) == 0
+    assert main(["export", str(d / "run.jsonl"), "--format", "llmd", "--out", str(out / "run.llmd.json")]) == 0
+    db = tmp_path / "cat.sqlite"
+    assert main(["index", str(d), "--db", str(db)]) == 0
+    assert main(["history", "--db", str(db)]) == 0
+    assert main(["history", "--db", str(db), "--json"]) == 0
+    assert main(["history", "--db", str(db), "--html", str(out / "h.html")]) == 0
+    cap = capsys.readouterr()
+    texts = {"stdout": cap.out, "stderr": cap.err, "catalogue": db.read_bytes().decode("latin-1")}
+    texts.update({p.name: p.read_text("utf-8") for p in out.iterdir()})
+    for name, text in texts.items():
+        assert not [s for s in SECRETS if s in text], name

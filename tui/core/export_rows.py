@@ -35,6 +35,7 @@ import tui.core.provenance as provenance
 from tui.core.evidence import FIRST, Duplicates
 from tui.core.outcomes import CANCELLED, CLIENT, EXCLUDED, GOOD
 from tui.core.records import RequestRecord, RunHeader
+from tui.core.redact import run_secrets, scrub
 from tui.core.slos import (
     MISS_BITS,
     NOJUDGE_SHIFT,
@@ -210,8 +211,8 @@ def export_meta(*, fmt: str, source: str, header: dict, report: Mapping[str, Any
                 synthetic: bool, integrity: dict | None, judged_at: str, run: int | None) -> dict[str, Any]:
     """The export's metadata: the run header, what it was judged at, the report's level rows, the counts, the
     column list and the SYNTHETIC label (the sidecar ``PATH.meta.json`` of a CSV; the file metadata of a Parquet
-    file)."""
-    return {
+    file). Scrubbed of what the header may carry unredacted (``tui.core.redact.run_secrets``), as the report is."""
+    return scrub({
         "schema": SCHEMA,
         "format": fmt,
         "synthetic": synthetic,
@@ -225,4 +226,4 @@ def export_meta(*, fmt: str, source: str, header: dict, report: Mapping[str, Any
         "counts": counts,
         "columns": [{"name": c.name, "type": c.type, "meaning": c.meaning} for c in COLUMNS],
         "run_header": header,
-    }
+    }, run_secrets(header))

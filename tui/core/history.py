@@ -29,6 +29,7 @@ from typing import Any, Final
 import tui.core.identity as identity
 import tui.core.provenance as provenance
 import tui.core.workload as workload
+from tui.core.redact import run_secrets, scrub
 from tui.core.textsafe import term
 
 #: the catalogue's columns (the SQLite table ``runs``; ``tui.sources.runs_db``), in order
@@ -69,7 +70,7 @@ def catalogue_row(*, path: str, run_no: int, sha256: str, header: Mapping[str, A
     lines = vs.get("lines") if isinstance(vs, Mapping) else None
     target = header.get("target") if isinstance(header.get("target"), Mapping) else {}
     assert isinstance(target, Mapping)
-    return {
+    return scrub({  # what the header may carry unredacted never reaches the catalogue (tui.core.redact.run_secrets)
         "path": path, "run_no": run_no, "run_id": header.get("run_id") if isinstance(header.get("run_id"), str) else None,
         "sha256": sha256,
         "digest": (integrity or {}).get("state"), "digest_summary": (integrity or {}).get("summary"),
@@ -86,7 +87,7 @@ def catalogue_row(*, path: str, run_no: int, sha256: str, header: Mapping[str, A
         "source_kind": src.get("kind"), "tool": src.get("tool") or header.get("tool"), "format": fmt,
         "synthetic": synthetic, "requests": report.get("requests_total"),
         "not_grade": "; ".join(str(x) for x in not_grade) or None,
-    }
+    }, run_secrets(header))
 
 
 def date_text(t: Any) -> str:

@@ -233,3 +233,13 @@ def redact_url(url: Any) -> str | None:
         return urlunsplit((p.scheme, netloc, p.path, "", ""))
     except Exception:
         return "<unprintable url>"
+
+
+def run_secrets(header: Mapping) -> list[str]:
+    """What a record file's run header may carry that its writer did not redact (another tool's file, or an edited
+    one): the ``headers`` values and the user, password and query of the target's URL and endpoint. Every output
+    made from a file (report, export, the runs catalogue) scrubs these (``scrub``)."""
+    target = header.get("target")
+    if not isinstance(target, Mapping):
+        return header_secrets(header)
+    return header_secrets(header) + url_secrets(target.get("url")) + url_secrets(target.get("endpoint"))

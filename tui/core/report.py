@@ -22,7 +22,7 @@ from tui.core.budgetview import with_server_log as _with_server_log
 from tui.core.exitcodes import ExitCode, UsageError
 from tui.core.identity import identity_of, identity_problems
 from tui.core.levels import JudgedLevel, LevelNotInFile, judge_level, row_mode  # noqa: F401 (LevelNotInFile re-exported)
-from tui.core.redact import header_secrets, scrub, url_secrets
+from tui.core.redact import run_secrets, scrub
 from tui.core.report_doc import (
     BothTtftsDoc,
     EngineKvDoc,
@@ -329,8 +329,7 @@ def build_report(snap: Snapshot, budget: Any = None, level: float | None = None,
         }
     # a record file may carry secrets its writer did not redact (another tool's, or edited): header values and the
     # target URL's password never reach the report, its JSON or its page (as for `accept`)
-    secrets = (header_secrets(snap.header) + url_secrets(json_get(snap.header, "target", "url"))
-               + url_secrets(json_get(snap.header, "target", "endpoint")))
+    secrets = run_secrets(snap.header)
     return scrub(rep, secrets) if secrets else rep
 
 
