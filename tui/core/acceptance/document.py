@@ -18,7 +18,6 @@ from tui.core.acceptance.inputs import (
     CostInputs,
     RunInput,
     _fmt_level,
-    _header_secrets,
     _jsonable,
     _str,
     provenance,
@@ -41,7 +40,7 @@ from tui.core.budgetview import server_capacity
 from tui.core.defaults import ALPHA, MIN_WINDOW_S, SLO_TTFT_MS, TARGET
 from tui.core.identity import evidence_identity, identity_of
 from tui.core.quality.policy import QualityPolicy
-from tui.core.redact import scrub
+from tui.core.redact import run_secrets, scrub
 from tui.core.report import conclusion as three_part_conclusion
 from tui.core.runs import target_of
 from tui.core.slos import Slos
@@ -299,7 +298,7 @@ def build_acceptance(
     }
     secrets: list[str] = []
     for r in runs:
-        secrets += _header_secrets(r.snapshot.header)
+        secrets += run_secrets(r.snapshot.header)  # tui.core.redact: as report, export and the catalogue
     return cast(AcceptanceDoc, _jsonable(scrub(doc, secrets)))  # the same keys: secrets scrubbed, inf made JSON
 
 

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tui.core.redact import header_secrets as _header_secrets  # noqa: F401 (the sections use it)
 from tui.core.snapshot import Snapshot
 
 SCHEMA = "servewatch.acceptance/1"
