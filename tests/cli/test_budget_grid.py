@@ -158,3 +158,17 @@ def test_a_single_candidate_keeps_todays_budget_and_exit_codes():
     assert rc == 1
     rc, _, _ = run_cli(["budget", "--config", GEMMA])
     assert rc == 3
+
+
+def test_a_grid_of_params_without_geometry_says_so_in_every_row(capsys):
+    """Assumed is labelled wherever it shows (issue 37's first-line rule for one budget, here for each row): a model
+    given by --params alone gets the teaching case's KV geometry, and every row of the table, its JSON and its CSV
+    say so; given its geometry, no row does."""
+    assert main(["budget", "--params", "13B", "--gpu-gib", "24,48", "--max-seq", "4096", "--json"]) in (0, 1)
+    rows = json.loads(capsys.readouterr().out)["candidates"]
+    assert rows and all("TEACHING-CASE KV geometry" in r["model"] for r in rows)
+    assert main(["budget", "--params", "13B", "--gpu-gib", "24,48", "--max-seq", "4096", "--csv"]) in (0, 1)
+    assert all("TEACHING-CASE KV geometry" in ln for ln in capsys.readouterr().out.splitlines()[1:] if ln)
+    assert main(["budget", "--params", "13B", "--layers", "40", "--kv-heads", "8", "--head-dim", "128",
+                  "--gpu-gib", "24,48", "--max-seq", "4096", "--json"]) in (0, 1)
+    assert not any("TEACHING" in r["model"] for r in json.loads(capsys.readouterr().out)["candidates"])

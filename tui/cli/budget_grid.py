@@ -249,6 +249,8 @@ def _model_specs(b: BudgetListFlags, fixed: dict[str, Any]) -> list[ModelSpec]:
                      f"head_dim {d.head_dim}); give --layers, --kv-heads, --head-dim or --config for your model",)
         params = fixed.get("params", BudgetInputs().params)
         label = f"{params / 1e9:g}B params" if fixed else "teaching case (7B)"
+        if notes and params != BudgetInputs().params:  # its KV per sequence is the teaching case's, said in each row
+            label += " [TEACHING-CASE KV geometry]"
 
         def make_flags(**fields: Any) -> BudgetInputs:
             return BudgetInputs(**overrides(fields), model=label, notes=notes)
