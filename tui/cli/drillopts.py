@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import tui.core.defaults as D
 from tui.cli.declare import CoreDefault, Settings, flag, switch
+from tui.cli.drilltap import DrillTap
 from tui.core.drill import DrillCollector, DrillPlan, drill_document, format_text, judge
 from tui.core.drill.settings import default_plan_durations
 from tui.core.exitcodes import UsageError, synthetic_exit
@@ -197,31 +198,6 @@ def verdict_settings(cfg: MonitorConfig) -> dict[str, Any]:
     """The verdict's settings a drill was judged at (the document's ``settings.verdict``)."""
     return {"slos": cfg.slos.describe(), "target": cfg.target, "alpha": cfg.alpha,
             "min_window_minutes": cfg.min_window_s / 60.0, "min_requests": cfg.min_requests}
-
-
-class DrillTap:
-    """The blocks a reader hands its Monitor, also handed to a drill collector made with the SLOs the Monitor judges
-    at (known once it has read the run header: ``settled``); ``also``: another tap (the HTML charts' sampler)."""
-
-    def __init__(self, cfg: MonitorConfig, also: Any = None) -> None:
-        self.cfg = cfg
-        self.also = also
-        self.col: DrillCollector | None = None
-
-    def settled(self, mon: Monitor) -> None:
-        if self.col is None:
-            self.col = DrillCollector(mon.cfg.slos)
-
-    def __call__(self, items: Any) -> None:
-        if self.col is None:
-            self.col = DrillCollector(self.cfg.slos)
-        self.col.add_many(items)
-        if self.also is not None:
-            self.also(items)
-
-    @property
-    def collector(self) -> DrillCollector:
-        return self.col if self.col is not None else DrillCollector(self.cfg.slos)
 
 
 def read_drill(path: str, cfg: MonitorConfig, pick_run: int | None = None, verify_key: bytes | None = None,

@@ -102,7 +102,7 @@ def run_report(settings: ReportSettings, budget: Any = None, out: TextIO | None 
     html_out = settings.html
     sampler = html_sampler(html_out, cfg)  # --html FILE: its folder checked before the file is read
     read = ReadSettings(pick_run=settings.run, verify_key=key, key_name=key_name)
-    from tui.cli.drillopts import DrillTap
+    from tui.cli.drilltap import DrillTap
 
     drill = DrillTap(cfg, None if sampler is None else sampler.add_many)  # a drill file: its own report (issue 39)
 
@@ -131,7 +131,7 @@ def run_report(settings: ReportSettings, budget: Any = None, out: TextIO | None 
     problem = not_records_problem(mon)
     if problem:
         raise UsageError(problem)
-    if drill.collector.active:  # `servewatch drill`'s file: the drill's document (text, --json, --html)
+    if drill.active:  # `servewatch drill`'s file: the drill's document (text, --json, --html)
         from tui.cli.drillopts import report_drill
 
         return report_drill(mon, drill.collector, settings.json, html_out, out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -146,3 +147,10 @@ class DrillView:
                         name = b.name
             out.append((name, i == mark))
         return out
+
+
+def is_drill_header(header: Mapping | None) -> bool:
+    """Whether a run header is a drill's (its ``load`` block holds ``drill``): here, low in the core, so a reader can
+    tell a drill's file without importing the drill's judgement (``tui.core.drill``)."""
+    load = header.get("load") if isinstance(header, Mapping) else None
+    return isinstance(load, Mapping) and "drill" in load

@@ -274,8 +274,9 @@ class LevelJudge:
             self.t_start = t
 
     def add(self, t: float, good: bool, start: float | None = None) -> None:
-        """One measured outcome at time ``t`` (the request's t_end); ``start``, when given, is
-        ``note_start(start)`` in the same call (the Monitor passes the request's t_sent)."""
+        """One measured outcome at time ``t`` (the request's t_end); ``start``, when given, is ``note_start(start)``
+        in the same call (the Monitor passes the request's t_sent). The hot path of every reader: the window's
+        extension and ``_update_state`` written out (tests/unit/core/test_verdict_window.py: the same judge)."""
         if start is not None:
             ts = self.t_start
             if ts is None or start < ts:
@@ -285,12 +286,28 @@ class LevelJudge:
             self.t_first = self.t_last = t
             if self.t_start is None or t < self.t_start:
                 self.t_start = t
-            self._t0 = t
-            self._next_close = t + self._w
-            self.covered = t - self.t_start
-            self._s_max = start
+            self._t0, self._next_close = t, t + self._w
+            self.covered, self._s_max = t - self.t_start, start
         elif t > self.t_last:  # type: ignore[operator]
-            self._cover(t, start)
+            # The covered window grows by the idle stretch before ``start`` (at most COVER_GAP_FACTOR mean gaps between
+            # sends) and the new time in flight (at most COVER_GAP_FACTOR mean durations); an outcome out of order adds
+            # nothing (conservative)
+            f: float = self.t_last  # type: ignore[assignment]
+            s0 = f if start is None else start
+            smax = self._s_max  # the latest send before this one: the mean gap so far does not include this one's
+            if smax is None or s0 > smax:
+                self._s_max = s0
+            covered = self.covered
+            if s0 > f:
+                gap = (smax - self.t_start) / (n - 2) if n > 2 and smax is not None else 0.0  # type: ignore[operator]
+                cap = COVER_GAP_FACTOR * gap
+                idle = s0 - f
+                covered += idle if idle < cap or idle < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S)
+                busy = t - s0
+            else:
+                busy = t - f
+            cap = COVER_GAP_FACTOR * self._dur_sum / (n - 1) if n > 1 else 0.0
+            self.covered = covered + (busy if busy < cap or busy < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S))
             self.t_last = t
         elif start is not None and (self._s_max is None or start > self._s_max):
             self._s_max = start
@@ -299,52 +316,39 @@ class LevelJudge:
         if t >= self._next_close:
             self._roll(t)
         if good:
-            self.good += 1
+            s = self.good = self.good + 1
             self._cg += 1
             if self._run:
                 self._outages = self._outage_after(t, self._outages)
                 self._end_run()
         else:
+            s = self.good
             if self._run == 0:
                 self._run_t0 = t
                 self._out_t0 = t if start is None or start > t else start
             self._run += 1
             self._run_t1 = t
-        self._cn += 1
-        # _decide only when a count reached a bound (the bounds are what make an outcome cheap)
-        s = self.good
-        f = n - s
-        pb = self._pass_bound
-        fb = self._fail_bound
-        if (pb is None or fb is None or (f > pb if self._passing else s >= pb)
-                or (s > fb if self._failing else f >= fb)):
+        self._cn += 1  # _decide only when a count reached a bound (the bounds are what make an outcome cheap)
+        f_n, pb, fb, passing, failing = n - s, self._pass_bound, self._fail_bound, self._passing, self._failing
+        if (pb is None or fb is None or (f_n > pb if passing else s >= pb)
+                or (s > fb if failing else f_n >= fb)):
             self._decide(good)
-        self._update_state(n)
-
-    def _cover(self, t: float, start: float | None) -> None:
-        """Extend the covered window to an outcome at ``t`` (past every earlier end), sent at ``start``. Two parts,
-        each bounded: the idle stretch before ``start`` (nothing in flight since the previous end), at most
-        COVER_GAP_FACTOR mean gaps between sends; the new time in flight (from the later of ``start`` and the
-        previous end), at most COVER_GAP_FACTOR mean request durations. Records out of order (``t`` before an
-        earlier end) add nothing: conservative."""
-        f = self.t_last
-        n = self.n
-        if start is None:
-            start = f
-        assert start is not None and f is not None  # called after the first outcome
-        smax = self._s_max  # the latest send before this one: the mean gap so far does not include this one's
-        if smax is None or start > smax:
-            self._s_max = start
-        if start > f:
-            gap = (smax - self.t_start) / (n - 2) if n > 2 and smax is not None else 0.0  # type: ignore[operator]
-            cap = COVER_GAP_FACTOR * gap
-            idle = start - f
-            self.covered += idle if idle < cap or idle < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S)
-            busy = t - start
+            passing, failing = self._passing, self._failing
+        el = self.covered  # the state (``_update_state``): the window, time in which measured requests were flowing
+        if el < 0.0:
+            el = 0.0
+        st: VerdictState
+        if failing and el >= self.fail_min_s:
+            st = FAIL
+        elif n < self.min_requests or el < self.min_window_s:
+            st = INSUFFICIENT_WINDOW
+        elif passing:
+            st = PASS
         else:
-            busy = t - f
-        cap = COVER_GAP_FACTOR * self._dur_sum / (n - 1) if n > 1 else 0.0
-        self.covered += busy if busy < cap or busy < COVER_GAP_MIN_S else max(cap, COVER_GAP_MIN_S)
+            st = UNDECIDED
+        if st != self.state:
+            self.state = st
+            self.state_since_n = n
 
     def add_many(self, t: float, good: int, total: int) -> None:
         """``total`` outcomes, ``good`` of them good, observed together at time ``t`` (aggregated

@@ -50,7 +50,8 @@ def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
     ``tui.core.chartdata.RunSampler.add_many``). ``judge_at``: the reader's flags (issue 35: the file is judged
     at its run header's settings, re-judged where a flag given differs); ``settled``: called with the Monitor once
     it knows the settings it judges at, before ``tap`` sees a block. Raises what ``EvidenceRun.blocks`` raises."""
-    mon = JudgedMonitor(config, budget=budget, source=run.name, budget_origin=budget_origin, judge_at=judge_at)
+    mon = JudgedMonitor(config, budget=budget, source=run.name, budget_origin=budget_origin, judge_at=judge_at,
+                        views=False)  # a document: none of the console's views (recent rows, rolling, sparklines)
     add_many = mon.add_many
     # The ingest path makes no reference cycles (tests/test_report_cli.py checks it): reference counting frees
     # every record and memory stays bounded without the cycle collector, whose passes over the young records

@@ -26,6 +26,7 @@ from tui.core.phases import (
     SPIKE,
     fmt_duration,
 )
+from tui.core.phases import is_drill_header as is_drill_header
 
 #: the month an error budget is counted over (the acceptance report's burn-rate rules use the same 30 days)
 MONTH_S = 30 * 24 * 3600.0
@@ -162,12 +163,6 @@ class DrillPlan:
 
 def _pos(v: object) -> bool:
     return type(v) in (int, float) and math.isfinite(v) and v > 0  # type: ignore[arg-type,operator]
-
-
-def is_drill_header(header: Mapping | None) -> bool:
-    """Whether a run header is a drill's (its ``load`` block holds ``drill``)."""
-    load = header.get("load") if isinstance(header, Mapping) else None
-    return isinstance(load, Mapping) and "drill" in load
 
 
 def plan_from_header(header: Mapping) -> DrillPlan:

@@ -70,7 +70,7 @@ class Ingest(BudgetTracking):
         self.settings = res
         self._use_config(config_at(self.cfg, res.effective))
         if res.rejudged and res.run is not None:
-            self._shadow = type(self)(config_at(self.cfg, res.run), source=self.source)
+            self._shadow = type(self)(config_at(self.cfg, res.run), source=self.source, views=self._views)
         for problem in res.problems:
             self.block_pass(problem)
 
@@ -229,6 +229,7 @@ class Ingest(BudgetTracking):
                     items = list(items)
                 self._shadow.add_many(items)
         classify = self._classify
+        views = self._views  # the console's views (recent rows, rolling window, sparkline buckets): off in a report
         answer_judged = self.cfg.slos.ttft_of == "answer"
         recent_append = self._recent.append
         errors = self.errors_by_class
@@ -340,7 +341,8 @@ class Ingest(BudgetTracking):
                     else:
                         errors[err] = 1 if c is None else c + 1
                 outcome, ttft_ms, misses = classify(r)  # the one rule: tui.core.slos.slo_rule
-                recent_append((r, outcome, ttft_ms))  # rows are built at snapshot time only
+                if views:
+                    recent_append((r, outcome, ttft_ms))  # rows are built at snapshot time only
                 if r.phase != "measure":
                     self.warmup_total += 1
                     ws = self._warm_sends
@@ -390,7 +392,9 @@ class Ingest(BudgetTracking):
                     if sp is None:
                         sp = st.sessions = evidence.SessionSpans(EVIDENCE_CAP)
                     sp.add(r.session, r.turn, r.t_intended, t_sent, t_end)
-                if err == "cancelled":
+                if err is None:  # (None == "cancelled" costs a rich comparison: the usual case first)
+                    pass
+                elif err == "cancelled":
                     key = (r.level, r.round)
                     if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
                         self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
@@ -488,6 +492,8 @@ class Ingest(BudgetTracking):
                 judge.add(t_end, good or unjudged, t_sent)
                 if judge.state != before or n == 1:  # the first check of a level is what a watcher sees first
                     timeline_add(st, judge.state, n, t_end)
+                if not views:
+                    continue
                 # rolling window: the current level's last ``rolling_n`` requests, else those that ended in the last
                 # ``rolling_s``
                 if st is not owner and (owner is None or st.order > owner.order):

@@ -47,8 +47,12 @@ class MonitorState:
     records_integrity: Any = None  # the RecordsIntegrity of the file read; None: not verified
 
     def __init__(self, config: MonitorConfig | None = None, budget: Any = None, source: str = "",
-                 budget_origin: str | None = None, judge_at: JudgeAt | None = None) -> None:
+                 budget_origin: str | None = None, judge_at: JudgeAt | None = None, views: bool = True) -> None:
         cfg = config or MonitorConfig()
+        #: the console's views (the recent rows, the rolling window, the sparkline series): kept only when a console
+        #: may show them; a whole-file read for a document (``tui.sources.evidence_monitor.monitor_of``: report,
+        #: accept, compare, select) shows none and skips them on the hot path (its snapshot says "not kept")
+        self._views = views
         #: issue 35: a reader's Monitor judges a file at the settings its run header states (``judge_at``: what
         #: the reader's flags change, ``tui.core.verdict_settings.resolve``), settled at the header (before any
         #: request); None: ``config`` as given (the load generator's own Monitor, which writes the header)

@@ -41,6 +41,9 @@ from tui.core.textfmt import fmt_minutes
 from tui.core.token_counts import TokenTally
 from tui.core.verdict import LevelJudge
 
+#: the rolling window's label in a whole-file read for a document, which keeps no console view (``Monitor(views=False)``)
+VIEWS_NOT_KEPT = "rolling window not kept (a whole-file read)"
+
 
 class ReadSide(BudgetTracking):
     """Snapshots out: the windows, each level's verdict and row, the queue and GPU states (the console asks at
@@ -239,6 +242,8 @@ class ReadSide(BudgetTracking):
 
     def _rolling(self) -> WindowStat:
         cfg = self.cfg
+        if not self._views:
+            return self._empty_window(VIEWS_NOT_KEPT)
         label = f"last {cfg.rolling_n} requests" if cfg.rolling_n else f"last {cfg.rolling_s:g} s"
         owner = self._roll_owner
         if owner is not None and owner.level is not None:
