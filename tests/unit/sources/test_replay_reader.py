@@ -109,3 +109,37 @@ def test_clean_file_takes_the_fast_path_and_keeps_line_numbers(tmp_path):
     items = _reader_items(path, 1 << 16)
     issues = [i for i in items if isinstance(i, LineIssue)]
     assert len(items) == 2001 and [(i.line, i.kind) for i in issues] == [(2001, "malformed")]
+
+
+def _request_line(rid: str, extra: str = "") -> bytes:
+    return (f'{{"type":"request","id":"{rid}","t_sent":1767225601.0,"t_first_token":1767225601.2,'
+            f'"t_end":1767225602.0,"complete":true,"level":1{extra}}}').encode()
+
+
+def _split_objects(rng: random.Random) -> list[bytes]:
+    """Lines that are not JSON alone but join, across newlines, into valid records: an object left open inside an
+    array (``"x":[{}`` ... ``{}]}``) or inside an object, and a line holding two records to make the count even."""
+    a = _request_line("A")[:-1] + b',"x":[{}'
+    b = b'{"k":1}]}'
+    two = _request_line("C") + b"," + _request_line("D")
+    kinds = [[a, b, two], [two, a, b], [a, b, two, _request_line("E")],
+             [_request_line("F")[:-1] + b',"o":{"p":{}', b'{"q":1}}}', two],  # open object: ",{" refused
+             [_request_line("G")[:-1] + b',"x":[[{}', b'{}]]}', two]]
+    lines = list(rng.choice(kinds))
+    for _ in range(rng.randrange(4)):
+        lines.insert(rng.randrange(len(lines) + 1), _request_line(f"r{rng.randrange(1000)}"))
+    return lines
+
+
+def test_objects_split_across_lines_are_refused_as_the_line_reader_refuses_them():
+    # every line of the run starts with "{" and ends with "}", and the array decode would give as many elements as
+    # lines: the block reader must still report what the line reader reports (no record made of two lines)
+    rng = random.Random(38)
+    for _ in range(200):
+        lines = _split_objects(rng)
+        body = b"\n".join(lines)
+        got = [_as_key(i) for i in records.parse_block(body, 1, "f")]
+        want = [_as_key(i) for i in _reference(body + b"\n", "f")]
+        assert got == want, lines
+        made = [i.id for i in records.parse_block(body, 1, "f") if isinstance(i, records.RequestRecord)]
+        assert not {"A", "C", "D", "F", "G"} & set(made), made  # no record made of two lines, or two of one line

@@ -306,6 +306,7 @@ def parse_lines(
 
 _LINE_BREAK = b"}\n{"
 _ARRAY_BREAK = b",\n"  # the newline stays: a line break inside a JSON string is then a decode error
+_OPEN_ARRAY = b"["  # a piece with one (anywhere, even in a string) is read line by line
 BLOCK_BYTES = 1 << 14  # one json.loads call per ~50 lines: its objects are still in the CPU cache when validated
 
 
@@ -316,12 +317,16 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
 
     A run of lines that are each one JSON object (every newline between a ``}`` and a ``{``) is decoded with one
     ``json.loads`` as a JSON array, about twice as fast as one call per line (object keys are shared). The array is
-    ``[`` + the lines joined by ``,`` + newline + ``]``: the newline kept between objects cannot sit inside a JSON
-    string (strict JSON refuses it), so no element spans two lines, and an array of exactly as many elements as
-    lines has each line as one element, the value ``json.loads`` gives for that line alone. Each element is then
-    validated as its line would be (a bad record is reported with its own line number). Anything else about a run
-    (a blank, not-JSON or non-object line, CRLF endings, whitespace around an object, a line that is not UTF-8)
-    sends that run through ``parse_lines`` line by line."""
+    ``[`` + the lines joined by ``,`` + newline + ``]``, each element then validated as its line would be (a bad
+    record is reported with its own line number). Why each element is exactly one line: every line starts with
+    ``{`` and ends with ``}``; the newline kept after each comma cannot sit inside a JSON string (strict JSON refuses
+    it); an object left open at a line's end meets ``,`` then ``{``, which no object accepts; and with no ``[`` in
+    the run no array can be left open (inside one, ``,{`` would continue it: a line ``{"x":[{}`` and the next
+    ``{}]}`` would make one element, and a line holding two objects would make the count come out even). So every
+    line holds at least one element, and an array of exactly as many elements as lines has each line as one
+    element, the value ``json.loads`` gives for that line alone. Anything else about a run (a ``[``, a blank,
+    not-JSON or non-object line, CRLF endings, whitespace around an object, a line that is not UTF-8) sends that run
+    through ``parse_lines`` line by line."""
     out: list = []
     append = out.append
     size = len(body)
@@ -336,8 +341,9 @@ def parse_block(body: bytes, first_line: int, source: str) -> list[Record | Line
         joined = piece.replace(b"\n", _ARRAY_BREAK)  # a comma before each newline (the fastest replace)
         n = len(joined) - len(piece) + 1  # the lines of the piece: one byte more per newline
         objs = None
-        if piece[:1] == b"{" and piece[-1:] == b"}" and piece.count(_LINE_BREAK) == n - 1:
-            try:  # every newline is "}\n{"
+        if (piece[:1] == b"{" and piece[-1:] == b"}" and _OPEN_ARRAY not in piece
+                and piece.count(_LINE_BREAK) == n - 1):
+            try:  # every newline is "}\n{", and no "[" (the docstring: no object can span two lines)
                 objs = loads(b"".join((b"[", joined, b"]")))
                 objs = objs if len(objs) == n else None
             except (ValueError, RecursionError):  # the line-by-line reader decides (and reports)
