@@ -7,8 +7,9 @@ json.loads(line)``, file opened ``'rb'``); the report side is ``run_report`` (wh
 runs: read, validate, the Monitor, the verdict, the formatted report). Each measurement runs in its own
 subprocess (so peak RSS is that process's own), alternating bare / report, ``--repeat`` times (default 3); the
 figure is the MEDIAN lines/s of each side and their ratio. Lines/s counts every line of the file on both sides.
-CPU seconds (user + system of that process) are shown next to wall seconds, and the 1-minute load average
-before each run: on a shared machine wall-clock figures are only comparable at a similar load.
+CPU seconds (user + system of that process, and of the reader process a large file is read by: see --serial)
+are shown next to wall seconds, and the 1-minute load average before each run: on a shared machine wall-clock
+figures are only comparable at a similar load.
 
 The input is SYNTHETIC (bench/gen_records.py, generated when the file is missing; default
 /tmp/sw-bench-1m.jsonl for 1,000,000 requests, /tmp/sw-bench-<N>.jsonl otherwise) and only measures ingest
@@ -43,6 +44,9 @@ REPORT = r"""
 import io, json, resource, sys, time
 from tui.cli import settings_of
 from tui.cli.reporting import run_report
+if len(sys.argv) > 2 and sys.argv[2] == "serial":  # --serial: the one-process reading path
+    import tui.sources.parallel_read as P
+    P.PARALLEL_MIN_BYTES = 1 << 62
 args = settings_of(["report", sys.argv[1]])
 ru0 = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
@@ -50,17 +54,19 @@ out = io.StringIO()
 rc = run_report(args, out=out)
 dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_SELF)
-cpu = (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+rc_ = resource.getrusage(resource.RUSAGE_CHILDREN)  # a large file's forked reader (tui.sources.parallel_read)
+cpu = (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime) + rc_.ru_utime + rc_.ru_stime
 with open(sys.argv[1], 'rb') as f:
     n = sum(1 for _ in f)
-print(json.dumps({"lines": n, "seconds": dt, "cpu": cpu, "rc": rc, "rss_mb": ru.ru_maxrss / 1024}))
+print(json.dumps({"lines": n, "seconds": dt, "cpu": cpu, "rc": rc, "rss_mb": ru.ru_maxrss / 1024,
+                  "child_rss_mb": rc_.ru_maxrss / 1024}))
 """
 
 
-def run(code: str, path: str, root: str = ROOT) -> dict:
+def run(code: str, path: str, root: str = ROOT, *extra: str) -> dict:
     env = dict(os.environ, PYTHONPATH=root)  # run in ``root`` too: ``python -c`` puts the working folder first
-    out = subprocess.run([sys.executable, "-c", code, os.path.abspath(path)], capture_output=True, text=True, env=env,
-                         cwd=root, check=True)
+    out = subprocess.run([sys.executable, "-c", code, os.path.abspath(path), *extra], capture_output=True, text=True,
+                         env=env, cwd=root, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -88,6 +94,9 @@ def main() -> None:
     ap.add_argument("--stream-fields", action="store_true",
                     help="a file with the stream fields a servewatch run writes (last token, chunks, usage, gaps): "
                          "the parser's optional-field path (default file name gains -sf)")
+    ap.add_argument("--serial", action="store_true",
+                    help="report in one process (a file of 32 MiB or more is otherwise read by a forked reader "
+                         "while the judging process ingests: tui.sources.parallel_read)")
     a = ap.parse_args()
     if a.repeat < 1 or a.requests < 1:
         print("bench_report: --repeat and --requests must be >= 1", file=sys.stderr)
@@ -109,7 +118,7 @@ def main() -> None:
         lb = load()
         bare = run(BARE, path)
         lr = load()
-        rep = run(REPORT, path)
+        rep = run(REPORT, path, ROOT, *(["serial"] if a.serial else []))
         b_rate = bare["lines"] / bare["seconds"]
         r_rate = rep["lines"] / rep["seconds"]
         bare_rates.append(b_rate)
@@ -127,7 +136,8 @@ def main() -> None:
                   f"peak RSS {old['rss_mb']:.0f} MB, exit {old['rc']}, {lo}) | ratio {o_rate / b_rate:.2f}", flush=True)
         print(f"run {i + 1}: bare json.loads {b_rate:,.0f} lines/s ({bare['seconds']:.1f} s wall, {bare['cpu']:.1f} s CPU, "
               f"{bare['rss_mb']:.0f} MB, {lb}) | servewatch report {r_rate:,.0f} lines/s ({rep['seconds']:.1f} s wall, "
-              f"{rep['cpu']:.1f} s CPU, peak RSS {rep['rss_mb']:.0f} MB, exit {rep['rc']}, {lr}) | ratio {r_rate / b_rate:.2f}",
+              f"{rep['cpu']:.1f} s CPU, peak RSS {rep['rss_mb']:.0f} MB + reader {rep.get('child_rss_mb', 0):.0f} MB, exit "
+              f"{rep['rc']}, {lr}) | ratio {r_rate / b_rate:.2f}",
               flush=True)
     mb, mr = statistics.median(bare_rates), statistics.median(rep_rates)
     print(f"median of {a.repeat}: bare {mb:,.0f} lines/s | report {mr:,.0f} lines/s, peak RSS {max(rss):.0f} MB | "

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
-from operator import attrgetter, is_
+from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 from tui.core.records.model import Record, RunHeader, StepRecord
@@ -30,6 +30,8 @@ from tui.core.records.schema import LineIssue
 Item = Record | LineIssue
 _LEVEL = attrgetter("level")
 _IS_REQUEST = partial(is_, RequestRecord)
+_ARG_LEVEL = itemgetter(13)  # ``level`` among RequestRecord's arguments
+_IS_ARGUMENTS = partial(is_, tuple)
 
 
 @dataclass(slots=True)
@@ -64,6 +66,9 @@ class SeveralRuns(ValueError):
         self.runs = list(runs)
         super().__init__(f"{source} holds {len(runs)} runs (run --record appends); they are never merged: "
                          f"pick one with --run N")
+
+    def __reduce__(self) -> tuple:  # it travels whole from a forked reader (tui.sources.parallel_read)
+        return (SeveralRuns, (self.source, self.runs))
 
     def listing(self) -> list[str]:
         return [r.describe() for r in self.runs]
@@ -131,6 +136,11 @@ class RunSplitter:
             else:
                 levels.update(map(_LEVEL, compress(items, map(_IS_REQUEST, types))))
             levels.discard(None)
+        a = types.count(tuple)  # standard records as their arguments: a forked reader's (validate.standard_as_arguments)
+        if a:
+            levels.update(map(_ARG_LEVEL, compress(items, map(_IS_ARGUMENTS, types))))  # type: ignore[arg-type]
+            levels.discard(None)
+            n += a
         if StepRecord in types:
             levels.update(x.level for x in items if type(x) is StepRecord and x.level is not None)
         cur.requests += n

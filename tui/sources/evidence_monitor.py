@@ -59,7 +59,7 @@ def monitor_of(run: EvidenceRun, config: MonitorConfig, budget: Any = None,
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for items in run.blocks():
+        for items in run.blocks(parallel=True):  # a large file: read by a forked reader meanwhile
             add_many(items)
             if settled is not None and (mon.settings is not None or judge_at is None):
                 settled(mon)

@@ -27,6 +27,7 @@ from tui.core.records import iter_blocks
 from tui.core.runs import Item, RunInfo, RunSplitter
 from tui.sources.evidence_probe import IMPORT, MAX_DOCUMENT_BYTES, RECORDS, STDIN, STDIN_NAME, WATCH, Kind, open_probed
 from tui.sources.importing import ImportProblem, import_file, records_of
+from tui.sources.parallel_read import parallel_worth_it, read_in_parallel
 
 __all__ = ["IMPORT", "LAST_RUN", "RECORDS", "WATCH", "EvidenceRun", "ReadSettings", "ReplayPlan", "check_runs",
            "judged_integrity", "open_evidence", "plan_replay", "replay_check", "run_header_of"]
@@ -74,10 +75,21 @@ class EvidenceRun:
         if self.path != STDIN:
             self.handle.close()
 
-    def blocks(self) -> Iterator[list[Item]]:
+    def blocks(self, parallel: bool = False) -> Iterator[list[Item]]:
         """The records and line problems of the run picked, chunk by chunk; when exhausted, ``runs`` lists the
         file's runs, ``integrity`` holds the digest chain's verification, and a file of several runs without
-        ``pick_run`` (or a run beyond them) has raised ``SeveralRuns`` / ``RunNotInFile``."""
+        ``pick_run`` (or a run beyond them) has raised ``SeveralRuns`` / ``RunNotInFile``. ``parallel``: a large
+        record file may be read by a forked reader while the caller ingests (``tui.sources.parallel_read``: the same
+        blocks, runs, integrity and exceptions)."""
+        if parallel and self.kind == RECORDS and self.path != STDIN and parallel_worth_it(self.handle):
+            def done(result: tuple[list[RunInfo], RecordsIntegrity | None]) -> None:
+                self.runs, self.integrity = result
+
+            yield from read_in_parallel(self._blocks, lambda: (self.runs, self.integrity), done)
+            return
+        yield from self._blocks()
+
+    def _blocks(self) -> Iterator[list[Item]]:
         s = self.settings
         pick = s.pick_run
         if pick == LAST_RUN:

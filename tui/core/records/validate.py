@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from tui.core.records.request import RequestRecord
@@ -135,9 +136,25 @@ def parse_request(d: dict) -> RequestRecord:
                 and (rnd is None or (type(rnd) is int and 1 <= rnd <= _COUNT_MAX))
                 and (level is None or (type(level) in _NUM_TYPES and -_COUNT_MAX <= level <= _COUNT_MAX))
                 and (fr is None or type(fr) is str) and (ed is None or type(ed) is str)):
-            return RequestRecord(rid, t_sent, t_end, complete, t_sent if t_int is None else t_int, t_first, itok,
-                                 otok, fr, status, error, ed, phase, level, 1 if rnd is None else rnd, None, 0)
+            return _make_standard(rid, t_sent, t_end, complete, t_sent if t_int is None else t_int, t_first, itok,
+                                  otok, fr, status, error, ed, phase, level, 1 if rnd is None else rnd, None, 0)
     return _parse_request(d)
+
+
+#: what the fast path makes of a standard record: the record, except in a forked reader (``standard_as_arguments``)
+_make_standard: Callable[..., Any] = RequestRecord
+
+
+def _arguments(*args: Any) -> tuple:
+    return args
+
+
+def standard_as_arguments() -> None:
+    """From now on, in this process, the fast path gives a standard record as the tuple of its ``RequestRecord``
+    arguments (``RequestRecord(*args)`` is the record it would have made): only the forked reader of a large file
+    calls it (``tui.sources.parallel_read``), which carries those tuples as they are to the judging process."""
+    global _make_standard
+    _make_standard = _arguments
 
 
 def _parse_request(d: dict) -> RequestRecord:
