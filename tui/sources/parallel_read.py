@@ -10,8 +10,9 @@ request by the run splitter) and as the record here; anything else pickled (a fe
 of length, the payload. A reader that dies without its last frame is an internal error, never a short file.
 
 Used only where it pays (``parallel_worth_it``): a regular file of at least ``PARALLEL_MIN_BYTES`` (records, not an
-import or a watch recording), on a machine that gives this process two CPUs or more, from a process with one thread
-(the commands that judge a file; never the console or a live run's threads). Wall time falls (the two
+import or a watch recording) whose request records are mostly standard ones (``_mostly_standard``), on a machine
+that gives this process two CPUs or more, from a process with one thread (the commands that judge a file; never the
+console or a live run's threads). Wall time falls (the two
 halves overlap), CPU time rises a little (the transport): bench/bench_report.py shows both."""
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ from tui.core.records.validate import standard_as_arguments
 PARALLEL_MIN_BYTES = 32 << 20
 #: the pipe between them, asked for (the reader runs up to about this many bytes of blocks ahead)
 PIPE_BYTES = 8 << 20
+#: the start of the file looked at to decide (``_mostly_standard``)
+SAMPLE_BYTES = 256 << 10
+_STANDARD_FIELDS = 16  # "type" and the fields request_to_dict always writes
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
 _FIELDS_OF = operator.attrgetter(*_FIELDS)
@@ -64,7 +68,21 @@ def parallel_worth_it(handle: BinaryIO, cpus: int | None = None) -> bool:
         return False
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cpus >= 2
+    return cpus >= 2 and _mostly_standard(handle.fileno())
+
+
+def _mostly_standard(fd: int) -> bool:
+    """Whether most request lines of the file's first ``SAMPLE_BYTES`` have no more fields than a standard record
+    (a count of ``":``, read with ``pread``: the handle's position untouched). Records with more fields (a run's
+    stream fields) make the reader the slower half by far: the judging process would wait, and two processes would
+    spend half as much CPU again for no time won (bench_report.py --stream-fields); such a file is read in one."""
+    try:
+        sample = os.pread(fd, SAMPLE_BYTES, 0)
+    except OSError:
+        return False
+    lines = [x for x in sample.split(b"\n")[:-1] if x.startswith(b'{"type":"request"')]
+    standard = sum(1 for x in lines if x.count(b'":') <= _STANDARD_FIELDS)
+    return bool(lines) and standard * 2 >= len(lines)
 
 
 def _pack(items: list) -> bytes:

@@ -88,11 +88,26 @@ def test_the_report_of_a_large_file_is_the_one_path_report(tmp_path: Path, monke
 def test_only_a_large_regular_file_on_two_cpus_is_read_in_two_processes(tmp_path: Path) -> None:
     with DEFAULT.open("rb") as fh:
         assert not P.parallel_worth_it(fh, cpus=4)  # far below PARALLEL_MIN_BYTES
+    std = {"type": "request", "id": "b0", "t_intended": 1767225600.0, "t_sent": 1767225600.0,
+           "t_first_token": 1767225600.2, "t_end": 1767225601.0, "input_tokens": 128, "output_tokens": 64,
+           "finish_reason": "length", "http_status": 200, "complete": True, "error": None, "error_detail": None,
+           "phase": "measure", "level": 1, "round": 1}  # the fields request_to_dict always writes, no more
+    line = json.dumps(std, separators=(",", ":")).encode()
     big = tmp_path / "big.jsonl"
     with big.open("wb") as fh:
+        fh.write((line + b"\n") * 2000)
         fh.truncate(P.PARALLEL_MIN_BYTES)
     with big.open("rb") as fh:
         assert P.parallel_worth_it(fh, cpus=2) and not P.parallel_worth_it(fh, cpus=1)
+        assert fh.tell() == 0  # looked at without moving
+    rec = json.loads(line)
+    rec.update(t_last_token=rec["t_end"], output_chunks=rec["output_tokens"], itl_max_ms=1.0)
+    streamed = tmp_path / "streamed.jsonl"
+    with streamed.open("wb") as fh:
+        fh.write((json.dumps(rec, separators=(",", ":")).encode() + b"\n") * 2000)
+        fh.truncate(P.PARALLEL_MIN_BYTES)
+    with streamed.open("rb") as fh:  # a run's stream fields: the reader would be the slower half, one process
+        assert not P.parallel_worth_it(fh, cpus=2)
     assert not P.parallel_worth_it(io.BytesIO(b"x" * 10))  # not a file
 
 

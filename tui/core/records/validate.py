@@ -113,13 +113,14 @@ _STANDARD_FIELDS = operator.itemgetter("type", *_REQUEST_KEYS)
 def parse_request(d: dict) -> RequestRecord:
     """Validate one request record (the hot path of every reader: keep it lean).
 
-    The fast path: a record with exactly the fields a servewatch writer always writes (``request_to_dict``), each
-    of the type and in the range that needs no conversion, is made into its record after one compound test; any
-    other record (a field missing or extra, an int time, a value out of range, anything to refuse) goes through
-    ``_parse_request``, which makes every check in turn and words the first that fails. The fast path accepts only
+    The fast path: a record with the fields a servewatch writer always writes (``request_to_dict``), each of the
+    type and in the range that needs no conversion, is made into its record after one compound test (its further
+    fields, a run's stream fields, then read as ``_parse_request`` reads them); any other record (a field missing,
+    an int time, a value out of range, token offsets, anything to refuse) goes through ``_parse_request``, which
+    makes every check in turn and words the first that fails. The fast path accepts only
     records ``_parse_request`` accepts unchanged, into the same record (a property test holds the two equal:
     tests/unit/core/records/test_parse_fast.py)."""
-    if len(d) == _STANDARD_KEYS:
+    if len(d) >= _STANDARD_KEYS:
         try:
             (typ, rid, t_sent, t_end, complete, t_first, t_int, phase, error, itok, otok, status, rnd, level, fr,
              ed) = _STANDARD_FIELDS(d)
@@ -136,8 +137,18 @@ def parse_request(d: dict) -> RequestRecord:
                 and (rnd is None or (type(rnd) is int and 1 <= rnd <= _COUNT_MAX))
                 and (level is None or (type(level) in _NUM_TYPES and -_COUNT_MAX <= level <= _COUNT_MAX))
                 and (fr is None or type(fr) is str) and (ed is None or type(ed) is str)):
-            return _make_standard(rid, t_sent, t_end, complete, t_sent if t_int is None else t_int, t_first, itok,
-                                  otok, fr, status, error, ed, phase, level, 1 if rnd is None else rnd, None, 0)
+            if len(d) == _STANDARD_KEYS:
+                return _make_standard(rid, t_sent, t_end, complete, t_sent if t_int is None else t_int, t_first,
+                                      itok, otok, fr, status, error, ed, phase, level, 1 if rnd is None else rnd,
+                                      None, 0)
+            rt = d.get("retried")  # more fields (a run's stream fields): read as _parse_request reads them
+            if d.get("token_offsets") is None and (rt is None or (type(rt) is int and 0 <= rt <= _COUNT_MAX)):
+                rec = RequestRecord(rid, t_sent, t_end, complete, t_sent if t_int is None else t_int, t_first, itok,
+                                    otok, fr, status, error, ed, phase, level, 1 if rnd is None else rnd, None,
+                                    rt or 0)
+                _read_token_fields(d, rec)
+                _check_token_claims(rec)
+                return rec
     return _parse_request(d)
 
 

@@ -15,6 +15,9 @@ from tui.core.records.schema import COUNT_MAX, T_MAX_EPOCH, T_MIN_EPOCH
 from tui.core.records.validate import _REQUEST_KEYS, _parse_request, parse_request
 
 T0 = 1_767_225_600.0
+STREAM_KEYS = ("t_last_token", "t_first_answer", "t_first_reasoning", "output_chunks", "reasoning_chunks",
+               "usage_output_tokens", "usage_input_tokens", "itl_max_ms", "itl_p50_ms", "input_tokens_asked",
+               "retried", "token_offsets", "cached_tokens", "session", "turn", "embedding_dim")
 
 
 def standard(rng: random.Random) -> dict:
@@ -55,7 +58,13 @@ def test_the_fast_path_gives_what_every_check_in_turn_gives(seed: int) -> None:
             d.pop(rng.choice(_REQUEST_KEYS))  # a field left out
         if rng.random() < 0.1:
             d[rng.choice(("retried", "token_offsets", "t_last_token", "session", "extra"))] = rng.choice((1, None, [0.1]))
-        key = rng.choice((*_REQUEST_KEYS, "type"))
+        if rng.random() < 0.5:  # a run's stream fields (issue 21), valid as a run writes them
+            tf, te = d.get("t_first_token"), d.get("t_end")
+            if isinstance(tf, float) and isinstance(te, float):
+                d.update(t_last_token=te, itl_max_ms=12.5, itl_p50_ms=3.0, itl_p95_ms=9.0)
+            d.update(output_chunks=d.get("output_tokens"), usage_output_tokens=d.get("output_tokens"),
+                     input_tokens_asked=128, output_tokens_asked=64, retried=rng.choice((0, 2)))
+        key = rng.choice((*_REQUEST_KEYS, "type", *STREAM_KEYS))
         for v in values(rng, d, key):
             e = dict(d)
             e[key] = v
