@@ -66,23 +66,46 @@ def _files(tmp: Path) -> list[tuple[Path, ReadSettings]]:
     return out
 
 
-def test_a_forked_reader_gives_what_the_one_path_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Every file read in two processes from now on, and a count of the readers forked (the test is not vacuous)."""
+    import tui.sources.evidence_reader as R
+
     monkeypatch.setattr(P, "PARALLEL_MIN_BYTES", 0)
-    for path, settings in _files(tmp_path):
+    monkeypatch.setattr(P, "_mostly_standard", lambda fd: True)
+    # threads other tests of this process left idle (an executor's) hold no lock the reader needs: fork anyway
+    monkeypatch.setattr(P.threading, "active_count", lambda: 1)
+    forked: list = []
+
+    def counted(*a, **kw):
+        forked.append(1)
+        return P.read_in_parallel(*a, **kw)
+
+    monkeypatch.setattr(R, "read_in_parallel", counted)
+    return forked
+
+
+def test_a_forked_reader_gives_what_the_one_path_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    forked = _counting(monkeypatch)
+    files = _files(tmp_path)
+    for path, settings in files:
         serial = _read(path, settings, parallel=False)
         assert _read(path, settings, parallel=True) == serial, path
+    assert len(forked) == len(files)
     assert _read(tmp_path / "two-runs.jsonl", ReadSettings(), parallel=True)[1] == "SeveralRuns"
 
 
 def test_the_report_of_a_large_file_is_the_one_path_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outs = []
-    for floor in (1 << 62, 0):  # the one path, then the forked reader for every file
-        monkeypatch.setattr(P, "PARALLEL_MIN_BYTES", floor)
-        for flags in ([], ["--json"]):
-            out = io.StringIO()
-            rc = run_report(settings_of(["report", str(DEFAULT), *flags]), out=out)
-            outs.append((rc, out.getvalue()))
-    assert outs[:2] == outs[2:]
+    for flags in ([], ["--json"]):  # the one path
+        out = io.StringIO()
+        rc = run_report(settings_of(["report", str(DEFAULT), *flags]), out=out)
+        outs.append((rc, out.getvalue()))
+    forked = _counting(monkeypatch)  # then the forked reader
+    for flags in ([], ["--json"]):
+        out = io.StringIO()
+        rc = run_report(settings_of(["report", str(DEFAULT), *flags]), out=out)
+        outs.append((rc, out.getvalue()))
+    assert outs[:2] == outs[2:] and len(forked) == 2
 
 
 def test_only_a_large_regular_file_on_two_cpus_is_read_in_two_processes(tmp_path: Path) -> None:
