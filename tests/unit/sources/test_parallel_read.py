@@ -108,7 +108,9 @@ def test_the_report_of_a_large_file_is_the_one_path_report(tmp_path: Path, monke
     assert outs[:2] == outs[2:] and len(forked) == 2
 
 
-def test_only_a_large_regular_file_on_two_cpus_is_read_in_two_processes(tmp_path: Path) -> None:
+def test_only_a_large_regular_file_on_two_cpus_is_read_in_two_processes(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(P.threading, "active_count", lambda: 1)  # this process's other tests' threads aside
     with DEFAULT.open("rb") as fh:
         assert not P.parallel_worth_it(fh, cpus=4)  # far below PARALLEL_MIN_BYTES
     std = {"type": "request", "id": "b0", "t_intended": 1767225600.0, "t_sent": 1767225600.0,
@@ -130,6 +132,9 @@ def test_only_a_large_regular_file_on_two_cpus_is_read_in_two_processes(tmp_path
         fh.write((json.dumps(rec, separators=(",", ":")).encode() + b"\n") * 2000)
         fh.truncate(P.PARALLEL_MIN_BYTES)
     with streamed.open("rb") as fh:  # a run's stream fields: the reader would be the slower half, one process
+        assert not P.parallel_worth_it(fh, cpus=2)
+    monkeypatch.setattr(P.threading, "active_count", lambda: 2)  # another thread: a fork would copy only this one
+    with big.open("rb") as fh:
         assert not P.parallel_worth_it(fh, cpus=2)
     assert not P.parallel_worth_it(io.BytesIO(b"x" * 10))  # not a file
 
