@@ -160,9 +160,20 @@ def test_a_reader_that_dies_is_an_internal_error_not_a_short_file() -> None:
         list(P.read_in_parallel(_gen(1, "unpicklable"), lambda: None, lambda r: None))
 
 
-def test_stopping_early_leaves_no_reader_behind() -> None:
+def test_stopping_early_leaves_no_reader_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids: list[int] = []
+    fork = os.fork
+
+    def recorded() -> int:
+        pid = fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(P.os, "fork", recorded)
     gen = P.read_in_parallel(_gen(10_000, "end"), lambda: "done", lambda r: None)
     assert next(gen) == [0]
     gen.close()
+    assert len(pids) == 1
     with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # no child left, not even a zombie
+        os.waitpid(pids[0], os.WNOHANG)  # the reader is gone and reaped, not even a zombie
