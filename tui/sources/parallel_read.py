@@ -37,7 +37,7 @@ except ImportError:  # not on this platform: the default pipe
     fcntl = None  # type: ignore[assignment]
 
 from tui.core.records import RequestRecord
-from tui.core.records.validate import standard_as_arguments
+from tui.core.records.validate import STANDARD_KEYS, standard_as_arguments
 
 #: the smallest file read in two processes (below it, starting the reader costs more than the overlap wins)
 PARALLEL_MIN_BYTES = 32 << 20
@@ -45,7 +45,6 @@ PARALLEL_MIN_BYTES = 32 << 20
 PIPE_BYTES = 8 << 20
 #: the start of the file looked at to decide (``_mostly_standard``)
 SAMPLE_BYTES = 256 << 10
-_STANDARD_FIELDS = 16  # "type" and the fields request_to_dict always writes
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RequestRecord))
 _FIELDS_OF = operator.attrgetter(*_FIELDS)
@@ -81,7 +80,7 @@ def _mostly_standard(fd: int) -> bool:
     except OSError:
         return False
     lines = [x for x in sample.split(b"\n")[:-1] if x.startswith(b'{"type":"request"')]
-    standard = sum(1 for x in lines if x.count(b'":') <= _STANDARD_FIELDS)
+    standard = sum(1 for x in lines if x.count(b'":') <= STANDARD_KEYS)
     return bool(lines) and standard * 2 >= len(lines)
 
 

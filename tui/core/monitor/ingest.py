@@ -392,17 +392,16 @@ class Ingest(BudgetTracking):
                     if sp is None:
                         sp = st.sessions = evidence.SessionSpans(EVIDENCE_CAP)
                     sp.add(r.session, r.turn, r.t_intended, t_sent, t_end)
-                if err is None:  # (None == "cancelled" costs a rich comparison: the usual case first)
-                    pass
-                elif err == "cancelled":
-                    key = (r.level, r.round)
-                    if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
-                        self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
+                if err is not None:  # (None == "cancelled" would cost a rich comparison per request)
+                    if err == "cancelled":
+                        key = (r.level, r.round)
+                        if outcome == EXCLUDED:  # still open when cancelled: counted and shown, never judged
+                            self.cancelled_open[key] = self.cancelled_open.get(key, 0) + 1
+                            continue
+                        self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
+                    elif err == CLIENT and outcome == EXCLUDED:  # the client's own resources ran out: unknown
+                        self._client_unknown(st, r, t_sent, t_end)
                         continue
-                    self.cancelled_late[key] = self.cancelled_late.get(key, 0) + 1
-                elif err == CLIENT and outcome == EXCLUDED:  # the client's own resources ran out: unknown
-                    self._client_unknown(st, r, t_sent, t_end)
-                    continue
                 # counted tokens: one tuple and one dict update (TokenTally.pending, tallied when read)
                 tk = st.tokens.pending
                 # a session's turn asked its whole prompt (context_tokens), not only its user message

@@ -120,7 +120,7 @@ def parse_request(d: dict) -> RequestRecord:
     makes every check in turn and words the first that fails. The fast path accepts only
     records ``_parse_request`` accepts unchanged, into the same record (a property test holds the two equal:
     tests/unit/core/records/test_parse_fast.py)."""
-    if len(d) >= _STANDARD_KEYS:
+    if len(d) >= STANDARD_KEYS:
         try:
             (typ, rid, t_sent, t_end, complete, t_first, t_int, phase, error, itok, otok, status, rnd, level, fr,
              ed) = _STANDARD_FIELDS(d)
@@ -137,7 +137,7 @@ def parse_request(d: dict) -> RequestRecord:
                 and (rnd is None or (type(rnd) is int and 1 <= rnd <= _COUNT_MAX))
                 and (level is None or (type(level) in _NUM_TYPES and -_COUNT_MAX <= level <= _COUNT_MAX))
                 and (fr is None or type(fr) is str) and (ed is None or type(ed) is str)):
-            if len(d) == _STANDARD_KEYS:
+            if len(d) == STANDARD_KEYS:
                 return _make_standard(rid, t_sent, t_end, complete, t_sent if t_int is None else t_int, t_first,
                                       itok, otok, fr, status, error, ed, phase, level, 1 if rnd is None else rnd,
                                       None, 0)
@@ -171,7 +171,7 @@ def standard_as_arguments() -> None:
 def _parse_request(d: dict) -> RequestRecord:
     """``parse_request`` with every check made in turn (any record; the first problem worded)."""
     get = d.get
-    extra = len(d) > _STANDARD_KEYS  # more than the fields every servewatch record has: maybe issue 21's
+    extra = len(d) > STANDARD_KEYS  # more than the fields every servewatch record has: maybe issue 21's
     try:
         (rid, t_sent, t_end, complete, t_first, t_int, phase, error, itok, otok, status, rnd, level, fr,
          ed) = _REQUEST_FIELDS(d)
@@ -251,7 +251,7 @@ def _parse_request(d: dict) -> RequestRecord:
 
 
 #: "type" and the fields of ``_REQUEST_FIELDS``: a record with no more keys than these has none of the optional ones
-_STANDARD_KEYS = 16
+STANDARD_KEYS = len(_REQUEST_KEYS) + 1
 #: the optional per-token fields of issue 21 (docs/record-format.md): times, counts, milliseconds
 _TOKEN_TIMES = ("t_first_answer", "t_first_reasoning", "t_last_token")
 _TOKEN_COUNTS = ("output_chunks", "reasoning_chunks", "usage_output_tokens", "usage_input_tokens",
