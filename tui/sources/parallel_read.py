@@ -54,9 +54,9 @@ _BLOCK, _END, _ERROR = b"B", b"E", b"X"
 
 
 def parallel_worth_it(handle: BinaryIO, cpus: int | None = None) -> bool:
-    """Whether reading ``handle`` in two processes pays: a regular file of at least ``PARALLEL_MIN_BYTES`` on a
-    machine that gives this process two CPUs or more, from a process with no other thread (a fork copies one
-    thread: a lock another thread held would stay held in the reader)."""
+    """Whether reading ``handle`` in two processes pays: a regular file of at least ``PARALLEL_MIN_BYTES`` of mostly
+    standard request records (``_mostly_standard``) on a machine that gives this process two CPUs or more, from a
+    process with no other thread (a fork copies one thread: a lock another thread held would stay held)."""
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return False
     try:
@@ -92,18 +92,8 @@ def _pack(items: list) -> bytes:
     n_args = kinds.count(tuple)
     if n_args == len(items):  # the usual block: standard records only
         return marshal.dumps((items, None))
-    places = []  # the other items' places, found by C-level searches (a block holds a handful)
-    for kind in set(kinds) - _REQUEST_KINDS:
-        i = kinds.index(kind)
-        while True:
-            places.append(i)
-            try:
-                i = kinds.index(kind, i + 1)
-            except ValueError:
-                break
-    places.sort()
-    others = [(i, items[i]) for i in places]
-    if n_args + len(places) == len(items):  # standard records and a few others
+    others = [(i, items[i]) for i, k in enumerate(kinds) if k not in _REQUEST_KINDS]  # a handful, with places
+    if n_args + len(others) == len(items):  # standard records and a few others
         reqs = list(compress(items, map(is_, kinds, repeat(tuple))))
     else:
         reqs = [it if type(it) is tuple else _FIELDS_OF(it) for it in items if type(it) in _REQUEST_KINDS]
